@@ -1,0 +1,79 @@
+/// @file backend.h
+/// The backend interface and registry. A backend owns a device type's memory and registers
+/// kernels for the ops it implements; what it can do is asked (`supports`), never assumed.
+/// Backends are registered in one place (src/core/registry.cc).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "anvil/device.h"
+#include "anvil/dtype.h"
+
+namespace anvil {
+
+/// A block of memory on one device; freed by the backend that made it when the last owner drops.
+class Buffer {
+ public:
+  Buffer(void* data, size_t nbytes, Device device) : data_(data), nbytes_(nbytes), device_(device) {}
+  virtual ~Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_;
+  size_t nbytes_;
+  Device device_;
+};
+
+/// What `anvil devices` prints for one device.
+struct DeviceInfo {
+  Device device;
+  std::string name;
+  uint64_t total_memory = 0;  ///< bytes; 0 when unknown
+  bool bf16 = false;          ///< native bf16 arithmetic
+  std::string pci_bus_id;     ///< "0000:19:00.0" where the platform tells
+  std::string details;        ///< backend-specific notes (ISA, compute capability, ...)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceType type() const = 0;
+  virtual std::vector<DeviceInfo> devices() const = 0;
+  /// Allocates `nbytes` on `device` (uninitialised).
+  virtual std::shared_ptr<Buffer> allocate(Device device, size_t nbytes) = 0;
+  /// Copies between host memory and this backend's memory (either side may be the host).
+  virtual void copy_to_host(void* dst, const void* src, size_t nbytes, Device device) = 0;
+  virtual void copy_from_host(void* dst, const void* src, size_t nbytes, Device device) = 0;
+  virtual void copy_on_device(void* dst, const void* src, size_t nbytes, Device device) = 0;
+  /// Waits for all queued work on `device`.
+  virtual void synchronize(Device device) = 0;
+  /// The dtype activations are kept in when weights are stored as `weights`.
+  virtual DType activation_dtype(DType weights) const = 0;
+};
+
+/// One line of `anvil devices`: a device type, whether anvil can use it, and if not, why.
+struct BackendReport {
+  DeviceType type;
+  bool available = false;
+  std::string reason;  ///< why the backend is absent or has no device
+  std::vector<DeviceInfo> devices;
+};
+
+/// The backend serving `type`, or nullptr when this build has none.
+Backend* find_backend(DeviceType type);
+/// The backend serving `device`; throws a clear error when it is absent or the index is out of range.
+Backend& backend_for(Device device);
+/// Every device type with its status, for `anvil devices`.
+std::vector<BackendReport> report_backends();
+/// True when kernels for `op` exist on `type` for activation dtype `act` and weight dtype `weight`.
+bool supports(const std::string& op, DeviceType type, DType act, DType weight);
+
+}  // namespace anvil

@@ -1,0 +1,75 @@
+/// @file config.h
+/// A model's `config.json` and `generation_config.json`, read as transformers reads them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "anvil/dtype.h"
+
+namespace anvil {
+
+enum class RopeType { standard, llama3 };
+
+struct RopeConfig {
+  RopeType type = RopeType::standard;
+  double theta = 10000.0;
+  // llama3 scaling
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 8192;
+};
+
+/// The fields of config.json the decoder needs, architecture flags resolved.
+struct ModelConfig {
+  std::string architecture;  ///< "Qwen3ForCausalLM", ...
+  std::string model_type;    ///< "qwen3", ...
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  RopeConfig rope;
+  bool tie_word_embeddings = false;
+  bool qkv_bias = false;  ///< q/k/v projections carry a bias
+  bool o_bias = false;    ///< the output projection carries a bias
+  bool mlp_bias = false;
+  bool qk_norm = false;  ///< per-head RMSNorm of q and k before RoPE (Qwen3)
+  std::optional<DType> dtype;  ///< `torch_dtype` / `dtype`, when the file says
+  std::vector<int64_t> eos_token_ids;
+  std::optional<int64_t> bos_token_id, pad_token_id;
+
+  /// Reads `path` (a config.json); throws anvil::Error naming the file and the field at fault.
+  static ModelConfig from_file(const std::string& path);
+  /// Parses config.json text; `source` names it in errors.
+  static ModelConfig from_json_text(const std::string& text, const std::string& source);
+};
+
+/// generation_config.json: defaults for generate().
+struct GenerationConfig {
+  std::vector<int64_t> eos_token_ids;
+  std::optional<int64_t> pad_token_id, bos_token_id;
+  bool do_sample = false;
+  float temperature = 1.0f;
+  int64_t top_k = 50;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  std::optional<int64_t> max_new_tokens;
+  int64_t max_length = 20;
+
+  /// Reads `path`; throws anvil::Error naming the file and field at fault.
+  static GenerationConfig from_file(const std::string& path);
+  static GenerationConfig from_json_text(const std::string& text, const std::string& source);
+  /// What transformers derives from config.json when a model has no generation_config.json.
+  static GenerationConfig from_model_config(const ModelConfig& config);
+};
+
+}  // namespace anvil

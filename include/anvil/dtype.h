@@ -1,0 +1,72 @@
+/// @file dtype.h
+/// Element types anvil stores, with their sizes, names and the scalar conversions that every
+/// backend and file reader shares (bf16/f16/f8 are stored as raw bits).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace anvil {
+
+/// Storage types. f32/bf16/f16 are compute types; the rest exist so every dtype that
+/// transformers writes into a safetensors file can be read and converted.
+enum class DType : uint8_t {
+  f32,
+  bf16,
+  f16,
+  f64,
+  i64,
+  i32,
+  i16,
+  i8,
+  u8,
+  boolean,
+  f8_e4m3,
+  f8_e5m2,
+};
+
+/// Bytes per element.
+size_t dtype_size(DType t);
+/// Short name used in messages and on the command line ("f32", "bf16", ...).
+std::string_view dtype_name(DType t);
+/// Parses "f32"/"float32", "bf16"/"bfloat16", "f16"/"float16" (the dtypes a model can run in).
+std::optional<DType> parse_compute_dtype(std::string_view s);
+/// True for the floating-point types a kernel may read as weights.
+bool is_floating(DType t);
+
+/// bfloat16 bits -> float (exact).
+inline float bf16_to_f32(uint16_t bits) {
+  uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/// float -> bfloat16 bits, rounding to nearest even as torch does; NaN stays NaN.
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+/// IEEE half bits -> float (exact, subnormals included).
+float f16_to_f32(uint16_t bits);
+/// float -> IEEE half bits, round to nearest even.
+uint16_t f32_to_f16(float f);
+/// float8 e4m3fn (no infinities, 0x7f/0xff are NaN) -> float.
+float f8_e4m3_to_f32(uint8_t bits);
+/// float8 e5m2 -> float.
+float f8_e5m2_to_f32(uint8_t bits);
+
+/// Converts `n` elements of `src_type` at `src` into float32 at `dst`.
+void convert_to_f32(const void* src, DType src_type, float* dst, size_t n);
+/// Converts `n` float32 values into `dst_type` (f32, bf16, f16) at `dst`.
+void convert_from_f32(const float* src, void* dst, DType dst_type, size_t n);
+
+}  // namespace anvil

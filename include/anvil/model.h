@@ -1,0 +1,94 @@
+/// @file model.h
+/// Causal language models, named after transformers' classes:
+///
+///     auto model = anvil::AutoModelForCausalLM::from_pretrained("Qwen/Qwen3-0.6B",
+///                    {.dtype = anvil::DType::bf16, .device_map = "cpu"});
+///     auto out = model.generate(ids, {.max_new_tokens = 50});
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "anvil/config.h"
+#include "anvil/tensor.h"
+
+namespace anvil {
+
+class Decoder;
+
+struct ModelOptions {
+  /// Weight dtype; unset = "auto": the checkpoint's `dtype`/`torch_dtype`, else float32.
+  std::optional<DType> dtype;
+  /// Device string ("cpu", "cuda:0", ...).
+  std::string device_map = "cpu";
+  /// "sdpa" (fused, the default) or "eager" (materialised scores, the reference).
+  std::string attn_implementation = "sdpa";
+};
+
+/// Token ids of a batch, each row of the same length, with 1/0 attention masks (0 = padding).
+struct Batch {
+  std::vector<std::vector<int64_t>> input_ids;
+  std::vector<std::vector<int64_t>> attention_mask;  ///< empty: all ones
+
+  /// Left-pads prompts of different lengths with `pad_id`, masking the padding.
+  static Batch left_padded(const std::vector<std::vector<int64_t>>& prompts, int64_t pad_id);
+};
+
+/// Options of generate(); unset fields come from the model's generation_config.json, as in
+/// transformers.
+struct GenerateOptions {
+  std::optional<int64_t> max_new_tokens;  ///< default: generation_config, else max_length - prompt
+  int64_t min_new_tokens = 0;             ///< eos is suppressed until this many tokens are new
+  std::optional<bool> do_sample;
+  std::optional<float> temperature;
+  std::optional<int64_t> top_k;  ///< 0 disables
+  std::optional<float> top_p;
+  std::optional<float> min_p;
+  std::optional<float> repetition_penalty;
+  uint64_t seed = 0;
+  std::optional<std::vector<int64_t>> eos_token_ids;  ///< stop on any of these
+  std::optional<int64_t> pad_token_id;  ///< fills finished rows; default pad, else first eos
+  /// Called once per step with the token chosen for each row (pad for finished rows); return
+  /// false to stop early.
+  std::function<bool(const std::vector<int64_t>&)> streamer;
+};
+
+class CausalLM {
+ public:
+  /// Loads a model folder (config.json + safetensors) or a Hub id from the Hugging Face cache.
+  static CausalLM from_pretrained(const std::string& model, const ModelOptions& options = {});
+
+  const ModelConfig& config() const;
+  const GenerationConfig& generation_config() const;
+  Device device() const;
+  DType dtype() const;
+
+  /// Logits [batch, seq, vocab] as float32 on the CPU. Positions follow the attention mask
+  /// (cumsum - 1) as transformers' generate derives them; rows at padded positions are
+  /// meaningless.
+  Tensor logits(const Batch& batch) const;
+
+  /// Continues every row; returns prompt + new tokens per row (left padding kept, finished rows
+  /// filled with the pad id), as transformers' generate returns them.
+  std::vector<std::vector<int64_t>> generate(const Batch& batch, const GenerateOptions& opts) const;
+  /// One unpadded prompt.
+  std::vector<int64_t> generate(const std::vector<int64_t>& input_ids,
+                                const GenerateOptions& opts) const;
+
+ private:
+  std::shared_ptr<Decoder> decoder_;
+  GenerationConfig generation_config_;
+};
+
+/// transformers' name for the loader.
+struct AutoModelForCausalLM {
+  static CausalLM from_pretrained(const std::string& model, const ModelOptions& options = {}) {
+    return CausalLM::from_pretrained(model, options);
+  }
+};
+
+}  // namespace anvil

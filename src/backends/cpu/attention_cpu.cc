@@ -1,0 +1,168 @@
+// CPU attention over the KV cache. sdpa: one pass per query with an online softmax, reading
+// each key and value once, grouped-query heads indexing their shared K/V head directly.
+// eager: the score matrix of a head materialised, masked, softmaxed, then multiplied by V,
+// the way transformers' eager_attention_forward does it.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "core/kernels.h"
+#include "core/thread_pool.h"
+#include "ops/ops.h"
+
+namespace anvil::cpu {
+namespace {
+
+inline float dot(const float* a, const float* b, int64_t d) {
+  float acc[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= d; j += 8) {
+    for (int u = 0; u < 8; ++u) acc[u] += a[j + u] * b[j + u];
+  }
+  float s = 0;
+  for (float v : acc) s += v;
+  for (; j < d; ++j) s += a[j] * b[j];
+  return s;
+}
+
+struct Geometry {
+  int64_t batch, seq, heads, dim, kv_heads, cap, total, group;
+  explicit Geometry(const ops::AttentionArgs& a)
+      : batch(a.q.size(0)),
+        seq(a.q.size(1)),
+        heads(a.q.size(2)),
+        dim(a.q.size(3)),
+        kv_heads(a.k_cache.size(1)),
+        cap(a.k_cache.size(2)),
+        total(a.past + a.q.size(1)),
+        group(a.q.size(2) / a.k_cache.size(1)) {}
+};
+
+void sdpa(const ops::AttentionArgs& a) {
+  const Geometry g(a);
+  const float* q = a.q.data<float>();
+  const float* kc = a.k_cache.data<float>();
+  const float* vc = a.v_cache.data<float>();
+  const int32_t* mask = a.key_mask.data<int32_t>();
+  float* out = a.out.data<float>();
+  const int64_t items = g.batch * g.heads * g.seq;
+  parallel_for(items, 1, [&](int64_t i0, int64_t i1) {
+    std::vector<float> acc(g.dim);
+    for (int64_t item = i0; item < i1; ++item) {
+      const int64_t s = item % g.seq, h = (item / g.seq) % g.heads, b = item / (g.seq * g.heads);
+      const int64_t kh = h / g.group;
+      const float* qv = q + ((b * g.seq + s) * g.heads + h) * g.dim;
+      const float* kbase = kc + (b * g.kv_heads + kh) * g.cap * g.dim;
+      const float* vbase = vc + (b * g.kv_heads + kh) * g.cap * g.dim;
+      const int32_t* mrow = mask + b * g.total;
+      float m = -std::numeric_limits<float>::infinity(), l = 0;
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      const int64_t last = a.past + s;
+      for (int64_t t = 0; t <= last; ++t) {
+        if (mrow[t] == 0) continue;
+        const float score = dot(qv, kbase + t * g.dim, g.dim) * a.scale;
+        const float* vv = vbase + t * g.dim;
+        if (score > m) {
+          const float correction = std::exp(m - score);
+          l = l * correction + 1.0f;
+          for (int64_t j = 0; j < g.dim; ++j) acc[j] = acc[j] * correction + vv[j];
+          m = score;
+        } else {
+          const float p = std::exp(score - m);
+          l += p;
+          for (int64_t j = 0; j < g.dim; ++j) acc[j] += p * vv[j];
+        }
+      }
+      float* o = out + ((b * g.seq + s) * g.heads + h) * g.dim;
+      const float inv = l > 0 ? 1.0f / l : 0.0f;
+      for (int64_t j = 0; j < g.dim; ++j) o[j] = acc[j] * inv;
+    }
+  });
+}
+
+void eager(const ops::AttentionArgs& a) {
+  const Geometry g(a);
+  const float* q = a.q.data<float>();
+  const float* kc = a.k_cache.data<float>();
+  const float* vc = a.v_cache.data<float>();
+  const int32_t* mask = a.key_mask.data<int32_t>();
+  float* out = a.out.data<float>();
+  parallel_for(g.batch * g.heads, 1, [&](int64_t i0, int64_t i1) {
+    std::vector<float> scores(static_cast<size_t>(g.seq * g.total));
+    for (int64_t item = i0; item < i1; ++item) {
+      const int64_t h = item % g.heads, b = item / g.heads, kh = h / g.group;
+      const float* kbase = kc + (b * g.kv_heads + kh) * g.cap * g.dim;
+      const float* vbase = vc + (b * g.kv_heads + kh) * g.cap * g.dim;
+      const int32_t* mrow = mask + b * g.total;
+      // scores = q k^T * scale, masked positions -inf.
+      for (int64_t s = 0; s < g.seq; ++s) {
+        const float* qv = q + ((b * g.seq + s) * g.heads + h) * g.dim;
+        float* row = scores.data() + s * g.total;
+        for (int64_t t = 0; t < g.total; ++t) {
+          const bool visible = t <= a.past + s && mrow[t] != 0;
+          row[t] = visible ? dot(qv, kbase + t * g.dim, g.dim) * a.scale
+                           : -std::numeric_limits<float>::infinity();
+        }
+      }
+      // softmax over keys, then probs @ V.
+      for (int64_t s = 0; s < g.seq; ++s) {
+        float* row = scores.data() + s * g.total;
+        float* o = out + ((b * g.seq + s) * g.heads + h) * g.dim;
+        std::fill(o, o + g.dim, 0.0f);
+        const float m = *std::max_element(row, row + g.total);
+        if (m == -std::numeric_limits<float>::infinity()) continue;
+        float sum = 0;
+        for (int64_t t = 0; t < g.total; ++t) {
+          row[t] = std::exp(row[t] - m);
+          sum += row[t];
+        }
+        for (int64_t t = 0; t < g.total; ++t) {
+          const float p = row[t] / sum;
+          if (p == 0.0f) continue;
+          const float* vv = vbase + t * g.dim;
+          for (int64_t j = 0; j < g.dim; ++j) o[j] += p * vv[j];
+        }
+      }
+    }
+  });
+}
+
+void attention_kernel(const ops::AttentionArgs& a) {
+  if (a.impl == ops::AttentionImpl::eager) {
+    eager(a);
+  } else {
+    sdpa(a);
+  }
+}
+
+void store_kv_kernel(const ops::StoreKvArgs& a) {
+  const int64_t batch = a.src.size(0), seq = a.src.size(1), heads = a.src.size(2);
+  const int64_t dim = a.src.size(3), cap = a.cache.size(2);
+  const float* src = a.src.data<float>();
+  float* cache = a.cache.data<float>();
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t s = 0; s < seq; ++s) {
+      for (int64_t h = 0; h < heads; ++h) {
+        std::memcpy(cache + ((b * heads + h) * cap + a.start + s) * dim,
+                    src + ((b * seq + s) * heads + h) * dim, static_cast<size_t>(dim) * 4);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace anvil::cpu
+
+namespace anvil {
+
+void register_cpu_attention() {
+  register_kernel<ops::AttentionArgs>(ops::kAttention, DeviceType::cpu, DType::f32, DType::f32,
+                                      &cpu::attention_kernel);
+  register_kernel<ops::StoreKvArgs>(ops::kStoreKv, DeviceType::cpu, DType::f32, DType::f32,
+                                    &cpu::store_kv_kernel);
+}
+
+}  // namespace anvil

@@ -1,0 +1,61 @@
+// CPU embedding lookup, SwiGLU and residual add.
+#include <cmath>
+#include <cstring>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/weight_load.h"
+#include "core/kernels.h"
+#include "core/thread_pool.h"
+#include "ops/ops.h"
+
+namespace anvil::cpu {
+namespace {
+
+template <class W>
+void embedding_kernel(const ops::EmbeddingArgs& a) {
+  const int64_t n = a.ids.size(0), h = a.table.size(1);
+  const int64_t* ids = a.ids.data<int64_t>();
+  const W* table = a.table.data<W>();
+  float* out = a.out.data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    const W* row = table + ids[i] * h;
+    for (int64_t j = 0; j < h; ++j) out[i * h + j] = widen(row[j]);
+  }
+}
+
+void swiglu_kernel(const ops::SwigluArgs& a) {
+  const float* g = a.gate.data<float>();
+  const float* u = a.up.data<float>();
+  float* out = a.out.data<float>();
+  parallel_for(a.gate.numel(), 16384, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  });
+}
+
+void add_kernel(const ops::AddArgs& a) {
+  const float* x = a.a.data<float>();
+  const float* y = a.b.data<float>();
+  float* out = a.out.data<float>();
+  const int64_t n = a.a.numel();
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
+}
+
+}  // namespace
+}  // namespace anvil::cpu
+
+namespace anvil {
+
+void register_cpu_elementwise() {
+  for (DType w : cpu::kCpuWeightTypes) {
+    cpu::with_weight_type(w, [&]<class W>() {
+      register_kernel<ops::EmbeddingArgs>(ops::kEmbedding, DeviceType::cpu, DType::f32, w,
+                                          &cpu::embedding_kernel<W>);
+    });
+  }
+  register_kernel<ops::SwigluArgs>(ops::kSwiglu, DeviceType::cpu, DType::f32, DType::f32,
+                                   &cpu::swiglu_kernel);
+  register_kernel<ops::AddArgs>(ops::kAdd, DeviceType::cpu, DType::f32, DType::f32,
+                                &cpu::add_kernel);
+}
+
+}  // namespace anvil

@@ -1,0 +1,51 @@
+// CPU RMSNorm over rows, float32 math as transformers' LlamaRMSNorm does it.
+#include <cmath>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/weight_load.h"
+#include "core/kernels.h"
+#include "core/thread_pool.h"
+#include "ops/ops.h"
+
+namespace anvil::cpu {
+namespace {
+
+template <class W>
+void rms_norm_kernel(const ops::RmsNormArgs& a) {
+  const int64_t n = a.x.size(0), d = a.x.size(1);
+  const float* x = a.x.data<float>();
+  const W* w = a.weight.data<W>();
+  float* out = a.out.data<float>();
+  parallel_for(n, std::max<int64_t>(1, 4096 / d), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * d;
+      float acc[8] = {};
+      int64_t j = 0;
+      for (; j + 8 <= d; j += 8) {
+        for (int u = 0; u < 8; ++u) acc[u] += xr[j + u] * xr[j + u];
+      }
+      float ss = 0;
+      for (float v : acc) ss += v;
+      for (; j < d; ++j) ss += xr[j] * xr[j];
+      const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + a.eps);
+      float* orow = out + r * d;
+      for (j = 0; j < d; ++j) orow[j] = widen(w[j]) * (xr[j] * inv);
+    }
+  });
+}
+
+}  // namespace
+}  // namespace anvil::cpu
+
+namespace anvil {
+
+void register_cpu_norm() {
+  for (DType w : cpu::kCpuWeightTypes) {
+    cpu::with_weight_type(w, [&]<class W>() {
+      register_kernel<ops::RmsNormArgs>(ops::kRmsNorm, DeviceType::cpu, DType::f32, w,
+                                        &cpu::rms_norm_kernel<W>);
+    });
+  }
+}
+
+}  // namespace anvil

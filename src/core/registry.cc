@@ -1,0 +1,119 @@
+// The one place backends are registered, and the kernel table they fill. Absent backends are
+// listed with the reason, so `anvil devices` can say why a device type cannot be used.
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "anvil/backend.h"
+#include "anvil/error.h"
+#include "backends/cpu/cpu_backend.h"
+#include "core/kernels.h"
+
+namespace anvil {
+namespace {
+
+using Key = std::tuple<std::string, DeviceType, DType, DType>;
+
+std::map<Key, AnyKernel>& kernel_table() {
+  static std::map<Key, AnyKernel> table;
+  return table;
+}
+
+struct Registry {
+  std::map<DeviceType, std::unique_ptr<Backend>> backends;
+  std::map<DeviceType, std::string> absent;  // why a device type has no backend in this build
+
+  Registry() {
+    backends[DeviceType::cpu] = make_cpu_backend();
+    absent[DeviceType::cuda] =
+        "not built: this anvil was built without the CUDA backend (the CUDA backend is a later "
+        "issue)";
+    absent[DeviceType::opencl] = "not built: the OpenCL backend is not part of this build yet";
+    absent[DeviceType::xpu] =
+        "not built: Intel GPUs are reached through the OpenCL backend, which is not part of this "
+        "build yet";
+    absent[DeviceType::hpu] =
+        "Intel Gaudi needs Habana's SynapseAI stack, which is not distributed "
+        "through any public package registry";
+  }
+};
+
+std::once_flag g_once;
+Registry* g_registry = nullptr;
+
+Registry& registry() {
+  std::call_once(g_once, [] {
+    g_registry = new Registry();  // lives for the process: kernels may run during exit
+    register_cpu_kernels();
+  });
+  return *g_registry;
+}
+
+}  // namespace
+
+void register_kernel_raw(const std::string& op, DeviceType dev, DType act, DType weight,
+                         AnyKernel fn) {
+  kernel_table()[Key{op, dev, act, weight}] = fn;
+}
+
+AnyKernel find_kernel_raw(const std::string& op, DeviceType dev, DType act, DType weight) {
+  registry();
+  auto it = kernel_table().find(Key{op, dev, act, weight});
+  return it == kernel_table().end() ? nullptr : it->second;
+}
+
+void missing_kernel(const std::string& op, DeviceType dev, DType act, DType weight) {
+  std::string what(dtype_name(act));
+  if (weight != act) what += " activations with " + std::string(dtype_name(weight)) + " weights";
+  throw Error(op + " is not implemented for " + what + " on " + std::string(device_type_name(dev)));
+}
+
+bool supports(const std::string& op, DeviceType type, DType act, DType weight) {
+  return find_kernel_raw(op, type, act, weight) != nullptr;
+}
+
+Backend* find_backend(DeviceType type) {
+  auto& r = registry();
+  auto it = r.backends.find(type);
+  return it == r.backends.end() ? nullptr : it->second.get();
+}
+
+Backend& backend_for(Device device) {
+  auto& r = registry();
+  auto it = r.backends.find(device.type);
+  if (it == r.backends.end()) {
+    throw Error("device '" + device.str() + "' is not available: " + r.absent[device.type]);
+  }
+  if (device.type != DeviceType::cpu) {
+    const auto devs = it->second->devices();
+    if (device.ordinal() >= static_cast<int>(devs.size())) {
+      throw Error("device '" + device.str() + "' is not available: " +
+                  std::to_string(devs.size()) + " " + std::string(device_type_name(device.type)) +
+                  " device(s) visible");
+    }
+  } else if (device.ordinal() != 0) {
+    throw Error("device '" + device.str() + "' is not available: there is one cpu device, cpu:0");
+  }
+  return *it->second;
+}
+
+std::vector<BackendReport> report_backends() {
+  auto& r = registry();
+  std::vector<BackendReport> out;
+  for (DeviceType t : kAllDeviceTypes) {
+    BackendReport rep;
+    rep.type = t;
+    auto it = r.backends.find(t);
+    if (it == r.backends.end()) {
+      rep.reason = r.absent[t];
+    } else {
+      rep.devices = it->second->devices();
+      rep.available = !rep.devices.empty();
+      if (!rep.available) rep.reason = "the backend is built but found no device";
+    }
+    out.push_back(std::move(rep));
+  }
+  return out;
+}
+
+}  // namespace anvil

@@ -1,0 +1,126 @@
+// config.json as transformers reads it: Hub-style files (rope_theta/rope_scaling at the top
+// level) and transformers 5 files (rope_parameters) both load; anything the decoder cannot run
+// faithfully (another activation, an unimplemented RoPE scaling, sliding windows) is refused by
+// name rather than run wrongly.
+#include "anvil/config.h"
+#include "anvil/error.h"
+#include "formats/json_fields.h"
+#include "formats/mapped_file.h"
+#include "models/architectures.h"
+
+namespace anvil {
+namespace {
+
+namespace jf = json_fields;
+using nlohmann::json;
+
+int64_t positive(const json& j, const std::string& key, const std::string& source) {
+  const int64_t v = jf::get_int(j, key, source);
+  if (v <= 0) jf::fail(source, key, "must be positive, got " + std::to_string(v));
+  return v;
+}
+
+void parse_rope(const json& j, ModelConfig& c, const std::string& source) {
+  // transformers 5: rope_parameters {rope_type, rope_theta, ...}; the Hub's older files:
+  // rope_theta at the top level and rope_scaling {type|rope_type, ...} or null.
+  const json* params = jf::find(j, "rope_parameters");
+  const char* field = "rope_parameters";
+  if (!params) {
+    params = jf::find(j, "rope_scaling");
+    field = "rope_scaling";
+  }
+  c.rope.theta = jf::opt_number(j, "rope_theta", source).value_or(10000.0);
+  if (params) {
+    if (!params->is_object()) jf::fail(source, field, "must be an object, got " + params->dump());
+    if (auto t = jf::opt_number(*params, "rope_theta", source)) c.rope.theta = *t;
+    std::string type = jf::opt_string(*params, "rope_type", source)
+                           .value_or(jf::opt_string(*params, "type", source).value_or("default"));
+    if (type == "llama3") {
+      c.rope.type = RopeType::llama3;
+      auto need = [&](const char* key) {
+        auto v = jf::opt_number(*params, key, source);
+        if (!v) jf::fail(source, std::string(field) + "." + key, "is missing (llama3 RoPE needs it)");
+        return *v;
+      };
+      c.rope.factor = need("factor");
+      c.rope.low_freq_factor = need("low_freq_factor");
+      c.rope.high_freq_factor = need("high_freq_factor");
+      c.rope.original_max_position_embeddings =
+          static_cast<int64_t>(need("original_max_position_embeddings"));
+      if (c.rope.high_freq_factor <= c.rope.low_freq_factor) {
+        jf::fail(source, field, "has high_freq_factor <= low_freq_factor");
+      }
+    } else if (type != "default") {
+      jf::fail(source, std::string(field) + ".rope_type",
+               "is '" + type + "', which anvil does not implement (it implements default and llama3)");
+    }
+    if (auto p = jf::opt_number(*params, "partial_rotary_factor", source); p && *p != 1.0) {
+      jf::fail(source, "partial_rotary_factor", "is not 1.0, which anvil does not implement");
+    }
+  }
+  if (c.rope.theta <= 0) jf::fail(source, "rope_theta", "must be positive");
+}
+
+std::optional<DType> parse_dtype_field(const json& j, const std::string& source) {
+  auto s = jf::opt_string(j, "dtype", source);
+  if (!s) s = jf::opt_string(j, "torch_dtype", source);
+  if (!s) return std::nullopt;
+  auto d = parse_compute_dtype(*s);
+  if (!d) jf::fail(source, "dtype", "is '" + *s + "', expected float32, bfloat16 or float16");
+  return d;
+}
+
+}  // namespace
+
+ModelConfig ModelConfig::from_file(const std::string& path) {
+  return from_json_text(read_text_file(path), path);
+}
+
+ModelConfig ModelConfig::from_json_text(const std::string& text, const std::string& source) {
+  const json j = jf::parse(text, source);
+  if (!j.is_object()) throw Error(source + ": not a JSON object");
+  ModelConfig c;
+  const Architecture& arch = find_architecture(j, source);
+  c.architecture = arch.class_name;
+  c.model_type = arch.model_type;
+  c.vocab_size = positive(j, "vocab_size", source);
+  c.hidden_size = positive(j, "hidden_size", source);
+  c.intermediate_size = positive(j, "intermediate_size", source);
+  c.num_hidden_layers = positive(j, "num_hidden_layers", source);
+  c.num_attention_heads = positive(j, "num_attention_heads", source);
+  c.num_key_value_heads = jf::opt_int(j, "num_key_value_heads", source).value_or(c.num_attention_heads);
+  if (c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads != 0) {
+    jf::fail(source, "num_key_value_heads",
+             "must divide num_attention_heads (" + std::to_string(c.num_attention_heads) +
+                 "), got " + std::to_string(c.num_key_value_heads));
+  }
+  if (jf::find(j, "head_dim")) {
+    c.head_dim = positive(j, "head_dim", source);
+  } else {
+    if (c.hidden_size % c.num_attention_heads != 0) {
+      jf::fail(source, "hidden_size", "is not divisible by num_attention_heads and no head_dim is given");
+    }
+    c.head_dim = c.hidden_size / c.num_attention_heads;
+  }
+  if (c.head_dim % 2 != 0) jf::fail(source, "head_dim", "must be even for rotary embeddings");
+  c.max_position_embeddings = jf::opt_int(j, "max_position_embeddings", source).value_or(2048);
+  c.rms_norm_eps = jf::opt_number(j, "rms_norm_eps", source).value_or(1e-6);
+  if (c.rms_norm_eps <= 0) jf::fail(source, "rms_norm_eps", "must be positive");
+  c.tie_word_embeddings = jf::opt_bool(j, "tie_word_embeddings", source).value_or(false);
+  const std::string act = jf::opt_string(j, "hidden_act", source).value_or("silu");
+  if (act != "silu") {
+    jf::fail(source, "hidden_act", "is '" + act + "'; anvil's decoder implements silu (SwiGLU)");
+  }
+  if (jf::opt_bool(j, "use_sliding_window", source).value_or(false)) {
+    jf::fail(source, "use_sliding_window", "is true; sliding-window attention is not implemented");
+  }
+  parse_rope(j, c, source);
+  c.dtype = parse_dtype_field(j, source);
+  c.eos_token_ids = jf::int_or_list(j, "eos_token_id", source);
+  c.bos_token_id = jf::opt_int(j, "bos_token_id", source);
+  c.pad_token_id = jf::opt_int(j, "pad_token_id", source);
+  arch.apply(j, c, source);
+  return c;
+}
+
+}  // namespace anvil

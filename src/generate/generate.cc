@@ -1,0 +1,148 @@
+// generate(): greedy or sampled decoding over a batch, stopping rows on any eos id.
+#include "generate/generate.h"
+
+#include <algorithm>
+#include <random>
+
+#include "anvil/error.h"
+#include "generate/logits_processor.h"
+
+namespace anvil {
+
+std::vector<std::vector<int64_t>> checked_mask(const Batch& batch) {
+  if (batch.input_ids.empty()) throw Error("input_ids: the batch is empty");
+  const size_t len = batch.input_ids[0].size();
+  if (len == 0) throw Error("input_ids: a row is empty");
+  for (size_t r = 0; r < batch.input_ids.size(); ++r) {
+    if (batch.input_ids[r].size() != len) {
+      throw Error("input_ids: row " + std::to_string(r) + " has " +
+                  std::to_string(batch.input_ids[r].size()) + " ids, row 0 has " +
+                  std::to_string(len) + " (pad the rows to one length)");
+    }
+  }
+  if (batch.attention_mask.empty()) {
+    return std::vector<std::vector<int64_t>>(batch.input_ids.size(), std::vector<int64_t>(len, 1));
+  }
+  if (batch.attention_mask.size() != batch.input_ids.size()) {
+    throw Error("attention_mask: " + std::to_string(batch.attention_mask.size()) +
+                " rows for " + std::to_string(batch.input_ids.size()) + " rows of input_ids");
+  }
+  for (size_t r = 0; r < batch.attention_mask.size(); ++r) {
+    const auto& row = batch.attention_mask[r];
+    if (row.size() != len) {
+      throw Error("attention_mask: row " + std::to_string(r) + " has " +
+                  std::to_string(row.size()) + " values, input_ids rows have " +
+                  std::to_string(len));
+    }
+    for (int64_t v : row) {
+      if (v != 0 && v != 1) {
+        throw Error("attention_mask: values must be 0 or 1, got " + std::to_string(v));
+      }
+    }
+  }
+  return batch.attention_mask;
+}
+
+std::vector<int32_t> positions_from_mask(const std::vector<int64_t>& mask_row) {
+  std::vector<int32_t> pos(mask_row.size());
+  int32_t seen = 0;
+  for (size_t i = 0; i < mask_row.size(); ++i) {
+    seen += static_cast<int32_t>(mask_row[i]);
+    pos[i] = mask_row[i] ? seen - 1 : 1;
+  }
+  return pos;
+}
+
+namespace {
+
+SamplingParams sampling_params(const GenerationConfig& gen, const GenerateOptions& o) {
+  SamplingParams p;
+  p.do_sample = o.do_sample.value_or(gen.do_sample);
+  p.temperature = o.temperature.value_or(gen.temperature);
+  p.top_k = o.top_k.value_or(gen.top_k);
+  p.top_p = o.top_p.value_or(gen.top_p);
+  p.min_p = o.min_p.value_or(gen.min_p);
+  p.repetition_penalty = o.repetition_penalty.value_or(gen.repetition_penalty);
+  if (p.do_sample && !(p.temperature > 0)) {
+    throw Error("temperature must be strictly positive when sampling (use greedy decoding for 0)");
+  }
+  if (p.top_k < 0) throw Error("top_k must not be negative");
+  if (!(p.top_p > 0 && p.top_p <= 1)) throw Error("top_p must be in (0, 1]");
+  if (!(p.min_p >= 0 && p.min_p <= 1)) throw Error("min_p must be in [0, 1]");
+  if (!(p.repetition_penalty > 0)) throw Error("repetition_penalty must be strictly positive");
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const GenerationConfig& gen,
+                                               const Batch& batch, const GenerateOptions& opts) {
+  std::vector<std::vector<int64_t>> mask = checked_mask(batch);
+  const SamplingParams sp = sampling_params(gen, opts);
+  const auto rows = static_cast<int64_t>(batch.input_ids.size());
+  const auto prompt = static_cast<int64_t>(batch.input_ids[0].size());
+  const int64_t max_new = opts.max_new_tokens.value_or(
+      gen.max_new_tokens.value_or(std::max<int64_t>(0, gen.max_length - prompt)));
+  if (max_new < 0) throw Error("max_new_tokens must not be negative");
+  if (opts.min_new_tokens < 0) throw Error("min_new_tokens must not be negative");
+  const std::vector<int64_t> eos = opts.eos_token_ids.value_or(gen.eos_token_ids);
+  const int64_t pad = opts.pad_token_id.value_or(gen.pad_token_id.value_or(eos.empty() ? 0 : eos[0]));
+  const int64_t vocab = decoder.config().vocab_size;
+
+  std::vector<std::vector<int64_t>> sequences = batch.input_ids;
+  if (max_new == 0) return sequences;
+
+  KvCache cache = decoder.new_cache(rows, prompt + max_new);
+  StepInput step;
+  step.batch = rows;
+  step.seq = prompt;
+  for (int64_t r = 0; r < rows; ++r) {
+    step.ids.insert(step.ids.end(), batch.input_ids[r].begin(), batch.input_ids[r].end());
+    const auto pos = positions_from_mask(mask[r]);
+    step.positions.insert(step.positions.end(), pos.begin(), pos.end());
+    step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
+  }
+
+  std::mt19937_64 rng(opts.seed);
+  std::vector<bool> finished(rows, false);
+  std::vector<int64_t> chosen(rows);
+  for (int64_t t = 0; t < max_new; ++t) {
+    const std::vector<float> logits = decoder.forward(step, cache).to_f32_vector();
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<float> scores(logits.begin() + r * vocab, logits.begin() + (r + 1) * vocab);
+      apply_repetition_penalty(scores, sequences[r], sp.repetition_penalty);
+      if (t < opts.min_new_tokens) suppress_tokens(scores, eos);
+      int64_t token;
+      if (sp.do_sample) {
+        apply_warpers(scores, sp);
+        token = sample(scores, rng);
+      } else {
+        token = argmax(scores);
+      }
+      if (finished[r]) token = pad;
+      chosen[r] = token;
+      sequences[r].push_back(token);
+      if (std::find(eos.begin(), eos.end(), token) != eos.end()) finished[r] = true;
+    }
+    if (opts.streamer && !opts.streamer(chosen)) break;
+    if (std::all_of(finished.begin(), finished.end(), [](bool f) { return f; })) break;
+    if (t + 1 == max_new) break;
+    // Next step: one new token per row, its position the count of real tokens so far.
+    step.seq = 1;
+    step.ids = chosen;
+    step.positions.assign(rows, 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t real = 0;
+      for (int64_t m : mask[r]) real += m;
+      step.positions[r] = static_cast<int32_t>(real);
+      mask[r].push_back(1);
+    }
+    step.key_mask.clear();
+    for (int64_t r = 0; r < rows; ++r) {
+      step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
+    }
+  }
+  return sequences;
+}
+
+}  // namespace anvil

@@ -1,0 +1,22 @@
+// The generate loop: prefill the (left-padded) prompts, then one decode step per new token,
+// with transformers' position ids, eos handling and padding of finished rows.
+#pragma once
+
+#include <vector>
+
+#include "anvil/model.h"
+#include "models/decoder.h"
+
+namespace anvil {
+
+/// Validates a batch (rectangular, masks of 0/1 matching the ids) and returns its mask,
+/// all ones when the batch gives none. `what` names the caller in errors.
+std::vector<std::vector<int64_t>> checked_mask(const Batch& batch);
+
+/// transformers' position ids for a mask row: cumsum(mask) - 1, and 1 where the mask is 0.
+std::vector<int32_t> positions_from_mask(const std::vector<int64_t>& mask_row);
+
+std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const GenerationConfig& gen,
+                                               const Batch& batch, const GenerateOptions& opts);
+
+}  // namespace anvil

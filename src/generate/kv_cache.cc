@@ -1,0 +1,19 @@
+// KV cache allocation.
+#include "generate/kv_cache.h"
+
+namespace anvil {
+
+KvCache KvCache::allocate(const ModelConfig& c, int64_t batch, int64_t capacity, DType dtype,
+                          Device device) {
+  KvCache kv;
+  kv.batch = batch;
+  kv.capacity = capacity;
+  const Shape shape{batch, c.num_key_value_heads, capacity, c.head_dim};
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    kv.keys.push_back(Tensor::empty(shape, dtype, device));
+    kv.values.push_back(Tensor::empty(shape, dtype, device));
+  }
+  return kv;
+}
+
+}  // namespace anvil

@@ -1,0 +1,22 @@
+// Keys and values of every layer for a batch, preallocated to the longest sequence the caller
+// will run, so decoding never allocates.
+#pragma once
+
+#include <vector>
+
+#include "anvil/config.h"
+#include "anvil/tensor.h"
+
+namespace anvil {
+
+struct KvCache {
+  std::vector<Tensor> keys, values;  ///< per layer: [batch, kv_heads, capacity, head_dim]
+  int64_t batch = 0;
+  int64_t capacity = 0;
+  int64_t length = 0;  ///< positions filled
+
+  static KvCache allocate(const ModelConfig& config, int64_t batch, int64_t capacity, DType dtype,
+                          Device device);
+};
+
+}  // namespace anvil

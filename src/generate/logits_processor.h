@@ -1,0 +1,35 @@
+// The logits processors and warpers of transformers' generate, applied on the host to one row
+// of float32 scores, in transformers' order: repetition penalty, min-new-tokens eos
+// suppression, then (sampling only) temperature, top-k, top-p, min-p, and the draw.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace anvil {
+
+struct SamplingParams {
+  bool do_sample = false;
+  float temperature = 1.0f;
+  int64_t top_k = 0;  ///< 0 disables
+  float top_p = 1.0f;
+  float min_p = 0.0f;  ///< 0 disables
+  float repetition_penalty = 1.0f;
+};
+
+/// RepetitionPenaltyLogitsProcessor: every id in `context` has its score divided by the
+/// penalty when positive, multiplied when negative.
+void apply_repetition_penalty(std::span<float> scores, const std::vector<int64_t>& context,
+                              float penalty);
+/// Sets the scores of `ids` to -inf (MinNewTokensLengthLogitsProcessor).
+void suppress_tokens(std::span<float> scores, const std::vector<int64_t>& ids);
+/// Temperature, top-k, top-p and min-p warpers in that order; removed entries become -inf.
+void apply_warpers(std::span<float> scores, const SamplingParams& p);
+/// Index of the largest score, the first on ties (torch.argmax).
+int64_t argmax(std::span<const float> scores);
+/// Draws from softmax(scores).
+int64_t sample(std::span<const float> scores, std::mt19937_64& rng);
+
+}  // namespace anvil

@@ -1,0 +1,75 @@
+// LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM: the differences between them, as in
+// modeling_llama.py, modeling_qwen2.py and modeling_qwen3.py.
+#include "models/architectures.h"
+
+#include "anvil/error.h"
+#include "formats/json_fields.h"
+
+namespace anvil {
+namespace {
+
+namespace jf = json_fields;
+
+void apply_llama(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  const bool bias = jf::opt_bool(raw, "attention_bias", source).value_or(false);
+  c.qkv_bias = bias;
+  c.o_bias = bias;
+  c.mlp_bias = jf::opt_bool(raw, "mlp_bias", source).value_or(false);
+  c.qk_norm = false;
+}
+
+void apply_qwen2(const nlohmann::json&, ModelConfig& c, const std::string&) {
+  c.qkv_bias = true;  // Qwen2Attention: q/k/v always biased, o_proj never
+  c.o_bias = false;
+  c.mlp_bias = false;
+  c.qk_norm = false;
+}
+
+void apply_qwen3(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  const bool bias = jf::opt_bool(raw, "attention_bias", source).value_or(false);
+  c.qkv_bias = bias;
+  c.o_bias = bias;
+  c.mlp_bias = false;
+  c.qk_norm = true;
+}
+
+constexpr Architecture kArchitectures[] = {
+    {"LlamaForCausalLM", "llama", &apply_llama},
+    {"Qwen2ForCausalLM", "qwen2", &apply_qwen2},
+    {"Qwen3ForCausalLM", "qwen3", &apply_qwen3},
+};
+
+std::string supported_list() {
+  std::string s;
+  for (const auto& a : kArchitectures) {
+    if (!s.empty()) s += ", ";
+    s += a.class_name;
+  }
+  return s;
+}
+
+}  // namespace
+
+const Architecture& find_architecture(const nlohmann::json& raw, const std::string& source) {
+  const nlohmann::json* archs = jf::find(raw, "architectures");
+  if (archs) {
+    if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string()) {
+      jf::fail(source, "architectures", "must be a list of class names, got " + archs->dump());
+    }
+    const std::string name = (*archs)[0].get<std::string>();
+    for (const auto& a : kArchitectures) {
+      if (name == a.class_name) return a;
+    }
+    throw Error(source + ": unknown architecture '" + name + "' (anvil supports " +
+                supported_list() + ")");
+  }
+  const auto type = jf::opt_string(raw, "model_type", source);
+  if (!type) throw Error(source + ": has neither 'architectures' nor 'model_type'");
+  for (const auto& a : kArchitectures) {
+    if (*type == a.model_type) return a;
+  }
+  throw Error(source + ": unknown model_type '" + *type + "' (anvil supports " + supported_list() +
+              ")");
+}
+
+}  // namespace anvil

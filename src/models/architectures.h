@@ -1,0 +1,24 @@
+// The architectures the one decoder serves. Each is a short description of how its config maps
+// onto the decoder's switches (biases, q/k norm); the weight names are Hugging Face's and shared.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "anvil/config.h"
+
+namespace anvil {
+
+struct Architecture {
+  const char* class_name;  ///< "Qwen3ForCausalLM"
+  const char* model_type;  ///< "qwen3"
+  /// Sets the architecture's flags on `config` from the raw config.json.
+  void (*apply)(const nlohmann::json& raw, ModelConfig& config, const std::string& source);
+};
+
+/// Finds the architecture named by config.json's `architectures[0]` (or, when absent, its
+/// `model_type`); throws naming the file and listing what anvil supports.
+const Architecture& find_architecture(const nlohmann::json& raw, const std::string& source);
+
+}  // namespace anvil

@@ -1,0 +1,101 @@
+// CausalLM: loading a model folder or Hub id into the decoder, and the user-level entry points.
+#include <filesystem>
+
+#include "anvil/error.h"
+#include "anvil/model.h"
+#include "anvil/safetensors.h"
+#include "formats/model_path.h"
+#include "generate/generate.h"
+#include "models/decoder.h"
+
+namespace anvil {
+namespace fs = std::filesystem;
+
+namespace {
+
+ops::AttentionImpl parse_attention(const std::string& s) {
+  if (s == "sdpa") return ops::AttentionImpl::sdpa;
+  if (s == "eager") return ops::AttentionImpl::eager;
+  throw Error("attn_implementation '" + s + "' is not supported (use sdpa or eager)");
+}
+
+}  // namespace
+
+Batch Batch::left_padded(const std::vector<std::vector<int64_t>>& prompts, int64_t pad_id) {
+  Batch b;
+  size_t len = 0;
+  for (const auto& p : prompts) len = std::max(len, p.size());
+  for (const auto& p : prompts) {
+    std::vector<int64_t> ids(len - p.size(), pad_id), mask(len - p.size(), 0);
+    ids.insert(ids.end(), p.begin(), p.end());
+    mask.insert(mask.end(), p.size(), 1);
+    b.input_ids.push_back(std::move(ids));
+    b.attention_mask.push_back(std::move(mask));
+  }
+  return b;
+}
+
+CausalLM CausalLM::from_pretrained(const std::string& model, const ModelOptions& options) {
+  const std::string path = resolve_model_path(model);
+  if (!fs::is_directory(path)) {
+    if (fs::path(path).extension() == ".gguf") {
+      throw Error(path + ": GGUF files are not supported yet; give a Hugging Face model folder");
+    }
+    throw Error(path + ": expected a model folder holding config.json and *.safetensors");
+  }
+  const std::string config_path = (fs::path(path) / "config.json").string();
+  if (!fs::exists(config_path)) throw Error(path + ": no config.json in this folder");
+  ModelConfig config = ModelConfig::from_file(config_path);
+  const fs::path gen_path = fs::path(path) / "generation_config.json";
+  GenerationConfig gen = fs::exists(gen_path) ? GenerationConfig::from_file(gen_path.string())
+                                              : GenerationConfig::from_model_config(config);
+  const Device device = Device::parse(options.device_map);
+  backend_for(device);  // fail early, with the reason, when the device is absent
+  const DType dtype = options.dtype.value_or(config.dtype.value_or(DType::f32));
+  if (dtype != DType::f32 && dtype != DType::bf16 && dtype != DType::f16) {
+    throw Error("dtype " + std::string(dtype_name(dtype)) + " is not a model dtype (f32, bf16, f16)");
+  }
+  const ops::AttentionImpl attention = parse_attention(options.attn_implementation);
+  const Checkpoint ckpt = Checkpoint::open(path);
+  ModelWeights weights = load_weights(ckpt, config, dtype, device);
+  CausalLM lm;
+  lm.decoder_ = std::make_shared<Decoder>(std::move(config), std::move(weights), dtype, device,
+                                          attention);
+  lm.generation_config_ = std::move(gen);
+  return lm;
+}
+
+const ModelConfig& CausalLM::config() const { return decoder_->config(); }
+const GenerationConfig& CausalLM::generation_config() const { return generation_config_; }
+Device CausalLM::device() const { return decoder_->device(); }
+DType CausalLM::dtype() const { return decoder_->dtype(); }
+
+Tensor CausalLM::logits(const Batch& batch) const {
+  const auto mask = checked_mask(batch);
+  StepInput step;
+  step.batch = static_cast<int64_t>(batch.input_ids.size());
+  step.seq = static_cast<int64_t>(batch.input_ids[0].size());
+  step.all_logits = true;
+  for (size_t r = 0; r < batch.input_ids.size(); ++r) {
+    step.ids.insert(step.ids.end(), batch.input_ids[r].begin(), batch.input_ids[r].end());
+    const auto pos = positions_from_mask(mask[r]);
+    step.positions.insert(step.positions.end(), pos.begin(), pos.end());
+    step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
+  }
+  KvCache cache = decoder_->new_cache(step.batch, step.seq);
+  return decoder_->forward(step, cache).to(Device::cpu());
+}
+
+std::vector<std::vector<int64_t>> CausalLM::generate(const Batch& batch,
+                                                     const GenerateOptions& opts) const {
+  return run_generate(*decoder_, generation_config_, batch, opts);
+}
+
+std::vector<int64_t> CausalLM::generate(const std::vector<int64_t>& input_ids,
+                                        const GenerateOptions& opts) const {
+  Batch b;
+  b.input_ids = {input_ids};
+  return run_generate(*decoder_, generation_config_, b, opts)[0];
+}
+
+}  // namespace anvil

@@ -1,0 +1,58 @@
+// The one decoder-only transformer behind every supported architecture: embedding, N blocks of
+// (RMSNorm, attention with optional q/k norm and biases, RMSNorm, SwiGLU MLP), final norm, head.
+// It is written only in device-neutral ops; it never names a backend.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "anvil/config.h"
+#include "anvil/tensor.h"
+#include "generate/kv_cache.h"
+#include "models/weights.h"
+#include "ops/ops.h"
+
+namespace anvil {
+
+/// One forward step over `seq` new tokens per row.
+struct StepInput {
+  int64_t batch = 0, seq = 0;
+  std::vector<int64_t> ids;        ///< [batch * seq]
+  std::vector<int32_t> positions;  ///< [batch * seq] rotary positions
+  std::vector<int32_t> key_mask;   ///< [batch * (cache.length + seq)], 0 for padding keys
+  bool all_logits = false;         ///< logits of every position, else only the last of each row
+};
+
+class Decoder {
+ public:
+  Decoder(ModelConfig config, ModelWeights weights, DType dtype, Device device,
+          ops::AttentionImpl attention);
+
+  const ModelConfig& config() const { return config_; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  DType activation_dtype() const { return act_dtype_; }
+
+  KvCache new_cache(int64_t batch, int64_t capacity) const;
+
+  /// Runs the step, appending its keys and values to `cache`. Returns float32 logits
+  /// [batch, seq or 1, vocab] on the decoder's device. Not thread-safe (shared scratch).
+  Tensor forward(const StepInput& step, KvCache& cache) const;
+
+ private:
+  Tensor scratch(const std::string& slot, const Shape& shape) const;
+  Tensor upload_i32(const std::vector<int32_t>& v, const Shape& shape) const;
+
+  ModelConfig config_;
+  ModelWeights weights_;
+  DType dtype_, act_dtype_;
+  Device device_;
+  ops::AttentionImpl attention_;
+  Tensor inv_freq_;
+  float rope_scaling_ = 1.0f;
+  mutable std::map<std::string, Tensor> scratch_;  // grown on demand, reused across steps
+};
+
+}  // namespace anvil

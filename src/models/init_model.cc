@@ -1,0 +1,134 @@
+// Random-weight model folders that both anvil and transformers load.
+#include "models/init_model.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "anvil/config.h"
+#include "anvil/error.h"
+#include "anvil/safetensors.h"
+#include "core/random.h"
+#include "core/thread_pool.h"
+
+namespace anvil {
+namespace fs = std::filesystem;
+
+namespace {
+
+const EmbeddedConfig& find_config(const std::string& like) {
+  std::string names;
+  for (const auto& c : embedded_configs()) {
+    if (like == c.name) return c;
+    names += names.empty() ? "" : ", ";
+    names += c.name;
+  }
+  throw Error("--like: unknown model '" + like + "' (known: " + names + ")");
+}
+
+// Fills `out` (n values of `dtype`) from normal(0, std), chunked so threads share the work and
+// the result does not depend on the thread count.
+void fill_normal(std::span<std::byte> out, DType dtype, double stddev, uint64_t seed,
+                 uint64_t tensor_id) {
+  const int64_t n = static_cast<int64_t>(out.size() / dtype_size(dtype));
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    std::vector<float> tmp(kChunk);
+    for (int64_t c = c0; c < c1; ++c) {
+      Xoshiro256 rng(seed, (tensor_id << 32) + static_cast<uint64_t>(c));
+      const int64_t b = c * kChunk, e = std::min(n, b + kChunk);
+      for (int64_t i = b; i < e; ++i) tmp[i - b] = static_cast<float>(rng.normal() * stddev);
+      convert_from_f32(tmp.data(), out.data() + b * dtype_size(dtype), dtype,
+                       static_cast<size_t>(e - b));
+    }
+  });
+}
+
+void fill_constant(std::span<std::byte> out, DType dtype, float value) {
+  const size_t n = out.size() / dtype_size(dtype);
+  std::vector<float> tmp(n, value);
+  convert_from_f32(tmp.data(), out.data(), dtype, n);
+}
+
+}  // namespace
+
+void init_model(const std::string& like, const std::string& out_dir, uint64_t seed, DType dtype) {
+  const EmbeddedConfig& embedded = find_config(like);
+  const std::string source = "configs/" + std::string(embedded.name) + ".json";
+  const ModelConfig c = ModelConfig::from_json_text(embedded.json, source);
+  nlohmann::ordered_json raw = nlohmann::ordered_json::parse(embedded.json);
+  const double stddev = raw.value("initializer_range", 0.02);
+
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw Error(out_dir + ": cannot create folder: " + ec.message());
+
+  const char* torch_name = dtype == DType::bf16 ? "bfloat16" : dtype == DType::f16 ? "float16" : "float32";
+  raw["torch_dtype"] = torch_name;
+  {
+    std::ofstream f(fs::path(out_dir) / "config.json");
+    f << raw.dump(2) << "\n";
+    if (!f) throw Error(out_dir + "/config.json: write failed");
+  }
+  {
+    nlohmann::ordered_json gen;
+    if (c.bos_token_id) gen["bos_token_id"] = *c.bos_token_id;
+    if (c.eos_token_ids.size() == 1) gen["eos_token_id"] = c.eos_token_ids[0];
+    if (c.eos_token_ids.size() > 1) gen["eos_token_id"] = c.eos_token_ids;
+    if (c.pad_token_id) gen["pad_token_id"] = *c.pad_token_id;
+    std::ofstream f(fs::path(out_dir) / "generation_config.json");
+    f << gen.dump(2) << "\n";
+    if (!f) throw Error(out_dir + "/generation_config.json: write failed");
+  }
+
+  SafetensorsWriter w((fs::path(out_dir) / "model.safetensors").string());
+  w.set_metadata("format", "pt");
+  uint64_t tensor_id = 0;
+  auto normal = [&](const std::string& name, Shape shape) {
+    const uint64_t id = tensor_id++;
+    w.add(name, dtype, std::move(shape),
+          [=](std::span<std::byte> out) { fill_normal(out, dtype, stddev, seed, id); });
+  };
+  auto constant = [&](const std::string& name, Shape shape, float v) {
+    ++tensor_id;
+    w.add(name, dtype, std::move(shape),
+          [=](std::span<std::byte> out) { fill_constant(out, dtype, v); });
+  };
+  const int64_t h = c.hidden_size, hd = c.head_dim, inter = c.intermediate_size;
+  const int64_t q_out = c.num_attention_heads * hd, kv_out = c.num_key_value_heads * hd;
+  normal("model.embed_tokens.weight", {c.vocab_size, h});
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    constant(p + "input_layernorm.weight", {h}, 1.0f);
+    normal(p + "self_attn.q_proj.weight", {q_out, h});
+    normal(p + "self_attn.k_proj.weight", {kv_out, h});
+    normal(p + "self_attn.v_proj.weight", {kv_out, h});
+    normal(p + "self_attn.o_proj.weight", {h, q_out});
+    if (c.qkv_bias) {
+      constant(p + "self_attn.q_proj.bias", {q_out}, 0.0f);
+      constant(p + "self_attn.k_proj.bias", {kv_out}, 0.0f);
+      constant(p + "self_attn.v_proj.bias", {kv_out}, 0.0f);
+    }
+    if (c.o_bias) constant(p + "self_attn.o_proj.bias", {h}, 0.0f);
+    if (c.qk_norm) {
+      constant(p + "self_attn.q_norm.weight", {hd}, 1.0f);
+      constant(p + "self_attn.k_norm.weight", {hd}, 1.0f);
+    }
+    constant(p + "post_attention_layernorm.weight", {h}, 1.0f);
+    normal(p + "mlp.gate_proj.weight", {inter, h});
+    normal(p + "mlp.up_proj.weight", {inter, h});
+    normal(p + "mlp.down_proj.weight", {h, inter});
+    if (c.mlp_bias) {
+      constant(p + "mlp.gate_proj.bias", {inter}, 0.0f);
+      constant(p + "mlp.up_proj.bias", {inter}, 0.0f);
+      constant(p + "mlp.down_proj.bias", {h}, 0.0f);
+    }
+  }
+  constant("model.norm.weight", {h}, 1.0f);
+  if (!c.tie_word_embeddings) normal("lm_head.weight", {c.vocab_size, h});
+  w.finish();
+}
+
+}  // namespace anvil

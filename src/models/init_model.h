@@ -1,0 +1,25 @@
+// `anvil init-model`: random-weight models with the exact shapes of public checkpoints, for
+// benchmarks that need no download. Weights follow transformers' _init_weights: normal(0,
+// initializer_range) for projections and embeddings, ones for norms, zeros for biases.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "anvil/dtype.h"
+
+namespace anvil {
+
+struct EmbeddedConfig {
+  const char* name;  ///< "qwen3-0.6b"
+  const char* json;  ///< the Hub's config.json
+};
+
+/// The configs compiled in from configs/*.json.
+const std::vector<EmbeddedConfig>& embedded_configs();
+
+/// Writes config.json, generation_config.json and model.safetensors for `like` into `out_dir`.
+void init_model(const std::string& like, const std::string& out_dir, uint64_t seed, DType dtype);
+
+}  // namespace anvil

@@ -1,0 +1,89 @@
+// Weight loading by scope, the way candle's VarBuilder does it: the names read like
+// modeling_qwen3.py. Zero-copy when the file already holds the requested dtype on the CPU.
+#include "models/weights.h"
+
+#include "anvil/error.h"
+
+namespace anvil {
+namespace {
+
+class Scope {
+ public:
+  Scope(const Checkpoint& ckpt, const ModelConfig& config, DType dtype, Device device)
+      : ckpt_(ckpt), config_(config), dtype_(dtype), device_(device) {}
+
+  Tensor get(const std::string& name, const Shape& shape) const {
+    if (!ckpt_.contains(name)) {
+      throw Error("checkpoint has no tensor '" + name + "' (needed by " + config_.architecture +
+                  ")");
+    }
+    const SafetensorsEntry& e = ckpt_.entry(name);
+    if (e.shape != shape) {
+      throw Error(ckpt_.file_of(name) + ": tensor '" + name + "' has shape " + shape_str(e.shape) +
+                  ", but config.json implies " + shape_str(shape));
+    }
+    if (!is_floating(e.dtype)) {
+      throw Error(ckpt_.file_of(name) + ": tensor '" + name + "' has integer dtype " +
+                  std::string(dtype_name(e.dtype)) + ", expected floating point weights");
+    }
+    Tensor t = ckpt_.load(name);
+    if (t.dtype() != dtype_) {
+      // Convert on the host, then move: checkpoints arrive as f32/bf16/f16/f8.
+      Tensor converted = Tensor::empty(t.shape(), dtype_);
+      converted.copy_from(t);
+      t = converted;
+    }
+    return t.to(device_);
+  }
+
+  Tensor get_optional(bool present, const std::string& name, const Shape& shape) const {
+    return present ? get(name, shape) : Tensor();
+  }
+
+ private:
+  const Checkpoint& ckpt_;
+  const ModelConfig& config_;
+  DType dtype_;
+  Device device_;
+};
+
+}  // namespace
+
+ModelWeights load_weights(const Checkpoint& ckpt, const ModelConfig& c, DType dtype,
+                          Device device) {
+  const Scope s(ckpt, c, dtype, device);
+  const int64_t h = c.hidden_size, hd = c.head_dim, inter = c.intermediate_size;
+  const int64_t q_out = c.num_attention_heads * hd, kv_out = c.num_key_value_heads * hd;
+  ModelWeights w;
+  w.embed_tokens = s.get("model.embed_tokens.weight", {c.vocab_size, h});
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    LayerWeights l;
+    l.input_layernorm = s.get(p + "input_layernorm.weight", {h});
+    l.q_proj = s.get(p + "self_attn.q_proj.weight", {q_out, h});
+    l.k_proj = s.get(p + "self_attn.k_proj.weight", {kv_out, h});
+    l.v_proj = s.get(p + "self_attn.v_proj.weight", {kv_out, h});
+    l.o_proj = s.get(p + "self_attn.o_proj.weight", {h, q_out});
+    l.q_bias = s.get_optional(c.qkv_bias, p + "self_attn.q_proj.bias", {q_out});
+    l.k_bias = s.get_optional(c.qkv_bias, p + "self_attn.k_proj.bias", {kv_out});
+    l.v_bias = s.get_optional(c.qkv_bias, p + "self_attn.v_proj.bias", {kv_out});
+    l.o_bias = s.get_optional(c.o_bias, p + "self_attn.o_proj.bias", {h});
+    l.q_norm = s.get_optional(c.qk_norm, p + "self_attn.q_norm.weight", {hd});
+    l.k_norm = s.get_optional(c.qk_norm, p + "self_attn.k_norm.weight", {hd});
+    l.post_attention_layernorm = s.get(p + "post_attention_layernorm.weight", {h});
+    l.gate_proj = s.get(p + "mlp.gate_proj.weight", {inter, h});
+    l.up_proj = s.get(p + "mlp.up_proj.weight", {inter, h});
+    l.down_proj = s.get(p + "mlp.down_proj.weight", {h, inter});
+    l.gate_bias = s.get_optional(c.mlp_bias, p + "mlp.gate_proj.bias", {inter});
+    l.up_bias = s.get_optional(c.mlp_bias, p + "mlp.up_proj.bias", {inter});
+    l.down_bias = s.get_optional(c.mlp_bias, p + "mlp.down_proj.bias", {h});
+    w.layers.push_back(std::move(l));
+  }
+  w.norm = s.get("model.norm.weight", {h});
+  // transformers ties the head to the embedding whenever the config says so, ignoring any
+  // lm_head.weight in the file.
+  w.lm_head = c.tie_word_embeddings ? w.embed_tokens : s.get("lm_head.weight", {c.vocab_size, h});
+  return w;
+}
+
+}  // namespace anvil

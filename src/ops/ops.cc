@@ -1,0 +1,189 @@
+// Op front ends: validate shapes, dtypes and devices once, then call the registered kernel.
+#include "ops/ops.h"
+
+#include <string>
+
+#include "anvil/error.h"
+#include "core/kernels.h"
+
+namespace anvil::ops {
+namespace {
+
+[[noreturn]] void fail(const char* op, const std::string& what) {
+  throw Error(std::string(op) + ": " + what);
+}
+
+void expect_shape(const char* op, const char* name, const Tensor& t, const Shape& shape) {
+  if (t.shape() != shape) {
+    fail(op, std::string(name) + " has shape " + shape_str(t.shape()) + ", expected " +
+                 shape_str(shape));
+  }
+}
+
+void expect_rank(const char* op, const char* name, const Tensor& t, int64_t rank) {
+  if (!t.defined()) fail(op, std::string(name) + " is undefined");
+  if (t.dim() != rank) {
+    fail(op, std::string(name) + " has shape " + shape_str(t.shape()) + ", expected rank " +
+                 std::to_string(rank));
+  }
+}
+
+void expect_contiguous(const char* op, const char* name, const Tensor& t) {
+  if (!t.is_contiguous()) fail(op, std::string(name) + " must be contiguous");
+}
+
+void expect_same_device(const char* op, const Tensor& a, const Tensor& b) {
+  if (b.defined() && !(a.device() == b.device())) {
+    fail(op, "tensors on different devices (" + a.device().str() + " and " + b.device().str() +
+                 ")");
+  }
+}
+
+void expect_dtype(const char* op, const char* name, const Tensor& t, DType d) {
+  if (t.dtype() != d) {
+    fail(op, std::string(name) + " has dtype " + std::string(dtype_name(t.dtype())) +
+                 ", expected " + std::string(dtype_name(d)));
+  }
+}
+
+}  // namespace
+
+void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) {
+  expect_rank(kEmbedding, "ids", ids, 1);
+  expect_rank(kEmbedding, "table", table, 2);
+  expect_dtype(kEmbedding, "ids", ids, DType::i64);
+  expect_shape(kEmbedding, "out", out, {ids.size(0), table.size(1)});
+  expect_contiguous(kEmbedding, "table", table);
+  expect_contiguous(kEmbedding, "out", out);
+  expect_same_device(kEmbedding, table, ids);
+  expect_same_device(kEmbedding, table, out);
+  get_kernel<EmbeddingArgs>(kEmbedding, out.device().type, out.dtype(), table.dtype())(
+      {ids, table, out});
+}
+
+void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
+  expect_rank(kRmsNorm, "x", x, 2);
+  expect_shape(kRmsNorm, "weight", weight, {x.size(1)});
+  expect_shape(kRmsNorm, "out", out, x.shape());
+  expect_dtype(kRmsNorm, "out", out, x.dtype());
+  expect_contiguous(kRmsNorm, "x", x);
+  expect_contiguous(kRmsNorm, "out", out);
+  expect_same_device(kRmsNorm, x, weight);
+  expect_same_device(kRmsNorm, x, out);
+  get_kernel<RmsNormArgs>(kRmsNorm, x.device().type, x.dtype(), weight.dtype())(
+      {x, weight, out, eps});
+}
+
+void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) {
+  expect_rank(kLinear, "x", x, 2);
+  expect_rank(kLinear, "weight", weight, 2);
+  if (weight.size(1) != x.size(1)) {
+    fail(kLinear, "x has shape " + shape_str(x.shape()) + " but weight has shape " +
+                      shape_str(weight.shape()));
+  }
+  if (bias.defined()) {
+    expect_shape(kLinear, "bias", bias, {weight.size(0)});
+    expect_dtype(kLinear, "bias", bias, weight.dtype());
+  }
+  expect_shape(kLinear, "out", out, {x.size(0), weight.size(0)});
+  expect_dtype(kLinear, "out", out, x.dtype());
+  expect_contiguous(kLinear, "x", x);
+  expect_contiguous(kLinear, "weight", weight);
+  expect_contiguous(kLinear, "out", out);
+  expect_same_device(kLinear, x, weight);
+  expect_same_device(kLinear, x, bias);
+  expect_same_device(kLinear, x, out);
+  get_kernel<LinearArgs>(kLinear, x.device().type, x.dtype(), weight.dtype())(
+      {x, weight, bias, out});
+}
+
+void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, float scaling) {
+  expect_rank(kRope, "x", x, 3);
+  if (x.size(2) % 2 != 0) fail(kRope, "head_dim must be even, got " + std::to_string(x.size(2)));
+  expect_shape(kRope, "positions", positions, {x.size(0)});
+  expect_dtype(kRope, "positions", positions, DType::i32);
+  expect_shape(kRope, "inv_freq", inv_freq, {x.size(2) / 2});
+  expect_dtype(kRope, "inv_freq", inv_freq, DType::f32);
+  expect_contiguous(kRope, "x", x);
+  expect_same_device(kRope, x, positions);
+  expect_same_device(kRope, x, inv_freq);
+  get_kernel<RopeArgs>(kRope, x.device().type, x.dtype(), x.dtype())(
+      {x, positions, inv_freq, scaling});
+}
+
+void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  expect_shape(kSwiglu, "up", up, gate.shape());
+  expect_shape(kSwiglu, "out", out, gate.shape());
+  expect_dtype(kSwiglu, "up", up, gate.dtype());
+  expect_dtype(kSwiglu, "out", out, gate.dtype());
+  for (const Tensor* t : {&gate, &up, &out}) expect_contiguous(kSwiglu, "operand", *t);
+  expect_same_device(kSwiglu, gate, up);
+  expect_same_device(kSwiglu, gate, out);
+  get_kernel<SwigluArgs>(kSwiglu, gate.device().type, gate.dtype(), gate.dtype())({gate, up, out});
+}
+
+void add(const Tensor& a, const Tensor& b, const Tensor& out) {
+  expect_shape(kAdd, "b", b, a.shape());
+  expect_shape(kAdd, "out", out, a.shape());
+  expect_dtype(kAdd, "b", b, a.dtype());
+  expect_dtype(kAdd, "out", out, a.dtype());
+  for (const Tensor* t : {&a, &b, &out}) expect_contiguous(kAdd, "operand", *t);
+  expect_same_device(kAdd, a, b);
+  expect_same_device(kAdd, a, out);
+  get_kernel<AddArgs>(kAdd, a.device().type, a.dtype(), a.dtype())({a, b, out});
+}
+
+void store_kv(const Tensor& src, const Tensor& cache, int64_t start) {
+  expect_rank(kStoreKv, "src", src, 4);
+  expect_rank(kStoreKv, "cache", cache, 4);
+  if (src.size(0) != cache.size(0) || src.size(2) != cache.size(1) ||
+      src.size(3) != cache.size(3)) {
+    fail(kStoreKv, "src " + shape_str(src.shape()) + " does not fit cache " +
+                       shape_str(cache.shape()));
+  }
+  if (start < 0 || start + src.size(1) > cache.size(2)) {
+    fail(kStoreKv, "positions [" + std::to_string(start) + ", " +
+                       std::to_string(start + src.size(1)) + ") exceed the cache capacity " +
+                       std::to_string(cache.size(2)));
+  }
+  expect_dtype(kStoreKv, "cache", cache, src.dtype());
+  expect_contiguous(kStoreKv, "src", src);
+  expect_contiguous(kStoreKv, "cache", cache);
+  expect_same_device(kStoreKv, src, cache);
+  get_kernel<StoreKvArgs>(kStoreKv, src.device().type, src.dtype(), src.dtype())(
+      {src, cache, start});
+}
+
+void attention(const AttentionArgs& a) {
+  expect_rank(kAttention, "q", a.q, 4);
+  expect_rank(kAttention, "k_cache", a.k_cache, 4);
+  const int64_t batch = a.q.size(0), seq = a.q.size(1), heads = a.q.size(2), dim = a.q.size(3);
+  const int64_t kv_heads = a.k_cache.size(1), total = a.past + seq;
+  if (a.k_cache.size(0) != batch || a.k_cache.size(3) != dim) {
+    fail(kAttention, "k_cache " + shape_str(a.k_cache.shape()) + " does not match q " +
+                         shape_str(a.q.shape()));
+  }
+  expect_shape(kAttention, "v_cache", a.v_cache, a.k_cache.shape());
+  if (kv_heads <= 0 || heads % kv_heads != 0) {
+    fail(kAttention, std::to_string(heads) + " query heads are not a multiple of " +
+                         std::to_string(kv_heads) + " key/value heads");
+  }
+  if (a.past < 0 || total > a.k_cache.size(2)) {
+    fail(kAttention, "past " + std::to_string(a.past) + " + " + std::to_string(seq) +
+                         " new tokens exceed the cache capacity " +
+                         std::to_string(a.k_cache.size(2)));
+  }
+  expect_shape(kAttention, "key_mask", a.key_mask, {batch, total});
+  expect_dtype(kAttention, "key_mask", a.key_mask, DType::i32);
+  expect_shape(kAttention, "out", a.out, a.q.shape());
+  expect_dtype(kAttention, "out", a.out, a.q.dtype());
+  expect_dtype(kAttention, "k_cache", a.k_cache, a.q.dtype());
+  expect_dtype(kAttention, "v_cache", a.v_cache, a.q.dtype());
+  for (const Tensor* t : {&a.q, &a.k_cache, &a.v_cache, &a.key_mask, &a.out}) {
+    expect_contiguous(kAttention, "operand", *t);
+    expect_same_device(kAttention, a.q, *t);
+  }
+  get_kernel<AttentionArgs>(kAttention, a.q.device().type, a.q.dtype(), a.q.dtype())(a);
+}
+
+}  // namespace anvil::ops

@@ -1,0 +1,31 @@
+// Helpers shared by the subcommands: parsing id lists and the options every model command has.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "anvil/model.h"
+
+namespace anvil::cli {
+
+/// "1,2,3;4,5,6" -> {{1,2,3},{4,5,6}}; `flag` names the option in errors.
+std::vector<std::vector<int64_t>> parse_id_rows(const std::string& text, const std::string& flag);
+
+/// --device, --dtype, --attn-implementation, --threads.
+struct ModelFlags {
+  std::string device = "cpu";
+  std::string dtype;  // empty: the checkpoint's
+  std::string attn = "sdpa";
+  int threads = 0;
+
+  void add_to(CLI::App& cmd);
+  /// Applies --threads and returns the loader options.
+  ModelOptions options() const;
+};
+
+/// The batch from --input-ids and --attention-mask.
+Batch batch_from_flags(const std::string& ids, const std::string& mask);
+
+}  // namespace anvil::cli

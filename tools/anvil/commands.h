@@ -1,0 +1,13 @@
+// Each subcommand registers itself on the app; one file per subcommand.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace anvil::cli {
+
+void add_devices(CLI::App& app);
+void add_logits(CLI::App& app);
+void add_generate(CLI::App& app);
+void add_init_model(CLI::App& app);
+
+}  // namespace anvil::cli
