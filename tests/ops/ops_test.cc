@@ -1,0 +1,192 @@
+// Every op on every device this build has, for every weight dtype its kernels are registered
+// for, against the double-precision reference. Devices that are absent skip with the reason.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "anvil/backend.h"
+#include "anvil/error.h"
+#include "ops/ops.h"
+#include "ops/reference.h"
+
+namespace anvil {
+namespace {
+
+constexpr DeviceType kDeviceTypes[] = {DeviceType::cpu, DeviceType::cuda, DeviceType::opencl};
+constexpr DType kWeightTypes[] = {DType::f32, DType::bf16, DType::f16};
+
+Tensor random_tensor(const Shape& shape, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
+  for (float& x : v) x = dist(rng);
+  return Tensor::from_f32(v, shape);
+}
+
+float max_abs_diff(const Tensor& a, const Tensor& b) {
+  const auto x = a.to_f32_vector(), y = b.to_f32_vector();
+  EXPECT_EQ(x.size(), y.size());
+  float m = 0;
+  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::fabs(x[i] - y[i]));
+  return m;
+}
+
+class Ops : public ::testing::TestWithParam<DeviceType> {
+ protected:
+  void SetUp() override {
+    for (const auto& r : report_backends()) {
+      if (r.type == GetParam() && !r.available) {
+        GTEST_SKIP() << device_type_name(GetParam()) << " tests skipped: " << r.reason;
+      }
+    }
+    device_ = Device{GetParam(), 0};
+    act_ = backend_for(device_).activation_dtype(DType::f32);
+  }
+  Tensor on_device(const Tensor& host, DType dtype) const { return host.to(dtype).to(device_); }
+  Tensor empty(const Shape& shape) const { return Tensor::empty(shape, act_, device_); }
+  // Activations stored in bf16/f16 on a device lose precision before any kernel runs.
+  float tolerance(float f32_tol) const { return act_ == DType::f32 ? f32_tol : 2e-2f; }
+  bool has(const char* op, DType weight) const { return supports(op, device_.type, act_, weight); }
+
+  Device device_;
+  DType act_ = DType::f32;
+  std::mt19937 rng_{1234};
+};
+
+TEST_P(Ops, Linear) {
+  for (DType w : kWeightTypes) {
+    if (!has(ops::kLinear, w)) continue;
+    for (auto [n, k, o] : {std::tuple{1, 64, 96}, {5, 160, 33}, {17, 7, 1000}}) {
+      const Tensor x = random_tensor({n, k}, rng_);
+      const Tensor weight = random_tensor({o, k}, rng_, 0.1f).to(w);
+      const Tensor bias = random_tensor({o}, rng_).to(w);
+      Tensor out = empty({n, o});
+      ops::linear(on_device(x, act_), weight.to(device_), bias.to(device_), out);
+      Tensor want = Tensor::empty({n, o}, DType::f32);
+      ops::reference::linear({x, weight, bias, want});
+      EXPECT_LE(max_abs_diff(out, want), tolerance(1e-4f)) << dtype_name(w) << " " << n << "x" << k;
+      Tensor no_bias = empty({n, o});
+      ops::linear(on_device(x, act_), weight.to(device_), Tensor(), no_bias);
+      ops::reference::linear({x, weight, Tensor(), want});
+      EXPECT_LE(max_abs_diff(no_bias, want), tolerance(1e-4f));
+    }
+  }
+}
+
+TEST_P(Ops, RmsNorm) {
+  for (DType w : kWeightTypes) {
+    if (!has(ops::kRmsNorm, w)) continue;
+    const Tensor x = random_tensor({6, 72}, rng_, 3.0f);
+    const Tensor weight = random_tensor({72}, rng_).to(w);
+    Tensor out = empty({6, 72});
+    ops::rms_norm(on_device(x, act_), weight.to(device_), 1e-6f, out);
+    Tensor want = Tensor::empty({6, 72}, DType::f32);
+    ops::reference::rms_norm({x, weight, want, 1e-6f});
+    EXPECT_LE(max_abs_diff(out, want), tolerance(1e-5f)) << dtype_name(w);
+  }
+}
+
+TEST_P(Ops, Embedding) {
+  for (DType w : kWeightTypes) {
+    if (!has(ops::kEmbedding, w)) continue;
+    const Tensor table = random_tensor({50, 24}, rng_).to(w);
+    const Tensor ids = Tensor::from_i64({3, 0, 49, 3}, {4});
+    Tensor out = empty({4, 24});
+    ops::embedding(ids.to(device_), table.to(device_), out);
+    Tensor want = Tensor::empty({4, 24}, DType::f32);
+    ops::reference::embedding({ids, table, want});
+    EXPECT_LE(max_abs_diff(out, want), tolerance(0.0f)) << dtype_name(w);
+  }
+}
+
+TEST_P(Ops, Rope) {
+  const Tensor x = random_tensor({5, 3, 32}, rng_);
+  Tensor pos = Tensor::empty({5}, DType::i32);
+  for (int i = 0; i < 5; ++i) pos.data<int32_t>()[i] = i * 977 + 1;  // far positions stress angles
+  std::vector<float> inv(16);
+  for (int i = 0; i < 16; ++i) inv[i] = 1.0f / std::pow(10000.0f, static_cast<float>(2 * i) / 32.0f);
+  const Tensor inv_freq = Tensor::from_f32(inv, {16});
+  Tensor want = Tensor::from_f32(x.to_f32_vector(), x.shape());  // rope works in place
+  Tensor got = on_device(x, act_);
+  ops::rope(got, pos.to(device_), inv_freq.to(device_), 1.0f);
+  ops::reference::rope({want, pos, inv_freq, 1.0f});
+  EXPECT_LE(max_abs_diff(got, want), tolerance(2e-5f));
+}
+
+TEST_P(Ops, SwigluAndAdd) {
+  const Tensor g = random_tensor({4, 40}, rng_, 2.0f), u = random_tensor({4, 40}, rng_);
+  Tensor out = empty({4, 40});
+  ops::swiglu(on_device(g, act_), on_device(u, act_), out);
+  Tensor want = Tensor::empty({4, 40}, DType::f32);
+  ops::reference::swiglu({g, u, want});
+  EXPECT_LE(max_abs_diff(out, want), tolerance(1e-5f));
+  ops::add(on_device(g, act_), on_device(u, act_), out);
+  ops::reference::add({g, u, want});
+  EXPECT_LE(max_abs_diff(out, want), tolerance(1e-6f));
+}
+
+TEST_P(Ops, StoreKv) {
+  const Tensor src = random_tensor({2, 3, 2, 8}, rng_);
+  Tensor cache = Tensor::zeros({2, 2, 10, 8}, act_, device_);
+  ops::store_kv(on_device(src, act_), cache, 4);
+  Tensor want = Tensor::zeros({2, 2, 10, 8}, DType::f32);
+  ops::reference::store_kv({src, want, 4});
+  EXPECT_LE(max_abs_diff(cache, want), tolerance(0.0f));
+  EXPECT_THROW(ops::store_kv(on_device(src, act_), cache, 8), Error);
+}
+
+TEST_P(Ops, AttentionBothImplementationsGqaMaskedCausal) {
+  for (auto [batch, seq, past] : {std::tuple{2, 5, 0}, {2, 3, 4}, {3, 1, 9}}) {
+    const int64_t heads = 4, kv_heads = 2, dim = 16, cap = 12, total = past + seq;
+    const Tensor q = random_tensor({batch, seq, heads, dim}, rng_);
+    const Tensor k = random_tensor({batch, kv_heads, cap, dim}, rng_);
+    const Tensor v = random_tensor({batch, kv_heads, cap, dim}, rng_);
+    Tensor mask = Tensor::empty({batch, total}, DType::i32);
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t t = 0; t < total; ++t) {
+        mask.data<int32_t>()[b * total + t] = t >= b ? 1 : 0;  // row b has b padded keys
+      }
+    }
+    Tensor want = Tensor::empty({batch, seq, heads, dim}, DType::f32);
+    ops::reference::attention({q, k, v, mask, want, past, 0.25f, ops::AttentionImpl::eager});
+    for (auto impl : {ops::AttentionImpl::eager, ops::AttentionImpl::sdpa}) {
+      Tensor out = empty({batch, seq, heads, dim});
+      ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_),
+                      mask.to(device_), out, past, 0.25f, impl});
+      EXPECT_LE(max_abs_diff(out, want), tolerance(2e-5f))
+          << "impl " << static_cast<int>(impl) << " past " << past << " seq " << seq;
+    }
+  }
+}
+
+TEST_P(Ops, FrontEndsRejectBadShapes) {
+  Tensor x = empty({2, 8}), w = on_device(random_tensor({4, 9}, rng_), act_), out = empty({2, 4});
+  EXPECT_THROW(ops::linear(x, w, Tensor(), out), Error);
+  EXPECT_THROW(ops::rms_norm(x, on_device(random_tensor({7}, rng_), act_), 1e-6f, x), Error);
+  try {
+    ops::linear(x, w, Tensor(), out);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("linear:"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Ops, ::testing::ValuesIn(kDeviceTypes),
+                         [](const auto& param_info) {
+                           return std::string(device_type_name(param_info.param));
+                         });
+
+TEST(KernelRegistry, MissingKernelIsAClearError) {
+  EXPECT_FALSE(supports(ops::kRmsNorm, DeviceType::cpu, DType::i8, DType::i8));
+  Tensor x = Tensor::zeros({2, 4}, DType::f32);
+  Tensor w = Tensor::zeros({4}, DType::f64);
+  try {
+    ops::rms_norm(x, w, 1e-6f, x);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "rms_norm is not implemented for f32 activations with f64 weights on cpu");
+  }
+}
+
+}  // namespace
+}  // namespace anvil
