@@ -1,0 +1,161 @@
+// config.json and generation_config.json: both RoPE spellings, llama3 scaling, architecture
+// flags, and the refusals that keep anvil from running a model it would get wrong.
+#include <gtest/gtest.h>
+
+#include "anvil/config.h"
+#include "anvil/error.h"
+#include "models/rope_table.h"
+#include "test_data.h"
+
+namespace anvil {
+namespace {
+
+const char* kBase = R"({
+  "architectures": ["LlamaForCausalLM"], "vocab_size": 100, "hidden_size": 64,
+  "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "rms_norm_eps": 1e-5, "eos_token_id": [5, 7], "bos_token_id": 1)";
+
+ModelConfig parse(const std::string& extra) {
+  return ModelConfig::from_json_text(std::string(kBase) + extra + "}", "config.json");
+}
+
+std::string error_of(const std::string& extra) {
+  try {
+    parse(extra);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ModelConfig, ReadsTheFixtures) {
+  const auto q3 = ModelConfig::from_file(test::model_dir("qwen3-tiny") + "/config.json");
+  EXPECT_EQ(q3.architecture, "Qwen3ForCausalLM");
+  EXPECT_TRUE(q3.qk_norm);
+  EXPECT_FALSE(q3.qkv_bias);
+  EXPECT_EQ(q3.head_dim, 32);  // not hidden / heads = 16
+  EXPECT_EQ(q3.rope.theta, 1e6);
+  EXPECT_TRUE(q3.tie_word_embeddings);
+  const auto q2 = ModelConfig::from_file(test::model_dir("qwen2-tiny") + "/config.json");
+  EXPECT_TRUE(q2.qkv_bias);
+  EXPECT_FALSE(q2.o_bias);
+  EXPECT_FALSE(q2.tie_word_embeddings);
+  EXPECT_EQ(q2.head_dim, 16);
+  const auto ll = ModelConfig::from_file(test::model_dir("llama-tiny") + "/config.json");
+  EXPECT_EQ(ll.rope.theta, 1e5);
+  EXPECT_EQ(ll.rms_norm_eps, 1e-5);
+  EXPECT_EQ(ll.dtype, DType::f32);
+}
+
+TEST(ModelConfig, BothRopeSpellings) {
+  EXPECT_EQ(parse(R"(,"rope_theta": 500000, "rope_scaling": null)").rope.theta, 500000);
+  EXPECT_EQ(parse(R"(,"rope_parameters": {"rope_type": "default", "rope_theta": 1234.0})")
+                .rope.theta,
+            1234.0);
+  EXPECT_EQ(parse("").rope.theta, 10000.0);  // transformers' default
+  const auto hub = parse(R"(,"rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3",
+      "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+      "original_max_position_embeddings": 8192})");
+  const auto v5 = parse(R"(,"rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0,
+      "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+      "original_max_position_embeddings": 8192})");
+  for (const auto& c : {hub, v5}) {
+    EXPECT_EQ(c.rope.type, RopeType::llama3);
+    EXPECT_EQ(c.rope.factor, 8.0);
+    EXPECT_EQ(c.rope.original_max_position_embeddings, 8192);
+  }
+  // The old "type" key of rope_scaling is accepted too.
+  EXPECT_EQ(parse(R"(,"rope_scaling": {"type": "default"})").rope.type, RopeType::standard);
+}
+
+TEST(ModelConfig, Llama3FrequenciesMatchTransformers) {
+  RopeConfig r;
+  r.type = RopeType::llama3;
+  r.theta = 500000;
+  r.factor = 8;
+  r.low_freq_factor = 1;
+  r.high_freq_factor = 4;
+  r.original_max_position_embeddings = 8192;
+  const auto f = rope_frequencies(r, 128);
+  ASSERT_EQ(f.inv_freq.size(), 64u);
+  // Expected values: transformers' _compute_llama3_parameters (computed in float64 here).
+  const std::pair<int, double> expected[] = {{0, 1.0},
+                                             {20, 0.016560440080994446},   // high frequency: kept
+                                             {30, 0.0013718935677611381},  // smoothed band
+                                             {40, 3.428102195952591e-05},  // low frequency: / 8
+                                             {63, 3.068925988914511e-07}};
+  for (const auto& [i, v] : expected) EXPECT_NEAR(f.inv_freq[i], v, v * 2e-6) << i;
+  EXPECT_EQ(f.attention_scaling, 1.0f);
+}
+
+TEST(ModelConfig, RefusesWhatItCannotRunByName) {
+  EXPECT_NE(error_of(R"(,"rope_scaling": {"rope_type": "yarn", "factor": 4.0})").find("'yarn'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"(,"rope_parameters": {"rope_type": "dynamic"})").find("'dynamic'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"(,"rope_scaling": {"rope_type": "llama3", "factor": 8.0})")
+                .find("low_freq_factor"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"(,"hidden_act": "gelu")").find("'gelu'"), std::string::npos);
+  EXPECT_NE(error_of(R"(,"use_sliding_window": true)").find("sliding"), std::string::npos);
+  EXPECT_NE(error_of(R"(,"torch_dtype": "int8")").find("int8"), std::string::npos);
+}
+
+TEST(ModelConfig, BadFieldsNameTheFileAndField) {
+  const std::string broken = error_of(R"(,"num_key_value_heads": 3)");
+  EXPECT_EQ(broken.rfind("config.json: field 'num_key_value_heads'", 0), 0u) << broken;
+  EXPECT_NE(error_of(R"(,"head_dim": 0)").find("'head_dim' must be positive"), std::string::npos);
+  EXPECT_NE(error_of(R"(,"head_dim": 15)").find("even"), std::string::npos);
+  EXPECT_NE(error_of(R"(,"vocab_size": "big")").find("'vocab_size' must be an integer"),
+            std::string::npos);
+  try {
+    ModelConfig::from_json_text(R"({"architectures": ["GPT2LMHeadModel"]})", "x/config.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "x/config.json: unknown architecture 'GPT2LMHeadModel' (anvil supports "
+              "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+  }
+  try {
+    ModelConfig::from_json_text(R"({"architectures": ["Qwen3ForCausalLM"]})", "x/config.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "x/config.json: field 'vocab_size' is missing");
+  }
+  EXPECT_THROW(ModelConfig::from_json_text("{not json", "c.json"), Error);
+  EXPECT_THROW(ModelConfig::from_file("/nonexistent/config.json"), Error);
+}
+
+TEST(ModelConfig, ArchitectureFlags) {
+  EXPECT_TRUE(parse(R"(,"attention_bias": true)").o_bias);
+  EXPECT_TRUE(parse(R"(,"mlp_bias": true)").mlp_bias);
+  EXPECT_EQ(parse("").eos_token_ids, (std::vector<int64_t>{5, 7}));
+  EXPECT_EQ(parse("").head_dim, 16);
+  const auto by_type = ModelConfig::from_json_text(
+      R"({"model_type": "qwen2", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 8,
+          "num_hidden_layers": 1, "num_attention_heads": 2})",
+      "c.json");
+  EXPECT_EQ(by_type.architecture, "Qwen2ForCausalLM");
+  EXPECT_EQ(by_type.num_key_value_heads, 2);
+}
+
+TEST(GenerationConfig, EosAsIntOrList) {
+  const auto one = GenerationConfig::from_json_text(R"({"eos_token_id": 2, "pad_token_id": 0})", "g");
+  EXPECT_EQ(one.eos_token_ids, (std::vector<int64_t>{2}));
+  EXPECT_EQ(one.pad_token_id, 0);
+  EXPECT_FALSE(one.do_sample);
+  EXPECT_EQ(one.top_k, 50);
+  const auto many = GenerationConfig::from_json_text(
+      R"({"eos_token_id": [151645, 151643], "do_sample": true, "temperature": 0.6,
+          "top_k": 20, "top_p": 0.95})",
+      "g");
+  EXPECT_EQ(many.eos_token_ids, (std::vector<int64_t>{151645, 151643}));
+  EXPECT_TRUE(many.do_sample);
+  EXPECT_FLOAT_EQ(many.temperature, 0.6f);
+  EXPECT_EQ(many.top_k, 20);
+  EXPECT_THROW(GenerationConfig::from_json_text(R"({"eos_token_id": "x"})", "g"), Error);
+  EXPECT_THROW(GenerationConfig::from_json_text(R"({"top_p": 1.5})", "g"), Error);
+}
+
+}  // namespace
+}  // namespace anvil
