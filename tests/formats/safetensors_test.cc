@@ -9,26 +9,14 @@
 
 #include "anvil/error.h"
 #include "anvil/safetensors.h"
+#include "temp_dir.h"
 
 namespace anvil {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("anvil_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
+using test::TempDir;
 
 std::string raw_file(const std::string& header, const std::string& data) {
   std::string out(8, '\0');
