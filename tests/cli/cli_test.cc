@@ -1,0 +1,183 @@
+// The CLI contract other checks drive: `anvil logits` and `anvil generate` give transformers'
+// numbers; errors are one line on stderr and a non-zero exit.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "anvil/safetensors.h"
+#include "temp_dir.h"
+#include "test_data.h"
+
+namespace anvil {
+namespace {
+
+using test::TempDir;
+
+struct CliRun {
+  int exit_code;
+  std::string out, err;
+};
+
+CliRun run(const std::string& args) {
+  TempDir dir;
+  const std::string cmd = std::string(ANVIL_CLI) + " " + args + " >" + dir.file("out") + " 2>" +
+                          dir.file("err") + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir.file("out")),
+          slurp(dir.file("err"))};
+}
+
+std::string join_rows(const std::vector<std::vector<int64_t>>& rows, char col, char row) {
+  std::string s;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (r) s += row;
+    for (size_t i = 0; i < rows[r].size(); ++i) {
+      if (i) s += col;
+      s += std::to_string(rows[r][i]);
+    }
+  }
+  return s;
+}
+
+void expect_one_line_error(const CliRun& r, const std::string& fragment) {
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.err.rfind("anvil: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+}
+
+class Cli : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Cli, LogitsMatchTransformers) {
+  const auto golden = SafetensorsFile::open(test::golden_path(GetParam()));
+  TempDir dir;
+  const auto ids = test::id_rows(golden, "input_ids_b");
+  const auto mask = test::id_rows(golden, "attention_mask_b");
+  const CliRun r = run("logits " + test::model_dir(GetParam()) + " --input-ids \"" +
+                    join_rows(ids, ',', ';') + "\" --attention-mask \"" +
+                    join_rows(mask, ',', ';') + "\" --out " + dir.file("l.safetensors"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto out = SafetensorsFile::open(dir.file("l.safetensors"));
+  ASSERT_EQ(out.entries().size(), 1u);
+  const Tensor got = out.load("logits");
+  const Tensor want = golden.load("logits_b");
+  ASSERT_EQ(got.dtype(), DType::f32);
+  ASSERT_EQ(got.shape(), want.shape());
+  const auto g = got.to_f32_vector(), w = want.to_f32_vector();
+  const int64_t vocab = want.size(-1), seq = want.size(1);
+  float max_diff = 0;
+  for (size_t row = 0; row < mask.size(); ++row) {
+    for (int64_t s = 0; s < seq; ++s) {
+      if (!mask[row][s]) continue;
+      for (int64_t v = 0; v < vocab; ++v) {
+        const size_t i = (row * seq + s) * vocab + v;
+        max_diff = std::max(max_diff, std::fabs(g[i] - w[i]));
+      }
+    }
+  }
+  EXPECT_LE(max_diff, 1e-4f);
+}
+
+TEST_P(Cli, GenerateMatchesTransformers) {
+  const auto golden = SafetensorsFile::open(test::golden_path(GetParam()));
+  for (const char* which : {"a", "b"}) {
+    const auto ids = test::id_rows(golden, std::string("input_ids_") + which);
+    std::string args = "generate " + test::model_dir(GetParam()) + " --input-ids \"" +
+                       join_rows(ids, ',', ';') + "\" --max-new-tokens 16 --greedy --output-ids";
+    if (std::string(which) == "b") {
+      args += " --attention-mask \"" + join_rows(test::id_rows(golden, "attention_mask_b"), ',', ';') + "\"";
+    }
+    const CliRun r = run(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, join_rows(test::id_rows(golden, std::string("gen_") + which), ',', '\n') + "\n");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Cli, ::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny"),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param;
+                           for (char& ch : n) {
+                             if (ch == '-') ch = '_';
+                           }
+                           return n;
+                         });
+
+TEST(CliErrors, OneLineAndNonZero) {
+  const std::string model = test::model_dir("qwen3-tiny");
+  expect_one_line_error(run("logits " + model + " --input-ids 1,2 --device gpu --out /tmp/x"),
+                        "Expected one of cpu, cuda, xpu, hpu, opencl device type");
+  expect_one_line_error(run("logits " + model + " --input-ids 1,2 --device cuda:01 --out /tmp/x"),
+                        "Invalid device string: 'cuda:01'");
+  expect_one_line_error(run("logits " + model + " --input-ids 1,x --out /tmp/x"),
+                        "--input-ids: 'x' is not an integer");
+  expect_one_line_error(run("generate " + model + " --input-ids 5,1000 --output-ids"),
+                        "input id 1000 (row 0, position 1) is out of range for vocab_size 1000");
+  expect_one_line_error(run("generate /nonexistent/model --input-ids 1 --output-ids"),
+                        "/nonexistent/model: no such file or folder");
+  expect_one_line_error(run("generate " + model + " --input-ids \"1,2;3\" --output-ids"),
+                        "row 1 has 1 ids");
+  expect_one_line_error(run("logits " + model + " --input-ids 1 --dtype int4 --out /tmp/x"),
+                        "--dtype: 'int4'");
+  expect_one_line_error(run("generate " + model + " --input-ids 1 --greedy --top-k 3 --output-ids"),
+                        "--greedy: cannot be combined");
+  expect_one_line_error(run("init-model --like gpt-9 --out /tmp/nowhere"), "unknown model 'gpt-9'");
+  EXPECT_NE(run("logits").exit_code, 0);  // missing required arguments (CLI11's message)
+  EXPECT_NE(run("frobnicate").exit_code, 0);
+}
+
+TEST(CliErrors, TruncatedCheckpoint) {
+  TempDir dir;
+  const std::string src = test::model_dir("llama-tiny");
+  std::filesystem::copy_file(src + "/config.json", dir.file("config.json"));
+  std::ifstream in(src + "/model.safetensors", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream(dir.file("model.safetensors"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  expect_one_line_error(run("logits " + dir.path() + " --input-ids 1,2 --out " + dir.file("o")),
+                        dir.file("model.safetensors") + ": ");
+}
+
+TEST(Cli, HelpForEverySubcommand) {
+  for (const char* sub : {"", "devices", "logits", "generate", "init-model"}) {
+    const CliRun r = run(std::string(sub) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << sub;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub;
+  }
+}
+
+TEST(Cli, DevicesListsEveryBackend) {
+  const CliRun r = run("devices");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("cpu:0"), std::string::npos);
+  for (const char* t : {"cuda", "xpu", "hpu", "opencl"}) {
+    EXPECT_NE(r.out.find(std::string("\n") + t), std::string::npos) << r.out;
+  }
+}
+
+TEST(Cli, InitModelWritesALoadableModelOfTheRealShape) {
+  TempDir dir;
+  const CliRun r = run("init-model --like smollm2-135m --out " + dir.path() + " --seed 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto f = SafetensorsFile::open(dir.file("model.safetensors"));
+  int64_t params = 0;
+  for (const auto& e : f.entries()) {
+    params += shape_numel(e.shape);
+    EXPECT_EQ(e.dtype, DType::bf16);
+  }
+  EXPECT_EQ(params, 134515008);  // SmolLM2-135M
+  const CliRun g = run("generate " + dir.path() + " --input-ids 1,2,3 --max-new-tokens 2 --greedy --output-ids");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_EQ(g.out.rfind("1,2,3,", 0), 0u);
+}
+
+}  // namespace
+}  // namespace anvil
