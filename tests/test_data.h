@@ -8,19 +8,25 @@
 
 namespace anvil::test {
 
-inline std::string data_dir() { return ANVIL_TEST_DATA; }
-inline std::string model_dir(const std::string& name) { return data_dir() + "/" + name + "/model"; }
+inline std::string data_dir() {
+  return ANVIL_TEST_DATA;
+}
+inline std::string model_dir(const std::string& name) {
+  return data_dir() + "/" + name + "/model";
+}
 inline std::string golden_path(const std::string& name) {
   return data_dir() + "/" + name + "/golden.safetensors";
 }
 
 /// A golden int64 tensor [rows, cols] as rows of ids.
-inline std::vector<std::vector<int64_t>> id_rows(const SafetensorsFile& f, const std::string& name) {
+inline std::vector<std::vector<int64_t>> id_rows(const SafetensorsFile& f,
+                                                 const std::string& name) {
   const Tensor t = f.load(name);
   const auto v = t.to_i64_vector();
   const int64_t cols = t.size(-1);
   std::vector<std::vector<int64_t>> rows;
-  for (size_t i = 0; i < v.size(); i += cols) rows.emplace_back(v.begin() + i, v.begin() + i + cols);
+  for (size_t i = 0; i < v.size(); i += cols)
+    rows.emplace_back(v.begin() + i, v.begin() + i + cols);
   return rows;
 }
 

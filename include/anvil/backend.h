@@ -18,7 +18,8 @@ namespace anvil {
 /// A block of memory on one device; freed by the backend that made it when the last owner drops.
 class Buffer {
  public:
-  Buffer(void* data, size_t nbytes, Device device) : data_(data), nbytes_(nbytes), device_(device) {}
+  Buffer(void* data, size_t nbytes, Device device)
+      : data_(data), nbytes_(nbytes), device_(device) {}
   virtual ~Buffer() = default;
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -69,7 +70,8 @@ struct BackendReport {
 
 /// The backend serving `type`, or nullptr when this build has none.
 Backend* find_backend(DeviceType type);
-/// The backend serving `device`; throws a clear error when it is absent or the index is out of range.
+/// The backend serving `device`; throws a clear error when it is absent or the index is out of
+/// range.
 Backend& backend_for(Device device);
 /// Every device type with its status, for `anvil devices`.
 std::vector<BackendReport> report_backends();

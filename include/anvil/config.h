@@ -41,7 +41,7 @@ struct ModelConfig {
   bool qkv_bias = false;  ///< q/k/v projections carry a bias
   bool o_bias = false;    ///< the output projection carries a bias
   bool mlp_bias = false;
-  bool qk_norm = false;  ///< per-head RMSNorm of q and k before RoPE (Qwen3)
+  bool qk_norm = false;        ///< per-head RMSNorm of q and k before RoPE (Qwen3)
   std::optional<DType> dtype;  ///< `torch_dtype` / `dtype`, when the file says
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> bos_token_id, pad_token_id;

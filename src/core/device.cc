@@ -11,11 +11,16 @@ namespace anvil {
 
 std::string_view device_type_name(DeviceType t) {
   switch (t) {
-    case DeviceType::cpu: return "cpu";
-    case DeviceType::cuda: return "cuda";
-    case DeviceType::xpu: return "xpu";
-    case DeviceType::hpu: return "hpu";
-    case DeviceType::opencl: return "opencl";
+    case DeviceType::cpu:
+      return "cpu";
+    case DeviceType::cuda:
+      return "cuda";
+    case DeviceType::xpu:
+      return "xpu";
+    case DeviceType::hpu:
+      return "hpu";
+    case DeviceType::opencl:
+      return "opencl";
   }
   return "?";
 }
@@ -49,8 +54,8 @@ Device Device::parse(std::string_view s) {
     if (!expected.empty()) expected += ", ";
     expected += device_type_name(t);
   }
-  throw Error("Expected one of " + expected + " device type at start of device string: " +
-              std::string(name));
+  throw Error("Expected one of " + expected +
+              " device type at start of device string: " + std::string(name));
 }
 
 std::string Device::str() const {

@@ -31,18 +31,30 @@ size_t dtype_size(DType t) {
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::bf16: return "bf16";
-    case DType::f16: return "f16";
-    case DType::f64: return "f64";
-    case DType::i64: return "i64";
-    case DType::i32: return "i32";
-    case DType::i16: return "i16";
-    case DType::i8: return "i8";
-    case DType::u8: return "u8";
-    case DType::boolean: return "bool";
-    case DType::f8_e4m3: return "f8_e4m3";
-    case DType::f8_e5m2: return "f8_e5m2";
+    case DType::f32:
+      return "f32";
+    case DType::bf16:
+      return "bf16";
+    case DType::f16:
+      return "f16";
+    case DType::f64:
+      return "f64";
+    case DType::i64:
+      return "i64";
+    case DType::i32:
+      return "i32";
+    case DType::i16:
+      return "i16";
+    case DType::i8:
+      return "i8";
+    case DType::u8:
+      return "u8";
+    case DType::boolean:
+      return "bool";
+    case DType::f8_e4m3:
+      return "f8_e4m3";
+    case DType::f8_e5m2:
+      return "f8_e5m2";
   }
   return "?";
 }
@@ -79,9 +91,9 @@ uint16_t f32_to_f16(float f) {
   std::memcpy(&u, &f, sizeof u);
   const uint32_t sign = (u >> 16) & 0x8000u;
   uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (abs < 0x38800000u) {                                                // subnormal or zero
+  if (abs < 0x38800000u) {                                               // subnormal or zero
     // Scale into the subnormal range and let the FPU round to nearest even.
     float a;
     std::memcpy(&a, &abs, sizeof a);

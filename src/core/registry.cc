@@ -87,9 +87,8 @@ Backend& backend_for(Device device) {
   if (device.type != DeviceType::cpu) {
     const auto devs = it->second->devices();
     if (device.ordinal() >= static_cast<int>(devs.size())) {
-      throw Error("device '" + device.str() + "' is not available: " +
-                  std::to_string(devs.size()) + " " + std::string(device_type_name(device.type)) +
-                  " device(s) visible");
+      throw Error("device '" + device.str() + "' is not available: " + std::to_string(devs.size()) +
+                  " " + std::string(device_type_name(device.type)) + " device(s) visible");
     }
   } else if (device.ordinal() != 0) {
     throw Error("device '" + device.str() + "' is not available: there is one cpu device, cpu:0");

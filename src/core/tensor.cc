@@ -124,9 +124,13 @@ int64_t Tensor::norm_dim(int64_t d) const {
   return d < 0 ? d + nd : d;
 }
 
-int64_t Tensor::size(int64_t d) const { return shape_[norm_dim(d)]; }
+int64_t Tensor::size(int64_t d) const {
+  return shape_[norm_dim(d)];
+}
 
-bool Tensor::is_contiguous() const { return strides_ == contiguous_strides(shape_); }
+bool Tensor::is_contiguous() const {
+  return strides_ == contiguous_strides(shape_);
+}
 
 Tensor Tensor::view(const Shape& shape) const {
   if (!is_contiguous()) throw Error("view of a non-contiguous tensor " + shape_str(shape_));
@@ -160,7 +164,8 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
                 std::to_string(shape_[d]));
   }
   Tensor t = *this;
-  t.data_ = static_cast<char*>(data_) + start * strides_[d] * static_cast<int64_t>(dtype_size(dtype_));
+  t.data_ =
+      static_cast<char*>(data_) + start * strides_[d] * static_cast<int64_t>(dtype_size(dtype_));
   t.shape_[d] = length;
   return t;
 }
@@ -223,7 +228,8 @@ void Tensor::copy_from(const Tensor& src) {
       }
       return;
     }
-    Tensor host_src = src.device_.type == DeviceType::cpu ? src : src.contiguous().to(Device::cpu());
+    Tensor host_src =
+        src.device_.type == DeviceType::cpu ? src : src.contiguous().to(Device::cpu());
     Tensor host_dst = empty(shape_, dtype_, Device::cpu());
     host_dst.copy_from(host_src);
     copy_from(host_dst);

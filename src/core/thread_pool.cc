@@ -105,7 +105,9 @@ Pool& pool() {
 
 }  // namespace
 
-int num_threads() { return pool().size(); }
+int num_threads() {
+  return pool().size();
+}
 
 void set_num_threads(int n) {
   std::lock_guard<std::mutex> lock(g_pool_mu);

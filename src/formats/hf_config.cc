@@ -39,7 +39,8 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& source) {
       c.rope.type = RopeType::llama3;
       auto need = [&](const char* key) {
         auto v = jf::opt_number(*params, key, source);
-        if (!v) jf::fail(source, std::string(field) + "." + key, "is missing (llama3 RoPE needs it)");
+        if (!v)
+          jf::fail(source, std::string(field) + "." + key, "is missing (llama3 RoPE needs it)");
         return *v;
       };
       c.rope.factor = need("factor");
@@ -51,8 +52,9 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& source) {
         jf::fail(source, field, "has high_freq_factor <= low_freq_factor");
       }
     } else if (type != "default") {
-      jf::fail(source, std::string(field) + ".rope_type",
-               "is '" + type + "', which anvil does not implement (it implements default and llama3)");
+      jf::fail(
+          source, std::string(field) + ".rope_type",
+          "is '" + type + "', which anvil does not implement (it implements default and llama3)");
     }
     if (auto p = jf::opt_number(*params, "partial_rotary_factor", source); p && *p != 1.0) {
       jf::fail(source, "partial_rotary_factor", "is not 1.0, which anvil does not implement");
@@ -88,7 +90,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   c.intermediate_size = positive(j, "intermediate_size", source);
   c.num_hidden_layers = positive(j, "num_hidden_layers", source);
   c.num_attention_heads = positive(j, "num_attention_heads", source);
-  c.num_key_value_heads = jf::opt_int(j, "num_key_value_heads", source).value_or(c.num_attention_heads);
+  c.num_key_value_heads =
+      jf::opt_int(j, "num_key_value_heads", source).value_or(c.num_attention_heads);
   if (c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads != 0) {
     jf::fail(source, "num_key_value_heads",
              "must divide num_attention_heads (" + std::to_string(c.num_attention_heads) +
@@ -98,7 +101,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     c.head_dim = positive(j, "head_dim", source);
   } else {
     if (c.hidden_size % c.num_attention_heads != 0) {
-      jf::fail(source, "hidden_size", "is not divisible by num_attention_heads and no head_dim is given");
+      jf::fail(source, "hidden_size",
+               "is not divisible by num_attention_heads and no head_dim is given");
     }
     c.head_dim = c.hidden_size / c.num_attention_heads;
   }

@@ -38,8 +38,7 @@ int64_t get_int(const json& j, const std::string& key, const std::string& source
   return *v;
 }
 
-std::optional<double> opt_number(const json& j, const std::string& key,
-                                 const std::string& source) {
+std::optional<double> opt_number(const json& j, const std::string& key, const std::string& source) {
   const json* v = find(j, key);
   if (!v) return std::nullopt;
   if (!v->is_number()) fail(source, key, "must be a number, got " + v->dump());
@@ -61,8 +60,7 @@ std::optional<std::string> opt_string(const json& j, const std::string& key,
   return v->get<std::string>();
 }
 
-std::vector<int64_t> int_or_list(const json& j, const std::string& key,
-                                 const std::string& source) {
+std::vector<int64_t> int_or_list(const json& j, const std::string& key, const std::string& source) {
   const json* v = find(j, key);
   if (!v) return {};
   if (v->is_number_integer()) return {v->get<int64_t>()};

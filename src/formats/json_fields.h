@@ -17,7 +17,8 @@ using nlohmann::json;
 
 json parse(const std::string& text, const std::string& source);
 
-[[noreturn]] void fail(const std::string& source, const std::string& field, const std::string& what);
+[[noreturn]] void fail(const std::string& source, const std::string& field,
+                       const std::string& what);
 
 /// The field when present and not null.
 const json* find(const json& j, const std::string& key);

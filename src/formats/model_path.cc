@@ -25,8 +25,9 @@ std::string resolve_model_path(const std::string& model) {
   if (fs::exists(model, ec)) return model;
   // A Hub id is "name" or "org/name" with no further slashes and no leading dot or slash.
   const auto slash = model.find('/');
-  const bool hub_like = model[0] != '.' && model[0] != '/' &&
-                        (slash == std::string::npos || model.find('/', slash + 1) == std::string::npos);
+  const bool hub_like =
+      model[0] != '.' && model[0] != '/' &&
+      (slash == std::string::npos || model.find('/', slash + 1) == std::string::npos);
   if (!hub_like) throw Error(model + ": no such file or folder");
   std::string folder = "models--" + model;
   for (auto pos = folder.find('/'); pos != std::string::npos; pos = folder.find('/')) {

@@ -21,14 +21,14 @@ struct DtypeName {
   DType dtype;
 };
 constexpr DtypeName kDtypes[] = {
-    {"F64", DType::f64},   {"F32", DType::f32},        {"F16", DType::f16},
-    {"BF16", DType::bf16}, {"I64", DType::i64},        {"I32", DType::i32},
-    {"I16", DType::i16},   {"I8", DType::i8},          {"U8", DType::u8},
+    {"F64", DType::f64},      {"F32", DType::f32},         {"F16", DType::f16},
+    {"BF16", DType::bf16},    {"I64", DType::i64},         {"I32", DType::i32},
+    {"I16", DType::i16},      {"I8", DType::i8},           {"U8", DType::u8},
     {"BOOL", DType::boolean}, {"F8_E4M3", DType::f8_e4m3}, {"F8_E5M2", DType::f8_e5m2},
 };
 // Valid safetensors dtypes that anvil recognises but cannot hold.
-constexpr const char* kUnsupported[] = {"U16", "U32", "U64", "F8_E8M0", "F4", "F6_E2M3",
-                                        "F6_E3M2", "C64"};
+constexpr const char* kUnsupported[] = {"U16", "U32",     "U64",     "F8_E8M0",
+                                        "F4",  "F6_E2M3", "F6_E3M2", "C64"};
 
 [[noreturn]] void bad(const std::string& path, const std::string& what) {
   throw Error(path + ": " + what);
@@ -91,7 +91,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     if (name == "__metadata__") {
       if (!v.is_object()) bad(path, "__metadata__ is not an object");
       for (auto m = v.begin(); m != v.end(); ++m) {
-        if (!m.value().is_string()) bad(path, "__metadata__ value '" + m.key() + "' is not a string");
+        if (!m.value().is_string())
+          bad(path, "__metadata__ value '" + m.key() + "' is not a string");
         f.metadata_[m.key()] = m.value().get<std::string>();
       }
       continue;
@@ -170,7 +171,9 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   return f;
 }
 
-const std::string& SafetensorsFile::path() const { return file_->path(); }
+const std::string& SafetensorsFile::path() const {
+  return file_->path();
+}
 
 const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
   auto it = index_.find(name);
@@ -234,7 +237,9 @@ Checkpoint Checkpoint::open(const std::string& dir) {
   return c;
 }
 
-bool Checkpoint::contains(const std::string& name) const { return where_.count(name) != 0; }
+bool Checkpoint::contains(const std::string& name) const {
+  return where_.count(name) != 0;
+}
 
 const SafetensorsEntry& Checkpoint::entry(const std::string& name) const {
   auto it = where_.find(name);

@@ -23,9 +23,8 @@ void SafetensorsWriter::add(std::string name, DType dtype, Shape shape, Fill fil
 
 void SafetensorsWriter::add(std::string name, const Tensor& t) {
   Tensor host = t.to(Device::cpu()).contiguous();
-  add(std::move(name), host.dtype(), host.shape(), [host](std::span<std::byte> out) {
-    std::memcpy(out.data(), host.raw(), out.size());
-  });
+  add(std::move(name), host.dtype(), host.shape(),
+      [host](std::span<std::byte> out) { std::memcpy(out.data(), host.raw(), out.size()); });
 }
 
 void SafetensorsWriter::finish() {

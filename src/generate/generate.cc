@@ -24,8 +24,8 @@ std::vector<std::vector<int64_t>> checked_mask(const Batch& batch) {
     return std::vector<std::vector<int64_t>>(batch.input_ids.size(), std::vector<int64_t>(len, 1));
   }
   if (batch.attention_mask.size() != batch.input_ids.size()) {
-    throw Error("attention_mask: " + std::to_string(batch.attention_mask.size()) +
-                " rows for " + std::to_string(batch.input_ids.size()) + " rows of input_ids");
+    throw Error("attention_mask: " + std::to_string(batch.attention_mask.size()) + " rows for " +
+                std::to_string(batch.input_ids.size()) + " rows of input_ids");
   }
   for (size_t r = 0; r < batch.attention_mask.size(); ++r) {
     const auto& row = batch.attention_mask[r];
@@ -86,7 +86,8 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   if (max_new < 0) throw Error("max_new_tokens must not be negative");
   if (opts.min_new_tokens < 0) throw Error("min_new_tokens must not be negative");
   const std::vector<int64_t> eos = opts.eos_token_ids.value_or(gen.eos_token_ids);
-  const int64_t pad = opts.pad_token_id.value_or(gen.pad_token_id.value_or(eos.empty() ? 0 : eos[0]));
+  const int64_t pad =
+      opts.pad_token_id.value_or(gen.pad_token_id.value_or(eos.empty() ? 0 : eos[0]));
   const int64_t vocab = decoder.config().vocab_size;
 
   std::vector<std::vector<int64_t>> sequences = batch.input_ids;

@@ -53,22 +53,31 @@ CausalLM CausalLM::from_pretrained(const std::string& model, const ModelOptions&
   backend_for(device);  // fail early, with the reason, when the device is absent
   const DType dtype = options.dtype.value_or(config.dtype.value_or(DType::f32));
   if (dtype != DType::f32 && dtype != DType::bf16 && dtype != DType::f16) {
-    throw Error("dtype " + std::string(dtype_name(dtype)) + " is not a model dtype (f32, bf16, f16)");
+    throw Error("dtype " + std::string(dtype_name(dtype)) +
+                " is not a model dtype (f32, bf16, f16)");
   }
   const ops::AttentionImpl attention = parse_attention(options.attn_implementation);
   const Checkpoint ckpt = Checkpoint::open(path);
   ModelWeights weights = load_weights(ckpt, config, dtype, device);
   CausalLM lm;
-  lm.decoder_ = std::make_shared<Decoder>(std::move(config), std::move(weights), dtype, device,
-                                          attention);
+  lm.decoder_ =
+      std::make_shared<Decoder>(std::move(config), std::move(weights), dtype, device, attention);
   lm.generation_config_ = std::move(gen);
   return lm;
 }
 
-const ModelConfig& CausalLM::config() const { return decoder_->config(); }
-const GenerationConfig& CausalLM::generation_config() const { return generation_config_; }
-Device CausalLM::device() const { return decoder_->device(); }
-DType CausalLM::dtype() const { return decoder_->dtype(); }
+const ModelConfig& CausalLM::config() const {
+  return decoder_->config();
+}
+const GenerationConfig& CausalLM::generation_config() const {
+  return generation_config_;
+}
+Device CausalLM::device() const {
+  return decoder_->device();
+}
+DType CausalLM::dtype() const {
+  return decoder_->dtype();
+}
 
 Tensor CausalLM::logits(const Batch& batch) const {
   const auto mask = checked_mask(batch);

@@ -44,7 +44,8 @@ Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
   const int64_t b = step.batch, s = step.seq, n = b * s, past = cache.length;
   const int64_t h = c.hidden_size, hd = c.head_dim;
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads;
-  if (static_cast<int64_t>(step.ids.size()) != n || static_cast<int64_t>(step.positions.size()) != n ||
+  if (static_cast<int64_t>(step.ids.size()) != n ||
+      static_cast<int64_t>(step.positions.size()) != n ||
       static_cast<int64_t>(step.key_mask.size()) != b * (past + s)) {
     throw Error("decoder step: inconsistent input sizes");
   }

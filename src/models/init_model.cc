@@ -65,7 +65,9 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
   fs::create_directories(out_dir, ec);
   if (ec) throw Error(out_dir + ": cannot create folder: " + ec.message());
 
-  const char* torch_name = dtype == DType::bf16 ? "bfloat16" : dtype == DType::f16 ? "float16" : "float32";
+  const char* torch_name = dtype == DType::bf16  ? "bfloat16"
+                           : dtype == DType::f16 ? "float16"
+                                                 : "float32";
   raw["torch_dtype"] = torch_name;
   {
     std::ofstream f(fs::path(out_dir) / "config.json");

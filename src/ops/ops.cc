@@ -34,8 +34,8 @@ void expect_contiguous(const char* op, const char* name, const Tensor& t) {
 
 void expect_same_device(const char* op, const Tensor& a, const Tensor& b) {
   if (b.defined() && !(a.device() == b.device())) {
-    fail(op, "tensors on different devices (" + a.device().str() + " and " + b.device().str() +
-                 ")");
+    fail(op,
+         "tensors on different devices (" + a.device().str() + " and " + b.device().str() + ")");
   }
 }
 
@@ -57,8 +57,8 @@ void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) {
   expect_contiguous(kEmbedding, "out", out);
   expect_same_device(kEmbedding, table, ids);
   expect_same_device(kEmbedding, table, out);
-  get_kernel<EmbeddingArgs>(kEmbedding, out.device().type, out.dtype(), table.dtype())(
-      {ids, table, out});
+  get_kernel<EmbeddingArgs>(kEmbedding, out.device().type, out.dtype(),
+                            table.dtype())({ids, table, out});
 }
 
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
@@ -70,8 +70,8 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
   expect_contiguous(kRmsNorm, "out", out);
   expect_same_device(kRmsNorm, x, weight);
   expect_same_device(kRmsNorm, x, out);
-  get_kernel<RmsNormArgs>(kRmsNorm, x.device().type, x.dtype(), weight.dtype())(
-      {x, weight, out, eps});
+  get_kernel<RmsNormArgs>(kRmsNorm, x.device().type, x.dtype(),
+                          weight.dtype())({x, weight, out, eps});
 }
 
 void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) {
@@ -93,8 +93,8 @@ void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Ten
   expect_same_device(kLinear, x, weight);
   expect_same_device(kLinear, x, bias);
   expect_same_device(kLinear, x, out);
-  get_kernel<LinearArgs>(kLinear, x.device().type, x.dtype(), weight.dtype())(
-      {x, weight, bias, out});
+  get_kernel<LinearArgs>(kLinear, x.device().type, x.dtype(),
+                         weight.dtype())({x, weight, bias, out});
 }
 
 void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, float scaling) {
@@ -107,8 +107,8 @@ void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, floa
   expect_contiguous(kRope, "x", x);
   expect_same_device(kRope, x, positions);
   expect_same_device(kRope, x, inv_freq);
-  get_kernel<RopeArgs>(kRope, x.device().type, x.dtype(), x.dtype())(
-      {x, positions, inv_freq, scaling});
+  get_kernel<RopeArgs>(kRope, x.device().type, x.dtype(),
+                       x.dtype())({x, positions, inv_freq, scaling});
 }
 
 void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) {
@@ -138,8 +138,8 @@ void store_kv(const Tensor& src, const Tensor& cache, int64_t start) {
   expect_rank(kStoreKv, "cache", cache, 4);
   if (src.size(0) != cache.size(0) || src.size(2) != cache.size(1) ||
       src.size(3) != cache.size(3)) {
-    fail(kStoreKv, "src " + shape_str(src.shape()) + " does not fit cache " +
-                       shape_str(cache.shape()));
+    fail(kStoreKv,
+         "src " + shape_str(src.shape()) + " does not fit cache " + shape_str(cache.shape()));
   }
   if (start < 0 || start + src.size(1) > cache.size(2)) {
     fail(kStoreKv, "positions [" + std::to_string(start) + ", " +
@@ -150,8 +150,8 @@ void store_kv(const Tensor& src, const Tensor& cache, int64_t start) {
   expect_contiguous(kStoreKv, "src", src);
   expect_contiguous(kStoreKv, "cache", cache);
   expect_same_device(kStoreKv, src, cache);
-  get_kernel<StoreKvArgs>(kStoreKv, src.device().type, src.dtype(), src.dtype())(
-      {src, cache, start});
+  get_kernel<StoreKvArgs>(kStoreKv, src.device().type, src.dtype(),
+                          src.dtype())({src, cache, start});
 }
 
 void attention(const AttentionArgs& a) {
@@ -160,8 +160,8 @@ void attention(const AttentionArgs& a) {
   const int64_t batch = a.q.size(0), seq = a.q.size(1), heads = a.q.size(2), dim = a.q.size(3);
   const int64_t kv_heads = a.k_cache.size(1), total = a.past + seq;
   if (a.k_cache.size(0) != batch || a.k_cache.size(3) != dim) {
-    fail(kAttention, "k_cache " + shape_str(a.k_cache.shape()) + " does not match q " +
-                         shape_str(a.q.shape()));
+    fail(kAttention,
+         "k_cache " + shape_str(a.k_cache.shape()) + " does not match q " + shape_str(a.q.shape()));
   }
   expect_shape(kAttention, "v_cache", a.v_cache, a.k_cache.shape());
   if (kv_heads <= 0 || heads % kv_heads != 0) {

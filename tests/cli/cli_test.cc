@@ -64,8 +64,8 @@ TEST_P(Cli, LogitsMatchTransformers) {
   const auto ids = test::id_rows(golden, "input_ids_b");
   const auto mask = test::id_rows(golden, "attention_mask_b");
   const CliRun r = run("logits " + test::model_dir(GetParam()) + " --input-ids \"" +
-                    join_rows(ids, ',', ';') + "\" --attention-mask \"" +
-                    join_rows(mask, ',', ';') + "\" --out " + dir.file("l.safetensors"));
+                       join_rows(ids, ',', ';') + "\" --attention-mask \"" +
+                       join_rows(mask, ',', ';') + "\" --out " + dir.file("l.safetensors"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto out = SafetensorsFile::open(dir.file("l.safetensors"));
   ASSERT_EQ(out.entries().size(), 1u);
@@ -95,11 +95,13 @@ TEST_P(Cli, GenerateMatchesTransformers) {
     std::string args = "generate " + test::model_dir(GetParam()) + " --input-ids \"" +
                        join_rows(ids, ',', ';') + "\" --max-new-tokens 16 --greedy --output-ids";
     if (std::string(which) == "b") {
-      args += " --attention-mask \"" + join_rows(test::id_rows(golden, "attention_mask_b"), ',', ';') + "\"";
+      args += " --attention-mask \"" +
+              join_rows(test::id_rows(golden, "attention_mask_b"), ',', ';') + "\"";
     }
     const CliRun r = run(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(r.out, join_rows(test::id_rows(golden, std::string("gen_") + which), ',', '\n') + "\n");
+    EXPECT_EQ(r.out,
+              join_rows(test::id_rows(golden, std::string("gen_") + which), ',', '\n') + "\n");
   }
 }
 
@@ -141,7 +143,8 @@ TEST(CliErrors, TruncatedCheckpoint) {
   std::filesystem::copy_file(src + "/config.json", dir.file("config.json"));
   std::ifstream in(src + "/model.safetensors", std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::ofstream(dir.file("model.safetensors"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  std::ofstream(dir.file("model.safetensors"), std::ios::binary)
+      << bytes.substr(0, bytes.size() / 2);
   expect_one_line_error(run("logits " + dir.path() + " --input-ids 1,2 --out " + dir.file("o")),
                         dir.file("model.safetensors") + ": ");
 }
@@ -174,7 +177,8 @@ TEST(Cli, InitModelWritesALoadableModelOfTheRealShape) {
     EXPECT_EQ(e.dtype, DType::bf16);
   }
   EXPECT_EQ(params, 134515008);  // SmolLM2-135M
-  const CliRun g = run("generate " + dir.path() + " --input-ids 1,2,3 --max-new-tokens 2 --greedy --output-ids");
+  const CliRun g =
+      run("generate " + dir.path() + " --input-ids 1,2,3 --max-new-tokens 2 --greedy --output-ids");
   ASSERT_EQ(g.exit_code, 0) << g.err;
   EXPECT_EQ(g.out.rfind("1,2,3,", 0), 0u);
 }

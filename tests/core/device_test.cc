@@ -34,7 +34,8 @@ std::string error_of(const std::string& s) {
 
 TEST(Device, RejectsWithPyTorchMessages) {
   EXPECT_EQ(error_of(""), "Device string must not be empty");
-  for (const char* bad : {"cuda:", "cuda:01", "cuda:-1", " cpu", "cuda:1:2", "cpu ", ":0", "cuda:a"}) {
+  for (const char* bad :
+       {"cuda:", "cuda:01", "cuda:-1", " cpu", "cuda:1:2", "cpu ", ":0", "cuda:a"}) {
     EXPECT_EQ(error_of(bad), std::string("Invalid device string: '") + bad + "'") << bad;
   }
   EXPECT_EQ(error_of("gpu"),

@@ -24,8 +24,8 @@ TEST(DType, F16RoundTrip) {
   EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
   EXPECT_EQ(f32_to_f16(-2.0f), 0xc000);
   EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
-  EXPECT_EQ(f32_to_f16(1e6f), 0x7c00);           // overflow to inf
-  EXPECT_EQ(f32_to_f16(0x1p-24f), 0x0001);       // smallest subnormal
+  EXPECT_EQ(f32_to_f16(1e6f), 0x7c00);             // overflow to inf
+  EXPECT_EQ(f32_to_f16(0x1p-24f), 0x0001);         // smallest subnormal
   EXPECT_EQ(f32_to_f16(1.0f + 0x1p-11f), 0x3c00);  // halfway: ties to even
   EXPECT_EQ(f16_to_f32(0x3555), 0.333251953125f);
   EXPECT_EQ(f16_to_f32(0x0001), 0x1p-24f);

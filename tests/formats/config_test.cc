@@ -49,9 +49,9 @@ TEST(ModelConfig, ReadsTheFixtures) {
 
 TEST(ModelConfig, BothRopeSpellings) {
   EXPECT_EQ(parse(R"(,"rope_theta": 500000, "rope_scaling": null)").rope.theta, 500000);
-  EXPECT_EQ(parse(R"(,"rope_parameters": {"rope_type": "default", "rope_theta": 1234.0})")
-                .rope.theta,
-            1234.0);
+  EXPECT_EQ(
+      parse(R"(,"rope_parameters": {"rope_type": "default", "rope_theta": 1234.0})").rope.theta,
+      1234.0);
   EXPECT_EQ(parse("").rope.theta, 10000.0);  // transformers' default
   const auto hub = parse(R"(,"rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3",
       "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -140,7 +140,8 @@ TEST(ModelConfig, ArchitectureFlags) {
 }
 
 TEST(GenerationConfig, EosAsIntOrList) {
-  const auto one = GenerationConfig::from_json_text(R"({"eos_token_id": 2, "pad_token_id": 0})", "g");
+  const auto one =
+      GenerationConfig::from_json_text(R"({"eos_token_id": 2, "pad_token_id": 0})", "g");
   EXPECT_EQ(one.eos_token_ids, (std::vector<int64_t>{2}));
   EXPECT_EQ(one.pad_token_id, 0);
   EXPECT_FALSE(one.do_sample);

@@ -94,21 +94,20 @@ TEST(Safetensors, ReadsEveryDtypeTransformersWrites) {
   const int16_t i16 = -3;
   data.append(reinterpret_cast<const char*>(&i16), 2);
   data += std::string("\xff\xc8\x01\x38\x3c", 5);
-  const std::string header =
-      R"({"f64":{"dtype":"F64","shape":[1],"data_offsets":[0,8]},)"
-      R"("f16":{"dtype":"F16","shape":[1],"data_offsets":[8,10]},)"
-      R"("bf16":{"dtype":"BF16","shape":[1],"data_offsets":[10,12]},)"
-      R"("i32":{"dtype":"I32","shape":[1],"data_offsets":[12,16]},)"
-      R"("i16":{"dtype":"I16","shape":[1],"data_offsets":[16,18]},)"
-      R"("i8":{"dtype":"I8","shape":[1],"data_offsets":[18,19]},)"
-      R"("u8":{"dtype":"U8","shape":[1],"data_offsets":[19,20]},)"
-      R"("bool":{"dtype":"BOOL","shape":[1],"data_offsets":[20,21]},)"
-      R"("e4m3":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[21,22]},)"
-      R"("e5m2":{"dtype":"F8_E5M2","shape":[1],"data_offsets":[22,23]}})";
+  const std::string header = R"({"f64":{"dtype":"F64","shape":[1],"data_offsets":[0,8]},)"
+                             R"("f16":{"dtype":"F16","shape":[1],"data_offsets":[8,10]},)"
+                             R"("bf16":{"dtype":"BF16","shape":[1],"data_offsets":[10,12]},)"
+                             R"("i32":{"dtype":"I32","shape":[1],"data_offsets":[12,16]},)"
+                             R"("i16":{"dtype":"I16","shape":[1],"data_offsets":[16,18]},)"
+                             R"("i8":{"dtype":"I8","shape":[1],"data_offsets":[18,19]},)"
+                             R"("u8":{"dtype":"U8","shape":[1],"data_offsets":[19,20]},)"
+                             R"("bool":{"dtype":"BOOL","shape":[1],"data_offsets":[20,21]},)"
+                             R"("e4m3":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[21,22]},)"
+                             R"("e5m2":{"dtype":"F8_E5M2","shape":[1],"data_offsets":[22,23]}})";
   write_bytes(dir.file("t.safetensors"), raw_file(header, data));
   const auto f = SafetensorsFile::open(dir.file("t.safetensors"));
   const std::pair<const char*, float> expected[] = {
-      {"f64", 1.0f}, {"f16", 1.0f}, {"bf16", 1.0f}, {"i32", 7.0f}, {"i16", -3.0f},
+      {"f64", 1.0f}, {"f16", 1.0f},  {"bf16", 1.0f}, {"i32", 7.0f},  {"i16", -3.0f},
       {"i8", -1.0f}, {"u8", 200.0f}, {"bool", 1.0f}, {"e4m3", 1.0f}, {"e5m2", 1.0f}};
   for (const auto& [name, value] : expected) {
     EXPECT_EQ(f.load(name).to(DType::f32).to_f32_vector()[0], value) << name;
@@ -145,8 +144,7 @@ TEST(Safetensors, CorruptHeadersAreRejectedWithTheProblem) {
        "dtype U32"},
       {"dtype size lies", R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[0,8]}})", 8,
        "is 8 bytes but F16 [2] needs 4"},
-      {"shape lies", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8,
-       "needs 12"},
+      {"shape lies", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8, "needs 12"},
       {"negative dim", R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4,
        "non-negative integer"},
       {"shape overflow",
@@ -246,7 +244,8 @@ TEST(Checkpoint, ReadsShardsThroughTheIndex) {
   std::ofstream(dir.file("model.safetensors.index.json"))
       << R"({"weight_map":{"x":"../../etc/passwd"}})";
   EXPECT_THROW(Checkpoint::open(root), Error);
-  std::ofstream(dir.file("model.safetensors.index.json")) << R"({"weight_map":{"x":"gone.safetensors"}})";
+  std::ofstream(dir.file("model.safetensors.index.json"))
+      << R"({"weight_map":{"x":"gone.safetensors"}})";
   EXPECT_THROW(Checkpoint::open(root), Error);
 }
 

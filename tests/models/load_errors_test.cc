@@ -92,7 +92,8 @@ TEST(LoadErrors, IntegerWeights) {
 TEST(LoadErrors, TruncatedWeights) {
   TempDir dir;
   copy_model(dir.path(), [](const std::string&, Tensor&) { return true; });
-  fs::resize_file(dir.file("model.safetensors"), fs::file_size(dir.file("model.safetensors")) - 100);
+  fs::resize_file(dir.file("model.safetensors"),
+                  fs::file_size(dir.file("model.safetensors")) - 100);
   const std::string err = load_error(dir.path());
   EXPECT_EQ(err.rfind(dir.file("model.safetensors") + ": ", 0), 0u) << err;
 }

@@ -151,7 +151,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Parity,
                                                               "qwen2-tiny"),
                                             ::testing::Values("sdpa", "eager")),
                          [](const auto& param_info) {
-                           std::string n = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
+                           std::string n =
+                               std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
                            for (char& ch : n) {
                              if (ch == '-') ch = '_';
                            }

@@ -104,7 +104,8 @@ TEST_P(Ops, Rope) {
   Tensor pos = Tensor::empty({5}, DType::i32);
   for (int i = 0; i < 5; ++i) pos.data<int32_t>()[i] = i * 977 + 1;  // far positions stress angles
   std::vector<float> inv(16);
-  for (int i = 0; i < 16; ++i) inv[i] = 1.0f / std::pow(10000.0f, static_cast<float>(2 * i) / 32.0f);
+  for (int i = 0; i < 16; ++i)
+    inv[i] = 1.0f / std::pow(10000.0f, static_cast<float>(2 * i) / 32.0f);
   const Tensor inv_freq = Tensor::from_f32(inv, {16});
   Tensor want = Tensor::from_f32(x.to_f32_vector(), x.shape());  // rope works in place
   Tensor got = on_device(x, act_);
@@ -151,8 +152,8 @@ TEST_P(Ops, AttentionBothImplementationsGqaMaskedCausal) {
     ops::reference::attention({q, k, v, mask, want, past, 0.25f, ops::AttentionImpl::eager});
     for (auto impl : {ops::AttentionImpl::eager, ops::AttentionImpl::sdpa}) {
       Tensor out = empty({batch, seq, heads, dim});
-      ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_),
-                      mask.to(device_), out, past, 0.25f, impl});
+      ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_), mask.to(device_),
+                      out, past, 0.25f, impl});
       EXPECT_LE(max_abs_diff(out, want), tolerance(2e-5f))
           << "impl " << static_cast<int>(impl) << " past " << past << " seq " << seq;
     }

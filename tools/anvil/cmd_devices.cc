@@ -16,8 +16,8 @@ void add_devices(CLI::App& app) {
         continue;
       }
       for (const DeviceInfo& d : r.devices) {
-        std::printf("%-7s %s  %s  memory %.1f GiB  bf16 %s", d.device.str().c_str(),
-                    d.name.c_str(), d.details.c_str(),
+        std::printf("%-7s %s  %s  memory %.1f GiB  bf16 %s", d.device.str().c_str(), d.name.c_str(),
+                    d.details.c_str(),
                     static_cast<double>(d.total_memory) / (1024.0 * 1024.0 * 1024.0),
                     d.bf16 ? "yes" : "no");
         if (!d.pci_bus_id.empty()) std::printf("  pci %s", d.pci_bus_id.c_str());

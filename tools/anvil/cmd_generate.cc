@@ -18,7 +18,8 @@ void add_generate(CLI::App& app) {
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("generate", "continue a prompt");
-  cmd->add_option("MODEL", f->model, "model folder or Hub id in the Hugging Face cache")->required();
+  cmd->add_option("MODEL", f->model, "model folder or Hub id in the Hugging Face cache")
+      ->required();
   cmd->add_option("PROMPT", f->prompt, "text prompt (needs a tokenizer)");
   cmd->add_option("--input-ids", f->ids, "prompt as rows of ids: \"1,2,3;4,5,6\"");
   cmd->add_option("--attention-mask", f->mask, "rows of 0/1 for --input-ids (0 = left padding)");
@@ -37,14 +38,16 @@ void add_generate(CLI::App& app) {
   f->model_flags.add_to(*cmd);
   cmd->callback([f] {
     if (!f->prompt.empty()) {
-      throw Error("PROMPT: text prompts need the tokenizer, which this build does not have yet; "
-                  "give --input-ids");
+      throw Error(
+          "PROMPT: text prompts need the tokenizer, which this build does not have yet; "
+          "give --input-ids");
     }
     if (f->ids.empty()) throw Error("--input-ids: required (text prompts are not supported yet)");
     if (!f->output_ids) {
       throw Error("--output-ids: required until anvil can decode text (there is no tokenizer yet)");
     }
-    const bool sampling_flag = f->temperature >= 0 || f->top_k >= 0 || f->top_p >= 0 || f->min_p >= 0;
+    const bool sampling_flag =
+        f->temperature >= 0 || f->top_k >= 0 || f->top_p >= 0 || f->min_p >= 0;
     if (f->greedy && sampling_flag) {
       throw Error("--greedy: cannot be combined with --temperature/--top-k/--top-p/--min-p");
     }
@@ -57,7 +60,8 @@ void add_generate(CLI::App& app) {
     if (f->top_k >= 0) o.top_k = f->top_k;
     if (f->top_p >= 0) o.top_p = static_cast<float>(f->top_p);
     if (f->min_p >= 0) o.min_p = static_cast<float>(f->min_p);
-    if (f->repetition_penalty >= 0) o.repetition_penalty = static_cast<float>(f->repetition_penalty);
+    if (f->repetition_penalty >= 0)
+      o.repetition_penalty = static_cast<float>(f->repetition_penalty);
     o.seed = f->seed;
     const Batch batch = batch_from_flags(f->ids, f->mask);
     const CausalLM model = CausalLM::from_pretrained(f->model, f->model_flags.options());

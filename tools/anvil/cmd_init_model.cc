@@ -16,7 +16,8 @@ void add_init_model(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "init-model", "write a random-weight model folder with the shapes of a public model");
   std::string known;
-  for (const auto& c : embedded_configs()) known += (known.empty() ? "" : "|") + std::string(c.name);
+  for (const auto& c : embedded_configs())
+    known += (known.empty() ? "" : "|") + std::string(c.name);
   cmd->add_option("--like", f->like, known)->required();
   cmd->add_option("--out", f->out, "output folder")->required();
   cmd->add_option("--seed", f->seed, "random seed")->capture_default_str();

@@ -12,7 +12,8 @@ void add_logits(CLI::App& app) {
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("logits", "write the logits of token ids to a safetensors file");
-  cmd->add_option("MODEL", f->model, "model folder or Hub id in the Hugging Face cache")->required();
+  cmd->add_option("MODEL", f->model, "model folder or Hub id in the Hugging Face cache")
+      ->required();
   cmd->add_option("--input-ids", f->ids, "rows of ids: \"1,2,3;4,5,6\"")->required();
   cmd->add_option("--attention-mask", f->mask, "rows of 0/1 (0 = padding): \"0,1,1;1,1,1\"");
   cmd->add_option("--out", f->out, "output .safetensors file (one float32 tensor 'logits')")

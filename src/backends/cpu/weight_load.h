@@ -15,18 +15,31 @@ struct F16 {
   uint16_t bits;
 };
 
-inline float widen(float v) { return v; }
-inline float widen(Bf16 v) { return bf16_to_f32(v.bits); }
-inline float widen(F16 v) { return f16_to_f32(v.bits); }
+inline float widen(float v) {
+  return v;
+}
+inline float widen(Bf16 v) {
+  return bf16_to_f32(v.bits);
+}
+inline float widen(F16 v) {
+  return f16_to_f32(v.bits);
+}
 
 /// Calls fn.template operator()<T>() with T the C++ type of a weight dtype.
 template <class Fn>
 void with_weight_type(DType t, Fn&& fn) {
   switch (t) {
-    case DType::f32: fn.template operator()<float>(); return;
-    case DType::bf16: fn.template operator()<Bf16>(); return;
-    case DType::f16: fn.template operator()<F16>(); return;
-    default: return;
+    case DType::f32:
+      fn.template operator()<float>();
+      return;
+    case DType::bf16:
+      fn.template operator()<Bf16>();
+      return;
+    case DType::f16:
+      fn.template operator()<F16>();
+      return;
+    default:
+      return;
   }
 }
 
