@@ -123,7 +123,7 @@ float f8_e4m3_to_f32(uint8_t b) {
 
 float f8_e5m2_to_f32(uint8_t b) {
   // e5m2 is the top byte of an IEEE half.
-  return f16_to_f32(static_cast<uint16_t>(b) << 8);
+  return f16_to_f32(static_cast<uint16_t>(b << 8));
 }
 
 void convert_to_f32(const void* src, DType src_type, float* dst, size_t n) {

@@ -11,20 +11,24 @@
 #include "anvil/safetensors.h"
 #include "core/random.h"
 #include "core/thread_pool.h"
+#include "formats/mapped_file.h"
 
 namespace anvil {
 namespace fs = std::filesystem;
 
 namespace {
 
-const EmbeddedConfig& find_config(const std::string& like) {
+// The config text for `like`: an embedded Hub config by name, or a config.json file.
+std::pair<std::string, std::string> find_config(const std::string& like) {
   std::string names;
   for (const auto& c : embedded_configs()) {
-    if (like == c.name) return c;
+    if (like == c.name) return {c.json, "configs/" + like + ".json"};
     names += names.empty() ? "" : ", ";
     names += c.name;
   }
-  throw Error("--like: unknown model '" + like + "' (known: " + names + ")");
+  std::error_code ec;
+  if (fs::is_regular_file(like, ec)) return {read_text_file(like), like};
+  throw Error("--like: unknown model '" + like + "' (known: " + names + ", or a config.json path)");
 }
 
 // Fills `out` (n values of `dtype`) from normal(0, std), chunked so threads share the work and
@@ -55,10 +59,9 @@ void fill_constant(std::span<std::byte> out, DType dtype, float value) {
 }  // namespace
 
 void init_model(const std::string& like, const std::string& out_dir, uint64_t seed, DType dtype) {
-  const EmbeddedConfig& embedded = find_config(like);
-  const std::string source = "configs/" + std::string(embedded.name) + ".json";
-  const ModelConfig c = ModelConfig::from_json_text(embedded.json, source);
-  nlohmann::ordered_json raw = nlohmann::ordered_json::parse(embedded.json);
+  const auto [text, source] = find_config(like);
+  const ModelConfig c = ModelConfig::from_json_text(text, source);
+  nlohmann::ordered_json raw = nlohmann::ordered_json::parse(text);
   const double stddev = raw.value("initializer_range", 0.02);
 
   std::error_code ec;

@@ -19,7 +19,8 @@ struct EmbeddedConfig {
 /// The configs compiled in from configs/*.json.
 const std::vector<EmbeddedConfig>& embedded_configs();
 
-/// Writes config.json, generation_config.json and model.safetensors for `like` into `out_dir`.
+/// Writes config.json, generation_config.json and model.safetensors into `out_dir`. `like` names
+/// an embedded Hub config ("qwen3-0.6b") or is the path of a config.json.
 void init_model(const std::string& like, const std::string& out_dir, uint64_t seed, DType dtype);
 
 }  // namespace anvil

@@ -18,7 +18,7 @@ void add_init_model(CLI::App& app) {
   std::string known;
   for (const auto& c : embedded_configs())
     known += (known.empty() ? "" : "|") + std::string(c.name);
-  cmd->add_option("--like", f->like, known)->required();
+  cmd->add_option("--like", f->like, known + ", or the path of a config.json")->required();
   cmd->add_option("--out", f->out, "output folder")->required();
   cmd->add_option("--seed", f->seed, "random seed")->capture_default_str();
   cmd->add_option("--dtype", f->dtype, "f32, bf16 or f16")->capture_default_str();
