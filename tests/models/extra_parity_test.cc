@@ -1,0 +1,102 @@
+// Parity on fixtures made by scripts/goldens/make_extra_goldens.py with transformers 5.17:
+// llama3 RoPE scaling with q/k/v/o and MLP biases and one KV head (sharded checkpoint, Hub-style
+// config), Qwen3 with attention biases stored in bf16, and models written by `anvil
+// init-model`, which transformers loaded with no missing or unexpected weights.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "anvil/model.h"
+#include "models/init_model.h"
+#include "temp_dir.h"
+#include "test_data.h"
+
+namespace anvil {
+namespace {
+
+std::string extra(const std::string& name) { return test::data_dir() + "/extra/" + name; }
+
+float max_diff_where(const Tensor& got, const Tensor& want, const std::vector<int64_t>& mask) {
+  const auto g = got.to_f32_vector(), w = want.to_f32_vector();
+  const int64_t vocab = want.size(-1);
+  float m = 0;
+  for (size_t pos = 0; pos * vocab < g.size(); ++pos) {
+    if (!mask.empty() && mask[pos] == 0) continue;
+    for (int64_t v = 0; v < vocab; ++v) {
+      m = std::max(m, std::fabs(g[pos * vocab + v] - w[pos * vocab + v]));
+    }
+  }
+  return m;
+}
+
+void check_parity(const std::string& model_dir, const std::string& golden_path) {
+  const auto golden = SafetensorsFile::open(golden_path);
+  for (const char* attn : {"sdpa", "eager"}) {
+    SCOPED_TRACE(attn);
+    ModelOptions o;
+    o.dtype = DType::f32;
+    o.attn_implementation = attn;
+    const CausalLM model = CausalLM::from_pretrained(model_dir, o);
+
+    Batch a;
+    a.input_ids = test::id_rows(golden, "input_ids_a");
+    EXPECT_LE(max_diff_where(model.logits(a), golden.load("logits_a"), {}), 1e-4f);
+
+    Batch b;
+    b.input_ids = test::id_rows(golden, "input_ids_b");
+    b.attention_mask = test::id_rows(golden, "attention_mask_b");
+    std::vector<int64_t> mask;
+    for (const auto& r : b.attention_mask) mask.insert(mask.end(), r.begin(), r.end());
+    EXPECT_LE(max_diff_where(model.logits(b), golden.load("logits_b"), mask), 1e-4f);
+
+    Batch l;
+    l.input_ids = test::id_rows(golden, "input_ids_long");
+    const Tensor want_long = golden.load("logits_long_last");
+    const Tensor got_long = model.logits(l);
+    const int64_t last = want_long.size(1);
+    EXPECT_LE(max_diff_where(got_long.narrow(1, got_long.size(1) - last, last).contiguous(),
+                             want_long, {}),
+              1e-4f);
+
+    GenerateOptions g;
+    g.max_new_tokens = 12;
+    g.do_sample = false;
+    EXPECT_EQ(model.generate(b, g), test::id_rows(golden, "gen_b"));
+  }
+}
+
+TEST(ExtraParity, Llama3RopeBiasesMqaShardedHubConfig) {
+  check_parity(extra("llama3-bias-tiny") + "/model", extra("llama3-bias-tiny") + "/golden.safetensors");
+}
+
+TEST(ExtraParity, Qwen3AttentionBiasStoredInBf16) {
+  check_parity(extra("qwen3-bias-bf16-tiny") + "/model",
+               extra("qwen3-bias-bf16-tiny") + "/golden.safetensors");
+}
+
+TEST(ExtraParity, Bf16CheckpointLoadsAsBf16ByDefault) {
+  const CausalLM model = CausalLM::from_pretrained(extra("qwen3-bias-bf16-tiny") + "/model");
+  EXPECT_EQ(model.dtype(), DType::bf16);  // "auto": the checkpoint's dtype
+}
+
+class InitModelParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(InitModelParity, TransformersLoadsAnvilsRandomModelsAndAgrees) {
+  test::TempDir dir;
+  // The same call that made the models transformers loaded (scripts/goldens: seed 7, f32).
+  init_model(test::model_dir(GetParam()) + "/config.json", dir.path(), 7, DType::f32);
+  check_parity(dir.path(), extra("anvil-init-" + GetParam()) + "/golden.safetensors");
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, InitModelParity,
+                         ::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny"),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param;
+                           for (char& ch : n) {
+                             if (ch == '-') ch = '_';
+                           }
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace anvil
