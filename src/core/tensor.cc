@@ -129,7 +129,13 @@ int64_t Tensor::size(int64_t d) const {
 }
 
 bool Tensor::is_contiguous() const {
-  return strides_ == contiguous_strides(shape_);
+  // As in PyTorch, the stride of a dimension of size 1 does not matter.
+  int64_t expected = 1;
+  for (size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] != 1 && strides_[i] != expected) return false;
+    expected *= shape_[i];
+  }
+  return true;
 }
 
 Tensor Tensor::view(const Shape& shape) const {
@@ -254,12 +260,20 @@ void Tensor::copy_from(const Tensor& src) {
     });
     return;
   }
+  const bool int_src = src.dtype_ == DType::i64 || src.dtype_ == DType::i32;
   if (dtype_ == DType::i64 || dtype_ == DType::i32) {
     for_each_offset(src.shape_, src.strides_, [&](int64_t i, int64_t off) {
-      float v;
-      convert_to_f32(src_bytes + off * src_esize, src.dtype_, &v, 1);
+      int64_t v;
+      if (int_src) {  // integers stay exact, whatever their size
+        v = src.dtype_ == DType::i64 ? *reinterpret_cast<const int64_t*>(src_bytes + off * 8)
+                                     : *reinterpret_cast<const int32_t*>(src_bytes + off * 4);
+      } else {
+        float f;
+        convert_to_f32(src_bytes + off * src_esize, src.dtype_, &f, 1);
+        v = static_cast<int64_t>(f);
+      }
       if (dtype_ == DType::i64) {
-        *reinterpret_cast<int64_t*>(dst_bytes + dst_offsets[i] * 8) = static_cast<int64_t>(v);
+        *reinterpret_cast<int64_t*>(dst_bytes + dst_offsets[i] * 8) = v;
       } else {
         *reinterpret_cast<int32_t*>(dst_bytes + dst_offsets[i] * 4) = static_cast<int32_t>(v);
       }

@@ -29,6 +29,17 @@ TEST(Tensor, ConvertsDtypes) {
   EXPECT_EQ(t.to(DType::f16).to_f32_vector(), t.to_f32_vector());
 }
 
+TEST(Tensor, IntegerConversionsAreExact) {
+  const int64_t big = (int64_t{1} << 40) + 1;  // not representable in float32
+  const Tensor t = Tensor::from_i64({big, -3, 7}, {3});
+  EXPECT_EQ(t.transpose(0, 0).to(DType::i32).to(DType::i64).to_i64_vector()[1], -3);
+  Tensor wide = Tensor::empty({3}, DType::i64);
+  wide.copy_from(t.view({3, 1}).transpose(0, 1).view({3}));
+  EXPECT_EQ(wide.to_i64_vector()[0], big);
+  Tensor as_i32 = t.narrow(0, 1, 2).to(DType::i32);
+  EXPECT_EQ(as_i32.to_i64_vector(), (std::vector<int64_t>{-3, 7}));
+}
+
 TEST(Tensor, RejectsBadViews) {
   Tensor t = Tensor::from_f32({0, 1, 2, 3, 4, 5}, {2, 3});
   EXPECT_THROW(t.view({4, 2}), Error);

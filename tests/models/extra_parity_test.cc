@@ -14,7 +14,9 @@
 namespace anvil {
 namespace {
 
-std::string extra(const std::string& name) { return test::data_dir() + "/extra/" + name; }
+std::string extra(const std::string& name) {
+  return test::data_dir() + "/extra/" + name;
+}
 
 float max_diff_where(const Tensor& got, const Tensor& want, const std::vector<int64_t>& mask) {
   const auto g = got.to_f32_vector(), w = want.to_f32_vector();
@@ -66,7 +68,8 @@ void check_parity(const std::string& model_dir, const std::string& golden_path) 
 }
 
 TEST(ExtraParity, Llama3RopeBiasesMqaShardedHubConfig) {
-  check_parity(extra("llama3-bias-tiny") + "/model", extra("llama3-bias-tiny") + "/golden.safetensors");
+  check_parity(extra("llama3-bias-tiny") + "/model",
+               extra("llama3-bias-tiny") + "/golden.safetensors");
 }
 
 TEST(ExtraParity, Qwen3AttentionBiasStoredInBf16) {
