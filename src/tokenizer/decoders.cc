@@ -1,0 +1,202 @@
+// Decoders of tokenizer.json: ByteLevel, Metaspace, ByteFallback, Fuse, Strip, Replace,
+// WordPiece-free subset, and Sequence, chained as tokenizers' decode_chain does.
+#include <charconv>
+
+#include "anvil/error.h"
+#include "tokenizer/components.h"
+#include "tokenizer/utf8.h"
+
+namespace anvil::tok {
+namespace {
+
+// ByteLevel: each token's characters back to bytes (a token with any character outside the
+// table keeps its own bytes), then the whole byte string decoded as lossy UTF-8.
+class ByteLevelDecoder : public Decoder {
+ public:
+  std::vector<std::string> decode(std::vector<std::string> tokens) const override {
+    std::string bytes;
+    for (const auto& t : tokens) {
+      std::string mapped;
+      bool ok = true;
+      for (size_t i = 0; i < t.size() && ok;) {
+        const int b = char_to_byte(utf8::next(t, i));
+        if (b < 0) {
+          ok = false;
+        } else {
+          mapped += static_cast<char>(b);
+        }
+      }
+      bytes += ok ? mapped : t;
+    }
+    return {utf8::from_bytes_lossy(bytes)};
+  }
+};
+
+class MetaspaceDecoder : public Decoder {
+ public:
+  MetaspaceDecoder(std::string replacement, bool strip_first)
+      : replacement_(std::move(replacement)), strip_first_(strip_first) {}
+  std::vector<std::string> decode(std::vector<std::string> tokens) const override {
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      std::string out;
+      const std::string& t = tokens[i];
+      for (size_t pos = 0; pos < t.size();) {
+        if (t.compare(pos, replacement_.size(), replacement_) == 0) {
+          // As tokenizers does: in the first token every replacement character is dropped.
+          if (!(i == 0 && strip_first_)) out += ' ';
+          pos += replacement_.size();
+        } else {
+          out += t[pos++];
+        }
+      }
+      tokens[i] = std::move(out);
+    }
+    return tokens;
+  }
+
+ private:
+  std::string replacement_;
+  bool strip_first_;
+};
+
+// ByteFallback: runs of <0xNN> tokens become the UTF-8 text they spell; an invalid run becomes
+// one U+FFFD per byte, as tokenizers does.
+class ByteFallbackDecoder : public Decoder {
+ public:
+  std::vector<std::string> decode(std::vector<std::string> tokens) const override {
+    std::vector<std::string> out;
+    std::string pending;
+    size_t pending_count = 0;
+    auto flush = [&] {
+      if (pending_count == 0) return;
+      if (utf8::find_invalid(pending) == std::string::npos) {
+        out.push_back(pending);
+      } else {
+        for (size_t i = 0; i < pending_count; ++i) out.emplace_back("\xef\xbf\xbd");
+      }
+      pending.clear();
+      pending_count = 0;
+    };
+    for (auto& t : tokens) {
+      unsigned value = 0;
+      if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' &&
+          std::from_chars(t.data() + 3, t.data() + 5, value, 16).ptr == t.data() + 5) {
+        pending += static_cast<char>(value);
+        ++pending_count;
+      } else {
+        flush();
+        out.push_back(std::move(t));
+      }
+    }
+    flush();
+    return out;
+  }
+};
+
+class FuseDecoder : public Decoder {
+ public:
+  std::vector<std::string> decode(std::vector<std::string> tokens) const override {
+    std::string all;
+    for (const auto& t : tokens) all += t;
+    return {all};
+  }
+};
+
+// Strip: removes up to `start` leading and `stop` trailing occurrences of `content` (a single
+// character) from every token.
+class StripDecoder : public Decoder {
+ public:
+  StripDecoder(std::string content, size_t start, size_t stop)
+      : content_(std::move(content)), start_(start), stop_(stop) {}
+  std::vector<std::string> decode(std::vector<std::string> tokens) const override {
+    for (auto& t : tokens) {
+      auto cps = utf8::chars(t);
+      size_t b = 0, e = cps.size();
+      for (size_t n = 0; n < start_ && b < e && cps[b] == content_; ++n) ++b;
+      for (size_t n = 0; n < stop_ && e > b && cps[e - 1] == content_; ++n) --e;
+      std::string out;
+      for (size_t i = b; i < e; ++i) out += cps[i];
+      t = std::move(out);
+    }
+    return tokens;
+  }
+
+ private:
+  std::string content_;
+  size_t start_, stop_;
+};
+
+class ReplaceDecoder : public Decoder {
+ public:
+  ReplaceDecoder(const Json& pattern, std::string content, const std::string& source)
+      : replacer_(pattern, std::move(content), source) {}
+  std::vector<std::string> decode(std::vector<std::string> tokens) const override {
+    for (auto& t : tokens) t = replacer_.apply(t);
+    return tokens;
+  }
+
+ private:
+  Replacer replacer_;
+};
+
+class SequenceDecoder : public Decoder {
+ public:
+  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> parts)
+      : parts_(std::move(parts)) {}
+  std::vector<std::string> decode(std::vector<std::string> tokens) const override {
+    for (const auto& p : parts_) {
+      if (p) tokens = p->decode(std::move(tokens));
+    }
+    return tokens;
+  }
+
+ private:
+  std::vector<std::unique_ptr<Decoder>> parts_;
+};
+
+std::unique_ptr<Decoder> build(const Json& j, const std::string& type, const std::string& source) {
+  if (type == "ByteLevel") return std::make_unique<ByteLevelDecoder>();
+  if (type == "Metaspace") {
+    std::string scheme = "always";
+    if (j.contains("prepend_scheme") && j["prepend_scheme"].is_string()) {
+      scheme = j["prepend_scheme"].get<std::string>();
+    } else if (j.contains("add_prefix_space") && j["add_prefix_space"].is_boolean()) {
+      scheme = j["add_prefix_space"].get<bool>() ? "always" : "never";
+    }
+    return std::make_unique<MetaspaceDecoder>(j.value("replacement", std::string("\xe2\x96\x81")),
+                                              scheme != "never");
+  }
+  if (type == "ByteFallback") return std::make_unique<ByteFallbackDecoder>();
+  if (type == "Fuse") return std::make_unique<FuseDecoder>();
+  if (type == "Strip") {
+    return std::make_unique<StripDecoder>(j.at("content").get<std::string>(),
+                                          j.value("start", size_t{0}), j.value("stop", size_t{0}));
+  }
+  if (type == "Replace") {
+    return std::make_unique<ReplaceDecoder>(j.at("pattern"), j.at("content").get<std::string>(),
+                                            source);
+  }
+  if (type == "Sequence") {
+    std::vector<std::unique_ptr<Decoder>> parts;
+    for (const auto& p : j.at("decoders")) parts.push_back(make_decoder(p, source));
+    return std::make_unique<SequenceDecoder>(std::move(parts));
+  }
+  throw Error(source + ": decoder type '" + type + "' is not supported");
+}
+
+}  // namespace
+
+std::unique_ptr<Decoder> make_decoder(const Json& j, const std::string& source) {
+  if (j.is_null()) return nullptr;
+  if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
+    throw Error(source + ": a decoder has no \"type\"");
+  }
+  const std::string type = j["type"].get<std::string>();
+  try {
+    return build(j, type, source);
+  } catch (const Json::exception& e) {
+    throw Error(source + ": decoder " + type + ": " + e.what());
+  }
+}
+
+}  // namespace anvil::tok

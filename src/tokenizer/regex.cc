@@ -1,0 +1,78 @@
+// PCRE2 wrapper: compile once with JIT, match with a per-thread match-data block.
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "tokenizer/regex.h"
+
+#include <pcre2.h>
+
+#include "anvil/error.h"
+#include "tokenizer/utf8.h"
+
+namespace anvil {
+
+struct Regex::Impl {
+  pcre2_code* code = nullptr;
+  bool jit = false;
+};
+
+Regex::Regex(const std::string& pattern, const std::string& source) : impl_(new Impl) {
+  int err = 0;
+  PCRE2_SIZE offset = 0;
+  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                              PCRE2_UTF | PCRE2_UCP, &err, &offset, nullptr);
+  if (!impl_->code) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(err, msg, sizeof msg);
+    throw Error(source + ": invalid regex '" + pattern + "' at offset " + std::to_string(offset) +
+                ": " + reinterpret_cast<const char*>(msg));
+  }
+  impl_->jit = pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE) == 0;
+}
+
+Regex::~Regex() {
+  if (impl_ && impl_->code) pcre2_code_free(impl_->code);
+}
+
+std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) const {
+  struct MatchData {
+    pcre2_match_data* md = pcre2_match_data_create(16, nullptr);
+    ~MatchData() { pcre2_match_data_free(md); }
+  };
+  thread_local MatchData data;
+  std::vector<std::pair<size_t, size_t>> out;
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  size_t start = 0;
+  while (start <= text.size()) {
+    // The text was validated once by the caller; skip PCRE2's per-call UTF check.
+    const int rc = impl_->jit ? pcre2_jit_match(impl_->code, subject, text.size(), start,
+                                                PCRE2_NO_UTF_CHECK, data.md, nullptr)
+                              : pcre2_match(impl_->code, subject, text.size(), start,
+                                            PCRE2_NO_UTF_CHECK, data.md, nullptr);
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) {
+      PCRE2_UCHAR msg[256];
+      pcre2_get_error_message(rc, msg, sizeof msg);
+      throw Error(std::string("regex match failed: ") + reinterpret_cast<const char*>(msg));
+    }
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(data.md);
+    const size_t b = ov[0], e = ov[1];
+    out.emplace_back(b, e);
+    if (e > b) {
+      start = e;
+    } else {
+      if (e >= text.size()) break;
+      start = e + utf8::seq_len(static_cast<unsigned char>(text[e]));
+    }
+  }
+  return out;
+}
+
+std::string regex_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (std::string_view("\\^$.|?*+()[]{}-/#").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace anvil

@@ -1,0 +1,227 @@
+// UTF-8 validation/iteration and Unicode properties through utf8proc, a small, well-kept C
+// library that tracks the current Unicode version (see docs/dependencies.md).
+#include "tokenizer/utf8.h"
+
+#include <utf8proc.h>
+
+#include <cstdlib>
+
+#include "anvil/error.h"
+
+namespace anvil::utf8 {
+
+size_t find_invalid(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    utf8proc_int32_t cp;
+    const auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(s.data() + i),
+                                    static_cast<utf8proc_ssize_t>(s.size() - i), &cp);
+    if (n <= 0) return i;
+    i += static_cast<size_t>(n);
+  }
+  return std::string_view::npos;
+}
+
+void check_valid(std::string_view s, const std::string& what) {
+  const size_t bad = find_invalid(s);
+  if (bad != std::string_view::npos) {
+    throw Error(what + ": invalid UTF-8 at byte " + std::to_string(bad));
+  }
+}
+
+char32_t next(std::string_view s, size_t& i) {
+  utf8proc_int32_t cp = 0xfffd;
+  const auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(s.data() + i),
+                                  static_cast<utf8proc_ssize_t>(s.size() - i), &cp);
+  i += n > 0 ? static_cast<size_t>(n) : 1;
+  return static_cast<char32_t>(n > 0 ? cp : 0xfffd);
+}
+
+void append(std::string& out, char32_t cp) {
+  utf8proc_uint8_t buf[4];
+  const auto n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), buf);
+  out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
+}
+
+std::string encode(char32_t cp) {
+  std::string s;
+  append(s, cp);
+  return s;
+}
+
+std::vector<std::string_view> chars(std::string_view s) {
+  std::vector<std::string_view> out;
+  for (size_t i = 0; i < s.size();) {
+    const size_t start = i;
+    next(s, i);
+    out.push_back(s.substr(start, i - start));
+  }
+  return out;
+}
+
+std::string from_bytes_lossy(std::string_view b) {
+  std::string out;
+  out.reserve(b.size());
+  size_t i = 0;
+  while (i < b.size()) {
+    const auto c = static_cast<unsigned char>(b[i]);
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // Length of the longest valid prefix of a sequence starting here (the W3C/WHATWG
+    // "maximal subpart" rule Rust follows): invalid bytes collapse into one U+FFFD each part.
+    size_t need = 0;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) {
+      need = 1;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      need = 2;
+      if (c == 0xe0) lo = 0xa0;
+      if (c == 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      need = 3;
+      if (c == 0xf0) lo = 0x90;
+      if (c == 0xf4) hi = 0x8f;
+    } else {
+      out += "\xef\xbf\xbd";
+      ++i;
+      continue;
+    }
+    size_t j = i + 1;
+    size_t got = 0;
+    while (got < need && j < b.size()) {
+      const auto d = static_cast<unsigned char>(b[j]);
+      const unsigned char l = got == 0 ? lo : 0x80, h = got == 0 ? hi : 0xbf;
+      if (d < l || d > h) break;
+      ++j;
+      ++got;
+    }
+    if (got == need) {
+      out.append(b.substr(i, j - i));
+    } else {
+      out += "\xef\xbf\xbd";
+    }
+    i = j;
+  }
+  return out;
+}
+
+namespace {
+utf8proc_category_t category(char32_t cp) {
+  return utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+}
+}  // namespace
+
+bool is_whitespace(char32_t cp) {
+  // The White_Space property, which Rust's char::is_whitespace uses.
+  switch (cp) {
+    case 0x09:
+    case 0x0a:
+    case 0x0b:
+    case 0x0c:
+    case 0x0d:
+    case 0x20:
+    case 0x85:
+    case 0xa0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202f:
+    case 0x205f:
+    case 0x3000:
+      return true;
+    default:
+      return cp >= 0x2000 && cp <= 0x200a;
+  }
+}
+
+bool is_alphanumeric(char32_t cp) {
+  switch (category(cp)) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_punctuation(char32_t cp) {
+  if (cp < 0x80) {
+    return (cp >= 0x21 && cp <= 0x2f) || (cp >= 0x3a && cp <= 0x40) || (cp >= 0x5b && cp <= 0x60) ||
+           (cp >= 0x7b && cp <= 0x7e);
+  }
+  switch (category(cp)) {
+    case UTF8PROC_CATEGORY_PC:
+    case UTF8PROC_CATEGORY_PD:
+    case UTF8PROC_CATEGORY_PS:
+    case UTF8PROC_CATEGORY_PE:
+    case UTF8PROC_CATEGORY_PI:
+    case UTF8PROC_CATEGORY_PF:
+    case UTF8PROC_CATEGORY_PO:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_digit(char32_t cp) {
+  const auto c = category(cp);
+  return c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO;
+}
+
+bool is_combining_mark(char32_t cp) {
+  const auto c = category(cp);
+  return c == UTF8PROC_CATEGORY_MN || c == UTF8PROC_CATEGORY_MC || c == UTF8PROC_CATEGORY_ME;
+}
+
+std::string normalize(std::string_view s, NormalForm form) {
+  int options = UTF8PROC_STABLE;
+  switch (form) {
+    case NormalForm::nfc:
+      options |= UTF8PROC_COMPOSE;
+      break;
+    case NormalForm::nfd:
+      options |= UTF8PROC_DECOMPOSE;
+      break;
+    case NormalForm::nfkc:
+      options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+      break;
+    case NormalForm::nfkd:
+      options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+      break;
+  }
+  utf8proc_uint8_t* out = nullptr;
+  const auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                              static_cast<utf8proc_ssize_t>(s.size()), &out,
+                              static_cast<utf8proc_option_t>(options));
+  if (n < 0) throw Error(std::string("unicode normalization failed: ") + utf8proc_errmsg(n));
+  std::string result(reinterpret_cast<char*>(out), static_cast<size_t>(n));
+  std::free(out);
+  return result;
+}
+
+std::string lowercase(std::string_view s) {
+  // Rust's str::to_lowercase: full case mapping per code point (utf8proc's simple mapping, plus
+  // the one context-free special case, U+0130, which lowercases to "i\u0307").
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const char32_t cp = next(s, i);
+    if (cp == 0x130) {
+      out += "i\xcc\x87";
+      continue;
+    }
+    append(out, static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp))));
+  }
+  return out;
+}
+
+}  // namespace anvil::utf8

@@ -1,0 +1,48 @@
+// UTF-8 helpers for the tokenizer: validation (anvil refuses invalid UTF-8 input with an error
+// naming the byte offset), code point iteration, and Unicode classes through utf8proc.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace anvil::utf8 {
+
+/// Byte offset of the first invalid sequence, or npos when `s` is valid UTF-8.
+size_t find_invalid(std::string_view s);
+/// Throws anvil::Error "<what>: invalid UTF-8 at byte N" when `s` is not valid UTF-8.
+void check_valid(std::string_view s, const std::string& what);
+
+/// Length in bytes of the UTF-8 sequence starting with lead byte `c` (1 for invalid leads).
+inline size_t seq_len(unsigned char c) {
+  if (c < 0x80) return 1;
+  if ((c >> 5) == 0x6) return 2;
+  if ((c >> 4) == 0xe) return 3;
+  if ((c >> 3) == 0x1e) return 4;
+  return 1;
+}
+
+/// Decodes the code point at `s[i]` (valid UTF-8 assumed) and advances `i`.
+char32_t next(std::string_view s, size_t& i);
+void append(std::string& out, char32_t cp);
+std::string encode(char32_t cp);
+/// The characters (as UTF-8 substrings) of valid UTF-8 `s`.
+std::vector<std::string_view> chars(std::string_view s);
+
+/// Decodes bytes as UTF-8 the way Rust's String::from_utf8_lossy does: each maximal invalid
+/// subsequence becomes U+FFFD.
+std::string from_bytes_lossy(std::string_view bytes);
+
+// Unicode properties (utf8proc).
+bool is_whitespace(char32_t cp);  ///< Rust's char::is_whitespace (White_Space property)
+bool is_alphanumeric(char32_t cp);
+bool is_punctuation(char32_t cp);  ///< ASCII punctuation or a Unicode P* category
+bool is_digit(char32_t cp);        ///< Rust's char::is_numeric subset used by Digits: Nd, Nl, No
+bool is_combining_mark(char32_t cp);
+
+enum class NormalForm { nfc, nfd, nfkc, nfkd };
+std::string normalize(std::string_view s, NormalForm form);
+std::string lowercase(std::string_view s);
+
+}  // namespace anvil::utf8

@@ -1,0 +1,3 @@
+target_sources(anvil_tests PRIVATE
+  ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/qwen3_public_test.cc
+)
