@@ -20,7 +20,7 @@ constexpr size_t kCacheWordLimit = 256;  // long words are rare; caching them wa
 
 }  // namespace
 
-BpeModel::BpeModel(const nlohmann::ordered_json& m, const std::string& source) {
+BpeModel::BpeModel(const nlohmann::json& m, const std::string& source) {
   auto fail = [&](const std::string& what) { throw Error(source + ": BPE model: " + what); };
   if (!m.contains("vocab") || !m["vocab"].is_object()) fail("no \"vocab\" object");
   int32_t max_id = -1;

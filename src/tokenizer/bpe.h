@@ -17,7 +17,7 @@ namespace anvil::tok {
 
 class BpeModel {
  public:
-  BpeModel(const nlohmann::ordered_json& model, const std::string& source);
+  BpeModel(const nlohmann::json& model, const std::string& source);
 
   /// Appends the ids of one pre-tokenized word.
   void tokenize(std::string_view word, std::vector<int32_t>& out) const;

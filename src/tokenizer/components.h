@@ -15,7 +15,7 @@ class Regex;
 
 namespace anvil::tok {
 
-using Json = nlohmann::ordered_json;
+using Json = nlohmann::json;
 
 class Normalizer {
  public:

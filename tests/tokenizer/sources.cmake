@@ -1,3 +1,4 @@
 target_sources(anvil_tests PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/qwen3_public_test.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/properties_test.cc
 )
