@@ -15,6 +15,7 @@ namespace anvil::tok {
 struct AddedToken {
   int32_t id = 0;
   std::string content;
+  std::string decoded;  ///< what decode() shows: the normalized content for normalized tokens
   bool special = false;
   bool lstrip = false, rstrip = false, single_word = false, normalized = false;
 };

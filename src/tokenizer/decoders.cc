@@ -139,6 +139,69 @@ class ReplaceDecoder : public Decoder {
   Replacer replacer_;
 };
 
+// BPEDecoder: the end-of-word suffix becomes a space (nothing after the last token).
+class BpeSuffixDecoder : public Decoder {
+ public:
+  explicit BpeSuffixDecoder(std::string suffix) : suffix_(std::move(suffix)) {}
+  std::vector<std::string> decode(std::vector<std::string> tokens) const override {
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const std::string with = i + 1 == tokens.size() ? "" : " ";
+      std::string out;
+      const std::string& t = tokens[i];
+      for (size_t pos = 0; pos < t.size();) {
+        if (!suffix_.empty() && t.compare(pos, suffix_.size(), suffix_) == 0) {
+          out += with;
+          pos += suffix_.size();
+        } else {
+          out += t[pos++];
+        }
+      }
+      tokens[i] = std::move(out);
+    }
+    return tokens;
+  }
+
+ private:
+  std::string suffix_;
+};
+
+// WordPiece: continuation pieces lose their prefix, others get a space before them; cleanup
+// removes spaces before punctuation and in English contractions.
+class WordPieceDecoder : public Decoder {
+ public:
+  WordPieceDecoder(std::string prefix, bool cleanup)
+      : prefix_(std::move(prefix)), cleanup_(cleanup) {}
+  std::vector<std::string> decode(std::vector<std::string> tokens) const override {
+    static const std::pair<const char*, const char*> kRules[] = {
+        {" .", "."},   {" ?", "?"},     {" !", "!"},    {" ,", ","},
+        {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},  {" do not", " don't"},
+        {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      std::string& t = tokens[i];
+      if (i != 0) {
+        if (!prefix_.empty() && t.rfind(prefix_, 0) == 0) {
+          t.erase(0, prefix_.size());
+        } else {
+          t = " " + t;
+        }
+      }
+      if (cleanup_) {
+        for (const auto& [from, to] : kRules) {
+          const std::string f(from), r(to);
+          for (size_t pos = t.find(f); pos != std::string::npos; pos = t.find(f, pos + r.size())) {
+            t.replace(pos, f.size(), r);
+          }
+        }
+      }
+    }
+    return tokens;
+  }
+
+ private:
+  std::string prefix_;
+  bool cleanup_;
+};
+
 class SequenceDecoder : public Decoder {
  public:
   explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> parts)
@@ -175,6 +238,13 @@ std::unique_ptr<Decoder> build(const Json& j, const std::string& type, const std
   if (type == "Replace") {
     return std::make_unique<ReplaceDecoder>(j.at("pattern"), j.at("content").get<std::string>(),
                                             source);
+  }
+  if (type == "BPEDecoder") {
+    return std::make_unique<BpeSuffixDecoder>(j.value("suffix", std::string("</w>")));
+  }
+  if (type == "WordPiece") {
+    return std::make_unique<WordPieceDecoder>(j.value("prefix", std::string("##")),
+                                              j.value("cleanup", true));
   }
   if (type == "Sequence") {
     std::vector<std::unique_ptr<Decoder>> parts;

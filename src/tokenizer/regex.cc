@@ -14,15 +14,56 @@ struct Regex::Impl {
   bool jit = false;
 };
 
-Regex::Regex(const std::string& pattern, const std::string& source) : impl_(new Impl) {
+namespace {
+
+// Oniguruma's Unicode \w (what tokenizers' patterns are written for) is Unicode's word class:
+// Alphabetic | Mark | Decimal_Number | Connector_Punctuation | Join_Control; PCRE2 10.42's is
+// Letter | Number | '_'. Rewrite \w and \W so patterns mean what their authors tested.
+std::string translate_word_classes(const std::string& p) {
+  static const std::string kWord = "\\p{L}\\p{Nl}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}";
+  std::string out;
+  bool in_class = false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      const char n = p[i + 1];
+      if (n == 'w') {
+        out += in_class ? kWord : "[" + kWord + "]";
+      } else if (n == 'W' && !in_class) {
+        out += "[^" + kWord + "]";
+      } else {
+        out += c;
+        out += n;
+      }
+      ++i;
+      continue;
+    }
+    if (c == '[' && !in_class) {
+      in_class = true;
+      out += c;
+      // A ']' right after '[' or '[^' is a literal member, not the end of the class.
+      if (i + 1 < p.size() && p[i + 1] == '^') out += p[++i];
+      if (i + 1 < p.size() && p[i + 1] == ']') out += p[++i];
+      continue;
+    }
+    if (c == ']' && in_class) in_class = false;
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+Regex::Regex(const std::string& original, const std::string& source) : impl_(new Impl) {
   int err = 0;
   PCRE2_SIZE offset = 0;
+  const std::string pattern = translate_word_classes(original);
   impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                               PCRE2_UTF | PCRE2_UCP, &err, &offset, nullptr);
   if (!impl_->code) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof msg);
-    throw Error(source + ": invalid regex '" + pattern + "' at offset " + std::to_string(offset) +
+    throw Error(source + ": invalid regex '" + original + "' at offset " + std::to_string(offset) +
                 ": " + reinterpret_cast<const char*>(msg));
   }
   impl_->jit = pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE) == 0;

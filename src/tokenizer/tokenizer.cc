@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -39,6 +40,7 @@ class TokenizerImpl {
   tok::AddedTokenMatcher raw_matcher, normalized_matcher;
   std::map<int32_t, tok::AddedToken> added;  // by id
   std::map<std::string, int32_t> added_by_content;
+  std::set<std::string> special_contents;
 };
 
 namespace {
@@ -109,7 +111,13 @@ TokenizerImpl::TokenizerImpl(const Json& j, const std::string& source) {
         t.normalized = a.value("normalized", !t.special);
         if (t.id < 0) throw Error(source + ": added token '" + t.content + "' has a negative id");
         utf8::check_valid(t.content, source + ": added token");
+        // tokenizers decodes a normalized added token as its normalized content.
+        if (t.normalized && normalizer)
+          t.decoded = normalizer->normalize(t.content);
+        else
+          t.decoded = t.content;
         added[t.id] = t;
+        if (t.special) special_contents.insert(t.content);
         added_by_content[t.content] = t.id;
         if (t.normalized) {
           normalized_matcher.add(t, normalizer ? normalizer->normalize(t.content) : t.content);
@@ -138,6 +146,7 @@ std::vector<int64_t> TokenizerImpl::encode(std::string_view text, bool add_speci
         ids.push_back(*seg.id);
         continue;
       }
+      if (seg.text.empty()) continue;  // tokenizers never pre-tokenizes an empty split
       std::vector<tok::Piece> pieces{{seg.text, seg.at_origin}};
       if (pre_tokenizer) pre_tokenizer->split(pieces);
       for (const auto& p : pieces) model->tokenize(p.text, ids);
@@ -158,7 +167,11 @@ std::string TokenizerImpl::decode(std::span<const int64_t> ids, bool skip_specia
     if (id >= 0 && id <= INT32_MAX) {
       auto a = added.find(static_cast<int32_t>(id));
       if (a != added.end()) {
-        if (!(skip_special && a->second.special)) tokens.push_back(a->second.content);
+        // tokenizers skips a token whose decoded string is a special token's content; for a
+        // normalized special token the two differ, and it is kept (replicated on purpose).
+        if (!(skip_special && special_contents.count(a->second.decoded))) {
+          tokens.push_back(a->second.decoded);
+        }
         continue;
       }
       if (const std::string* t = model->id_to_token(static_cast<int32_t>(id))) {
@@ -213,7 +226,7 @@ std::optional<int64_t> Tokenizer::token_to_id(std::string_view token) const {
 std::optional<std::string> Tokenizer::id_to_token(int64_t id) const {
   if (id < 0 || id > INT32_MAX) return std::nullopt;
   auto a = impl_->added.find(static_cast<int32_t>(id));
-  if (a != impl_->added.end()) return a->second.content;
+  if (a != impl_->added.end()) return a->second.decoded;
   if (const std::string* t = impl_->model->id_to_token(static_cast<int32_t>(id))) return *t;
   return std::nullopt;
 }
