@@ -335,7 +335,7 @@ class Interpreter {
 
   Value apply_filter(const Expr& e, const Value& input, const FramePtr& frame) {
     const FilterFn fn = find_filter(e.name);
-    if (!fn) throw TemplateError("No filter named '" + e.name + "'.");
+    if (!fn) throw TemplateError("No filter named '" + e.name + "' found.");
     const CallArgs args = eval_args(e, 1, frame);
     return fn(input, args);
   }
@@ -427,7 +427,7 @@ class Interpreter {
       case ExprKind::kTest: {
         const Value input = eval(*e.children[0], frame);
         const TestFn fn = find_test(e.name);
-        if (!fn) throw TemplateError("No test named '" + e.name + "'.");
+        if (!fn) throw TemplateError("No test named '" + e.name + "' found.");
         const CallArgs args = eval_args(e, 1, frame);
         return Value::boolean(fn(input, args));
       }

@@ -49,7 +49,7 @@ std::string describe(const Token& t) {
 std::string quoted_list(const std::vector<std::string>& names) {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) {
-    if (i) out += i + 1 == names.size() ? " or " : ", ";
+    if (i) out += " or ";
     out += "'" + names[i] + "'";
   }
   return out;
@@ -62,6 +62,7 @@ class Parser {
   TemplateAst parse() {
     TemplateAst ast;
     ast.body = subparse({});
+    check_names(ast.body, false);
     return ast;
   }
 
@@ -97,7 +98,8 @@ class Parser {
 
   void expect_type(TokenType type, const std::string& what) {
     if (cur().type != type) {
-      if (cur().type == TokenType::kEof) fail_eof({});
+      if (cur().type == TokenType::kEof)
+        fail("unexpected end of template, expected '" + what + "'.");
       fail("expected token '" + what + "', got '" + describe(cur()) + "'");
     }
     next();
@@ -224,6 +226,7 @@ class Parser {
     const bool paren = skip_op("(");
     *unpack = paren;
     while (true) {
+      if (is_tuple_end({"in"})) fail("Expected an expression, got '" + describe(cur()) + "'");
       if (cur().type != TokenType::kName) fail("can't assign to '" + describe(cur()) + "'");
       const std::string n = next().value;
       if (n == "true" || n == "false" || n == "none" || n == "True" || n == "False" || n == "None")
@@ -769,7 +772,6 @@ class Parser {
       const int line = cur().line;
       auto e = make(ExprKind::kFilter, line);
       e->name = parse_dotted_name();
-      if (!find_filter(e->name)) fail("No filter named '" + e->name + "'.", line);
       e->children.push_back(std::move(node));
       if (is_op("(")) parse_call_args(e.get());
       node = fin(std::move(e));
@@ -784,7 +786,6 @@ class Parser {
     const bool negated = skip_name("not");
     auto e = make(ExprKind::kTest, line);
     e->name = parse_dotted_name();
-    if (!find_test(e->name)) fail("No test named '" + e->name + "'.", line);
     e->children.push_back(std::move(node));
     const TokenType t = cur().type;
     if (is_op("(")) {
@@ -800,6 +801,50 @@ class Parser {
     auto n = make(ExprKind::kNot, line);
     n->children.push_back(std::move(e));
     return fin(std::move(n));
+  }
+
+  // ---- unknown filters and tests ------------------------------------------------------------
+  // Like jinja2's compiler, an unknown filter or test is an error when the template is compiled,
+  // except inside an if statement or an inline if (a "soft" frame), where it only fails if it
+  // is reached. Loop bodies, macros, with blocks and block sets start hard frames again.
+  void check_names(const Body& body, bool soft) const {
+    for (const StmtPtr& s : body) {
+      switch (s->kind) {
+        case StmtKind::kIf:
+          for (const auto& e : s->exprs) check_expr(e.get(), true);
+          for (const Body& b : s->bodies) check_names(b, true);
+          break;
+        case StmtKind::kFor:
+          check_expr(s->exprs[0].get(), soft);
+          check_expr(s->exprs[1].get(), false);
+          check_names(s->bodies[0], false);
+          check_names(s->bodies[1], soft);
+          break;
+        case StmtKind::kOutput:
+        case StmtKind::kSet:
+          check_expr(s->exprs[0].get(), soft);
+          break;
+        case StmtKind::kWith:
+          for (const auto& e : s->exprs) check_expr(e.get(), soft);
+          check_names(s->bodies[0], false);
+          break;
+        default:
+          for (const auto& e : s->exprs) check_expr(e.get(), false);
+          for (const Body& b : s->bodies) check_names(b, false);
+          break;
+      }
+    }
+  }
+
+  void check_expr(const Expr* e, bool soft) const {
+    if (!e) return;
+    if (e->kind == ExprKind::kCond) soft = true;
+    if (!soft && e->kind == ExprKind::kFilter && !find_filter(e->name))
+      fail("No filter named '" + e->name + "'.", e->line);
+    if (!soft && e->kind == ExprKind::kTest && !find_test(e->name))
+      fail("No test named '" + e->name + "'.", e->line);
+    for (const auto& c : e->children) check_expr(c.get(), soft);
+    for (const auto& kw : e->kwargs) check_expr(kw.second.get(), soft);
   }
 
   std::vector<Token> tokens_;
