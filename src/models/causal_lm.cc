@@ -57,8 +57,8 @@ CausalLM CausalLM::from_pretrained(const std::string& model, const ModelOptions&
                 " is not a model dtype (f32, bf16, f16)");
   }
   const ops::AttentionImpl attention = parse_attention(options.attn_implementation);
-  const Checkpoint ckpt = Checkpoint::open(path);
-  ModelWeights weights = load_weights(ckpt, config, dtype, device);
+  const SafetensorsSource source(Checkpoint::open(path));
+  ModelWeights weights = load_weights(source, config, dtype, device);
   CausalLM lm;
   lm.decoder_ =
       std::make_shared<Decoder>(std::move(config), std::move(weights), dtype, device, attention);

@@ -9,27 +9,35 @@ namespace {
 
 class Scope {
  public:
-  Scope(const Checkpoint& ckpt, const ModelConfig& config, DType dtype, Device device)
-      : ckpt_(ckpt), config_(config), dtype_(dtype), device_(device) {}
+  Scope(const WeightSource& src, const ModelConfig& config, std::optional<DType> dtype,
+        Device device)
+      : src_(src), config_(config), dtype_(dtype), device_(device) {}
 
   Tensor get(const std::string& name, const Shape& shape) const {
-    if (!ckpt_.contains(name)) {
+    if (!src_.contains(name)) {
       throw Error("checkpoint has no tensor '" + name + "' (needed by " + config_.architecture +
                   ")");
     }
-    const SafetensorsEntry& e = ckpt_.entry(name);
-    if (e.shape != shape) {
-      throw Error(ckpt_.file_of(name) + ": tensor '" + name + "' has shape " + shape_str(e.shape) +
+    const Shape stored = src_.shape(name);
+    if (stored != shape) {
+      throw Error(src_.describe(name) + " has shape " + shape_str(stored) +
                   ", but config.json implies " + shape_str(shape));
     }
-    if (!is_floating(e.dtype)) {
-      throw Error(ckpt_.file_of(name) + ": tensor '" + name + "' has integer dtype " +
-                  std::string(dtype_name(e.dtype)) + ", expected floating point weights");
+    const DType stored_dtype = src_.dtype(name);
+    if (!is_floating(stored_dtype) && !is_quantized(stored_dtype)) {
+      throw Error(src_.describe(name) + " has integer dtype " +
+                  std::string(dtype_name(stored_dtype)) + ", expected floating point weights");
     }
-    Tensor t = ckpt_.load(name);
-    if (t.dtype() != dtype_) {
-      // Convert on the host, then move: checkpoints arrive as f32/bf16/f16/f8.
-      Tensor converted = Tensor::empty(t.shape(), dtype_);
+    Tensor t = src_.load(name);
+    DType want = dtype_.value_or(t.dtype());
+    // Kept as stored only when kernels read that dtype; other floats (f64, f8) become f32.
+    if (!dtype_ && !is_quantized(want) && want != DType::f32 && want != DType::bf16 &&
+        want != DType::f16) {
+      want = DType::f32;
+    }
+    if (t.dtype() != want) {
+      // Convert on the host, then move: checkpoints arrive as f32/bf16/f16/f8 or quantized.
+      Tensor converted = Tensor::empty(t.shape(), want);
       converted.copy_from(t);
       t = converted;
     }
@@ -41,17 +49,17 @@ class Scope {
   }
 
  private:
-  const Checkpoint& ckpt_;
+  const WeightSource& src_;
   const ModelConfig& config_;
-  DType dtype_;
+  std::optional<DType> dtype_;
   Device device_;
 };
 
 }  // namespace
 
-ModelWeights load_weights(const Checkpoint& ckpt, const ModelConfig& c, DType dtype,
-                          Device device) {
-  const Scope s(ckpt, c, dtype, device);
+ModelWeights load_weights(const WeightSource& source, const ModelConfig& c,
+                          std::optional<DType> dtype, Device device) {
+  const Scope s(source, c, dtype, device);
   const int64_t h = c.hidden_size, hd = c.head_dim, inter = c.intermediate_size;
   const int64_t q_out = c.num_attention_heads * hd, kv_out = c.num_key_value_heads * hd;
   ModelWeights w;

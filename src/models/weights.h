@@ -3,12 +3,13 @@
 // config so a mismatched file is named, not run.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "anvil/config.h"
-#include "anvil/safetensors.h"
 #include "anvil/tensor.h"
+#include "models/weight_source.h"
 
 namespace anvil {
 
@@ -29,8 +30,10 @@ struct ModelWeights {
   Tensor lm_head;  ///< the embedding itself when tied
 };
 
-/// Loads every weight the config calls for from `checkpoint`, converted to `dtype` on `device`.
-ModelWeights load_weights(const Checkpoint& checkpoint, const ModelConfig& config, DType dtype,
-                          Device device);
+/// Loads every weight the config calls for from `source` onto `device`. With `dtype` set, every
+/// weight is converted to it; unset, each keeps the dtype it is stored in (a GGUF's quantized
+/// blocks stay quantized).
+ModelWeights load_weights(const WeightSource& source, const ModelConfig& config,
+                          std::optional<DType> dtype, Device device);
 
 }  // namespace anvil

@@ -9,6 +9,7 @@ target_sources(anvil PRIVATE
   ${CMAKE_SOURCE_DIR}/src/tokenizer/added_vocab.cc
   ${CMAKE_SOURCE_DIR}/src/tokenizer/tokenizer.cc
   ${CMAKE_SOURCE_DIR}/src/tokenizer/gguf_vocab.cc
+  ${CMAKE_SOURCE_DIR}/src/tokenizer/pretrained.cc
 )
 # Static archives, so the CLI runs where Debian's packages are not installed.
 find_library(ANVIL_PCRE2 NAMES libpcre2-8.a pcre2-8 REQUIRED)

@@ -60,6 +60,38 @@ ModelOptions ModelFlags::options() const {
   return o;
 }
 
+void SamplingFlags::add_to(CLI::App& cmd) {
+  cmd.add_option("--max-new-tokens", max_new_tokens,
+                 "tokens to generate (default: generation_config.json, else max_length 20)");
+  cmd.add_option("--min-new-tokens", min_new_tokens, "suppress eos until this many are new");
+  cmd.add_flag("--greedy", greedy, "greedy decoding, whatever generation_config.json says");
+  cmd.add_option("--temperature", temperature, "sampling temperature (implies sampling)");
+  cmd.add_option("--top-k", top_k, "keep the k most likely tokens (0 disables)");
+  cmd.add_option("--top-p", top_p, "nucleus sampling mass");
+  cmd.add_option("--min-p", min_p, "drop tokens below min_p x the top probability");
+  cmd.add_option("--repetition-penalty", repetition_penalty, "CTRL-style repetition penalty");
+  cmd.add_option("--seed", seed, "random seed for sampling")->capture_default_str();
+}
+
+GenerateOptions SamplingFlags::options() const {
+  const bool sampling_flag = temperature >= 0 || top_k >= 0 || top_p >= 0 || min_p >= 0;
+  if (greedy && sampling_flag) {
+    throw Error("--greedy: cannot be combined with --temperature/--top-k/--top-p/--min-p");
+  }
+  GenerateOptions o;
+  if (max_new_tokens >= 0) o.max_new_tokens = max_new_tokens;
+  o.min_new_tokens = min_new_tokens;
+  if (greedy) o.do_sample = false;
+  if (sampling_flag) o.do_sample = true;
+  if (temperature >= 0) o.temperature = static_cast<float>(temperature);
+  if (top_k >= 0) o.top_k = top_k;
+  if (top_p >= 0) o.top_p = static_cast<float>(top_p);
+  if (min_p >= 0) o.min_p = static_cast<float>(min_p);
+  if (repetition_penalty >= 0) o.repetition_penalty = static_cast<float>(repetition_penalty);
+  o.seed = seed;
+  return o;
+}
+
 Batch batch_from_flags(const std::string& ids, const std::string& mask) {
   Batch b;
   b.input_ids = parse_id_rows(ids, "--input-ids");

@@ -25,6 +25,18 @@ struct ModelFlags {
   ModelOptions options() const;
 };
 
+/// --max-new-tokens, --min-new-tokens, --greedy and the sampling flags.
+struct SamplingFlags {
+  int64_t max_new_tokens = -1, min_new_tokens = 0, top_k = -1;
+  double temperature = -1, top_p = -1, min_p = -1, repetition_penalty = -1;
+  uint64_t seed = 0;
+  bool greedy = false;
+
+  void add_to(CLI::App& cmd);
+  /// Unset flags stay unset, so generation_config.json decides them.
+  GenerateOptions options() const;
+};
+
 /// The batch from --input-ids and --attention-mask.
 Batch batch_from_flags(const std::string& ids, const std::string& mask);
 

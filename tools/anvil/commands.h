@@ -9,5 +9,9 @@ void add_devices(CLI::App& app);
 void add_logits(CLI::App& app);
 void add_generate(CLI::App& app);
 void add_init_model(CLI::App& app);
+void add_tokenize(CLI::App& app);
+void add_detokenize(CLI::App& app);
+void add_render_chat(CLI::App& app);
+void add_chat(CLI::App& app);
 
 }  // namespace anvil::cli

@@ -13,6 +13,11 @@ int main(int argc, char** argv) {
   anvil::cli::add_logits(app);
   anvil::cli::add_generate(app);
   anvil::cli::add_init_model(app);
+  anvil::cli::add_tokenize(app);
+  anvil::cli::add_detokenize(app);
+  anvil::cli::add_render_chat(app);
+  anvil::cli::add_chat(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,231 @@
+// tokenizer_config.json on top of tokenizer.json, as transformers' fast tokenizers read it:
+// special tokens (strings or {"content": ...} objects), add_bos_token/add_eos_token (which, when
+// given, replace the post-processor's template as LlamaTokenizerFast.update_post_processor
+// does), padding side, chat templates (a string, a list of named ones, or chat_template.jinja).
+#include <filesystem>
+
+#include "anvil/auto_tokenizer.h"
+#include "anvil/chat_template.h"
+#include "anvil/error.h"
+#include "formats/mapped_file.h"
+#include "formats/model_path.h"
+
+namespace anvil {
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+std::string token_string(const Json& cfg, const char* key, const std::string& source) {
+  if (!cfg.contains(key) || cfg[key].is_null()) return "";
+  const Json& v = cfg[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) {
+    return v["content"].get<std::string>();
+  }
+  throw Error(source + ": field '" + key + "' must be a string or {\"content\": ...}, got " +
+              v.dump());
+}
+
+// transformers' clean_up_tokenization.
+std::string clean_up_spaces(std::string s) {
+  static const std::pair<const char*, const char*> kRules[] = {
+      {" .", "."},     {" ?", "?"},   {" !", "!"},   {" ,", ","},     {" ' ", "'"},
+      {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : kRules) {
+    const std::string f(from), t(to);
+    for (size_t pos = s.find(f); pos != std::string::npos; pos = s.find(f, pos + t.size())) {
+      s.replace(pos, f.size(), t);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+PreTrainedTokenizer PreTrainedTokenizer::from_pretrained(const std::string& model) {
+  const std::string dir = resolve_model_path(model);
+  if (!fs::is_directory(dir)) {
+    throw Error(dir + ": expected a folder holding tokenizer.json");
+  }
+  const fs::path tj = fs::path(dir) / "tokenizer.json";
+  if (!fs::exists(tj)) {
+    throw Error(dir + ": no tokenizer.json (anvil reads the tokenizers library's format)");
+  }
+  PreTrainedTokenizer t;
+  t.tokenizer_ = Tokenizer::from_file(tj.string());
+
+  const fs::path cj = fs::path(dir) / "tokenizer_config.json";
+  Json cfg = Json::object();
+  if (fs::exists(cj)) {
+    try {
+      cfg = Json::parse(read_text_file(cj.string()));
+    } catch (const Json::exception& e) {
+      throw Error(cj.string() + ": not valid JSON: " + e.what());
+    }
+    if (!cfg.is_object()) throw Error(cj.string() + ": not a JSON object");
+  }
+  const std::string source = cj.string();
+  try {
+    t.bos_token_ = token_string(cfg, "bos_token", source);
+    t.eos_token_ = token_string(cfg, "eos_token", source);
+    t.pad_token_ = token_string(cfg, "pad_token", source);
+    t.unk_token_ = token_string(cfg, "unk_token", source);
+    if (cfg.contains("add_bos_token") && cfg["add_bos_token"].is_boolean()) {
+      t.add_bos_token_ = cfg["add_bos_token"].get<bool>();
+    }
+    if (cfg.contains("add_eos_token") && cfg["add_eos_token"].is_boolean()) {
+      t.add_eos_token_ = cfg["add_eos_token"].get<bool>();
+    }
+    t.clean_up_spaces_ = cfg.value("clean_up_tokenization_spaces", false);
+    if (cfg.contains("model_max_length") && cfg["model_max_length"].is_number()) {
+      t.model_max_length_ = static_cast<int64_t>(cfg["model_max_length"].get<double>());
+    }
+    t.padding_side_ = cfg.value("padding_side", std::string("right"));
+    if (t.padding_side_ != "left" && t.padding_side_ != "right") {
+      throw Error(source + ": field 'padding_side' must be left or right");
+    }
+    // Chat templates: chat_template.jinja beside the config wins, as in transformers 5.
+    const fs::path jinja = fs::path(dir) / "chat_template.jinja";
+    auto compile = [&](const std::string& text, const std::string& where) {
+      try {
+        return std::make_shared<const ChatTemplate>(text);
+      } catch (const Error& e) {
+        throw Error(where + ": " + e.what());
+      }
+    };
+    if (fs::exists(jinja)) {
+      t.templates_["default"] = compile(read_text_file(jinja.string()), jinja.string());
+    } else if (cfg.contains("chat_template") && !cfg["chat_template"].is_null()) {
+      const Json& ct = cfg["chat_template"];
+      if (ct.is_string()) {
+        t.templates_["default"] = compile(ct.get<std::string>(), source);
+      } else if (ct.is_array()) {
+        for (const auto& entry : ct) {
+          if (!entry.contains("name") || !entry.contains("template")) {
+            throw Error(source + ": chat_template list entries need 'name' and 'template'");
+          }
+          t.templates_[entry["name"].get<std::string>()] =
+              compile(entry["template"].get<std::string>(), source);
+        }
+      } else {
+        throw Error(source + ": field 'chat_template' must be a string or a list");
+      }
+    }
+  } catch (const Json::exception& e) {
+    throw Error(source + ": " + e.what());
+  }
+  for (const std::string* tok : {&t.bos_token_, &t.eos_token_, &t.pad_token_}) {
+    if (!tok->empty() && !t.tokenizer_.token_to_id(*tok)) {
+      throw Error(source + ": special token '" + *tok + "' is not in tokenizer.json's vocabulary");
+    }
+  }
+  return t;
+}
+
+std::optional<int64_t> PreTrainedTokenizer::id_of(const std::string& token) const {
+  if (token.empty()) return std::nullopt;
+  return tokenizer_.token_to_id(token);
+}
+
+std::vector<int64_t> PreTrainedTokenizer::encode(const std::string& text,
+                                                 bool add_special_tokens) const {
+  if (!add_special_tokens) return tokenizer_.encode(text, false);
+  if (!add_bos_token_ && !add_eos_token_) return tokenizer_.encode(text, true);
+  // The config's flags decide, not tokenizer.json's template.
+  std::vector<int64_t> ids = tokenizer_.encode(text, false);
+  if (add_bos_token_.value_or(false)) {
+    const auto bos = bos_token_id();
+    if (!bos) throw Error("add_bos_token is true but the tokenizer has no bos_token");
+    ids.insert(ids.begin(), *bos);
+  }
+  if (add_eos_token_.value_or(false)) {
+    const auto eos = eos_token_id();
+    if (!eos) throw Error("add_eos_token is true but the tokenizer has no eos_token");
+    ids.push_back(*eos);
+  }
+  return ids;
+}
+
+Batch PreTrainedTokenizer::encode_batch(const std::vector<std::string>& texts,
+                                        bool add_special_tokens,
+                                        const std::string& padding_side) const {
+  const std::string side = padding_side.empty() ? padding_side_ : padding_side;
+  if (side != "left" && side != "right") throw Error("padding_side must be left or right");
+  std::vector<std::vector<int64_t>> rows;
+  size_t longest = 0;
+  for (const auto& t : texts) {
+    rows.push_back(encode(t, add_special_tokens));
+    longest = std::max(longest, rows.back().size());
+  }
+  Batch b;
+  bool needs_pad = false;
+  for (const auto& r : rows) needs_pad = needs_pad || r.size() != longest;
+  const auto pad = pad_token_id();
+  if (needs_pad && !pad) {
+    throw Error("padding needs a pad token, and tokenizer_config.json defines none");
+  }
+  for (auto& r : rows) {
+    const size_t n = longest - r.size();
+    std::vector<int64_t> mask(r.size(), 1);
+    if (side == "left") {
+      r.insert(r.begin(), n, pad.value_or(0));
+      mask.insert(mask.begin(), n, 0);
+    } else {
+      r.insert(r.end(), n, pad.value_or(0));
+      mask.insert(mask.end(), n, 0);
+    }
+    b.input_ids.push_back(std::move(r));
+    b.attention_mask.push_back(std::move(mask));
+  }
+  return b;
+}
+
+std::string PreTrainedTokenizer::decode(const std::vector<int64_t>& ids,
+                                        const DecodeOptions& options) const {
+  std::string text = tokenizer_.decode(ids, options.skip_special_tokens);
+  if (options.clean_up_tokenization_spaces.value_or(clean_up_spaces_)) {
+    text = clean_up_spaces(std::move(text));
+  }
+  return text;
+}
+
+std::string PreTrainedTokenizer::apply_chat_template(const Json& messages,
+                                                     const ChatOptions& options) const {
+  if (templates_.empty()) {
+    throw Error("this tokenizer has no chat template (tokenizer_config.json has no chat_template)");
+  }
+  const ChatTemplate* tmpl = nullptr;
+  if (!options.template_name.empty()) {
+    auto it = templates_.find(options.template_name);
+    if (it == templates_.end())
+      throw Error("no chat template named '" + options.template_name + "'");
+    tmpl = it->second.get();
+  } else if (auto it = templates_.find("default"); it != templates_.end()) {
+    tmpl = it->second.get();
+  } else if (templates_.size() == 1) {
+    tmpl = templates_.begin()->second.get();
+  } else {
+    throw Error("the tokenizer has several chat templates and none is named 'default'; pick one");
+  }
+  if (!messages.is_array()) throw Error("messages must be a JSON array");
+  Json context = Json::object();
+  context["messages"] = messages;
+  if (!options.tools.is_null()) context["tools"] = options.tools;
+  context["add_generation_prompt"] = options.add_generation_prompt;
+  if (options.enable_thinking) context["enable_thinking"] = *options.enable_thinking;
+  for (const auto& [key, value] : std::map<std::string, std::string>{{"bos_token", bos_token_},
+                                                                     {"eos_token", eos_token_},
+                                                                     {"pad_token", pad_token_},
+                                                                     {"unk_token", unk_token_}}) {
+    if (!value.empty()) context[key] = value;
+  }
+  if (options.extra.is_object()) {
+    for (auto it = options.extra.begin(); it != options.extra.end(); ++it) {
+      context[it.key()] = it.value();
+    }
+  }
+  return tmpl->render(context);
+}
+
+}  // namespace anvil

@@ -1,0 +1,80 @@
+// `anvil chat`: an interactive conversation. Each user line is added to the history, the chat
+// template renders the whole conversation with the assistant prompt, and the reply streams
+// until any eos id of generation_config.json (or the tokenizer's eos token).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "anvil/auto_tokenizer.h"
+#include "anvil/error.h"
+#include "cli_common.h"
+#include "commands.h"
+
+namespace anvil::cli {
+
+void add_chat(CLI::App& app) {
+  struct Flags {
+    std::string model, system, thinking;
+    SamplingFlags sampling;
+    ModelFlags model_flags;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand(
+      "chat", "chat interactively (one message per line; /reset clears, empty line or EOF quits)");
+  cmd->add_option("MODEL", f->model, "model folder or Hub id in the Hugging Face cache")
+      ->required();
+  cmd->add_option("--system", f->system, "a system message");
+  cmd->add_option("--enable-thinking", f->thinking, "true or false (Qwen3 templates)");
+  f->sampling.add_to(*cmd);
+  f->model_flags.add_to(*cmd);
+  cmd->callback([f] {
+    ChatOptions chat;
+    chat.add_generation_prompt = true;
+    if (f->thinking == "true" || f->thinking == "false") {
+      chat.enable_thinking = f->thinking == "true";
+    } else if (!f->thinking.empty()) {
+      throw Error("--enable-thinking: expected true or false, got '" + f->thinking + "'");
+    }
+    const auto tok = AutoTokenizer::from_pretrained(f->model);
+    if (!tok.has_chat_template()) throw Error(f->model + ": the tokenizer has no chat template");
+    const CausalLM model = CausalLM::from_pretrained(f->model, f->model_flags.options());
+    GenerateOptions o = f->sampling.options();
+    if (!o.max_new_tokens) o.max_new_tokens = 512;
+    std::vector<int64_t> eos = model.generation_config().eos_token_ids;
+    if (auto e = tok.eos_token_id()) eos.push_back(*e);
+    o.eos_token_ids = eos;
+    const bool interactive = isatty(0);
+
+    nlohmann::ordered_json history = nlohmann::ordered_json::array();
+    if (!f->system.empty()) history.push_back({{"role", "system"}, {"content", f->system}});
+    std::string line;
+    for (;;) {
+      if (interactive) std::fprintf(stderr, "> ");
+      if (!std::getline(std::cin, line) || line.empty()) break;
+      if (line == "/reset") {
+        history.erase(history.begin() + (f->system.empty() ? 0 : 1), history.end());
+        continue;
+      }
+      history.push_back({{"role", "user"}, {"content", line}});
+      const auto ids = tok.encode(tok.apply_chat_template(history, chat), false);
+      StreamingDecoder stream(tok.tokenizer(), true);
+      std::string reply;
+      o.streamer = [&](const std::vector<int64_t>& step) {
+        const std::string piece = stream.push(step[0]);
+        reply += piece;
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+        return true;
+      };
+      model.generate(ids, o);
+      const std::string rest = stream.finish();
+      reply += rest;
+      std::printf("%s\n", rest.c_str());
+      std::fflush(stdout);
+      history.push_back({{"role", "assistant"}, {"content", reply}});
+    }
+  });
+}
+
+}  // namespace anvil::cli
