@@ -26,18 +26,34 @@ int64_t clamp_index(const Value* v, int64_t n, int64_t fallback) {
 }  // namespace
 
 std::string strip(std::string_view s, const std::string* chars, bool left, bool right) {
-  const std::u32string cps = decode(s);
   const std::u32string set = chars ? decode(*chars) : std::u32string();
   auto strip_it = [&](char32_t c) {
     return chars ? set.find(c) != std::u32string::npos : unicode::is_space(c);
   };
+  // Work on bytes while the edges are ASCII (the common case); decode only when an edge is not.
   size_t b = 0;
-  size_t e = cps.size();
+  size_t e = s.size();
+  if (left) {
+    while (b < e && static_cast<unsigned char>(s[b]) < 0x80 &&
+           strip_it(static_cast<char32_t>(s[b])))
+      ++b;
+  }
+  if (right) {
+    while (e > b && static_cast<unsigned char>(s[e - 1]) < 0x80 &&
+           strip_it(static_cast<char32_t>(s[e - 1])))
+      --e;
+  }
+  const bool left_done = !left || b == e || static_cast<unsigned char>(s[b]) < 0x80;
+  const bool right_done = !right || b == e || static_cast<unsigned char>(s[e - 1]) < 0x80;
+  if (left_done && right_done) return std::string(s.substr(b, e - b));
+  const std::u32string cps = decode(s.substr(b, e - b));
+  size_t cb = 0;
+  size_t ce = cps.size();
   if (left)
-    while (b < e && strip_it(cps[b])) ++b;
+    while (cb < ce && strip_it(cps[cb])) ++cb;
   if (right)
-    while (e > b && strip_it(cps[e - 1])) --e;
-  return encode(std::u32string_view(cps).substr(b, e - b));
+    while (ce > cb && strip_it(cps[ce - 1])) --ce;
+  return encode(std::u32string_view(cps).substr(cb, ce - cb));
 }
 
 std::vector<std::string> split(std::string_view s, const std::string* sep, int64_t maxsplit) {

@@ -8,6 +8,7 @@ target_sources(anvil PRIVATE
   ${CMAKE_SOURCE_DIR}/src/chat/jinja_lexer.cc
   ${CMAKE_SOURCE_DIR}/src/chat/jinja_ops.cc
   ${CMAKE_SOURCE_DIR}/src/chat/jinja_parser.cc
+  ${CMAKE_SOURCE_DIR}/src/chat/jinja_parser_expr.cc
   ${CMAKE_SOURCE_DIR}/src/chat/jinja_repr.cc
   ${CMAKE_SOURCE_DIR}/src/chat/jinja_strings.cc
   ${CMAKE_SOURCE_DIR}/src/chat/jinja_tests.cc
