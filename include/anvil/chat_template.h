@@ -21,8 +21,9 @@ struct TemplateAst;
 class ChatTemplate {
  public:
   /// Parses `source` (e.g. tokenizer_config.json's "chat_template"). Throws anvil::Error
-  /// ("chat template: line N: <problem>") on a syntax error, an unknown filter or test, or a
-  /// loop control outside a loop.
+  /// ("chat template: line N: <problem>") on a syntax error, a loop control outside a loop, or
+  /// an unknown filter or test (as jinja2 does, an unknown one inside an if block only fails
+  /// when it is reached).
   explicit ChatTemplate(const std::string& source);
 
   /// Renders with `context`, an object whose keys become template variables (messages, tools,

@@ -301,7 +301,7 @@ std::optional<Value> find_method(const Value& obj, const std::string& name) {
       return unsafe(obj, name);
     return std::nullopt;
   }
-  if (obj.is_sequence_list()) {
+  if (obj.is_indexable()) {
     const bool is_list = obj.as_list().kind == ListKind::kList;
     if (is_one_of(name, {"index", "count"}) || (is_list && name == "copy"))
       return Value::function(name,
@@ -333,7 +333,7 @@ Value get_item(const Value& obj, const Value& key) {
     if (key.is_string()) return get_attr(obj, key.as_string());
     return Value::undefined(object_description(obj) + " has no element " + repr(key));
   }
-  if ((obj.is_sequence_list() || obj.is_string()) && key.is_integral()) {
+  if ((obj.is_indexable() || obj.is_string()) && key.is_integral()) {
     int64_t i = key.as_int();
     if (obj.is_string()) {
       const std::u32string cps = unicode::decode(obj.as_string());
@@ -370,8 +370,10 @@ Value slice(const Value& obj, const Value* start, const Value* stop, const Value
   const int64_t st = step ? step->as_int() : 1;
   if (st == 0) throw TemplateError("slice step cannot be zero");
   const bool is_str = obj.is_string();
-  if (!is_str && !obj.is_sequence_list())
-    return Value::undefined(object_description(obj) + " has no element slice");
+  if (!is_str && !obj.is_indexable()) {
+    if (obj.is_mapping()) throw TemplateError("unhashable type: 'slice'");
+    throw TemplateError("'" + type_name(obj) + "' object is not subscriptable");
+  }
   std::u32string cps;
   if (is_str) cps = unicode::decode(obj.as_string());
   const auto n = static_cast<int64_t>(is_str ? cps.size() : obj.as_list().items.size());
@@ -397,9 +399,18 @@ Value slice(const Value& obj, const Value* start, const Value* stop, const Value
     return Value::string(unicode::encode(out));
   }
   std::vector<Value> out;
-  const auto& items = obj.as_list().items;
-  for (int64_t i = b; st > 0 ? i < e : i > e; i += st) out.push_back(items[static_cast<size_t>(i)]);
-  return Value::list(std::move(out), obj.as_list().kind);
+  const ListData& list = obj.as_list();
+  for (int64_t i = b; st > 0 ? i < e : i > e; i += st)
+    out.push_back(list.items[static_cast<size_t>(i)]);
+  Value result = Value::list(std::move(out), list.kind);
+  if (list.kind == ListKind::kRange) {
+    // A slice of a range is a range, printed with Python's arithmetic.
+    ListData& r = result.as_list();
+    r.range_start = list.range_start + b * list.range_step;
+    r.range_stop = list.range_start + e * list.range_step;
+    r.range_step = list.range_step * st;
+  }
+  return result;
 }
 
 Value get_attribute_path(const Value& obj, const Value& path) {

@@ -233,6 +233,7 @@ bool parse_int(const std::string& text, int64_t base, int64_t* out) {
 
 Value f_float(const Value& v, const CallArgs& args) {
   BoundArgs a("float", args, {"default"});
+  if (v.is_undefined()) throw TemplateError(v.undefined_message());
   const Value fallback = a.get_or(0, Value::number(0.0));
   if (v.is_number()) return Value::number(v.as_double());
   double d;
@@ -242,6 +243,7 @@ Value f_float(const Value& v, const CallArgs& args) {
 
 Value f_int(const Value& v, const CallArgs& args) {
   BoundArgs a("int", args, {"default", "base"});
+  if (v.is_undefined()) throw TemplateError(v.undefined_message());
   const Value fallback = a.get_or(0, Value::integer(0));
   const int64_t base = a.has(1) ? int_param(*a.get(1), "base") : 10;
   if (v.is_integral()) return Value::integer(v.as_int());
@@ -274,6 +276,9 @@ Value f_format(const Value& v, const CallArgs& args) {
 
 Value f_indent(const Value& v, const CallArgs& args) {
   BoundArgs a("indent", args, {"width", "first", "blank"});
+  if (v.is_undefined()) throw TemplateError(v.undefined_message());
+  if (!v.is_string())
+    throw TemplateError("unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
   std::string indention = "    ";
   if (a.has(0)) {
     if (a.get(0)->is_string()) {
@@ -555,9 +560,14 @@ Value f_truncate(const Value& v, const CallArgs& args) {
   const int64_t leeway = a.has(3) && !a.get(3)->is_none() ? int_param(*a.get(3), "leeway") : 5;
   const auto end_len = static_cast<int64_t>(unicode::length(end));
   if (length < end_len) throw TemplateError("expected length >= " + std::to_string(end_len));
-  const std::string s = to_str(v);
+  if (!v.is_string()) {
+    // jinja2 truncates whatever has a length; only short sequences come through unchanged.
+    if (length_of(v) <= length + leeway) return v;
+    throw TemplateError("truncate expects a string, got " + type_name(v));
+  }
+  const std::string& s = v.as_string();
   const std::u32string cps = unicode::decode(s);
-  if (static_cast<int64_t>(cps.size()) <= length + leeway) return Value::string(s);
+  if (static_cast<int64_t>(cps.size()) <= length + leeway) return v;
   const std::string head =
       unicode::encode(std::u32string_view(cps).substr(0, static_cast<size_t>(length - end_len)));
   if (killwords) return Value::string(head + end);
@@ -572,6 +582,7 @@ Value f_unique(const Value& v, const CallArgs& args) {
   std::vector<Value> out;
   for (const Value& item : iterate(v)) {
     Value k = sort_key(item, a.get(1), case_sensitive, false);
+    check_hashable(k);
     if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, k); }))
       continue;
     seen.push_back(std::move(k));
@@ -616,6 +627,7 @@ Value f_batch(const Value& v, const CallArgs& args) {
 // select/reject/selectattr/rejectattr.
 Value select_or_reject(const Value& v, const CallArgs& args, bool attr, bool keep_when,
                        const char* name) {
+  if (!truthy(v)) return iterator({});
   size_t next = 0;
   const Value* attribute = nullptr;
   if (attr) {

@@ -383,9 +383,7 @@ class Interpreter {
         for (size_t i = 0; i + 1 < e.children.size(); i += 2) {
           Value k = eval(*e.children[i], frame);
           Value v = eval(*e.children[i + 1], frame);
-          if (k.is_list() && k.as_list().kind != ListKind::kTuple)
-            throw TemplateError("unhashable type: '" + type_name(k) + "'");
-          if (k.is_dict() && k.is_mapping()) throw TemplateError("unhashable type: 'dict'");
+          check_hashable(k);
           bool replaced = false;
           for (auto& entry : entries) {
             if (equals(entry.first, k)) {
@@ -479,6 +477,7 @@ class Interpreter {
   Value make_object(const CallArgs& args, DictKind kind, const char* name) {
     std::vector<std::pair<Value, Value>> entries;
     auto put = [&entries](Value k, Value v) {
+      check_hashable(k);
       for (auto& entry : entries) {
         if (equals(entry.first, k)) {
           entry.second = std::move(v);
@@ -539,7 +538,11 @@ class Interpreter {
       items.push_back(Value::integer(i));
       if ((v[2] > 0 && i > INT64_MAX - v[2]) || (v[2] < 0 && i < INT64_MIN - v[2])) break;
     }
-    return Value::list(std::move(items));
+    Value r = Value::list(std::move(items), ListKind::kRange);
+    r.as_list().range_start = v[0];
+    r.as_list().range_stop = v[1];
+    r.as_list().range_step = v[2];
+    return r;
   }
 
   static Value strftime_now(CallArgs& args) {

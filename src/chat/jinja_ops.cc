@@ -57,6 +57,8 @@ Value int_pow(int64_t base, int64_t exp) {
 
 Value binary_op(std::string_view op, const Value& a, const Value& b) {
   if (a.is_undefined()) throw TemplateError(a.undefined_message());
+  // str % undefined formats like Python does with any object that supports [].
+  if (op == "%" && a.is_string()) return Value::string(pystr::percent_format(a.as_string(), b));
   if (b.is_undefined()) throw TemplateError(b.undefined_message());
   const bool nums = a.is_number() && b.is_number();
   const bool ints = a.is_integral() && b.is_integral();
@@ -155,7 +157,10 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
     if (ints && b.as_int() >= 0) return int_pow(a.as_int(), b.as_int());
     if (a.as_double() == 0.0 && b.as_double() < 0)
       throw TemplateError("0.0 cannot be raised to a negative power");
-    return Value::number(std::pow(a.as_double(), b.as_double()));
+    const double r = std::pow(a.as_double(), b.as_double());
+    if (std::isinf(r) && std::isfinite(a.as_double()) && std::isfinite(b.as_double()))
+      throw TemplateError("(34, 'Numerical result out of range')");
+    return Value::number(r);
   }
   throw TemplateError("unknown operator " + std::string(op));
 }
@@ -174,7 +179,10 @@ bool contains(const Value& container, const Value& item) {
         if (equals(v, item)) return true;
       return false;
     case Value::Kind::kDict:
-      if (container.is_mapping()) return container.as_dict().find(item) != nullptr;
+      if (container.is_mapping()) {
+        check_hashable(item);
+        return container.as_dict().find(item) != nullptr;
+      }
       break;
     default:
       break;

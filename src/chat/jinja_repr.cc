@@ -140,6 +140,9 @@ std::string repr_at(const Value& v, int depth) {
           return "[" + join_repr(l.items, depth) + "]";
         case ListKind::kTuple:
           return "(" + join_repr(l.items, depth) + (l.items.size() == 1 ? ",)" : ")");
+        case ListKind::kRange:
+          return "range(" + std::to_string(l.range_start) + ", " + std::to_string(l.range_stop) +
+                 (l.range_step == 1 ? ")" : ", " + std::to_string(l.range_step) + ")");
         case ListKind::kIterator:
           return "<generator object>";
         case ListKind::kDictItems:

@@ -346,12 +346,15 @@ std::string convert_percent(const Value& v, const std::string& flags, int64_t wi
 std::string percent_format(std::string_view fmt, const Value& args) {
   std::vector<Value> positional;
   const DictData* mapping = nullptr;
+  // Like Python, a single argument that supports [] (a dict or a list) may go unused.
+  bool mapping_like = false;
   if (args.is_list() && args.as_list().kind == ListKind::kTuple) {
     positional = args.as_list().items;
   } else if (args.is_mapping()) {
     mapping = &args.as_dict();
   } else {
     positional.push_back(args);
+    mapping_like = args.is_indexable() || args.is_undefined();
   }
   size_t next = 0;
   std::string out;
@@ -405,7 +408,7 @@ std::string percent_format(std::string_view fmt, const Value& args) {
     }
     out += convert_percent(*arg, flags, width, precision, type);
   }
-  if (!mapping && next < positional.size())
+  if (!mapping && !mapping_like && next < positional.size())
     throw TemplateError("not all arguments converted during string formatting");
   return out;
 }

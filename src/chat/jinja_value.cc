@@ -100,6 +100,10 @@ bool Value::is_mapping() const {
   return is_dict() && as_dict().kind == DictKind::kDict;
 }
 
+bool Value::is_indexable() const {
+  return is_sequence_list() || (is_list() && as_list().kind == ListKind::kRange);
+}
+
 bool Value::is_sequence_list() const {
   return is_list() && (as_list().kind == ListKind::kList || as_list().kind == ListKind::kTuple);
 }
@@ -266,6 +270,13 @@ int compare(const Value& a, const Value& b, std::string_view op) {
   return compare_at(a, b, op, 0);
 }
 
+void check_hashable(const Value& v) {
+  if ((v.is_list() && v.as_list().kind == ListKind::kList) || v.is_mapping())
+    throw TemplateError("unhashable type: '" + type_name(v) + "'");
+  if (v.is_list() && v.as_list().kind == ListKind::kTuple)
+    for (const Value& item : v.as_list().items) check_hashable(item);
+}
+
 std::string type_name(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kUndefined:
@@ -286,6 +297,8 @@ std::string type_name(const Value& v) {
           return "list";
         case ListKind::kTuple:
           return "tuple";
+        case ListKind::kRange:
+          return "range";
         case ListKind::kIterator:
           return "generator";
         case ListKind::kDictItems:

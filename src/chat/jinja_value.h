@@ -29,9 +29,17 @@ struct CallArgs {
 
 using NativeFunction = std::function<Value(CallArgs&)>;
 
-/// What a list-like value is in Python: list, tuple, a one-shot iterator (what select, map,
-/// reverse and friends return), or a dict view.
-enum class ListKind : uint8_t { kList, kTuple, kIterator, kDictItems, kDictKeys, kDictValues };
+/// What a list-like value is in Python: list, tuple, range, a one-shot iterator (what select,
+/// map, reverse and friends return), or a dict view.
+enum class ListKind : uint8_t {
+  kList,
+  kTuple,
+  kRange,
+  kIterator,
+  kDictItems,
+  kDictKeys,
+  kDictValues
+};
 /// What a mapping-like value is: a dict, a namespace() object, or a for loop's `loop`.
 enum class DictKind : uint8_t { kDict, kNamespace, kLoop };
 
@@ -87,8 +95,10 @@ class Value {
   bool is_function() const { return kind_ == Kind::kFunction; }
   /// A plain dict (not a namespace or loop object).
   bool is_mapping() const;
-  /// A list or tuple (indexable and with a length).
+  /// A list or tuple.
   bool is_sequence_list() const;
+  /// A list, tuple or range: what integer subscripts and slices work on.
+  bool is_indexable() const;
 
   bool as_bool() const { return std::get<bool>(data_); }
   /// The integer of a bool or int.
@@ -120,6 +130,9 @@ struct ListData {
   ListKind kind = ListKind::kList;
   int depth = 1;
   std::vector<Value> items;
+  int64_t range_start = 0;  // the arguments of a range, for printing it
+  int64_t range_stop = 0;
+  int64_t range_step = 1;
 };
 
 struct DictData {
@@ -148,6 +161,8 @@ bool equals(const Value& a, const Value& b);
 /// Python ordering: negative, zero or positive; throws TemplateError for unorderable types
 /// (`op` names the operator in the message).
 int compare(const Value& a, const Value& b, std::string_view op = "<");
+/// Throws Python's "unhashable type" error for values that cannot be dict keys (lists, dicts).
+void check_hashable(const Value& v);
 /// Python's type name: 'str', 'int', 'NoneType', 'list', 'dict', ...
 std::string type_name(const Value& v);
 /// How jinja2 names an object in "... has no attribute" messages: 'dict object', 'None', ...

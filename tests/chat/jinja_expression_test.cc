@@ -64,8 +64,9 @@ TEST(JinjaExpressions, Arithmetic) {
       {"filters bind tighter than operators",
        "{{ 'ab' ~ 'cd'|upper }} {{ 1 + [1, 2]|length }} {{ -3|abs }}", "{}", "abCD 3 3"},
       {"percent formats strings",
-       "{{ '%s has %d items' % ('cart', 3) }} {{ '%.2f' % 3.14159 }} {{ '%s' % 'one' }}", "{}",
-       "cart has 3 items 3.14 one"},
+       "{{ '%s has %d items' % ('cart', 3) }} {{ '%.2f' % 3.14159 }} {{ '%s' % 'one' }} [{{ '%s' % "
+       "missing }}] {{ 'no fields' % [1] }}",
+       "{}", "cart has 3 items 3.14 one [] no fields"},
   });
 }
 // Comparisons and membership tests.
@@ -173,6 +174,10 @@ TEST(JinjaExpressions, PythonRepr) {
        R"J({"x": null, "y": false})J", "None True False None False"},
       {"dict views", "{{ d.items() }} {{ d.keys() }} {{ d.values() }}", R"J({"d": {"a": 1}})J",
        "dict_items([('a', 1)]) dict_keys(['a']) dict_values([1])"},
+      {"ranges",
+       "{{ range(3) }} {{ range(1, 10, 2) }} {{ range(5)[1:] }} {{ range(4)[::-1] }} {{ "
+       "range(3)[1] }} {{ range(3) == range(3) }} {{ range(0)|list }}",
+       "{}", "range(0, 3) range(1, 10, 2) range(1, 5) range(3, -1, -1) 1 True []"},
   });
 }
 // Undefined values: silent when printed or tested, errors when used.

@@ -200,6 +200,9 @@ TEST(JinjaFilters, SequenceFilters) {
        "ms|selectattr('missing', 'undefined')|list|length }}",
        R"J({"ms": [{"role": "user", "c": 1}, {"role": "sys", "c": 0}]})J",
        "[{'role': 'user', 'c': 1}] [0] 1 2"},
+      {"select on a false value is empty",
+       "{{ 0|select|list }} {{ false|reject('odd')|list }} {{ none|map('upper')|list }}", "{}",
+       "[] [] []"},
       {"generators are always true",
        "{% if [1]|select('odd') %}a{% endif %}{% if []|select('odd') %}b{% endif %}{% if "
        "[]|select('odd')|list %}c{% endif %}",

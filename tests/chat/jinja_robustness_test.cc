@@ -92,6 +92,22 @@ TEST(ChatTemplateApi, BytesThatAreNotUtf8PassThrough) {
                                           "a"));
 }
 
+// transformers registers a {% generation %} tag (AssistantTracker) that renders its body; the body
+// is a call block, so assignments inside it stay inside.
+TEST(ChatTemplateApi, GenerationBlocksRenderTheirBody) {
+  const json ctx = {{"messages", json::array({{{"role", "user"}, {"content", "hi"}},
+                                              {{"role", "assistant"}, {"content", "hello"}}})}};
+  EXPECT_EQ(ChatTemplate("{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}"
+                         "{{ m.content }}{% endgeneration %}{% else %}{{ m.content }}{% endif %}|"
+                         "{% endfor %}")
+                .render(ctx),
+            "hi|hello|");
+  EXPECT_EQ(
+      render("{% set x = 1 %}{% generation %}{% set x = 2 %}{{ x }}{% endgeneration %}{{ x }}"),
+      "21");
+  expect_error([] { render("{% generation %}unclosed"); }, "'endgeneration'");
+}
+
 TEST(JinjaRobustness, NestingIsBounded) {
   // Parentheses, lists and blocks nested far beyond any real template fail cleanly.
   expect_error(
