@@ -211,6 +211,7 @@ class GgufFile {
 
  private:
   friend struct GgufParser;
+  GgufFile() = default;
   std::shared_ptr<const detail::GgufSource> src_;
   uint32_t version_ = 0;
   size_t alignment_ = 32;
