@@ -213,7 +213,6 @@ class Interpreter {
       }
       items = std::move(kept);
     }
-    if (items.empty()) return exec_body(s.bodies[1], child(frame), out);
 
     auto loop = std::make_shared<DictData>();
     loop->kind = DictKind::kLoop;
@@ -240,6 +239,7 @@ class Interpreter {
       return Value::boolean(true);
     });
     const Value loop_value = Value::from_dict(loop);
+    bool completed = false;
     for (int64_t i = 0; i < n; ++i) {
       const auto u = static_cast<size_t>(i);
       e[kIndex0].second = Value::integer(i);
@@ -253,8 +253,13 @@ class Interpreter {
       FramePtr inner = child(frame);
       bind(*inner, s.names, s.unpack, items[u]);
       inner->vars["loop"] = loop_value;
-      if (exec_body(s.bodies[0], inner, out) == Flow::kBreak) break;
+      const Flow flow = exec_body(s.bodies[0], inner, out);
+      if (flow == Flow::kNormal) completed = true;
+      if (flow == Flow::kBreak) break;
     }
+    // As in jinja2, the else block runs unless an iteration reached the end of the body: a loop
+    // whose every iteration ends in break or continue runs it too.
+    if (!completed) return exec_body(s.bodies[1], child(frame), out);
     return Flow::kNormal;
   }
 

@@ -183,6 +183,11 @@ TEST(JinjaSyntax, ForLoops) {
       {"else runs for empty iterables", "{% for x in [] %}a{% else %}empty{% endfor %}", "{}",
        "empty"},
       {"else does not run otherwise", "{% for x in [1] %}a{% else %}empty{% endfor %}", "{}", "a"},
+      {"else runs when every iteration breaks or continues",
+       "{% for x in [1, 2] %}{% continue %}{% else %}E{% endfor %}|{% for x in [1, 2] %}{% break "
+       "%}{% else %}E{% endfor %}|{% for x in [1, 2] %}{% if x == 2 %}{% break %}{% endif %}{% "
+       "else %}E{% endfor %}",
+       "{}", "E|E|"},
       {"undefined iterates as empty", "{% for x in missing %}a{% else %}none{% endfor %}", "{}",
        "none"},
       {"filter clause",
