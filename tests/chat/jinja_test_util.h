@@ -2,6 +2,8 @@
 // compare with the expected text, or expect an anvil::Error naming the line and the problem.
 #pragma once
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,46 @@ inline void expect_errors(const std::vector<ErrorCase>& cases) {
       const std::string prefix = "chat template: line " + std::to_string(c.line) + ": ";
       EXPECT_EQ(message.rfind(prefix, 0), 0u) << message;
       EXPECT_NE(message.find(c.fragment), std::string::npos) << message;
+    }
+  }
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot open " << path;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// One rendering of a model's chat template.
+struct ModelCase {
+  const char* label;
+  const char* context;   // JSON object
+  const char* expected;  // the rendered text, or a fragment of the error message when `error`
+  bool error = false;
+};
+
+inline void expect_model(const std::string& tmpl, const std::vector<ModelCase>& cases) {
+  const ChatTemplate compiled(tmpl);
+  for (const ModelCase& c : cases) {
+    SCOPED_TRACE(c.label);
+    const auto context = nlohmann::ordered_json::parse(c.context);
+    if (!c.error) {
+      try {
+        EXPECT_EQ(compiled.render(context), c.expected);
+      } catch (const Error& e) {
+        ADD_FAILURE() << "threw: " << e.what();
+      }
+      continue;
+    }
+    try {
+      compiled.render(context);
+      ADD_FAILURE() << "expected an error containing: " << c.expected;
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message.rfind("chat template: line ", 0), 0u) << message;
+      EXPECT_NE(message.find(c.expected), std::string::npos) << message;
     }
   }
 }

@@ -1,31 +1,25 @@
 // Renders the Qwen3 chat template from tokenizer_config.json for every case of the transformers
 // fixture qwen3_chat.json and compares with the text transformers produced.
-#include <fstream>
-#include <sstream>
-
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "anvil/chat_template.h"
+#include "chat/jinja_test_util.h"
 #include "test_data.h"
 
-namespace anvil {
+namespace anvil::test {
 namespace {
 
 using json = nlohmann::ordered_json;
 
 json read_json(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in.good()) << path;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
+  return json::parse(read_file(path));
 }
 
 TEST(ChatTemplateQwen3, MatchesTransformersOnEveryFixtureCase) {
-  const json config = read_json(test::data_dir() + "/chat/qwen3_tokenizer_config.json");
+  const json config = read_json(data_dir() + "/chat/qwen3_tokenizer_config.json");
   const ChatTemplate tmpl(config.at("chat_template").get<std::string>());
-  const json cases = read_json(test::data_dir() + "/chat/qwen3_chat.json");
+  const json cases = read_json(data_dir() + "/chat/qwen3_chat.json");
   ASSERT_EQ(cases.size(), 12u);
   for (size_t i = 0; i < cases.size(); ++i) {
     const json& c = cases[i];
@@ -39,4 +33,4 @@ TEST(ChatTemplateQwen3, MatchesTransformersOnEveryFixtureCase) {
 }
 
 }  // namespace
-}  // namespace anvil
+}  // namespace anvil::test
