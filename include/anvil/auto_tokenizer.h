@@ -45,7 +45,7 @@ struct ChatOptions {
 class PreTrainedTokenizer {
  public:
   /// Loads a folder (tokenizer.json required, tokenizer_config.json and chat_template.jinja
-  /// optional) or a Hub id from the Hugging Face cache.
+  /// optional), a .gguf file (its tokenizer.* metadata), or a Hub id from the Hugging Face cache.
   static PreTrainedTokenizer from_pretrained(const std::string& model);
 
   /// Ids of `text`, with BOS/EOS as the tokenizer's config asks when `add_special_tokens`.
@@ -71,6 +71,7 @@ class PreTrainedTokenizer {
   const std::string& padding_side() const { return padding_side_; }
 
  private:
+  static PreTrainedTokenizer from_gguf(const std::string& path);
   std::optional<int64_t> id_of(const std::string& token) const;
 
   Tokenizer tokenizer_;

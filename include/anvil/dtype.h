@@ -27,10 +27,27 @@ enum class DType : uint8_t {
   boolean,
   f8_e4m3,
   f8_e5m2,
+  // ggml's block-quantized types (GGUF): a block of 32 or 256 values shares its scales.
+  q8_0,
+  q4_0,
+  q4_1,
+  q5_0,
+  q5_1,
+  q2_k,
+  q3_k,
+  q4_k,
+  q5_k,
+  q6_k,
 };
 
-/// Bytes per element.
+/// Bytes per element; 0 for block-quantized types (use dtype_nbytes).
 size_t dtype_size(DType t);
+/// True for the ggml block-quantized types.
+bool is_quantized(DType t);
+/// Values per block: 1 for element types, 32 or 256 for quantized ones.
+int64_t dtype_block_elems(DType t);
+/// Bytes of `n` values (n a multiple of the block size for quantized types).
+size_t dtype_nbytes(DType t, int64_t n);
 /// Short name used in messages and on the command line ("f32", "bf16", ...).
 std::string_view dtype_name(DType t);
 /// Parses "f32"/"float32", "bf16"/"bfloat16", "f16"/"float16" (the dtypes a model can run in).
@@ -64,7 +81,8 @@ float f8_e4m3_to_f32(uint8_t bits);
 /// float8 e5m2 -> float.
 float f8_e5m2_to_f32(uint8_t bits);
 
-/// Converts `n` elements of `src_type` at `src` into float32 at `dst`.
+/// Converts `n` elements of `src_type` at `src` into float32 at `dst` (quantized types are
+/// dequantized exactly as ggml does; n must be a multiple of their block size).
 void convert_to_f32(const void* src, DType src_type, float* dst, size_t n);
 /// Converts `n` float32 values into `dst_type` (f32, bf16, f16) at `dst`.
 void convert_from_f32(const float* src, void* dst, DType dst_type, size_t n);

@@ -59,7 +59,8 @@ struct GenerateOptions {
 
 class CausalLM {
  public:
-  /// Loads a model folder (config.json + safetensors) or a Hub id from the Hugging Face cache.
+  /// Loads a model folder (config.json + safetensors), a .gguf file, or a Hub id from the
+  /// Hugging Face cache.
   static CausalLM from_pretrained(const std::string& model, const ModelOptions& options = {});
 
   const ModelConfig& config() const;
@@ -80,6 +81,8 @@ class CausalLM {
                                 const GenerateOptions& opts) const;
 
  private:
+  static CausalLM from_gguf(const std::string& path, const ModelOptions& options);
+
   std::shared_ptr<Decoder> decoder_;
   GenerationConfig generation_config_;
 };

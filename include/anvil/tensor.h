@@ -41,7 +41,7 @@ class Tensor {
   /// Size of dimension `d`; negative counts from the end.
   int64_t size(int64_t d) const;
   int64_t numel() const { return shape_numel(shape_); }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  size_t nbytes() const { return dtype_nbytes(dtype_, numel()); }
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }
   bool is_contiguous() const;

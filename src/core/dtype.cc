@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "anvil/error.h"
+#include "core/quant_types.h"
 
 namespace anvil {
 
@@ -25,8 +26,23 @@ size_t dtype_size(DType t) {
     case DType::f8_e4m3:
     case DType::f8_e5m2:
       return 1;
+    default:
+      return 0;  // block-quantized
   }
-  return 0;
+}
+
+bool is_quantized(DType t) {
+  return t >= DType::q8_0;
+}
+
+int64_t dtype_block_elems(DType t) {
+  if (!is_quantized(t)) return 1;
+  return quant_block_elems(t);
+}
+
+size_t dtype_nbytes(DType t, int64_t n) {
+  if (!is_quantized(t)) return static_cast<size_t>(n) * dtype_size(t);
+  return static_cast<size_t>(n / quant_block_elems(t)) * quant_block_bytes(t);
 }
 
 std::string_view dtype_name(DType t) {
@@ -55,8 +71,9 @@ std::string_view dtype_name(DType t) {
       return "f8_e4m3";
     case DType::f8_e5m2:
       return "f8_e5m2";
+    default:
+      return quant_name(t);
   }
-  return "?";
 }
 
 std::optional<DType> parse_compute_dtype(std::string_view s) {
@@ -127,6 +144,10 @@ float f8_e5m2_to_f32(uint8_t b) {
 }
 
 void convert_to_f32(const void* src, DType src_type, float* dst, size_t n) {
+  if (is_quantized(src_type)) {
+    dequantize(src_type, src, dst, static_cast<int64_t>(n));
+    return;
+  }
   switch (src_type) {
     case DType::f32:
       std::memcpy(dst, src, n * 4);
@@ -182,6 +203,8 @@ void convert_to_f32(const void* src, DType src_type, float* dst, size_t n) {
       for (size_t i = 0; i < n; ++i) dst[i] = s[i];
       return;
     }
+    default:
+      return;  // quantized: handled above
   }
 }
 

@@ -60,8 +60,13 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape) {
     if (d < 0) throw Error("tensor shape " + shape_str(shape) + " has a negative dimension");
   }
+  if (is_quantized(dtype) && (shape.empty() || shape.back() % dtype_block_elems(dtype) != 0)) {
+    throw Error("a " + std::string(dtype_name(dtype)) + " tensor needs rows of a multiple of " +
+                std::to_string(dtype_block_elems(dtype)) + " values, got shape " +
+                shape_str(shape));
+  }
   Tensor t;
-  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  const size_t bytes = dtype_nbytes(dtype, shape_numel(shape));
   auto buffer = backend_for(device).allocate(device, bytes == 0 ? 1 : bytes);
   t.data_ = buffer->data();
   t.owner_ = std::move(buffer);
@@ -169,9 +174,13 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
                 ") out of bounds for dimension " + std::to_string(d) + " of size " +
                 std::to_string(shape_[d]));
   }
+  const int64_t skipped = start * strides_[d];
+  if (is_quantized(dtype_) && skipped % dtype_block_elems(dtype_) != 0) {
+    throw Error("narrow: a " + std::string(dtype_name(dtype_)) +
+                " tensor can only be cut at block boundaries");
+  }
   Tensor t = *this;
-  t.data_ =
-      static_cast<char*>(data_) + start * strides_[d] * static_cast<int64_t>(dtype_size(dtype_));
+  t.data_ = static_cast<char*>(data_) + dtype_nbytes(dtype_, skipped);
   t.shape_[d] = length;
   return t;
 }
@@ -243,6 +252,17 @@ void Tensor::copy_from(const Tensor& src) {
   }
   if (same_layout) {
     std::memcpy(data_, src.data_, nbytes());
+    return;
+  }
+  if (is_quantized(dtype_) || is_quantized(src.dtype_)) {
+    if (is_quantized(dtype_)) {
+      throw Error("copy: quantizing to " + std::string(dtype_name(dtype_)) + " is not supported");
+    }
+    if (!src.is_contiguous()) throw Error("copy: a quantized source must be contiguous");
+    // Dequantize, then convert to the destination type.
+    std::vector<float> values(static_cast<size_t>(numel()));
+    convert_to_f32(src.data_, src.dtype_, values.data(), values.size());
+    copy_from(Tensor::from_f32(values, shape_));
     return;
   }
   // Host strided copy with conversion through float32 (exact for every integer this

@@ -7,6 +7,7 @@
 #include "formats/model_path.h"
 #include "generate/generate.h"
 #include "models/decoder.h"
+#include "models/gguf_model.h"
 
 namespace anvil {
 namespace fs = std::filesystem;
@@ -37,11 +38,9 @@ Batch Batch::left_padded(const std::vector<std::vector<int64_t>>& prompts, int64
 
 CausalLM CausalLM::from_pretrained(const std::string& model, const ModelOptions& options) {
   const std::string path = resolve_model_path(model);
+  if (is_gguf_path(path) && !fs::is_directory(path)) return from_gguf(path, options);
   if (!fs::is_directory(path)) {
-    if (fs::path(path).extension() == ".gguf") {
-      throw Error(path + ": GGUF files are not supported yet; give a Hugging Face model folder");
-    }
-    throw Error(path + ": expected a model folder holding config.json and *.safetensors");
+    throw Error(path + ": expected a model folder (config.json and *.safetensors) or a .gguf file");
   }
   const std::string config_path = (fs::path(path) / "config.json").string();
   if (!fs::exists(config_path)) throw Error(path + ": no config.json in this folder");
@@ -63,6 +62,26 @@ CausalLM CausalLM::from_pretrained(const std::string& model, const ModelOptions&
   lm.decoder_ =
       std::make_shared<Decoder>(std::move(config), std::move(weights), dtype, device, attention);
   lm.generation_config_ = std::move(gen);
+  return lm;
+}
+
+CausalLM CausalLM::from_gguf(const std::string& path, const ModelOptions& options) {
+  GgufModel gguf = open_gguf_model(path);
+  const Device device = Device::parse(options.device_map);
+  backend_for(device);
+  // Unset dtype keeps each tensor as stored: quantized blocks stay quantized, F32 norms F32.
+  if (options.dtype && *options.dtype != DType::f32 && *options.dtype != DType::bf16 &&
+      *options.dtype != DType::f16) {
+    throw Error("dtype " + std::string(dtype_name(*options.dtype)) + " is not a model dtype");
+  }
+  const ops::AttentionImpl attention = parse_attention(options.attn_implementation);
+  ModelWeights weights = load_weights(*gguf.weights, gguf.config, options.dtype, device);
+  const DType dtype = options.dtype.value_or(
+      weights.layers.empty() ? weights.embed_tokens.dtype() : weights.layers[0].q_proj.dtype());
+  CausalLM lm;
+  lm.decoder_ = std::make_shared<Decoder>(std::move(gguf.config), std::move(weights), dtype, device,
+                                          attention);
+  lm.generation_config_ = std::move(gguf.generation);
   return lm;
 }
 

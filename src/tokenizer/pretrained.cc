@@ -7,8 +7,11 @@
 #include "anvil/auto_tokenizer.h"
 #include "anvil/chat_template.h"
 #include "anvil/error.h"
+#include "anvil/gguf.h"
 #include "formats/mapped_file.h"
 #include "formats/model_path.h"
+#include "models/gguf_model.h"
+#include "tokenizer/gguf_vocab.h"
 
 namespace anvil {
 namespace fs = std::filesystem;
@@ -45,8 +48,9 @@ std::string clean_up_spaces(std::string s) {
 
 PreTrainedTokenizer PreTrainedTokenizer::from_pretrained(const std::string& model) {
   const std::string dir = resolve_model_path(model);
+  if (is_gguf_path(dir) && !fs::is_directory(dir)) return from_gguf(dir);
   if (!fs::is_directory(dir)) {
-    throw Error(dir + ": expected a folder holding tokenizer.json");
+    throw Error(dir + ": expected a folder holding tokenizer.json, or a .gguf file");
   }
   const fs::path tj = fs::path(dir) / "tokenizer.json";
   if (!fs::exists(tj)) {
@@ -118,6 +122,32 @@ PreTrainedTokenizer PreTrainedTokenizer::from_pretrained(const std::string& mode
   for (const std::string* tok : {&t.bos_token_, &t.eos_token_, &t.pad_token_}) {
     if (!tok->empty() && !t.tokenizer_.token_to_id(*tok)) {
       throw Error(source + ": special token '" + *tok + "' is not in tokenizer.json's vocabulary");
+    }
+  }
+  return t;
+}
+
+PreTrainedTokenizer PreTrainedTokenizer::from_gguf(const std::string& path) {
+  const GgufFile file = GgufFile::open(path);
+  const GgufVocab vocab = read_gguf_vocab(file);
+  PreTrainedTokenizer t;
+  t.tokenizer_ = Tokenizer::from_json_text(tokenizer_json_from_gguf(vocab, path).dump(), path);
+  auto name = [&](const std::optional<int64_t>& id) {
+    return id ? vocab.tokens[static_cast<size_t>(*id)] : std::string();
+  };
+  t.bos_token_ = name(vocab.bos);
+  t.eos_token_ = name(vocab.eos);
+  t.pad_token_ = name(vocab.pad);
+  t.unk_token_ = name(vocab.unk);
+  if (const auto ctx =
+          file.find_u64(std::string(file.get_string("general.architecture")) + ".context_length")) {
+    t.model_max_length_ = static_cast<int64_t>(*ctx);
+  }
+  if (const auto tmpl = file.find_string("tokenizer.chat_template")) {
+    try {
+      t.templates_["default"] = std::make_shared<const ChatTemplate>(std::string(*tmpl));
+    } catch (const Error& e) {
+      throw Error(path + ": tokenizer.chat_template: " + e.what());
     }
   }
   return t;

@@ -5,6 +5,8 @@
 
 #include "anvil/error.h"
 #include "core/thread_pool.h"
+#include "formats/default_model.h"
+#include "formats/model_path.h"
 
 namespace anvil::cli {
 
@@ -90,6 +92,25 @@ GenerateOptions SamplingFlags::options() const {
   if (repetition_penalty >= 0) o.repetition_penalty = static_cast<float>(repetition_penalty);
   o.seed = seed;
   return o;
+}
+
+bool is_model_reference(const std::string& s) {
+  // A path or Hub id has no whitespace and a slash or a .gguf suffix; a prompt usually has
+  // spaces. Anything that resolves is a model whatever it looks like.
+  const bool path_like = s.find_first_of(" \t\n") == std::string::npos &&
+                         (s.find('/') != std::string::npos ||
+                          (s.size() > 5 && s.compare(s.size() - 5, 5, ".gguf") == 0));
+  if (path_like) return true;
+  try {
+    resolve_model_path(s);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+std::string model_or_default(const std::string& model) {
+  return model.empty() ? ensure_default_model() : model;
 }
 
 Batch batch_from_flags(const std::string& ids, const std::string& mask) {

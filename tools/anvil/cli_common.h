@@ -37,6 +37,12 @@ struct SamplingFlags {
   GenerateOptions options() const;
 };
 
+/// True when `s` names a model: it looks like a path or Hub id (no spaces; a slash or .gguf), or
+/// resolves to a file, folder or cached Hub model.
+bool is_model_reference(const std::string& s);
+/// `model`, or the default model (fetched into the cache on first use) when `model` is empty.
+std::string model_or_default(const std::string& model);
+
 /// The batch from --input-ids and --attention-mask.
 Batch batch_from_flags(const std::string& ids, const std::string& mask);
 

@@ -22,13 +22,15 @@ void add_chat(CLI::App& app) {
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand(
       "chat", "chat interactively (one message per line; /reset clears, empty line or EOF quits)");
-  cmd->add_option("MODEL", f->model, "model folder or Hub id in the Hugging Face cache")
-      ->required();
+  cmd->add_option("MODEL", f->model,
+                  "model folder, .gguf file or Hub id (default: SmolLM2-135M-Instruct Q4_1, "
+                  "fetched once into ~/.cache/anvil)");
   cmd->add_option("--system", f->system, "a system message");
   cmd->add_option("--enable-thinking", f->thinking, "true or false (Qwen3 templates)");
   f->sampling.add_to(*cmd);
   f->model_flags.add_to(*cmd);
   cmd->callback([f] {
+    f->model = model_or_default(f->model);
     ChatOptions chat;
     chat.add_generation_prompt = true;
     if (f->thinking == "true" || f->thinking == "false") {

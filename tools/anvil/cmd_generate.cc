@@ -10,6 +10,7 @@ namespace anvil::cli {
 
 void add_generate(CLI::App& app) {
   struct Flags {
+    std::vector<std::string> positional;
     std::string model, prompt, ids, mask;
     bool output_ids = false;
     SamplingFlags sampling;
@@ -17,9 +18,11 @@ void add_generate(CLI::App& app) {
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("generate", "continue a prompt");
-  cmd->add_option("MODEL", f->model, "model folder or Hub id in the Hugging Face cache")
-      ->required();
-  cmd->add_option("PROMPT", f->prompt, "text prompt (streamed continuation is printed)");
+  cmd->add_option("MODEL_PROMPT", f->positional,
+                  "[MODEL] [PROMPT]: a model folder, .gguf file or Hub id (default: the default "
+                  "model, SmolLM2-135M-Instruct Q4_1), and a text prompt whose continuation is "
+                  "streamed")
+      ->expected(0, 2);
   cmd->add_option("--input-ids", f->ids, "prompt as rows of ids: \"1,2,3;4,5,6\"");
   cmd->add_option("--attention-mask", f->mask, "rows of 0/1 for --input-ids (0 = left padding)");
   cmd->add_flag("--output-ids", f->output_ids,
@@ -27,8 +30,16 @@ void add_generate(CLI::App& app) {
   f->sampling.add_to(*cmd);
   f->model_flags.add_to(*cmd);
   cmd->callback([f] {
+    // One positional argument is the model when it names one, else the prompt.
+    if (f->positional.size() == 2) {
+      f->model = f->positional[0];
+      f->prompt = f->positional[1];
+    } else if (f->positional.size() == 1) {
+      (is_model_reference(f->positional[0]) ? f->model : f->prompt) = f->positional[0];
+    }
     if (f->prompt.empty() == f->ids.empty())
       throw Error("give a PROMPT or --input-ids (one of them)");
+    f->model = model_or_default(f->model);
     GenerateOptions o = f->sampling.options();
     const CausalLM model = CausalLM::from_pretrained(f->model, f->model_flags.options());
     if (!f->ids.empty()) {

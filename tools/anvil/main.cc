@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   anvil::cli::add_detokenize(app);
   anvil::cli::add_render_chat(app);
   anvil::cli::add_chat(app);
+  anvil::cli::add_default_model(app);
 
   try {
     app.parse(argc, argv);

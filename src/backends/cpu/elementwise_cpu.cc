@@ -23,6 +23,19 @@ void embedding_kernel(const ops::EmbeddingArgs& a) {
   }
 }
 
+// A quantized table: each looked-up row is dequantized on its own.
+void embedding_quant_kernel(const ops::EmbeddingArgs& a) {
+  const int64_t n = a.ids.size(0), h = a.table.size(1);
+  const int64_t* ids = a.ids.data<int64_t>();
+  const size_t row_bytes = dtype_nbytes(a.table.dtype(), h);
+  const auto* table = static_cast<const uint8_t*>(a.table.raw());
+  float* out = a.out.data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    convert_to_f32(table + static_cast<size_t>(ids[i]) * row_bytes, a.table.dtype(), out + i * h,
+                   static_cast<size_t>(h));
+  }
+}
+
 void swiglu_kernel(const ops::SwigluArgs& a) {
   const float* g = a.gate.data<float>();
   const float* u = a.up.data<float>();
@@ -51,6 +64,10 @@ void register_cpu_elementwise() {
       register_kernel<ops::EmbeddingArgs>(ops::kEmbedding, DeviceType::cpu, DType::f32, w,
                                           &cpu::embedding_kernel<W>);
     });
+  }
+  for (DType w : cpu::kCpuQuantTypes) {
+    register_kernel<ops::EmbeddingArgs>(ops::kEmbedding, DeviceType::cpu, DType::f32, w,
+                                        &cpu::embedding_quant_kernel);
   }
   register_kernel<ops::SwigluArgs>(ops::kSwiglu, DeviceType::cpu, DType::f32, DType::f32,
                                    &cpu::swiglu_kernel);

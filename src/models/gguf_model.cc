@@ -1,0 +1,284 @@
+// GGUF -> the decoder. llama.cpp's converter permutes the rows of Llama's q and k projections so
+// its interleaved RoPE can use them (convert_hf_to_gguf.py's `permute`); anvil's RoPE is
+// transformers' half-split one, so those rows are put back. Qwen2/Qwen3 files are not permuted
+// (llama.cpp runs them with NEOX, i.e. half-split, RoPE).
+#include "models/gguf_model.h"
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "anvil/error.h"
+#include "anvil/gguf.h"
+#include "core/quant_types.h"
+
+namespace anvil {
+namespace {
+
+struct ArchInfo {
+  const char* gguf;
+  const char* hf_class;
+  const char* model_type;
+  bool permuted_qk;
+};
+
+constexpr ArchInfo kArchs[] = {
+    {"llama", "LlamaForCausalLM", "llama", true},
+    {"qwen2", "Qwen2ForCausalLM", "qwen2", false},
+    {"qwen3", "Qwen3ForCausalLM", "qwen3", false},
+};
+
+// Hugging Face name -> GGUF name.
+std::string gguf_name(const std::string& hf) {
+  static const std::pair<const char*, const char*> kLayer[] = {
+      {"input_layernorm.weight", "attn_norm.weight"},
+      {"self_attn.q_proj.weight", "attn_q.weight"},
+      {"self_attn.k_proj.weight", "attn_k.weight"},
+      {"self_attn.v_proj.weight", "attn_v.weight"},
+      {"self_attn.o_proj.weight", "attn_output.weight"},
+      {"self_attn.q_proj.bias", "attn_q.bias"},
+      {"self_attn.k_proj.bias", "attn_k.bias"},
+      {"self_attn.v_proj.bias", "attn_v.bias"},
+      {"self_attn.o_proj.bias", "attn_output.bias"},
+      {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+      {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+      {"post_attention_layernorm.weight", "ffn_norm.weight"},
+      {"mlp.gate_proj.weight", "ffn_gate.weight"},
+      {"mlp.up_proj.weight", "ffn_up.weight"},
+      {"mlp.down_proj.weight", "ffn_down.weight"},
+  };
+  if (hf == "model.embed_tokens.weight") return "token_embd.weight";
+  if (hf == "model.norm.weight") return "output_norm.weight";
+  if (hf == "lm_head.weight") return "output.weight";
+  const std::string prefix = "model.layers.";
+  if (hf.rfind(prefix, 0) == 0) {
+    const auto dot = hf.find('.', prefix.size());
+    const std::string layer = hf.substr(prefix.size(), dot - prefix.size());
+    const std::string rest = hf.substr(dot + 1);
+    for (const auto& [h, g] : kLayer) {
+      if (rest == h) return "blk." + layer + "." + g;
+    }
+  }
+  return "";
+}
+
+class GgufSource : public WeightSource {
+ public:
+  GgufSource(std::shared_ptr<const GgufFile> file, bool permuted_qk, int64_t heads,
+             int64_t kv_heads)
+      : file_(std::move(file)), permuted_qk_(permuted_qk), heads_(heads), kv_heads_(kv_heads) {}
+
+  bool contains(const std::string& name) const override { return info(name) != nullptr; }
+
+  Shape shape(const std::string& name) const override {
+    const GgufTensorInfo& t = need(name);
+    Shape s;
+    for (size_t i = t.dims.size(); i-- > 0;) s.push_back(static_cast<int64_t>(t.dims[i]));
+    return s;
+  }
+
+  DType dtype(const std::string& name) const override {
+    const GgufTensorInfo& t = need(name);
+    auto d = dtype_of_ggml(t.type);
+    if (!d) {
+      throw Error(describe(name) + " has type " + std::string(ggml_type_name(t.type)) +
+                  ", which anvil cannot run");
+    }
+    return *d;
+  }
+
+  Tensor load(const std::string& name) const override {
+    const GgufTensorInfo& t = need(name);
+    const Shape s = shape(name);
+    const DType d = dtype(name);
+    auto* data = const_cast<uint8_t*>(file_->tensor_data(t));
+    Tensor stored = Tensor::from_blob(data, s, d, Device::cpu(),
+                                      std::const_pointer_cast<void>(file_->keepalive()));
+    const int64_t heads = permute_heads(name);
+    return heads ? unpermute_rows(stored, heads) : stored;
+  }
+
+  std::string describe(const std::string& name) const override {
+    return file_->path() + ": tensor '" + gguf_name(name) + "' (" + name + ")";
+  }
+
+ private:
+  const GgufTensorInfo* info(const std::string& name) const {
+    const std::string g = gguf_name(name);
+    return g.empty() ? nullptr : file_->find_tensor(g);
+  }
+  const GgufTensorInfo& need(const std::string& name) const {
+    const GgufTensorInfo* t = info(name);
+    if (!t) throw Error(file_->path() + ": no tensor '" + gguf_name(name) + "' (" + name + ")");
+    return *t;
+  }
+  // Heads whose rows llama.cpp permuted for this tensor, or 0.
+  int64_t permute_heads(const std::string& name) const {
+    if (!permuted_qk_) return 0;
+    const auto ends = [&](const char* suffix) {
+      const std::string s(suffix);
+      return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+    };
+    if (ends("self_attn.q_proj.weight") || ends("self_attn.q_proj.bias")) return heads_;
+    if (ends("self_attn.k_proj.weight") || ends("self_attn.k_proj.bias")) return kv_heads_;
+    return 0;
+  }
+  // Within each head, GGUF row 2i holds HF row i and row 2i+1 holds HF row i + d/2. Rows are
+  // whole blocks, so quantized data moves without being decoded.
+  static Tensor unpermute_rows(const Tensor& t, int64_t heads) {
+    const int64_t rows = t.size(0);
+    const int64_t dim = rows / heads, half = dim / 2;
+    const size_t row_bytes =
+        t.dim() == 1 ? dtype_nbytes(t.dtype(), 1) : dtype_nbytes(t.dtype(), t.size(1));
+    Tensor out = Tensor::empty(t.shape(), t.dtype());
+    const auto* src = static_cast<const uint8_t*>(t.raw());
+    auto* dst = static_cast<uint8_t*>(out.raw());
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t j = 0; j < dim; ++j) {
+        const int64_t from = j < half ? 2 * j : 2 * (j - half) + 1;
+        std::memcpy(dst + static_cast<size_t>(h * dim + j) * row_bytes,
+                    src + static_cast<size_t>(h * dim + from) * row_bytes, row_bytes);
+      }
+    }
+    return out;
+  }
+
+  std::shared_ptr<const GgufFile> file_;
+  bool permuted_qk_;
+  int64_t heads_, kv_heads_;
+};
+
+int64_t meta_int(const GgufFile& f, const std::string& key, std::optional<int64_t> fallback = {}) {
+  const GgufValue* v = f.find(key);
+  if (!v) {
+    if (fallback) return *fallback;
+    throw Error(f.path() + ": metadata key '" + key + "' is missing");
+  }
+  return static_cast<int64_t>(v->as_u64());
+}
+
+double meta_float(const GgufFile& f, const std::string& key, double fallback) {
+  const GgufValue* v = f.find(key);
+  return v ? v->as_f64() : fallback;
+}
+
+}  // namespace
+
+bool is_gguf_path(const std::string& path) {
+  return std::filesystem::path(path).extension() == ".gguf";
+}
+
+GgufVocab read_gguf_vocab(const GgufFile& f) {
+  GgufVocab v;
+  const GgufValue* model = f.find("tokenizer.ggml.model");
+  if (!model) throw Error(f.path() + ": has no tokenizer (tokenizer.ggml.model is missing)");
+  v.model = std::string(model->as_string());
+  if (const GgufValue* pre = f.find("tokenizer.ggml.pre")) v.pre = std::string(pre->as_string());
+  const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
+  if (!tokens) throw Error(f.path() + ": metadata key 'tokenizer.ggml.tokens' is missing");
+  for (std::string_view t : tokens->as_string_array()) v.tokens.emplace_back(t);
+  if (const GgufValue* t = f.find("tokenizer.ggml.token_type")) {
+    for (int64_t x : t->as_int_array()) v.token_types.push_back(static_cast<int32_t>(x));
+  }
+  if (const GgufValue* s = f.find("tokenizer.ggml.scores")) {
+    v.scores = s->as_float_array();
+  }
+  if (const GgufValue* m = f.find("tokenizer.ggml.merges")) {
+    for (std::string_view x : m->as_string_array()) v.merges.emplace_back(x);
+  }
+  auto opt_id = [&](const char* key) -> std::optional<int64_t> {
+    const GgufValue* x = f.find(key);
+    if (!x) return std::nullopt;
+    return static_cast<int64_t>(x->as_u64());
+  };
+  auto opt_bool = [&](const char* key) -> std::optional<bool> {
+    const GgufValue* x = f.find(key);
+    if (!x) return std::nullopt;
+    return x->as_bool();
+  };
+  v.bos = opt_id("tokenizer.ggml.bos_token_id");
+  v.eos = opt_id("tokenizer.ggml.eos_token_id");
+  v.unk = opt_id("tokenizer.ggml.unknown_token_id");
+  v.pad = opt_id("tokenizer.ggml.padding_token_id");
+  v.add_bos = opt_bool("tokenizer.ggml.add_bos_token");
+  v.add_eos = opt_bool("tokenizer.ggml.add_eos_token");
+  v.add_space_prefix = opt_bool("tokenizer.ggml.add_space_prefix");
+  return v;
+}
+
+GgufModel open_gguf_model(const std::string& path) {
+  auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
+  const GgufFile& f = *file;
+  const GgufValue* arch_value = f.find("general.architecture");
+  if (!arch_value) throw Error(path + ": metadata key 'general.architecture' is missing");
+  const std::string arch(arch_value->as_string());
+  const ArchInfo* info = nullptr;
+  for (const auto& a : kArchs) {
+    if (arch == a.gguf) info = &a;
+  }
+  if (!info) {
+    throw Error(path + ": architecture '" + arch +
+                "' is not supported (anvil runs llama, qwen2, qwen3)");
+  }
+  GgufModel m;
+  ModelConfig& c = m.config;
+  c.architecture = info->hf_class;
+  c.model_type = info->model_type;
+  const std::string a = arch + ".";
+  c.num_hidden_layers = meta_int(f, a + "block_count");
+  c.hidden_size = meta_int(f, a + "embedding_length");
+  c.intermediate_size = meta_int(f, a + "feed_forward_length");
+  c.num_attention_heads = meta_int(f, a + "attention.head_count");
+  c.num_key_value_heads = meta_int(f, a + "attention.head_count_kv", c.num_attention_heads);
+  if (c.num_hidden_layers <= 0 || c.hidden_size <= 0 || c.intermediate_size <= 0 ||
+      c.num_attention_heads <= 0 || c.num_key_value_heads <= 0 ||
+      c.num_attention_heads % c.num_key_value_heads != 0) {
+    throw Error(path + ": inconsistent model dimensions in the " + arch + ".* metadata");
+  }
+  c.head_dim = meta_int(f, a + "attention.key_length", c.hidden_size / c.num_attention_heads);
+  if (c.head_dim <= 0 || c.head_dim % 2 != 0) throw Error(path + ": head dimension must be even");
+  c.max_position_embeddings = meta_int(f, a + "context_length", 2048);
+  c.rms_norm_eps = meta_float(f, a + "attention.layer_norm_rms_epsilon", 1e-6);
+  c.rope.theta = meta_float(f, a + "rope.freq_base", 10000.0);
+  if (const GgufValue* scaling = f.find(a + "rope.scaling.type")) {
+    const std::string type(scaling->as_string());
+    if (type != "none") {
+      throw Error(path + ": RoPE scaling '" + type + "' is not implemented for GGUF files");
+    }
+  }
+  if (f.find_tensor("rope_freqs.weight")) {
+    throw Error(path +
+                ": per-frequency RoPE factors (rope_freqs.weight, Llama 3.1 scaling) are "
+                "not implemented for GGUF files");
+  }
+  m.vocab = read_gguf_vocab(f);
+  c.vocab_size = static_cast<int64_t>(m.vocab.tokens.size());
+  c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
+  c.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.o_bias = f.find_tensor("blk.0.attn_output.bias") != nullptr;
+  c.mlp_bias = f.find_tensor("blk.0.ffn_up.bias") != nullptr;
+  c.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+  if (const GgufTensorInfo* emb = f.find_tensor("token_embd.weight")) {
+    if (emb->dims.size() == 2 && static_cast<int64_t>(emb->dims[1]) != c.vocab_size) {
+      throw Error(path + ": token_embd.weight has " + std::to_string(emb->dims[1]) +
+                  " rows but the tokenizer has " + std::to_string(c.vocab_size) + " tokens");
+    }
+  }
+  if (m.vocab.eos) c.eos_token_ids = {*m.vocab.eos};
+  if (const GgufValue* eot = f.find("tokenizer.ggml.eot_token_id")) {
+    const auto id = static_cast<int64_t>(eot->as_u64());
+    if (c.eos_token_ids.empty() || c.eos_token_ids[0] != id) c.eos_token_ids.push_back(id);
+  }
+  c.bos_token_id = m.vocab.bos;
+  c.pad_token_id = m.vocab.pad;
+  m.generation = GenerationConfig::from_model_config(c);
+  if (const GgufValue* t = f.find("tokenizer.chat_template")) {
+    m.chat_template = std::string(t->as_string());
+  }
+  m.weights = std::make_unique<GgufSource>(file, info->permuted_qk, c.num_attention_heads,
+                                           c.num_key_value_heads);
+  m.file = file;
+  return m;
+}
+
+}  // namespace anvil
