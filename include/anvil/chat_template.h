@@ -17,7 +17,9 @@ struct TemplateAst;
 }
 
 /// A compiled chat template. Compiles once, renders many times; rendering is const and may run
-/// concurrently from several threads.
+/// concurrently from several threads. Nesting depth, macro recursion, range() and string
+/// repetition are bounded, so hostile templates fail with an error rather than exhausting the
+/// stack (about 1 MB suffices at the limits) or memory.
 class ChatTemplate {
  public:
   /// Parses `source` (e.g. tokenizer_config.json's "chat_template"). Throws anvil::Error
