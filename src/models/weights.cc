@@ -57,6 +57,43 @@ class Scope {
 
 }  // namespace
 
+std::vector<std::pair<std::string, Shape>> hf_weight_names(const ModelConfig& c) {
+  const int64_t h = c.hidden_size, hd = c.head_dim, inter = c.intermediate_size;
+  const int64_t q_out = c.num_attention_heads * hd, kv_out = c.num_key_value_heads * hd;
+  std::vector<std::pair<std::string, Shape>> out;
+  out.push_back({"model.embed_tokens.weight", {c.vocab_size, h}});
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    out.push_back({p + "input_layernorm.weight", {h}});
+    out.push_back({p + "self_attn.q_proj.weight", {q_out, h}});
+    out.push_back({p + "self_attn.k_proj.weight", {kv_out, h}});
+    out.push_back({p + "self_attn.v_proj.weight", {kv_out, h}});
+    out.push_back({p + "self_attn.o_proj.weight", {h, q_out}});
+    if (c.qkv_bias) {
+      out.push_back({p + "self_attn.q_proj.bias", {q_out}});
+      out.push_back({p + "self_attn.k_proj.bias", {kv_out}});
+      out.push_back({p + "self_attn.v_proj.bias", {kv_out}});
+    }
+    if (c.o_bias) out.push_back({p + "self_attn.o_proj.bias", {h}});
+    if (c.qk_norm) {
+      out.push_back({p + "self_attn.q_norm.weight", {hd}});
+      out.push_back({p + "self_attn.k_norm.weight", {hd}});
+    }
+    out.push_back({p + "post_attention_layernorm.weight", {h}});
+    out.push_back({p + "mlp.gate_proj.weight", {inter, h}});
+    out.push_back({p + "mlp.up_proj.weight", {inter, h}});
+    out.push_back({p + "mlp.down_proj.weight", {h, inter}});
+    if (c.mlp_bias) {
+      out.push_back({p + "mlp.gate_proj.bias", {inter}});
+      out.push_back({p + "mlp.up_proj.bias", {inter}});
+      out.push_back({p + "mlp.down_proj.bias", {h}});
+    }
+  }
+  out.push_back({"model.norm.weight", {h}});
+  if (!c.tie_word_embeddings) out.push_back({"lm_head.weight", {c.vocab_size, h}});
+  return out;
+}
+
 ModelWeights load_weights(const WeightSource& source, const ModelConfig& c,
                           std::optional<DType> dtype, Device device) {
   const Scope s(source, c, dtype, device);

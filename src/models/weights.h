@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "anvil/config.h"
@@ -29,6 +30,10 @@ struct ModelWeights {
   Tensor norm;
   Tensor lm_head;  ///< the embedding itself when tied
 };
+
+/// The Hugging Face names and shapes of every weight the config calls for, in checkpoint order
+/// (the tied lm_head is left out).
+std::vector<std::pair<std::string, Shape>> hf_weight_names(const ModelConfig& config);
 
 /// Loads every weight the config calls for from `source` onto `device`. With `dtype` set, every
 /// weight is converted to it; unset, each keeps the dtype it is stored in (a GGUF's quantized

@@ -4,6 +4,7 @@
 // is measured. The model is fetched by scripts/test (`anvil default-model`); without it the
 // tests skip and say so.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cmath>
 #include <filesystem>
@@ -14,10 +15,25 @@
 #include "anvil/auto_tokenizer.h"
 #include "anvil/model.h"
 #include "formats/default_model.h"
+#include "temp_dir.h"
 #include "test_data.h"
 
 namespace anvil {
 namespace {
+
+struct CliResult {
+  int code;
+  std::string err;
+};
+
+CliResult run_cli(const std::string& args) {
+  test::TempDir dir;
+  const std::string cmd = std::string(ANVIL_CLI) + " " + args + " >/dev/null 2>" + dir.file("err");
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(dir.file("err"));
+  std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, err};
+}
 
 class DefaultModel : public ::testing::Test {
  protected:
@@ -103,6 +119,39 @@ TEST_F(DefaultModel, Float32LogitsMatchTransformers) {
                      (got.begin() + pos * vocab));
   }
   EXPECT_EQ(argmax, golden_["logits_argmax"].get<std::vector<int64_t>>());
+}
+
+}  // namespace
+}  // namespace anvil
+
+namespace anvil {
+namespace {
+
+// `anvil convert` writes what anvil runs from the GGUF: the folder gives bit-identical float32
+// logits and the same token ids. (That transformers loads the folder and agrees with itself on
+// the GGUF was checked with scripts/goldens/check_convert_in_transformers.py; docs/gguf.md.)
+TEST_F(DefaultModel, ConvertedFolderRunsLikeTheGguf) {
+  test::TempDir dir;
+  const CliResult r = run_cli("convert " + path_ + " --out " + dir.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  ModelOptions f32;
+  f32.dtype = DType::f32;
+  Batch b;
+  b.input_ids = {golden_["logits_prompt_ids"].get<std::vector<int64_t>>()};
+  const auto from_gguf = CausalLM::from_pretrained(path_, f32).logits(b).to_f32_vector();
+  const auto from_folder = CausalLM::from_pretrained(dir.path(), f32).logits(b).to_f32_vector();
+  EXPECT_EQ(from_gguf, from_folder);
+  const auto tok_gguf = AutoTokenizer::from_pretrained(path_);
+  const auto tok_folder = AutoTokenizer::from_pretrained(dir.path());
+  for (const auto& c : golden_["tokenizer"]) {
+    EXPECT_EQ(tok_folder.encode(c["text"].get<std::string>()),
+              tok_gguf.encode(c["text"].get<std::string>()));
+  }
+  nlohmann::ordered_json messages = golden_["chats"][0]["messages"];
+  ChatOptions o;
+  o.add_generation_prompt = true;
+  EXPECT_EQ(tok_folder.apply_chat_template(messages, o),
+            golden_["chats"][0]["text"].get<std::string>());
 }
 
 }  // namespace

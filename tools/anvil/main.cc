@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   anvil::cli::add_render_chat(app);
   anvil::cli::add_chat(app);
   anvil::cli::add_default_model(app);
+  anvil::cli::add_convert(app);
 
   try {
     app.parse(argc, argv);

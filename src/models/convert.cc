@@ -1,0 +1,122 @@
+// GGUF -> Hugging Face folder. Weights stream one tensor at a time through the same name mapping
+// (and Llama q/k un-permutation) that loading uses, so a converted folder holds exactly what
+// anvil runs from the GGUF.
+#include "models/convert.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "anvil/error.h"
+#include "anvil/safetensors.h"
+#include "models/gguf_model.h"
+#include "models/weights.h"
+#include "tokenizer/gguf_vocab.h"
+
+namespace anvil {
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+void write_json(const fs::path& p, const Json& j) {
+  std::ofstream f(p);
+  f << j.dump(2, ' ', false) << "\n";
+  if (!f) throw Error(p.string() + ": write failed");
+}
+
+const char* torch_name(DType d) {
+  return d == DType::bf16 ? "bfloat16" : d == DType::f16 ? "float16" : "float32";
+}
+
+Json hf_config(const ModelConfig& c, DType dtype) {
+  Json j;
+  j["architectures"] = {c.architecture};
+  j["model_type"] = c.model_type;
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.hidden_size;
+  j["intermediate_size"] = c.intermediate_size;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["num_key_value_heads"] = c.num_key_value_heads;
+  j["head_dim"] = c.head_dim;
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["rms_norm_eps"] = c.rms_norm_eps;
+  j["rope_theta"] = c.rope.theta;
+  j["rope_scaling"] = nullptr;
+  j["hidden_act"] = "silu";
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  if (c.model_type == "llama") {
+    j["attention_bias"] = c.qkv_bias;
+    j["mlp_bias"] = c.mlp_bias;
+  } else if (c.model_type == "qwen3") {
+    j["attention_bias"] = c.qkv_bias;
+  }
+  if (c.bos_token_id) j["bos_token_id"] = *c.bos_token_id;
+  if (!c.eos_token_ids.empty()) j["eos_token_id"] = c.eos_token_ids[0];
+  if (c.pad_token_id) j["pad_token_id"] = *c.pad_token_id;
+  j["torch_dtype"] = torch_name(dtype);
+  return j;
+}
+
+}  // namespace
+
+void convert_gguf_to_hf(const std::string& gguf_path, const std::string& out_dir, DType dtype) {
+  if (dtype != DType::f32 && dtype != DType::bf16 && dtype != DType::f16) {
+    throw Error("convert: --dtype must be f32, bf16 or f16");
+  }
+  GgufModel m = open_gguf_model(gguf_path);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw Error(out_dir + ": cannot create folder: " + ec.message());
+  const fs::path out(out_dir);
+
+  write_json(out / "config.json", hf_config(m.config, dtype));
+  Json gen;
+  if (m.config.bos_token_id) gen["bos_token_id"] = *m.config.bos_token_id;
+  if (m.config.eos_token_ids.size() == 1) gen["eos_token_id"] = m.config.eos_token_ids[0];
+  if (m.config.eos_token_ids.size() > 1) gen["eos_token_id"] = m.config.eos_token_ids;
+  if (m.config.pad_token_id) gen["pad_token_id"] = *m.config.pad_token_id;
+  write_json(out / "generation_config.json", gen);
+
+  const nlohmann::json tok = tokenizer_json_from_gguf(m.vocab, gguf_path);
+  {
+    std::ofstream f(out / "tokenizer.json");
+    f << tok.dump(-1, ' ', false) << "\n";
+    if (!f) throw Error((out / "tokenizer.json").string() + ": write failed");
+  }
+  Json tc;
+  auto token = [&](const std::optional<int64_t>& id) -> Json {
+    if (!id) return nullptr;
+    return m.vocab.tokens[static_cast<size_t>(*id)];
+  };
+  tc["tokenizer_class"] = "PreTrainedTokenizerFast";
+  tc["bos_token"] = token(m.vocab.bos);
+  tc["eos_token"] = token(m.vocab.eos);
+  tc["pad_token"] = token(m.vocab.pad);
+  tc["unk_token"] = token(m.vocab.unk);
+  tc["add_bos_token"] = m.vocab.add_bos.value_or(m.vocab.model == "llama");
+  tc["add_eos_token"] = m.vocab.add_eos.value_or(false);
+  tc["clean_up_tokenization_spaces"] = false;
+  tc["model_max_length"] = m.config.max_position_embeddings;
+  if (!m.chat_template.empty()) tc["chat_template"] = m.chat_template;
+  write_json(out / "tokenizer_config.json", tc);
+
+  SafetensorsWriter w((out / "model.safetensors").string());
+  w.set_metadata("format", "pt");
+  const WeightSource& src = *m.weights;
+  for (const auto& [name, shape] : hf_weight_names(m.config)) {
+    if (!src.contains(name)) throw Error(gguf_path + ": no tensor for '" + name + "'");
+    w.add(name, dtype, shape, [&src, name, dtype](std::span<std::byte> bytes) {
+      Tensor stored = src.load(name);
+      Tensor converted = Tensor::empty(stored.shape(), dtype);
+      converted.copy_from(stored);
+      std::memcpy(bytes.data(), converted.raw(), bytes.size());
+    });
+  }
+  w.finish();
+}
+
+}  // namespace anvil
