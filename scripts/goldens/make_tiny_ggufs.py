@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Writes the tiny transformers fixtures (tests/data/{qwen3,llama,qwen2}-tiny) as GGUF files the
+way llama.cpp's convert_hf_to_gguf.py lays them out: llama.cpp tensor names, {arch}.* metadata,
+and for Llama the q/k rows permuted for interleaved RoPE. The tests load them and compare with the
+same transformers goldens as the safetensors folders, which checks the GGUF name mapping, the
+un-permutation and the metadata reading for every architecture.
+Usage: make_tiny_ggufs.py TESTS_DATA_DIR   (needs: pip install gguf numpy safetensors)"""
+import json
+import os
+import sys
+
+import numpy as np
+from gguf import GGUFWriter
+from safetensors.numpy import load_file
+
+NAMES = {
+    "input_layernorm.weight": "attn_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight",
+    "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "self_attn.q_proj.bias": "attn_q.bias",
+    "self_attn.k_proj.bias": "attn_k.bias",
+    "self_attn.v_proj.bias": "attn_v.bias",
+    "self_attn.q_norm.weight": "attn_q_norm.weight",
+    "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "post_attention_layernorm.weight": "ffn_norm.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight",
+    "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+}
+
+
+def permute(w, n_head):
+    """llama.cpp's LlamaModel.permute."""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def main():
+    data = sys.argv[1]
+    for name, arch in [("qwen3-tiny", "qwen3"), ("llama-tiny", "llama"), ("qwen2-tiny", "qwen2")]:
+        cfg = json.load(open(f"{data}/{name}/model/config.json"))
+        tensors = load_file(f"{data}/{name}/model/model.safetensors")
+        out = f"{data}/{name}/model.gguf"
+        w = GGUFWriter(out, arch)
+        heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+        w.add_block_count(cfg["num_hidden_layers"])
+        w.add_context_length(cfg["max_position_embeddings"])
+        w.add_embedding_length(cfg["hidden_size"])
+        w.add_feed_forward_length(cfg["intermediate_size"])
+        w.add_head_count(heads)
+        w.add_head_count_kv(kv)
+        w.add_key_length(cfg.get("head_dim", cfg["hidden_size"] // heads))
+        w.add_value_length(cfg.get("head_dim", cfg["hidden_size"] // heads))
+        w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
+        w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+        # A placeholder byte-level vocabulary of the model's size (the fixtures have no tokenizer).
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre("gpt2")
+        w.add_token_list([f"tok{i}" for i in range(cfg["vocab_size"])])
+        w.add_token_types([1] * cfg["vocab_size"])
+        w.add_token_merges([])
+        w.add_bos_token_id(cfg["bos_token_id"])
+        w.add_eos_token_id(cfg["eos_token_id"])
+        w.add_pad_token_id(cfg["pad_token_id"])
+        for hf, t in tensors.items():
+            if hf == "model.embed_tokens.weight":
+                g = "token_embd.weight"
+            elif hf == "model.norm.weight":
+                g = "output_norm.weight"
+            elif hf == "lm_head.weight":
+                g = "output.weight"
+            else:
+                parts = hf.split(".")
+                g = f"blk.{parts[2]}." + NAMES[".".join(parts[3:])]
+            if arch == "llama" and hf.endswith("q_proj.weight"):
+                t = permute(t, heads)
+            if arch == "llama" and hf.endswith("k_proj.weight"):
+                t = permute(t, kv)
+            w.add_tensor(g, np.ascontiguousarray(t.astype(np.float32)))
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        print(out, os.path.getsize(out))
+
+
+if __name__ == "__main__":
+    main()
