@@ -30,4 +30,16 @@ inline std::vector<std::vector<int64_t>> id_rows(const SafetensorsFile& f,
   return rows;
 }
 
+/// A test-parameter string as a GoogleTest name ('-' is not allowed there).
+struct ParamName {
+  template <class Info>
+  std::string operator()(const Info& info) const {
+    std::string n = info.param;
+    for (char& c : n) {
+      if (c == '-') c = '_';
+    }
+    return n;
+  }
+};
+
 }  // namespace anvil::test

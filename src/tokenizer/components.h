@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "anvil/error.h"
+
 namespace anvil {
 class Regex;
 }
@@ -56,6 +58,24 @@ class Replacer {
   std::string literal_, content_;
   std::unique_ptr<anvil::Regex> regex_;
 };
+
+/// Builds one pipeline stage from its JSON: checks the "type" field, and turns JSON access
+/// errors inside `build(type)` into anvil errors naming the file and the stage. A JSON null gives
+/// nullptr (no such stage).
+template <class T, class Build>
+std::unique_ptr<T> build_stage(const Json& j, const char* kind, const std::string& source,
+                               Build&& build) {
+  if (j.is_null()) return nullptr;
+  if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
+    throw Error(source + ": a " + kind + " has no \"type\"");
+  }
+  const std::string type = j["type"].get<std::string>();
+  try {
+    return build(type);
+  } catch (const Json::exception& e) {
+    throw Error(source + ": " + kind + " " + type + ": " + e.what());
+  }
+}
 
 /// `source` names the file in errors. A JSON null gives nullptr (no such stage).
 std::unique_ptr<Normalizer> make_normalizer(const Json& j, const std::string& source);

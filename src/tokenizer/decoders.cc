@@ -257,16 +257,8 @@ std::unique_ptr<Decoder> build(const Json& j, const std::string& type, const std
 }  // namespace
 
 std::unique_ptr<Decoder> make_decoder(const Json& j, const std::string& source) {
-  if (j.is_null()) return nullptr;
-  if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
-    throw Error(source + ": a decoder has no \"type\"");
-  }
-  const std::string type = j["type"].get<std::string>();
-  try {
-    return build(j, type, source);
-  } catch (const Json::exception& e) {
-    throw Error(source + ": decoder " + type + ": " + e.what());
-  }
+  return build_stage<Decoder>(j, "decoder", source,
+                              [&](const std::string& type) { return build(j, type, source); });
 }
 
 }  // namespace anvil::tok

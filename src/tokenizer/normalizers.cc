@@ -103,36 +103,38 @@ class Sequence : public Normalizer {
 
 }  // namespace
 
-std::unique_ptr<Normalizer> make_normalizer(const Json& j, const std::string& source) {
-  if (j.is_null()) return nullptr;
-  if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
-    throw Error(source + ": a normalizer has no \"type\"");
+namespace {
+
+std::unique_ptr<Normalizer> build_normalizer(const Json& j, const std::string& type,
+                                             const std::string& source) {
+  if (type == "NFC") return std::make_unique<UnicodeNormalizer>(utf8::NormalForm::nfc);
+  if (type == "NFD") return std::make_unique<UnicodeNormalizer>(utf8::NormalForm::nfd);
+  if (type == "NFKC") return std::make_unique<UnicodeNormalizer>(utf8::NormalForm::nfkc);
+  if (type == "NFKD") return std::make_unique<UnicodeNormalizer>(utf8::NormalForm::nfkd);
+  if (type == "Lowercase") return std::make_unique<Lowercase>();
+  if (type == "StripAccents") return std::make_unique<StripAccents>();
+  if (type == "Strip") {
+    return std::make_unique<Strip>(j.value("strip_left", true), j.value("strip_right", true));
   }
-  const std::string type = j["type"].get<std::string>();
-  try {
-    if (type == "NFC") return std::make_unique<UnicodeNormalizer>(utf8::NormalForm::nfc);
-    if (type == "NFD") return std::make_unique<UnicodeNormalizer>(utf8::NormalForm::nfd);
-    if (type == "NFKC") return std::make_unique<UnicodeNormalizer>(utf8::NormalForm::nfkc);
-    if (type == "NFKD") return std::make_unique<UnicodeNormalizer>(utf8::NormalForm::nfkd);
-    if (type == "Lowercase") return std::make_unique<Lowercase>();
-    if (type == "StripAccents") return std::make_unique<StripAccents>();
-    if (type == "Strip") {
-      return std::make_unique<Strip>(j.value("strip_left", true), j.value("strip_right", true));
-    }
-    if (type == "Replace") {
-      return std::make_unique<Replace>(j.at("pattern"), j.at("content").get<std::string>(), source);
-    }
-    if (type == "Prepend") return std::make_unique<Prepend>(j.at("prepend").get<std::string>());
-    if (type == "ByteLevel") return std::make_unique<ByteLevelNormalizer>();
-    if (type == "Sequence") {
-      std::vector<std::unique_ptr<Normalizer>> parts;
-      for (const auto& p : j.at("normalizers")) parts.push_back(make_normalizer(p, source));
-      return std::make_unique<Sequence>(std::move(parts));
-    }
-  } catch (const Json::exception& e) {
-    throw Error(source + ": normalizer " + type + ": " + e.what());
+  if (type == "Replace") {
+    return std::make_unique<Replace>(j.at("pattern"), j.at("content").get<std::string>(), source);
+  }
+  if (type == "Prepend") return std::make_unique<Prepend>(j.at("prepend").get<std::string>());
+  if (type == "ByteLevel") return std::make_unique<ByteLevelNormalizer>();
+  if (type == "Sequence") {
+    std::vector<std::unique_ptr<Normalizer>> parts;
+    for (const auto& p : j.at("normalizers")) parts.push_back(make_normalizer(p, source));
+    return std::make_unique<Sequence>(std::move(parts));
   }
   throw Error(source + ": normalizer type '" + type + "' is not supported");
+}
+
+}  // namespace
+
+std::unique_ptr<Normalizer> make_normalizer(const Json& j, const std::string& source) {
+  return build_stage<Normalizer>(j, "normalizer", source, [&](const std::string& type) {
+    return build_normalizer(j, type, source);
+  });
 }
 
 Replacer::Replacer(const Json& pattern, std::string content, const std::string& source)

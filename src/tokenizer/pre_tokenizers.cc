@@ -330,16 +330,8 @@ std::unique_ptr<PreTokenizer> build(const Json& j, const std::string& type,
 }  // namespace
 
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Json& j, const std::string& source) {
-  if (j.is_null()) return nullptr;
-  if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
-    throw Error(source + ": a pre-tokenizer has no \"type\"");
-  }
-  const std::string type = j["type"].get<std::string>();
-  try {
-    return build(j, type, source);
-  } catch (const Json::exception& e) {
-    throw Error(source + ": pre-tokenizer " + type + ": " + e.what());
-  }
+  return build_stage<PreTokenizer>(j, "pre-tokenizer", source,
+                                   [&](const std::string& type) { return build(j, type, source); });
 }
 
 }  // namespace anvil::tok

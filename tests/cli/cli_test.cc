@@ -106,13 +106,7 @@ TEST_P(Cli, GenerateMatchesTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Cli, ::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny"),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param;
-                           for (char& ch : n) {
-                             if (ch == '-') ch = '_';
-                           }
-                           return n;
-                         });
+                         test::ParamName());
 
 TEST(CliErrors, OneLineAndNonZero) {
   const std::string model = test::model_dir("qwen3-tiny");

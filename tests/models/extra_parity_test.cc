@@ -93,13 +93,7 @@ TEST_P(InitModelParity, TransformersLoadsAnvilsRandomModelsAndAgrees) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, InitModelParity,
                          ::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny"),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param;
-                           for (char& ch : n) {
-                             if (ch == '-') ch = '_';
-                           }
-                           return n;
-                         });
+                         test::ParamName());
 
 }  // namespace
 }  // namespace anvil

@@ -44,13 +44,7 @@ TEST_P(GgufParity, SameLogitsAndTokensAsTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufParity,
                          ::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny"),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param;
-                           for (char& ch : n) {
-                             if (ch == '-') ch = '_';
-                           }
-                           return n;
-                         });
+                         test::ParamName());
 
 }  // namespace
 }  // namespace anvil

@@ -76,13 +76,7 @@ TEST_P(GoldenTokenizer, DecodesArbitraryIdsLikeHuggingFace) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Folders, GoldenTokenizer, ::testing::ValuesIn(tokenizer_folders()),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param;
-                           for (char& ch : n) {
-                             if (ch == '-') ch = '_';
-                           }
-                           return n;
-                         });
+                         test::ParamName());
 
 }  // namespace
 }  // namespace anvil
