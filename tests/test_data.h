@@ -36,7 +36,7 @@ struct ParamName {
   std::string operator()(const Info& info) const {
     std::string n = info.param;
     for (char& c : n) {
-      if (c == '-') c = '_';
+      if (c == '-' || c == '/') c = '_';
     }
     return n;
   }

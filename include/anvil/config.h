@@ -11,16 +11,19 @@
 
 namespace anvil {
 
-enum class RopeType { standard, llama3 };
+enum class RopeType { standard, linear, llama3 };
 
 struct RopeConfig {
   RopeType type = RopeType::standard;
   double theta = 10000.0;
-  // llama3 scaling
+  // linear and llama3 scaling
   double factor = 1.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int64_t original_max_position_embeddings = 8192;
+  /// Per-frequency divisors (GGUF's rope_freqs.weight, how llama.cpp stores Llama 3.1 scaling);
+  /// empty when absent.
+  std::vector<float> freq_factors;
 };
 
 /// The fields of config.json the decoder needs, architecture flags resolved.

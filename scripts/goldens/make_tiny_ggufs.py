@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes the tiny transformers fixtures (tests/data/{qwen3,llama,qwen2}-tiny) as GGUF files the
 way llama.cpp's convert_hf_to_gguf.py lays them out: llama.cpp tensor names, {arch}.* metadata,
-and for Llama the q/k rows permuted for interleaved RoPE. The tests load them and compare with the
-same transformers goldens as the safetensors folders, which checks the GGUF name mapping, the
+and for Llama the q/k rows permuted for interleaved RoPE. Also the llama3-scaled extra fixture, with
+llama.cpp's rope_freqs.weight. The tests load them and compare with the same transformers goldens as the safetensors folders, which checks the GGUF name mapping, the
 un-permutation and the metadata reading for every architecture.
 Usage: make_tiny_ggufs.py TESTS_DATA_DIR   (needs: pip install gguf numpy safetensors)"""
 import json
@@ -28,6 +28,10 @@ NAMES = {
     "mlp.gate_proj.weight": "ffn_gate.weight",
     "mlp.up_proj.weight": "ffn_up.weight",
     "mlp.down_proj.weight": "ffn_down.weight",
+    "self_attn.o_proj.bias": "attn_output.bias",
+    "mlp.gate_proj.bias": "ffn_gate.bias",
+    "mlp.up_proj.bias": "ffn_up.bias",
+    "mlp.down_proj.bias": "ffn_down.bias",
 }
 
 
@@ -36,11 +40,42 @@ def permute(w, n_head):
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
+def load_tensors(folder):
+    index = f"{folder}/model.safetensors.index.json"
+    if not os.path.exists(index):
+        return load_file(f"{folder}/model.safetensors")
+    tensors = {}
+    for shard in sorted(set(json.load(open(index))["weight_map"].values())):
+        tensors.update(load_file(f"{folder}/{shard}"))
+    return tensors
+
+
+def llama3_rope_factors(cfg, head_dim):
+    """What llama.cpp's converter stores as rope_freqs.weight for Llama 3.1 scaling."""
+    s = cfg["rope_scaling"]
+    base = cfg["rope_theta"]
+    factor, low, high = s["factor"], s["low_freq_factor"], s["high_freq_factor"]
+    old = s["original_max_position_embeddings"]
+    freqs = 1.0 / (base ** (np.arange(0, head_dim, 2, dtype=np.float32) / head_dim))
+    out = []
+    for f in freqs:
+        wavelen = 2 * np.pi / f
+        if wavelen < old / high:
+            out.append(1.0)
+        elif wavelen > old / low:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
 def main():
     data = sys.argv[1]
-    for name, arch in [("qwen3-tiny", "qwen3"), ("llama-tiny", "llama"), ("qwen2-tiny", "qwen2")]:
+    for name, arch in [("qwen3-tiny", "qwen3"), ("llama-tiny", "llama"), ("qwen2-tiny", "qwen2"),
+                       ("extra/llama3-bias-tiny", "llama")]:
         cfg = json.load(open(f"{data}/{name}/model/config.json"))
-        tensors = load_file(f"{data}/{name}/model/model.safetensors")
+        tensors = load_tensors(f"{data}/{name}/model")
         out = f"{data}/{name}/model.gguf"
         w = GGUFWriter(out, arch)
         heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
@@ -52,7 +87,8 @@ def main():
         w.add_head_count_kv(kv)
         w.add_key_length(cfg.get("head_dim", cfg["hidden_size"] // heads))
         w.add_value_length(cfg.get("head_dim", cfg["hidden_size"] // heads))
-        w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
+        theta = cfg["rope_parameters"]["rope_theta"] if "rope_parameters" in cfg else cfg["rope_theta"]
+        w.add_rope_freq_base(theta)
         w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
         # A placeholder byte-level vocabulary of the model's size (the fixtures have no tokenizer).
         w.add_tokenizer_model("gpt2")
@@ -73,11 +109,13 @@ def main():
             else:
                 parts = hf.split(".")
                 g = f"blk.{parts[2]}." + NAMES[".".join(parts[3:])]
-            if arch == "llama" and hf.endswith("q_proj.weight"):
+            if arch == "llama" and (hf.endswith("q_proj.weight") or hf.endswith("q_proj.bias")):
                 t = permute(t, heads)
-            if arch == "llama" and hf.endswith("k_proj.weight"):
+            if arch == "llama" and (hf.endswith("k_proj.weight") or hf.endswith("k_proj.bias")):
                 t = permute(t, kv)
             w.add_tensor(g, np.ascontiguousarray(t.astype(np.float32)))
+        if (cfg.get("rope_scaling") or {}).get("rope_type") == "llama3":
+            w.add_tensor("rope_freqs.weight", llama3_rope_factors(cfg, cfg["head_dim"]))
         w.write_header_to_file()
         w.write_kv_data_to_file()
         w.write_tensors_to_file()

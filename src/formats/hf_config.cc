@@ -51,10 +51,18 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& source) {
       if (c.rope.high_freq_factor <= c.rope.low_freq_factor) {
         jf::fail(source, field, "has high_freq_factor <= low_freq_factor");
       }
+    } else if (type == "linear") {
+      c.rope.type = RopeType::linear;
+      auto f = jf::opt_number(*params, "factor", source);
+      if (!f || *f <= 0) {
+        jf::fail(source, std::string(field) + ".factor",
+                 "must be a positive number for linear RoPE");
+      }
+      c.rope.factor = *f;
     } else if (type != "default") {
-      jf::fail(
-          source, std::string(field) + ".rope_type",
-          "is '" + type + "', which anvil does not implement (it implements default and llama3)");
+      jf::fail(source, std::string(field) + ".rope_type",
+               "is '" + type +
+                   "', which anvil does not implement (it implements default, linear and llama3)");
     }
     if (auto p = jf::opt_number(*params, "partial_rotary_factor", source); p && *p != 1.0) {
       jf::fail(source, "partial_rotary_factor", "is not 1.0, which anvil does not implement");

@@ -46,6 +46,9 @@ std::string gguf_name(const std::string& hf) {
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
+      {"mlp.gate_proj.bias", "ffn_gate.bias"},
+      {"mlp.up_proj.bias", "ffn_up.bias"},
+      {"mlp.down_proj.bias", "ffn_down.bias"},
   };
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
@@ -242,14 +245,23 @@ GgufModel open_gguf_model(const std::string& path) {
   c.rope.theta = meta_float(f, a + "rope.freq_base", 10000.0);
   if (const GgufValue* scaling = f.find(a + "rope.scaling.type")) {
     const std::string type(scaling->as_string());
-    if (type != "none") {
-      throw Error(path + ": RoPE scaling '" + type + "' is not implemented for GGUF files");
+    if (type == "linear") {
+      c.rope.type = RopeType::linear;
+      c.rope.factor = meta_float(f, a + "rope.scaling.factor", 1.0);
+      if (c.rope.factor <= 0) throw Error(path + ": rope.scaling.factor must be positive");
+    } else if (type != "none") {
+      throw Error(path + ": RoPE scaling '" + type + "' is not implemented (anvil does linear)");
     }
   }
-  if (f.find_tensor("rope_freqs.weight")) {
-    throw Error(path +
-                ": per-frequency RoPE factors (rope_freqs.weight, Llama 3.1 scaling) are "
-                "not implemented for GGUF files");
+  if (const GgufTensorInfo* freqs = f.find_tensor("rope_freqs.weight")) {
+    // Llama 3.1's scaling, baked by llama.cpp into one divisor per frequency.
+    if (freqs->type != GgmlType::f32 || freqs->dims.size() != 1 ||
+        static_cast<int64_t>(freqs->dims[0]) != c.head_dim / 2) {
+      throw Error(path + ": rope_freqs.weight must be F32 with head_dim/2 entries");
+    }
+    c.rope.freq_factors.resize(static_cast<size_t>(c.head_dim / 2));
+    std::memcpy(c.rope.freq_factors.data(), f.tensor_data(*freqs),
+                c.rope.freq_factors.size() * sizeof(float));
   }
   m.vocab = read_gguf_vocab(f);
   c.vocab_size = static_cast<int64_t>(m.vocab.tokens.size());

@@ -1,5 +1,6 @@
 // inv_freq = 1 / base^(2i/d) in float32 (torch computes `base ** (arange(0, d, 2).float() / d)`
-// in float32), then llama3's wavelength-dependent scaling (_compute_llama3_parameters).
+// in float32), then linear scaling, GGUF's per-frequency factors, or llama3's wavelength-dependent
+// scaling (_compute_llama3_parameters).
 #include "models/rope_table.h"
 
 #include <cmath>
@@ -14,6 +15,13 @@ RopeFrequencies rope_frequencies(const RopeConfig& rope, int64_t head_dim) {
   for (int64_t i = 0; i < half; ++i) {
     const float exponent = static_cast<float>(2 * i) / static_cast<float>(head_dim);
     f.inv_freq[i] = 1.0f / std::pow(base, exponent);
+  }
+  if (rope.type == RopeType::linear) {
+    // transformers' _compute_linear_scaling_rope_parameters: positions / factor.
+    for (float& inv : f.inv_freq) inv /= static_cast<float>(rope.factor);
+  }
+  if (!rope.freq_factors.empty()) {
+    for (size_t i = 0; i < f.inv_freq.size(); ++i) f.inv_freq[i] /= rope.freq_factors[i];
   }
   if (rope.type == RopeType::llama3) {
     const float factor = static_cast<float>(rope.factor);

@@ -88,6 +88,18 @@ TEST(ModelConfig, Llama3FrequenciesMatchTransformers) {
   EXPECT_EQ(f.attention_scaling, 1.0f);
 }
 
+TEST(ModelConfig, LinearRopeScalingDividesTheFrequencies) {
+  const auto c = parse(R"(,"rope_scaling": {"type": "linear", "factor": 4.0})");
+  EXPECT_EQ(c.rope.type, RopeType::linear);
+  RopeConfig plain;
+  const auto base = rope_frequencies(plain, 64);
+  const auto scaled = rope_frequencies(c.rope, 64);
+  for (size_t i = 0; i < base.inv_freq.size(); ++i) {
+    EXPECT_FLOAT_EQ(scaled.inv_freq[i], base.inv_freq[i] / 4.0f);
+  }
+  EXPECT_NE(error_of(R"(,"rope_scaling": {"type": "linear"})").find("factor"), std::string::npos);
+}
+
 TEST(ModelConfig, RefusesWhatItCannotRunByName) {
   EXPECT_NE(error_of(R"(,"rope_scaling": {"rope_type": "yarn", "factor": 4.0})").find("'yarn'"),
             std::string::npos);

@@ -2,7 +2,8 @@
 // (scripts/goldens/make_tiny_ggufs.py: llama.cpp names, {arch}.* metadata, Llama's q/k rows
 // permuted): anvil must give the same logits and greedy tokens as from the safetensors folders,
 // which are checked against transformers. This covers the name mapping, the metadata and the
-// un-permutation for every architecture, with grouped-query heads.
+// un-permutation for every architecture, with grouped-query heads, and (llama3-bias-tiny) q/k/v/o
+// and MLP biases with Llama 3.1 RoPE scaling stored as rope_freqs.weight.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,7 +18,8 @@ class GgufParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GgufParity, SameLogitsAndTokensAsTransformers) {
   const std::string gguf = test::data_dir() + "/" + GetParam() + "/model.gguf";
-  const auto golden = SafetensorsFile::open(test::golden_path(GetParam()));
+  const auto golden =
+      SafetensorsFile::open(test::data_dir() + "/" + GetParam() + "/golden.safetensors");
   const CausalLM model = CausalLM::from_pretrained(gguf);
   EXPECT_EQ(model.dtype(), DType::f32);
   Batch b;
@@ -37,13 +39,15 @@ TEST_P(GgufParity, SameLogitsAndTokensAsTransformers) {
   }
   EXPECT_LE(max_diff, 1e-4f);
   GenerateOptions g;
-  g.max_new_tokens = 16;
+  const auto want_gen = test::id_rows(golden, "gen_b");
+  g.max_new_tokens = static_cast<int64_t>(want_gen[0].size() - b.input_ids[0].size());
   g.do_sample = false;
-  EXPECT_EQ(model.generate(b, g), test::id_rows(golden, "gen_b"));
+  EXPECT_EQ(model.generate(b, g), want_gen);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufParity,
-                         ::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny"),
+                         ::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny",
+                                           "extra/llama3-bias-tiny"),
                          test::ParamName());
 
 }  // namespace
