@@ -80,6 +80,9 @@ class CausalLM {
   std::vector<int64_t> generate(const std::vector<int64_t>& input_ids,
                                 const GenerateOptions& opts) const;
 
+  /// The decoder itself (for benchmarks and tools inside anvil).
+  const Decoder& decoder() const { return *decoder_; }
+
  private:
   static CausalLM from_gguf(const std::string& path, const ModelOptions& options);
 

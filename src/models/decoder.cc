@@ -26,6 +26,25 @@ KvCache Decoder::new_cache(int64_t batch, int64_t capacity) const {
   return KvCache::allocate(config_, batch, capacity, act_dtype_, device_);
 }
 
+int64_t Decoder::decode_weight_bytes() const {
+  int64_t bytes = 0;
+  auto add = [&](const Tensor& t) {
+    if (t.defined()) bytes += static_cast<int64_t>(t.nbytes());
+  };
+  for (const LayerWeights& l : weights_.layers) {
+    for (const Tensor* t :
+         {&l.input_layernorm, &l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.q_bias, &l.k_bias,
+          &l.v_bias, &l.o_bias, &l.q_norm, &l.k_norm, &l.post_attention_layernorm, &l.gate_proj,
+          &l.up_proj, &l.down_proj, &l.gate_bias, &l.up_bias, &l.down_bias}) {
+      add(*t);
+    }
+  }
+  add(weights_.norm);
+  add(weights_.lm_head);
+  bytes += static_cast<int64_t>(weights_.embed_tokens.nbytes()) / config_.vocab_size;
+  return bytes;
+}
+
 Tensor Decoder::scratch(const std::string& slot, const Shape& shape) const {
   const int64_t need = shape_numel(shape);
   Tensor& buf = scratch_[slot];

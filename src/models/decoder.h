@@ -36,6 +36,9 @@ class Decoder {
   DType activation_dtype() const { return act_dtype_; }
 
   KvCache new_cache(int64_t batch, int64_t capacity) const;
+  /// Bytes of weights one decode step reads: every layer's matrices and norms, the final norm,
+  /// the head, and one embedding row per token.
+  int64_t decode_weight_bytes() const;
 
   /// Runs the step, appending its keys and values to `cache`. Returns float32 logits
   /// [batch, seq or 1, vocab] on the decoder's device. Not thread-safe (shared scratch).

@@ -15,5 +15,6 @@ void add_render_chat(CLI::App& app);
 void add_chat(CLI::App& app);
 void add_default_model(CLI::App& app);
 void add_convert(CLI::App& app);
+void add_bench(CLI::App& app);
 
 }  // namespace anvil::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   anvil::cli::add_chat(app);
   anvil::cli::add_default_model(app);
   anvil::cli::add_convert(app);
+  anvil::cli::add_bench(app);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,37 @@
+// `anvil bench`: prefill and decode throughput, time to first token, peak memory, and the
+// memory-bandwidth floor of decoding (the bytes one step must read over a bandwidth measured on
+// this machine), so every figure comes with the limit it is measured against.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "anvil/model.h"
+
+namespace anvil {
+
+struct BenchOptions {
+  int64_t batch = 1;
+  int64_t prompt_len = 128;
+  int64_t gen_len = 32;
+  int repeats = 3;  ///< the median of this many runs is reported
+  uint64_t seed = 0;
+};
+
+struct BenchResult {
+  double prefill_tokens_per_s = 0;  ///< batch * prompt_len / prefill time
+  double decode_tokens_per_s = 0;   ///< batch * gen_len / decode time (all rows)
+  double time_to_first_token_s = 0;
+  int64_t peak_rss_bytes = 0;
+  int64_t weight_bytes = 0;              ///< bytes a decode step reads from weights
+  double membw_bytes_per_s = 0;          ///< measured streaming-read bandwidth
+  double decode_floor_tokens_per_s = 0;  ///< batch * membw / bytes per step
+};
+
+/// Streaming-read bandwidth of this machine with the configured threads (bytes/s), over a
+/// buffer larger than the caches.
+double measure_read_bandwidth(int64_t bytes = int64_t{1} << 30);
+
+BenchResult run_bench(const CausalLM& model, const BenchOptions& options);
+
+}  // namespace anvil
