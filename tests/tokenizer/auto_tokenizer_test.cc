@@ -1,0 +1,102 @@
+// AutoTokenizer: tokenizer_config.json on top of tokenizer.json (special tokens, padding,
+// add_bos/add_eos, clean-up, chat templates), on the Qwen3 files and on hand-made configs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "anvil/auto_tokenizer.h"
+#include "anvil/error.h"
+#include "temp_dir.h"
+#include "test_data.h"
+
+namespace anvil {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string qwen3() {
+  return test::data_dir() + "/tokenizers/qwen3";
+}
+
+TEST(AutoTokenizer, ReadsTheQwen3Config) {
+  const auto tok = AutoTokenizer::from_pretrained(qwen3());
+  EXPECT_EQ(tok.eos_token(), "<|im_end|>");
+  EXPECT_EQ(tok.eos_token_id(), 151645);
+  EXPECT_EQ(tok.pad_token_id(), 151643);
+  EXPECT_FALSE(tok.bos_token_id().has_value());
+  EXPECT_EQ(tok.model_max_length(), 131072);
+  EXPECT_TRUE(tok.has_chat_template());
+  EXPECT_EQ(tok.encode("Hello world"), (std::vector<int64_t>{9707, 1879}));
+}
+
+TEST(AutoTokenizer, PadsBatchesOnEitherSide) {
+  const auto tok = AutoTokenizer::from_pretrained(qwen3());
+  const Batch left = tok.encode_batch({"Hello world", "Hi"}, true, "left");
+  ASSERT_EQ(left.input_ids.size(), 2u);
+  EXPECT_EQ(left.input_ids[0], (std::vector<int64_t>{9707, 1879}));
+  EXPECT_EQ(left.input_ids[1], (std::vector<int64_t>{151643, 13048}));
+  EXPECT_EQ(left.attention_mask[1], (std::vector<int64_t>{0, 1}));
+  const Batch right = tok.encode_batch({"Hello world", "Hi"}, true, "right");
+  EXPECT_EQ(right.input_ids[1], (std::vector<int64_t>{13048, 151643}));
+  EXPECT_EQ(right.attention_mask[1], (std::vector<int64_t>{1, 0}));
+  EXPECT_THROW(tok.encode_batch({"a"}, true, "middle"), Error);
+}
+
+// A copy of the Qwen3 tokenizer with a different tokenizer_config.json.
+std::string with_config(const test::TempDir& dir, const std::string& config) {
+  fs::copy_file(qwen3() + "/tokenizer.json", dir.file("tokenizer.json"));
+  std::ofstream(dir.file("tokenizer_config.json")) << config;
+  return dir.path();
+}
+
+TEST(AutoTokenizer, AddBosAndEosFlagsDecide) {
+  test::TempDir dir;
+  const auto tok = AutoTokenizer::from_pretrained(with_config(
+      dir,
+      R"({"bos_token": "<|im_start|>", "eos_token": {"content": "<|im_end|>"}, "add_bos_token": true, "add_eos_token": true})"));
+  EXPECT_EQ(tok.encode("Hello world"), (std::vector<int64_t>{151644, 9707, 1879, 151645}));
+  EXPECT_EQ(tok.encode("Hello world", false), (std::vector<int64_t>{9707, 1879}));
+}
+
+TEST(AutoTokenizer, CleanUpTokenizationSpaces) {
+  test::TempDir dir;
+  const auto tok =
+      AutoTokenizer::from_pretrained(with_config(dir, R"({"clean_up_tokenization_spaces": true})"));
+  const auto ids = tok.encode("Hello , world . it 's");
+  EXPECT_EQ(tok.decode(ids), "Hello, world. it's");
+  DecodeOptions raw;
+  raw.clean_up_tokenization_spaces = false;
+  EXPECT_EQ(tok.decode(ids, raw), "Hello , world . it 's");
+}
+
+TEST(AutoTokenizer, NamedChatTemplatesAndErrors) {
+  test::TempDir dir;
+  const auto tok = AutoTokenizer::from_pretrained(with_config(
+      dir,
+      R"({"chat_template": [{"name": "default", "template": "{% for m in messages %}[{{ m.content }}]{% endfor %}"}, {"name": "tool_use", "template": "{{ tools | length }}"}]})"));
+  const nlohmann::ordered_json messages = {{{"role", "user"}, {"content", "hi"}}};
+  EXPECT_EQ(tok.apply_chat_template(messages), "[hi]");
+  ChatOptions o;
+  o.template_name = "tool_use";
+  o.tools = nlohmann::ordered_json::array({{{"name", "f"}}});
+  EXPECT_EQ(tok.apply_chat_template(messages, o), "1");
+  o.template_name = "missing";
+  EXPECT_THROW(tok.apply_chat_template(messages, o), Error);
+
+  test::TempDir bad;
+  try {
+    AutoTokenizer::from_pretrained(with_config(bad, R"({"chat_template": "{% for %}"})"));
+    FAIL() << "a broken template was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer_config.json: chat template: line 1"),
+              std::string::npos)
+        << e.what();
+  }
+  test::TempDir unknown;
+  EXPECT_THROW(AutoTokenizer::from_pretrained(with_config(unknown, R"({"eos_token": "<nope>"})")),
+               Error);
+}
+
+}  // namespace
+}  // namespace anvil
