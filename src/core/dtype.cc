@@ -96,7 +96,10 @@ float f16_to_f32(uint16_t h) {
   if (exp == 0) {
     v = std::ldexp(static_cast<float>(mant), -24);
   } else if (exp == 31) {
-    v = mant ? NAN : INFINITY;
+    // Infinity, or NaN with its payload kept (as a hardware conversion does).
+    const uint32_t bits = (sign << 31) | 0x7f800000u | (mant << 13);
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
   } else {
     v = std::ldexp(static_cast<float>(mant | 0x400u), static_cast<int>(exp) - 25);
   }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "anvil/dtype.h"
 
@@ -32,6 +33,15 @@ TEST(DType, F16RoundTrip) {
   for (uint32_t h = 0; h < 0x7c00; ++h) {
     EXPECT_EQ(f32_to_f16(f16_to_f32(static_cast<uint16_t>(h))), h) << h;
   }
+}
+
+TEST(DType, F16SpecialValuesKeepTheirBits) {
+  EXPECT_EQ(f16_to_f32(0x7c00), INFINITY);
+  EXPECT_EQ(f16_to_f32(0xfc00), -INFINITY);
+  const float nan = f16_to_f32(0x7e01);
+  uint32_t bits;
+  std::memcpy(&bits, &nan, sizeof bits);
+  EXPECT_EQ(bits, 0x7fc02000u);  // the payload survives, as in a hardware conversion
 }
 
 TEST(DType, Float8) {

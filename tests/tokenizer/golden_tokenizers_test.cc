@@ -10,6 +10,7 @@
 
 #include "anvil/tokenizer.h"
 #include "test_data.h"
+#include "tokenizer/utf8.h"
 
 namespace anvil {
 namespace {
@@ -73,6 +74,26 @@ TEST_P(GoldenTokenizer, DecodesArbitraryIdsLikeHuggingFace) {
     }
   }
   EXPECT_EQ(failures, 0);
+}
+
+// Streaming the ids of every case piece by piece gives back the full decode, and no piece ends in
+// half a character, for every pipeline (byte-level, byte fallback, Metaspace, WordPiece, ...).
+TEST_P(GoldenTokenizer, StreamingAddsUpToTheFullDecode) {
+  const Tokenizer tok = Tokenizer::from_file((dir() / "tokenizer.json").string());
+  for (const auto& c : load(dir() / "cases.json")) {
+    const auto ids = c["ids"].get<std::vector<int64_t>>();
+    for (bool skip : {false, true}) {
+      StreamingDecoder stream(tok, skip);
+      std::string joined;
+      for (int64_t id : ids) {
+        const std::string piece = stream.push(id);
+        ASSERT_EQ(utf8::find_invalid(piece), std::string::npos);
+        joined += piece;
+      }
+      joined += stream.finish();
+      EXPECT_EQ(joined, tok.decode(ids, skip)) << nlohmann::json(c["text"]).dump();
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Folders, GoldenTokenizer, ::testing::ValuesIn(tokenizer_folders()),
