@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "anvil/backend.h"
@@ -69,6 +70,45 @@ TEST_P(Ops, Linear) {
       ops::linear(on_device(x, act_), weight.to(device_), Tensor(), no_bias);
       ops::reference::linear({x, weight, Tensor(), want});
       EXPECT_LE(max_abs_diff(no_bias, want), tolerance(1e-4f));
+    }
+  }
+}
+
+// Random GGUF blocks with sane f16 scales (random bytes elsewhere), `rows` x `k` values.
+Tensor random_blocks(DType type, int64_t rows, int64_t k, std::mt19937& rng) {
+  Tensor t = Tensor::empty({rows, k}, type);
+  auto* bytes = static_cast<uint8_t*>(t.raw());
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] = static_cast<uint8_t>(byte(rng));
+  const size_t block = dtype_nbytes(type, dtype_block_elems(type));
+  const int scales = type == DType::q4_1 ? 2 : 1;  // d, and m for Q4_1, lead each block
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  for (size_t b = 0; b < t.nbytes(); b += block) {
+    for (int s = 0; s < scales; ++s) {
+      const uint16_t h = f32_to_f16(scale(rng));
+      std::memcpy(bytes + b + 2 * s, &h, 2);
+    }
+  }
+  return t;
+}
+
+TEST_P(Ops, LinearWithQuantizedWeights) {
+  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1}) {
+    if (!has(ops::kLinear, w)) continue;
+    for (auto [n, k, o] : {std::tuple{1, 64, 40}, {3, 576, 33}, {2, 1536, 17}}) {
+      const Tensor x = random_tensor({n, k}, rng_);
+      const Tensor weight = random_blocks(w, o, k, rng_);
+      const Tensor bias = random_tensor({o}, rng_);
+      Tensor out = empty({n, o});
+      ops::linear(on_device(x, act_), weight.to(device_), bias.to(device_), out);
+      Tensor want = Tensor::empty({n, o}, DType::f32);
+      ops::reference::linear({x, weight, bias, want});  // exact dequantization, double sums
+      // float32 accumulation in another order: relative to the size of the terms.
+      const auto wf = weight.to_f32_vector(), xf = x.to_f32_vector();
+      float magnitude = 0;
+      for (int64_t i = 0; i < k; ++i) magnitude += std::fabs(wf[i] * xf[i]);
+      EXPECT_LE(max_abs_diff(out, want), 1e-5f * magnitude + 1e-5f)
+          << dtype_name(w) << " " << n << "x" << k << "x" << o;
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/quant_dot.h"
 #include "backends/cpu/weight_load.h"
 #include "core/kernels.h"
 #include "core/thread_pool.h"
@@ -50,6 +51,39 @@ const float* widen_rows(const ops::LinearArgs& a, int64_t r0, int64_t r1, std::v
   }
 }
 
+// Quantized weights with a fused kernel: blocks are decoded in registers, never widened to memory.
+void linear_fused(const ops::LinearArgs& a, QuantDotRows dot_rows, const std::vector<float>& bias) {
+  const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
+  const float* x = a.x.data<float>();
+  float* out = a.out.data<float>();
+  const size_t row_bytes = dtype_nbytes(a.weight.dtype(), k);
+  const auto* w = static_cast<const uint8_t*>(a.weight.raw());
+  // Block sums of the activations, for block types with a minimum.
+  const int64_t kb = k / 32;
+  std::vector<float> xsum(static_cast<size_t>(n * kb));
+  for (int64_t row = 0; row < n; ++row) {
+    for (int64_t b = 0; b < kb; ++b) {
+      float s = 0;
+      for (int64_t j = 0; j < 32; ++j) s += x[row * k + b * 32 + j];
+      xsum[row * kb + b] = s;
+    }
+  }
+  const int64_t blocks = (o + kRowBlock - 1) / kRowBlock;
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, k * kRowBlock * n));
+  parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
+    float tmp[kRowBlock];
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t r0 = blk * kRowBlock, r1 = std::min(o, r0 + kRowBlock);
+      for (int64_t row = 0; row < n; ++row) {
+        dot_rows(w + static_cast<size_t>(r0) * row_bytes, row_bytes, r1 - r0, x + row * k,
+                 xsum.data() + row * kb, k, tmp);
+        float* orow = out + row * o;
+        for (int64_t r = r0; r < r1; ++r) orow[r] = tmp[r - r0] + (bias.empty() ? 0.0f : bias[r]);
+      }
+    }
+  });
+}
+
 template <class W>
 void linear_kernel(const ops::LinearArgs& a) {
   const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
@@ -57,6 +91,12 @@ void linear_kernel(const ops::LinearArgs& a) {
   float* out = a.out.data<float>();
   std::vector<float> bias;
   if (a.bias.defined()) bias = a.bias.to_f32_vector();
+  if constexpr (std::is_same_v<W, void>) {
+    if (QuantDotRows fused = quant_dot_rows(a.weight.dtype())) {
+      linear_fused(a, fused, bias);
+      return;
+    }
+  }
   const int64_t blocks = (o + kRowBlock - 1) / kRowBlock;
   // Enough work per chunk to outweigh waking a thread.
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, k * kRowBlock * n));

@@ -1,0 +1,100 @@
+// Q8_0 / Q4_0 / Q4_1 rows times float32 activations with AVX2: each block's 32 quantized values
+// are widened to floats in registers and multiplied into per-block accumulators, then scaled by
+// the block's f16 scale (and, for Q4_1, its minimum times the activations' block sum). The weights
+// are read once, in their compact form. This file is compiled with -mavx2 -mfma -mf16c and only
+// called after cpu_isa() has confirmed those instructions.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backends/cpu/quant_dot.h"
+
+namespace anvil::cpu {
+namespace {
+
+inline float half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+inline float hsum(__m256 v) {
+  const __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+  __m128 s = _mm_add_ps(lo, hi);
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+// Sum over 32 values of q[i] * x[i], q given as 32 bytes widened by `widen`.
+inline __m256 block_dot_u8(__m128i lo16, __m128i hi16, const float* x, bool is_signed) {
+  const auto cvt = [&](__m128i v) {
+    return _mm256_cvtepi32_ps(is_signed ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v));
+  };
+  __m256 acc = _mm256_mul_ps(cvt(lo16), _mm256_loadu_ps(x));
+  acc = _mm256_fmadd_ps(cvt(_mm_srli_si128(lo16, 8)), _mm256_loadu_ps(x + 8), acc);
+  acc = _mm256_fmadd_ps(cvt(hi16), _mm256_loadu_ps(x + 16), acc);
+  acc = _mm256_fmadd_ps(cvt(_mm_srli_si128(hi16, 8)), _mm256_loadu_ps(x + 24), acc);
+  return acc;
+}
+
+}  // namespace
+
+void dot_rows_q8_0_avx2(const uint8_t* rows, size_t row_bytes, int64_t n_rows, const float* x,
+                        const float*, int64_t k, float* out) {
+  const int64_t blocks = k / 32;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const uint8_t* b = rows + static_cast<size_t>(r) * row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < blocks; ++i, b += 34) {
+      const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
+      const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 18));
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b)), block_dot_u8(lo, hi, x + i * 32, true), acc);
+    }
+    out[r] = hsum(acc);
+  }
+}
+
+namespace {
+
+template <bool kWithMin>
+void dot_rows_q4(const uint8_t* rows, size_t row_bytes, int64_t n_rows, const float* x,
+                 const float* xsum, int64_t k, float* out) {
+  const int64_t blocks = k / 32;
+  constexpr int64_t kBlockBytes = kWithMin ? 20 : 18;
+  constexpr int64_t kQs = kWithMin ? 4 : 2;
+  const __m128i low_mask = _mm_set1_epi8(0x0f);
+  const __m128i eight = _mm_set1_epi8(8);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const uint8_t* b = rows + static_cast<size_t>(r) * row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    float min_part = 0;
+    for (int64_t i = 0; i < blocks; ++i, b += kBlockBytes) {
+      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + kQs));
+      __m128i lo = _mm_and_si128(packed, low_mask);                     // elements 0..15
+      __m128i hi = _mm_and_si128(_mm_srli_epi16(packed, 4), low_mask);  // elements 16..31
+      if constexpr (!kWithMin) {
+        lo = _mm_sub_epi8(lo, eight);
+        hi = _mm_sub_epi8(hi, eight);
+      }
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b)), block_dot_u8(lo, hi, x + i * 32, !kWithMin),
+                            acc);
+      if constexpr (kWithMin) min_part += half(b + 2) * xsum[i];
+    }
+    out[r] = hsum(acc) + min_part;
+  }
+}
+
+}  // namespace
+
+void dot_rows_q4_0_avx2(const uint8_t* rows, size_t row_bytes, int64_t n_rows, const float* x,
+                        const float* xsum, int64_t k, float* out) {
+  dot_rows_q4<false>(rows, row_bytes, n_rows, x, xsum, k, out);
+}
+
+void dot_rows_q4_1_avx2(const uint8_t* rows, size_t row_bytes, int64_t n_rows, const float* x,
+                        const float* xsum, int64_t k, float* out) {
+  dot_rows_q4<true>(rows, row_bytes, n_rows, x, xsum, k, out);
+}
+
+}  // namespace anvil::cpu
