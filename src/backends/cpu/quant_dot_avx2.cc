@@ -7,7 +7,7 @@
 
 #include <cstring>
 
-#include "backends/cpu/quant_dot.h"
+#include "backends/cpu/quant_dot_kernels.h"
 
 namespace anvil::cpu {
 namespace {
