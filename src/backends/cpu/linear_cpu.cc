@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/quant_dot.h"
 #include "backends/cpu/weight_load.h"
 #include "core/kernels.h"
@@ -84,6 +85,33 @@ void linear_fused(const ops::LinearArgs& a, QuantDotRows dot_rows, const std::ve
   });
 }
 
+// float32 / bfloat16 weights with AVX2: rows are widened in registers, not copied.
+template <class W>
+void linear_dense_avx2(const ops::LinearArgs& a, const std::vector<float>& bias) {
+  const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
+  const float* x = a.x.data<float>();
+  float* out = a.out.data<float>();
+  const W* w = a.weight.data<W>();
+  const int64_t blocks = (o + kRowBlock - 1) / kRowBlock;
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, k * kRowBlock * n));
+  parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
+    float tmp[kRowBlock];
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t r0 = blk * kRowBlock, r1 = std::min(o, r0 + kRowBlock);
+      for (int64_t row = 0; row < n; ++row) {
+        if constexpr (std::is_same_v<W, float>) {
+          dot_rows_f32_avx2(w + r0 * k, r1 - r0, x + row * k, k, tmp);
+        } else {
+          dot_rows_bf16_avx2(reinterpret_cast<const uint16_t*>(w + r0 * k), r1 - r0, x + row * k, k,
+                             tmp);
+        }
+        float* orow = out + row * o;
+        for (int64_t r = r0; r < r1; ++r) orow[r] = tmp[r - r0] + (bias.empty() ? 0.0f : bias[r]);
+      }
+    }
+  });
+}
+
 template <class W>
 void linear_kernel(const ops::LinearArgs& a) {
   const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
@@ -94,6 +122,11 @@ void linear_kernel(const ops::LinearArgs& a) {
   if constexpr (std::is_same_v<W, void>) {
     if (QuantDotRows fused = quant_dot_rows(a.weight.dtype())) {
       linear_fused(a, fused, bias);
+      return;
+    }
+  } else if constexpr (std::is_same_v<W, float> || std::is_same_v<W, Bf16>) {
+    if (isa() == Isa::avx2) {
+      linear_dense_avx2<W>(a, bias);
       return;
     }
   }

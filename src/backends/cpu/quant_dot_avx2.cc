@@ -98,3 +98,48 @@ void dot_rows_q4_1_avx2(const uint8_t* rows, size_t row_bytes, int64_t n_rows, c
 }
 
 }  // namespace anvil::cpu
+
+namespace anvil::cpu {
+
+void dot_rows_f32_avx2(const float* rows, int64_t n_rows, const float* x, int64_t k, float* out) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* w = rows + r * k;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 16 <= k; j += 16) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + j), _mm256_loadu_ps(x + j), a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + j + 8), _mm256_loadu_ps(x + j + 8), a1);
+    }
+    float s = hsum(_mm256_add_ps(a0, a1));
+    for (; j < k; ++j) s += w[j] * x[j];
+    out[r] = s;
+  }
+}
+
+void dot_rows_bf16_avx2(const uint16_t* rows, int64_t n_rows, const float* x, int64_t k,
+                        float* out) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const uint16_t* w = rows + r * k;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 16 <= k; j += 16) {
+      // bf16 -> f32 is a 16-bit left shift of the bits.
+      const __m256i lo = _mm256_slli_epi32(
+          _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j))), 16);
+      const __m256i hi = _mm256_slli_epi32(
+          _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j + 8))), 16);
+      a0 = _mm256_fmadd_ps(_mm256_castsi256_ps(lo), _mm256_loadu_ps(x + j), a0);
+      a1 = _mm256_fmadd_ps(_mm256_castsi256_ps(hi), _mm256_loadu_ps(x + j + 8), a1);
+    }
+    float s = hsum(_mm256_add_ps(a0, a1));
+    for (; j < k; ++j) {
+      const uint32_t bits = static_cast<uint32_t>(w[j]) << 16;
+      float v;
+      std::memcpy(&v, &bits, sizeof v);
+      s += v * x[j];
+    }
+    out[r] = s;
+  }
+}
+
+}  // namespace anvil::cpu

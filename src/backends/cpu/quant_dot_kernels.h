@@ -22,3 +22,12 @@ void dot_rows_q4_1_avx2(const uint8_t*, size_t, int64_t, const float*, const flo
                         float*);
 
 }  // namespace anvil::cpu
+
+namespace anvil::cpu {
+
+/// out[r] = dot(x, row r) for `n_rows` rows of `k` float32 / bfloat16 values (row stride k).
+void dot_rows_f32_avx2(const float* rows, int64_t n_rows, const float* x, int64_t k, float* out);
+void dot_rows_bf16_avx2(const uint16_t* rows, int64_t n_rows, const float* x, int64_t k,
+                        float* out);
+
+}  // namespace anvil::cpu
