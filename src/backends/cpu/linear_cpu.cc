@@ -52,11 +52,32 @@ const float* widen_rows(const ops::LinearArgs& a, int64_t r0, int64_t r1, std::v
   }
 }
 
+// The loop shared by the register-decoding kernels: threads take blocks of kRowBlock output
+// features; `dot(r0, r1, row, tmp)` fills tmp with the dot products of activation row `row` with
+// weight rows [r0, r1), which stay in L1 while every activation row uses them.
+template <class Dot>
+void for_row_blocks(const ops::LinearArgs& a, const std::vector<float>& bias, Dot&& dot) {
+  const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
+  float* out = a.out.data<float>();
+  const int64_t blocks = (o + kRowBlock - 1) / kRowBlock;
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, k * kRowBlock * n));
+  parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
+    float tmp[kRowBlock];
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t r0 = blk * kRowBlock, r1 = std::min(o, r0 + kRowBlock);
+      for (int64_t row = 0; row < n; ++row) {
+        dot(r0, r1, row, tmp);
+        float* orow = out + row * o;
+        for (int64_t r = r0; r < r1; ++r) orow[r] = tmp[r - r0] + (bias.empty() ? 0.0f : bias[r]);
+      }
+    }
+  });
+}
+
 // Quantized weights with a fused kernel: blocks are decoded in registers, never widened to memory.
 void linear_fused(const ops::LinearArgs& a, QuantDotRows dot_rows, const std::vector<float>& bias) {
-  const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
+  const int64_t n = a.x.size(0), k = a.x.size(1);
   const float* x = a.x.data<float>();
-  float* out = a.out.data<float>();
   const size_t row_bytes = dtype_nbytes(a.weight.dtype(), k);
   const auto* w = static_cast<const uint8_t*>(a.weight.raw());
   // Block sums of the activations, for block types with a minimum.
@@ -69,45 +90,24 @@ void linear_fused(const ops::LinearArgs& a, QuantDotRows dot_rows, const std::ve
       xsum[row * kb + b] = s;
     }
   }
-  const int64_t blocks = (o + kRowBlock - 1) / kRowBlock;
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, k * kRowBlock * n));
-  parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
-    float tmp[kRowBlock];
-    for (int64_t blk = b0; blk < b1; ++blk) {
-      const int64_t r0 = blk * kRowBlock, r1 = std::min(o, r0 + kRowBlock);
-      for (int64_t row = 0; row < n; ++row) {
-        dot_rows(w + static_cast<size_t>(r0) * row_bytes, row_bytes, r1 - r0, x + row * k,
-                 xsum.data() + row * kb, k, tmp);
-        float* orow = out + row * o;
-        for (int64_t r = r0; r < r1; ++r) orow[r] = tmp[r - r0] + (bias.empty() ? 0.0f : bias[r]);
-      }
-    }
+  for_row_blocks(a, bias, [&](int64_t r0, int64_t r1, int64_t row, float* tmp) {
+    dot_rows(w + static_cast<size_t>(r0) * row_bytes, row_bytes, r1 - r0, x + row * k,
+             xsum.data() + row * kb, k, tmp);
   });
 }
 
 // float32 / bfloat16 weights with AVX2: rows are widened in registers, not copied.
 template <class W>
 void linear_dense_avx2(const ops::LinearArgs& a, const std::vector<float>& bias) {
-  const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
+  const int64_t k = a.x.size(1);
   const float* x = a.x.data<float>();
-  float* out = a.out.data<float>();
   const W* w = a.weight.data<W>();
-  const int64_t blocks = (o + kRowBlock - 1) / kRowBlock;
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, k * kRowBlock * n));
-  parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
-    float tmp[kRowBlock];
-    for (int64_t blk = b0; blk < b1; ++blk) {
-      const int64_t r0 = blk * kRowBlock, r1 = std::min(o, r0 + kRowBlock);
-      for (int64_t row = 0; row < n; ++row) {
-        if constexpr (std::is_same_v<W, float>) {
-          dot_rows_f32_avx2(w + r0 * k, r1 - r0, x + row * k, k, tmp);
-        } else {
-          dot_rows_bf16_avx2(reinterpret_cast<const uint16_t*>(w + r0 * k), r1 - r0, x + row * k, k,
-                             tmp);
-        }
-        float* orow = out + row * o;
-        for (int64_t r = r0; r < r1; ++r) orow[r] = tmp[r - r0] + (bias.empty() ? 0.0f : bias[r]);
-      }
+  for_row_blocks(a, bias, [&](int64_t r0, int64_t r1, int64_t row, float* tmp) {
+    if constexpr (std::is_same_v<W, float>) {
+      dot_rows_f32_avx2(w + r0 * k, r1 - r0, x + row * k, k, tmp);
+    } else {
+      dot_rows_bf16_avx2(reinterpret_cast<const uint16_t*>(w + r0 * k), r1 - r0, x + row * k, k,
+                         tmp);
     }
   });
 }
