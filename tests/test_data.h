@@ -1,6 +1,7 @@
 // Paths of the test data copied from transformers' fixtures, and small helpers over it.
 #pragma once
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -8,8 +9,15 @@
 
 namespace anvil::test {
 
+// Compiled-in paths, overridable by the environment so a test binary built on one machine can
+// run on another (scripts/gpu-check carries it to the GPU machine).
 inline std::string data_dir() {
-  return ANVIL_TEST_DATA;
+  const char* env = std::getenv("ANVIL_TEST_DATA");
+  return env && *env ? env : ANVIL_TEST_DATA;
+}
+inline std::string cli_path() {
+  const char* env = std::getenv("ANVIL_CLI");
+  return env && *env ? env : ANVIL_CLI;
 }
 inline std::string model_dir(const std::string& name) {
   return data_dir() + "/" + name + "/model";

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,14 @@ struct DeviceInfo {
   std::string details;        ///< backend-specific notes (ISA, compute capability, ...)
 };
 
+/// Device work recorded once and replayed with the same buffers and arguments (a CUDA graph):
+/// what changes between replays must be read by the kernels from device memory.
+class StepGraph {
+ public:
+  virtual ~StepGraph() = default;
+  virtual void replay() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -58,6 +67,13 @@ class Backend {
   virtual void synchronize(Device device) = 0;
   /// The dtype activations are kept in when weights are stored as `weights`.
   virtual DType activation_dtype(DType weights) const = 0;
+  /// Records the work `body` queues on `device` into a graph. nullptr when this backend has no
+  /// graphs; callers then run `body` itself each time. `body` must not allocate or copy.
+  virtual std::unique_ptr<StepGraph> capture(Device device, const std::function<void()>& body) {
+    (void)device;
+    (void)body;
+    return nullptr;
+  }
 };
 
 /// One line of `anvil devices`: a device type, whether anvil can use it, and if not, why.

@@ -7,6 +7,9 @@
 #include "anvil/backend.h"
 #include "anvil/error.h"
 #include "backends/cpu/cpu_backend.h"
+#ifdef ANVIL_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#endif
 #include "core/kernels.h"
 
 namespace anvil {
@@ -25,9 +28,18 @@ struct Registry {
 
   Registry() {
     backends[DeviceType::cpu] = make_cpu_backend();
+#ifdef ANVIL_HAVE_CUDA
+    std::string why;
+    if (auto cuda = make_cuda_backend(&why)) {
+      backends[DeviceType::cuda] = std::move(cuda);
+    } else {
+      absent[DeviceType::cuda] = why;
+    }
+#else
     absent[DeviceType::cuda] =
-        "not built: this anvil was built without the CUDA backend (the CUDA backend is a later "
-        "issue)";
+        "not built: this anvil was built without the CUDA backend (no nvcc was found at build "
+        "time; see docs/cuda.md)";
+#endif
     absent[DeviceType::opencl] = "not built: the OpenCL backend is not part of this build yet";
     absent[DeviceType::xpu] =
         "not built: Intel GPUs are reached through the OpenCL backend, which is not part of this "
@@ -45,6 +57,9 @@ Registry& registry() {
   std::call_once(g_once, [] {
     g_registry = new Registry();  // lives for the process: kernels may run during exit
     register_cpu_kernels();
+#ifdef ANVIL_HAVE_CUDA
+    register_cuda_kernels();
+#endif
   });
   return *g_registry;
 }

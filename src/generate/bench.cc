@@ -1,4 +1,5 @@
-// Timings use a steady clock around whole steps; the decoder's work is synchronous on the CPU.
+// Timings use a steady clock around whole steps. Each step ends with its greedy pick copied to
+// the host, which waits for the device, so the clock measures finished work on every backend.
 // Prompts are random ids (the speed of a step does not depend on which ids they are).
 #include "generate/bench.h"
 
@@ -11,6 +12,7 @@
 
 #include "anvil/error.h"
 #include "core/thread_pool.h"
+#include "generate/generate.h"
 #include "models/decoder.h"
 
 namespace anvil {
@@ -65,6 +67,29 @@ double measure_read_bandwidth(int64_t bytes) {
   return static_cast<double>(n * static_cast<int64_t>(sizeof(uint64_t))) / median(times);
 }
 
+double measure_device_bandwidth(Device device, int64_t bytes) {
+  Backend& be = backend_for(device);
+  const auto a = be.allocate(device, static_cast<size_t>(bytes));
+  const auto b = be.allocate(device, static_cast<size_t>(bytes));
+  // Random contents: some devices move zeros faster than data.
+  std::vector<uint64_t> host(static_cast<size_t>(bytes) / 8);
+  std::mt19937_64 rng(1);
+  for (auto& v : host) v = rng();
+  be.copy_from_host(a->data(), host.data(), host.size() * 8, device);
+  std::vector<double> times;
+  for (int r = 0; r < 6; ++r) {
+    be.synchronize(device);
+    const auto t = Clock::now();
+    for (int i = 0; i < 4; ++i) {
+      be.copy_on_device(i % 2 ? a->data() : b->data(), i % 2 ? b->data() : a->data(),
+                        static_cast<size_t>(bytes), device);
+    }
+    be.synchronize(device);
+    if (r > 0) times.push_back(seconds_since(t) / 4);
+  }
+  return 2.0 * static_cast<double>(bytes) / median(times);  // bytes read + bytes written
+}
+
 BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
   if (o.batch <= 0 || o.prompt_len <= 0 || o.gen_len <= 0 || o.repeats <= 0) {
     throw Error("bench: batch, prompt length, generation length and repeats must be positive");
@@ -87,29 +112,19 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
   for (int r = 0; r < o.repeats + 1; ++r) {  // the first run warms caches and allocations
     KvCache cache = dec.new_cache(o.batch, o.prompt_len + o.gen_len);
     const auto t0 = Clock::now();
-    Tensor logits = dec.forward(prefill, cache);
-    std::vector<float> host = logits.to_f32_vector();
-    const double t_prefill = seconds_since(t0);
+    std::vector<int64_t> next = greedy_tokens(dec.forward(prefill, cache));
+    const double t_first = seconds_since(t0);  // prefill and the first token's pick
     StepInput step;
     step.batch = o.batch;
     step.seq = 1;
-    step.ids.assign(static_cast<size_t>(o.batch), 0);
-    std::vector<int32_t> mask(static_cast<size_t>(o.batch * o.prompt_len), 1);
     const auto t1 = Clock::now();
-    double t_first = 0;
     for (int64_t g = 0; g < o.gen_len; ++g) {
-      for (int64_t b = 0; b < o.batch; ++b) {  // greedy pick, as generate() does
-        const float* row = host.data() + b * c.vocab_size;
-        step.ids[b] = std::max_element(row, row + c.vocab_size) - row;
-      }
-      if (g == 0) t_first = t_prefill + seconds_since(t1);
+      step.ids = next;
       step.positions.assign(static_cast<size_t>(o.batch), static_cast<int32_t>(o.prompt_len + g));
-      step.key_mask.clear();
-      for (int64_t b = 0; b < o.batch; ++b) {
-        step.key_mask.insert(step.key_mask.end(), static_cast<size_t>(o.prompt_len + g + 1), 1);
-      }
-      host = dec.forward(step, cache).to_f32_vector();
+      step.key_mask.assign(static_cast<size_t>(o.batch * (o.prompt_len + g + 1)), 1);
+      next = greedy_tokens(dec.forward(step, cache));
     }
+    const double t_prefill = t_first;
     if (r == 0) continue;
     prefill_s.push_back(t_prefill);
     decode_s.push_back(seconds_since(t1));
@@ -121,7 +136,9 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
   res.time_to_first_token_s = median(ttft_s);
   res.peak_rss_bytes = peak_rss();
   res.weight_bytes = dec.decode_weight_bytes();
-  res.membw_bytes_per_s = measure_read_bandwidth();
+  res.membw_bytes_per_s = dec.device().type == DeviceType::cpu
+                              ? measure_read_bandwidth()
+                              : measure_device_bandwidth(dec.device());
   res.decode_floor_tokens_per_s =
       static_cast<double>(o.batch) * res.membw_bytes_per_s / static_cast<double>(res.weight_bytes);
   return res;

@@ -24,13 +24,16 @@ struct BenchResult {
   double time_to_first_token_s = 0;
   int64_t peak_rss_bytes = 0;
   int64_t weight_bytes = 0;              ///< bytes a decode step reads from weights
-  double membw_bytes_per_s = 0;          ///< measured streaming-read bandwidth
+  double membw_bytes_per_s = 0;  ///< measured: CPU streaming read, device copy (read + write)
   double decode_floor_tokens_per_s = 0;  ///< batch * membw / bytes per step
 };
 
 /// Streaming-read bandwidth of this machine with the configured threads (bytes/s), over a
 /// buffer larger than the caches.
 double measure_read_bandwidth(int64_t bytes = int64_t{1} << 30);
+
+/// Copy bandwidth of a device (bytes read + written per second), over two buffers of `bytes`.
+double measure_device_bandwidth(Device device, int64_t bytes = int64_t{1} << 30);
 
 BenchResult run_bench(const CausalLM& model, const BenchOptions& options);
 

@@ -6,6 +6,7 @@
 
 #include "anvil/error.h"
 #include "generate/logits_processor.h"
+#include "ops/ops.h"
 
 namespace anvil {
 
@@ -75,6 +76,23 @@ SamplingParams sampling_params(const GenerationConfig& gen, const GenerateOption
 
 }  // namespace
 
+std::vector<int64_t> greedy_tokens(const Tensor& logits) {
+  const int64_t vocab = logits.size(-1), rows = logits.numel() / vocab;
+  const Tensor flat = logits.view({rows, vocab});
+  const Device d = logits.device();
+  if (d.type != DeviceType::cpu && supports(ops::kArgmax, d.type, flat.dtype(), flat.dtype())) {
+    Tensor ids = Tensor::empty({rows}, DType::i64, d);
+    ops::argmax(flat, ids);
+    return ids.to_i64_vector();
+  }
+  const std::vector<float> host = flat.to_f32_vector();
+  std::vector<int64_t> out(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    out[r] = argmax(std::span<const float>(host.data() + r * vocab, static_cast<size_t>(vocab)));
+  }
+  return out;
+}
+
 std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const GenerationConfig& gen,
                                                const Batch& batch, const GenerateOptions& opts) {
   std::vector<std::vector<int64_t>> mask = checked_mask(batch);
@@ -108,17 +126,31 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   std::vector<bool> finished(rows, false);
   std::vector<int64_t> chosen(rows);
   for (int64_t t = 0; t < max_new; ++t) {
-    const std::vector<float> logits = decoder.forward(step, cache).to_f32_vector();
+    const Tensor step_logits = decoder.forward(step, cache);
+    // Plain greedy steps pick on the device; anything that edits the scores runs on the host.
+    const bool plain_greedy =
+        !sp.do_sample && sp.repetition_penalty == 1.0f && t >= opts.min_new_tokens;
+    std::vector<int64_t> greedy;
+    std::vector<float> logits;
+    if (plain_greedy) {
+      greedy = greedy_tokens(step_logits);
+    } else {
+      logits = step_logits.to_f32_vector();
+    }
     for (int64_t r = 0; r < rows; ++r) {
-      std::vector<float> scores(logits.begin() + r * vocab, logits.begin() + (r + 1) * vocab);
-      apply_repetition_penalty(scores, sequences[r], sp.repetition_penalty);
-      if (t < opts.min_new_tokens) suppress_tokens(scores, eos);
       int64_t token;
-      if (sp.do_sample) {
-        apply_warpers(scores, sp);
-        token = sample(scores, rng);
+      if (plain_greedy) {
+        token = greedy[r];
       } else {
-        token = argmax(scores);
+        std::vector<float> scores(logits.begin() + r * vocab, logits.begin() + (r + 1) * vocab);
+        apply_repetition_penalty(scores, sequences[r], sp.repetition_penalty);
+        if (t < opts.min_new_tokens) suppress_tokens(scores, eos);
+        if (sp.do_sample) {
+          apply_warpers(scores, sp);
+          token = sample(scores, rng);
+        } else {
+          token = argmax(scores);
+        }
       }
       if (finished[r]) token = pad;
       chosen[r] = token;

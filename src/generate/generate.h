@@ -16,6 +16,10 @@ std::vector<std::vector<int64_t>> checked_mask(const Batch& batch);
 /// transformers' position ids for a mask row: cumsum(mask) - 1, and 1 where the mask is 0.
 std::vector<int32_t> positions_from_mask(const std::vector<int64_t>& mask_row);
 
+/// The argmax of each row of logits [rows, 1, vocab] (or [rows, vocab]); on a device with an
+/// argmax kernel only the chosen ids come back to the host.
+std::vector<int64_t> greedy_tokens(const Tensor& logits);
+
 std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const GenerationConfig& gen,
                                                const Batch& batch, const GenerateOptions& opts);
 

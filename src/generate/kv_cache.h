@@ -2,6 +2,7 @@
 // will run, so decoding never allocates.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "anvil/config.h"
@@ -14,6 +15,8 @@ struct KvCache {
   int64_t batch = 0;
   int64_t capacity = 0;
   int64_t length = 0;  ///< positions filled
+  /// The decoder's recorded one-token step for this cache (graph replay), made on first use.
+  std::shared_ptr<void> step_graph;
 
   static KvCache allocate(const ModelConfig& config, int64_t batch, int64_t capacity, DType dtype,
                           Device device);

@@ -2,7 +2,9 @@
 // Qwen3DecoderLayer. Activations are [tokens, features] with tokens = batch * seq, row-major.
 #include "models/decoder.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "anvil/error.h"
 #include "models/rope_table.h"
@@ -58,11 +60,9 @@ Tensor Decoder::upload_i32(const std::vector<int32_t>& v, const Shape& shape) co
   return host.to(device_);
 }
 
-Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
+void Decoder::check_step(const StepInput& step, const KvCache& cache) const {
   const ModelConfig& c = config_;
   const int64_t b = step.batch, s = step.seq, n = b * s, past = cache.length;
-  const int64_t h = c.hidden_size, hd = c.head_dim;
-  const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads;
   if (static_cast<int64_t>(step.ids.size()) != n ||
       static_cast<int64_t>(step.positions.size()) != n ||
       static_cast<int64_t>(step.key_mask.size()) != b * (past + s)) {
@@ -80,10 +80,32 @@ Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
                   ") is out of range for vocab_size " + std::to_string(c.vocab_size));
     }
   }
+}
 
-  const Tensor ids = Tensor::from_i64(step.ids, {n}).to(device_);
-  const Tensor positions = upload_i32(step.positions, {n});
-  const Tensor key_mask = upload_i32(step.key_mask, {b, past + s});
+Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
+  check_step(step, cache);
+  const int64_t b = step.batch, s = step.seq, n = b * s, past = cache.length;
+  if (s == 1 && !step.all_logits && device_.type != DeviceType::cpu &&
+      supports(ops::kMaskColumn, device_.type, DType::i32, DType::i32)) {
+    return forward_graph(step, cache);
+  }
+  StepTensors in;
+  in.ids = Tensor::from_i64(step.ids, {n}).to(device_);
+  in.positions = upload_i32(step.positions, {n});
+  in.key_mask = upload_i32(step.key_mask, {b, past + s});
+  const int64_t out_seq = step.all_logits ? s : 1;
+  Tensor logits = Tensor::empty({b * out_seq, config_.vocab_size}, DType::f32, device_);
+  run(in, b, s, past, step.all_logits, cache, logits);
+  cache.length = past + s;
+  return logits.view({b, out_seq, config_.vocab_size});
+}
+
+void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, bool all_logits,
+                  KvCache& cache, const Tensor& logits) const {
+  const ModelConfig& c = config_;
+  const int64_t n = b * s;
+  const int64_t h = c.hidden_size, hd = c.head_dim;
+  const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads;
 
   Tensor x = scratch("x", {n, h});
   Tensor normed = scratch("normed", {n, h});
@@ -97,7 +119,7 @@ Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
   const float eps = static_cast<float>(c.rms_norm_eps);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
-  ops::embedding(ids, weights_.embed_tokens, x);
+  ops::embedding(in.ids, weights_.embed_tokens, x);
   for (size_t li = 0; li < weights_.layers.size(); ++li) {
     const LayerWeights& L = weights_.layers[li];
     // Self-attention block.
@@ -109,12 +131,12 @@ Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
       ops::rms_norm(q.view({n * nh, hd}), L.q_norm, eps, q.view({n * nh, hd}));
       ops::rms_norm(k.view({n * nkv, hd}), L.k_norm, eps, k.view({n * nkv, hd}));
     }
-    ops::rope(q.view({n, nh, hd}), positions, inv_freq_, rope_scaling_);
-    ops::rope(k.view({n, nkv, hd}), positions, inv_freq_, rope_scaling_);
-    ops::store_kv(k.view({b, s, nkv, hd}), cache.keys[li], past);
-    ops::store_kv(v.view({b, s, nkv, hd}), cache.values[li], past);
-    ops::attention({q.view({b, s, nh, hd}), cache.keys[li], cache.values[li], key_mask,
-                    attn.view({b, s, nh, hd}), past, scale, attention_});
+    ops::rope(q.view({n, nh, hd}), in.positions, inv_freq_, rope_scaling_);
+    ops::rope(k.view({n, nkv, hd}), in.positions, inv_freq_, rope_scaling_);
+    ops::store_kv(k.view({b, s, nkv, hd}), cache.keys[li], past, in.past);
+    ops::store_kv(v.view({b, s, nkv, hd}), cache.values[li], past, in.past);
+    ops::attention({q.view({b, s, nh, hd}), cache.keys[li], cache.values[li], in.key_mask,
+                    attn.view({b, s, nh, hd}), past, scale, attention_, in.past});
     ops::linear(attn, L.o_proj, L.o_bias, proj);
     ops::add(x, proj, x);
     // MLP block.
@@ -125,21 +147,105 @@ Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
     ops::linear(gate, L.down_proj, L.down_bias, proj);
     ops::add(x, proj, x);
   }
-  cache.length = past + s;
 
   // Only the rows whose logits are wanted go through the norm and the (large) head.
   Tensor rows = x;
-  int64_t out_seq = s;
-  if (!step.all_logits && s > 1) {
-    rows = x.view({b, s, h}).select(1, s - 1).contiguous();
-    out_seq = 1;
+  int64_t m = n;
+  if (!all_logits && s > 1) {
+    m = b;
+    rows = scratch("last_rows", {b, h});
+    for (int64_t r = 0; r < b; ++r) {  // contiguous row copies stay on the device
+      rows.narrow(0, r, 1).copy_from(x.narrow(0, r * s + s - 1, 1));
+    }
   }
-  const int64_t m = b * out_seq;
   Tensor final_normed = scratch("final_normed", {m, h});
   ops::rms_norm(rows, weights_.norm, eps, final_normed);
-  Tensor logits = Tensor::empty({m, c.vocab_size}, act_dtype_, device_);
-  ops::linear(final_normed, weights_.lm_head, Tensor(), logits);
-  return logits.to(DType::f32).view({b, out_seq, c.vocab_size});
+  if (act_dtype_ == DType::f32) {
+    ops::linear(final_normed, weights_.lm_head, Tensor(), logits);
+  } else {
+    Tensor head = scratch("head", {m, c.vocab_size});
+    ops::linear(final_normed, weights_.lm_head, Tensor(), head);
+    ops::cast(head, logits);
+  }
+}
+
+// The recorded one-token step of one cache: inputs in one device buffer (ids, positions, the
+// past length, the new mask column), a mask of the cache's width, float32 logits, the graph.
+struct Decoder::GraphState {
+  Tensor inputs;  // bytes on the device
+  StepTensors in;
+  Tensor mask_column;
+  Tensor logits;
+  std::vector<int32_t> mask_mirror;  // what the device mask holds, [batch, capacity]
+  std::vector<uint8_t> staging;
+  std::unique_ptr<StepGraph> graph;
+  bool captured = false;
+  // The scratch buffers the graph writes, kept alive should a later, larger step replace them.
+  std::map<std::string, Tensor> graph_scratch;
+};
+
+Tensor Decoder::forward_graph(const StepInput& step, KvCache& cache) const {
+  const int64_t b = step.batch, past = cache.length, cap = cache.capacity;
+  auto state = std::static_pointer_cast<GraphState>(cache.step_graph);
+  if (!state) {
+    state = std::make_shared<GraphState>();
+    const int64_t ids_bytes = b * 8, i32_bytes = (2 * b + 1) * 4;
+    state->inputs = Tensor::empty({ids_bytes + i32_bytes}, DType::u8, device_);
+    auto* base = static_cast<uint8_t*>(state->inputs.raw());
+    const auto owner = std::shared_ptr<void>(state->inputs.raw(), [keep = state->inputs](void*) {});
+    state->in.ids = Tensor::from_blob(base, {b}, DType::i64, device_, owner);
+    state->in.positions = Tensor::from_blob(base + ids_bytes, {b}, DType::i32, device_, owner);
+    state->in.past = Tensor::from_blob(base + ids_bytes + b * 4, {1}, DType::i32, device_, owner);
+    state->mask_column =
+        Tensor::from_blob(base + ids_bytes + b * 4 + 4, {b}, DType::i32, device_, owner);
+    state->in.key_mask = Tensor::zeros({b, cap}, DType::i32, device_);
+    state->mask_mirror.assign(static_cast<size_t>(b * cap), 0);
+    state->logits = Tensor::empty({b, config_.vocab_size}, DType::f32, device_);
+    state->staging.resize(static_cast<size_t>(ids_bytes + i32_bytes));
+    cache.step_graph = state;
+  }
+  // The mask's earlier columns normally stay as they were; when they do not, upload them all.
+  bool prefix_changed = false;
+  for (int64_t r = 0; r < b && !prefix_changed; ++r) {
+    prefix_changed = !std::equal(step.key_mask.begin() + r * (past + 1),
+                                 step.key_mask.begin() + r * (past + 1) + past,
+                                 state->mask_mirror.begin() + r * cap);
+  }
+  for (int64_t r = 0; r < b; ++r) {
+    std::copy(step.key_mask.begin() + r * (past + 1), step.key_mask.begin() + (r + 1) * (past + 1),
+              state->mask_mirror.begin() + r * cap);
+  }
+  if (prefix_changed) {
+    Tensor host = Tensor::empty({b, cap}, DType::i32);
+    std::copy(state->mask_mirror.begin(), state->mask_mirror.end(), host.data<int32_t>());
+    state->in.key_mask.copy_from(host);
+  }
+  uint8_t* st = state->staging.data();
+  std::memcpy(st, step.ids.data(), static_cast<size_t>(b) * 8);
+  std::memcpy(st + b * 8, step.positions.data(), static_cast<size_t>(b) * 4);
+  const auto past32 = static_cast<int32_t>(past);
+  std::memcpy(st + b * 12, &past32, 4);
+  for (int64_t r = 0; r < b; ++r) {
+    std::memcpy(st + b * 12 + 4 + r * 4, &step.key_mask[r * (past + 1) + past], 4);
+  }
+  backend_for(device_).copy_from_host(state->inputs.raw(), st, state->staging.size(), device_);
+
+  const auto body = [&, state] {
+    ops::write_mask_column(state->in.key_mask, state->mask_column, state->in.past);
+    run(state->in, b, 1, past, false, cache, state->logits);
+  };
+  if (state->graph) {
+    state->graph->replay();
+  } else {
+    body();  // the first step runs eagerly: it sizes every scratch buffer the graph will use
+    if (!state->captured) {
+      state->captured = true;
+      state->graph = backend_for(device_).capture(device_, body);
+      state->graph_scratch = scratch_;
+    }
+  }
+  cache.length = past + 1;
+  return state->logits.view({b, 1, config_.vocab_size});
 }
 
 }  // namespace anvil

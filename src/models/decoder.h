@@ -41,12 +41,29 @@ class Decoder {
   int64_t decode_weight_bytes() const;
 
   /// Runs the step, appending its keys and values to `cache`. Returns float32 logits
-  /// [batch, seq or 1, vocab] on the decoder's device. Not thread-safe (shared scratch).
+  /// [batch, seq or 1, vocab] on the decoder's device, valid until the next step on `cache`.
+  /// Not thread-safe (shared scratch).
+  ///
+  /// One-token steps on a backend with graphs are recorded once per cache and replayed: the
+  /// inputs go to fixed device buffers in one copy, positions and the past length are read
+  /// by the kernels from device memory.
   Tensor forward(const StepInput& step, KvCache& cache) const;
 
  private:
+  /// The device tensors of one step's inputs.
+  struct StepTensors {
+    Tensor ids, positions, key_mask;
+    Tensor past;  ///< i32 [1] on the device for graph replay, else undefined
+  };
+  struct GraphState;
+
   Tensor scratch(const std::string& slot, const Shape& shape) const;
   Tensor upload_i32(const std::vector<int32_t>& v, const Shape& shape) const;
+  void check_step(const StepInput& step, const KvCache& cache) const;
+  /// The layers, final norm and head; writes float32 logits of the wanted rows to `logits`.
+  void run(const StepTensors& in, int64_t b, int64_t s, int64_t past, bool all_logits,
+           KvCache& cache, const Tensor& logits) const;
+  Tensor forward_graph(const StepInput& step, KvCache& cache) const;
 
   ModelConfig config_;
   ModelWeights weights_;

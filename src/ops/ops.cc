@@ -133,7 +133,22 @@ void add(const Tensor& a, const Tensor& b, const Tensor& out) {
   get_kernel<AddArgs>(kAdd, a.device().type, a.dtype(), a.dtype())({a, b, out});
 }
 
-void store_kv(const Tensor& src, const Tensor& cache, int64_t start) {
+// A position kept in device memory for graph replay. On the CPU (no graphs) it must agree with
+// the host value, which is what the CPU kernels use.
+static void expect_device_scalar(const char* op, const char* name, const Tensor& t,
+                                 const Tensor& like, int64_t host_value = -1) {
+  if (!t.defined()) return;
+  expect_shape(op, name, t, {1});
+  expect_dtype(op, name, t, DType::i32);
+  expect_same_device(op, like, t);
+  if (t.device().type == DeviceType::cpu && host_value >= 0 && *t.data<int32_t>() != host_value) {
+    fail(op, std::string(name) + " holds " + std::to_string(*t.data<int32_t>()) + ", expected " +
+                 std::to_string(host_value));
+  }
+}
+
+void store_kv(const Tensor& src, const Tensor& cache, int64_t start,
+              const Tensor& start_on_device) {
   expect_rank(kStoreKv, "src", src, 4);
   expect_rank(kStoreKv, "cache", cache, 4);
   if (src.size(0) != cache.size(0) || src.size(2) != cache.size(1) ||
@@ -150,8 +165,9 @@ void store_kv(const Tensor& src, const Tensor& cache, int64_t start) {
   expect_contiguous(kStoreKv, "src", src);
   expect_contiguous(kStoreKv, "cache", cache);
   expect_same_device(kStoreKv, src, cache);
+  expect_device_scalar(kStoreKv, "start_on_device", start_on_device, src, start);
   get_kernel<StoreKvArgs>(kStoreKv, src.device().type, src.dtype(),
-                          src.dtype())({src, cache, start});
+                          src.dtype())({src, cache, start, start_on_device});
 }
 
 void attention(const AttentionArgs& a) {
@@ -173,7 +189,19 @@ void attention(const AttentionArgs& a) {
                          " new tokens exceed the cache capacity " +
                          std::to_string(a.k_cache.size(2)));
   }
-  expect_shape(kAttention, "key_mask", a.key_mask, {batch, total});
+  // Graph replay (device backends only) keeps one mask of the cache's width.
+  if (a.past_on_device.defined() && a.q.device().type != DeviceType::cpu) {
+    expect_device_scalar(kAttention, "past_on_device", a.past_on_device, a.q, a.past);
+    expect_rank(kAttention, "key_mask", a.key_mask, 2);
+    if (a.key_mask.size(0) != batch || a.key_mask.size(1) < total) {
+      fail(kAttention, "key_mask has shape " + shape_str(a.key_mask.shape()) +
+                           ", expected [" + std::to_string(batch) + ", >= " +
+                           std::to_string(total) + "]");
+    }
+  } else {
+    expect_device_scalar(kAttention, "past_on_device", a.past_on_device, a.q, a.past);
+    expect_shape(kAttention, "key_mask", a.key_mask, {batch, total});
+  }
   expect_dtype(kAttention, "key_mask", a.key_mask, DType::i32);
   expect_shape(kAttention, "out", a.out, a.q.shape());
   expect_dtype(kAttention, "out", a.out, a.q.dtype());
@@ -184,6 +212,39 @@ void attention(const AttentionArgs& a) {
     expect_same_device(kAttention, a.q, *t);
   }
   get_kernel<AttentionArgs>(kAttention, a.q.device().type, a.q.dtype(), a.q.dtype())(a);
+}
+
+void cast(const Tensor& src, const Tensor& out) {
+  expect_shape(kCast, "out", out, src.shape());
+  if (!is_floating(src.dtype()) || !is_floating(out.dtype())) {
+    fail(kCast, "only floating-point tensors are converted on a device");
+  }
+  expect_contiguous(kCast, "src", src);
+  expect_contiguous(kCast, "out", out);
+  expect_same_device(kCast, src, out);
+  get_kernel<CastArgs>(kCast, src.device().type, out.dtype(), src.dtype())({src, out});
+}
+
+void argmax(const Tensor& x, const Tensor& out) {
+  expect_rank(kArgmax, "x", x, 2);
+  expect_shape(kArgmax, "out", out, {x.size(0)});
+  expect_dtype(kArgmax, "out", out, DType::i64);
+  expect_contiguous(kArgmax, "x", x);
+  expect_same_device(kArgmax, x, out);
+  if (x.size(1) == 0) fail(kArgmax, "rows are empty");
+  get_kernel<ArgmaxArgs>(kArgmax, x.device().type, x.dtype(), x.dtype())({x, out});
+}
+
+void write_mask_column(const Tensor& mask, const Tensor& values, const Tensor& index) {
+  expect_rank(kMaskColumn, "mask", mask, 2);
+  expect_dtype(kMaskColumn, "mask", mask, DType::i32);
+  expect_shape(kMaskColumn, "values", values, {mask.size(0)});
+  expect_dtype(kMaskColumn, "values", values, DType::i32);
+  expect_device_scalar(kMaskColumn, "index", index, mask);
+  expect_contiguous(kMaskColumn, "mask", mask);
+  expect_same_device(kMaskColumn, mask, values);
+  get_kernel<MaskColumnArgs>(kMaskColumn, mask.device().type, DType::i32,
+                             DType::i32)({mask, values, index});
 }
 
 }  // namespace anvil::ops

@@ -56,11 +56,15 @@ void add(const Tensor& a, const Tensor& b, const Tensor& out);
 
 /// Writes new keys or values into a cache: cache[b, h, start + s, :] = src[b, s, h, :].
 /// src: [B, S, kv_heads, head_dim]; cache: [B, kv_heads, capacity, head_dim].
+/// `start_on_device` (i32 [1], optional) is for graph replay: when defined, kernels read the
+/// start position from it instead of `start` (which only the front end's checks use).
 struct StoreKvArgs {
   Tensor src, cache;
   int64_t start;
+  Tensor start_on_device = Tensor();
 };
-void store_kv(const Tensor& src, const Tensor& cache, int64_t start);
+void store_kv(const Tensor& src, const Tensor& cache, int64_t start,
+              const Tensor& start_on_device = Tensor());
 
 enum class AttentionImpl { eager, sdpa };
 
@@ -68,6 +72,8 @@ enum class AttentionImpl { eager, sdpa };
 /// q: [B, S, heads, head_dim] with query s at cache position past + s;
 /// k_cache, v_cache: [B, kv_heads, capacity, head_dim], positions [0, past + S) filled;
 /// key_mask: [B, past + S] i32, 0 where a key is padding; out: [B, S, heads, head_dim].
+/// For graph replay, `past_on_device` (i32 [1]) holds the past length the kernels use and
+/// key_mask may be wider than past + S (its row stride is its width).
 /// Query s of row b sees key t when t <= past + s and key_mask[b, t] != 0; a query that sees no
 /// key gets zeros. eager materialises the score matrix (the reference); sdpa is fused.
 struct AttentionArgs {
@@ -75,8 +81,30 @@ struct AttentionArgs {
   int64_t past;
   float scale;
   AttentionImpl impl;
+  Tensor past_on_device = Tensor();
 };
 void attention(const AttentionArgs& args);
+
+/// out = src converted to out's dtype (floating types), same shape, both contiguous, same device.
+struct CastArgs {
+  Tensor src, out;
+};
+void cast(const Tensor& src, const Tensor& out);
+
+/// out[n] = index of the largest value of row n (the first one on ties, as torch.argmax).
+/// x: [N, V] floating; out: [N] i64.
+struct ArgmaxArgs {
+  Tensor x, out;
+};
+void argmax(const Tensor& x, const Tensor& out);
+
+/// mask[b, index] = values[b] with the column index read from device memory (graph replay
+/// appends a key column per step without a host round trip). mask: [B, W] i32; values: [B] i32;
+/// index: [1] i32.
+struct MaskColumnArgs {
+  Tensor mask, values, index;
+};
+void write_mask_column(const Tensor& mask, const Tensor& values, const Tensor& index);
 
 /// Op names as registered in the kernel table.
 inline constexpr const char* kEmbedding = "embedding";
@@ -87,5 +115,8 @@ inline constexpr const char* kSwiglu = "swiglu";
 inline constexpr const char* kAdd = "add";
 inline constexpr const char* kStoreKv = "store_kv";
 inline constexpr const char* kAttention = "attention";
+inline constexpr const char* kCast = "cast";
+inline constexpr const char* kArgmax = "argmax";
+inline constexpr const char* kMaskColumn = "write_mask_column";
 
 }  // namespace anvil::ops

@@ -24,7 +24,7 @@ struct CliRun {
 
 CliRun run(const std::string& args) {
   TempDir dir;
-  const std::string cmd = std::string(ANVIL_CLI) + " " + args + " >" + dir.file("out") + " 2>" +
+  const std::string cmd = test::cli_path() + " " + args + " >" + dir.file("out") + " 2>" +
                           dir.file("err") + " </dev/null";
   const int status = std::system(cmd.c_str());
   auto slurp = [](const std::string& p) {

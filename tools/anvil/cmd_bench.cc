@@ -31,13 +31,22 @@ void add_bench(CLI::App& app) {
   cmd->callback([f] {
     if (f->membw_only) {
       if (f->model_flags.threads > 0) set_num_threads(f->model_flags.threads);
-      const double bw = measure_read_bandwidth();
+      const Device device = f->model_flags.options().device_map.empty()
+                                ? Device::cpu()
+                                : Device::parse(f->model_flags.options().device_map);
+      const bool cpu = device.type == DeviceType::cpu;
+      const double bw = cpu ? measure_read_bandwidth() : measure_device_bandwidth(device);
       if (f->json) {
-        std::printf("%s\n", nlohmann::json{{"membw_gb_per_s", bw / 1e9}, {"threads", num_threads()}}
+        std::printf("%s\n", nlohmann::json{{"membw_gb_per_s", bw / 1e9},
+                                           {"device", device.str()},
+                                           {"threads", num_threads()}}
                                 .dump()
                                 .c_str());
-      } else {
+      } else if (cpu) {
         std::printf("read bandwidth: %.1f GB/s (%d threads)\n", bw / 1e9, num_threads());
+      } else {
+        std::printf("copy bandwidth of %s: %.1f GB/s (bytes read + written)\n",
+                    device.str().c_str(), bw / 1e9);
       }
       return;
     }

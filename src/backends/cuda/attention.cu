@@ -1,0 +1,231 @@
+// Attention over the KV cache on CUDA, for decode and prefill alike: one warp per (query, key)
+// stream with an online softmax (flash-decoding), GQA heads reading their shared K/V head in
+// place. Long key ranges are split across blocks and the partial results combined, so a
+// decode step keeps the whole GPU busy while reading each K/V byte once.
+#include <cfloat>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "anvil/error.h"
+#include "backends/cuda/cuda_allocator.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_context.h"
+#include "backends/cuda/cuda_types.cuh"
+#include "core/kernels.h"
+#include "ops/ops.h"
+
+namespace anvil::cuda {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kMaxDimPerLane = 8;  // head_dim <= 256
+constexpr int kKeysPerSplit = 256;
+constexpr int kMaxSplits = 64;
+
+struct Geometry {
+  int batch, seq, heads, kv_heads, dim, group;
+  long long cap;
+  int mask_width;
+  long long past;        // host value, used when past_dev is null
+  const int* past_dev;   // graph replay: the past length in device memory
+  float scale;
+  int splits;
+};
+
+// Partial result of one split: running max, running sum, then `dim` accumulators.
+__device__ __forceinline__ float* partial_at(float* ws, long long item, int split, int splits,
+                                             int dim) {
+  return ws + (item * splits + split) * (dim + 2);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_kernel(const T* __restrict__ q, const T* __restrict__ kc,
+                     const T* __restrict__ vc, const int* __restrict__ mask, T* __restrict__ out,
+                     float* __restrict__ ws, Geometry g) {
+  const int h = blockIdx.x;
+  const int bs = blockIdx.y;  // b * seq + s
+  const int split = blockIdx.z;
+  const int b = bs / g.seq, s = bs % g.seq;
+  const int kh = h / g.group;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const long long past = g.past_dev ? *g.past_dev : g.past;
+  const long long limit = past + s + 1;  // causal: keys [0, past + s]
+  const long long per_split = (limit + g.splits - 1) / g.splits;
+  const long long t0 = split * per_split;
+  const long long t1 = t0 + per_split < limit ? t0 + per_split : limit;
+  const int per_lane = (g.dim + 31) / 32;
+
+  float qv[kMaxDimPerLane], acc[kMaxDimPerLane];
+  const T* qrow = q + (static_cast<long long>(bs) * g.heads + h) * g.dim;
+#pragma unroll
+  for (int j = 0; j < kMaxDimPerLane; ++j) {
+    const int d = lane + 32 * j;
+    qv[j] = j < per_lane && d < g.dim ? to_float(qrow[d]) * g.scale : 0.0f;
+    acc[j] = 0.0f;
+  }
+  float m = -FLT_MAX, l = 0.0f;
+  const long long head_base = (static_cast<long long>(b) * g.kv_heads + kh) * g.cap;
+  const int* mrow = mask + static_cast<long long>(b) * g.mask_width;
+  for (long long t = t0 + warp; t < t1; t += kWarps) {
+    if (mrow[t] == 0) continue;
+    const T* krow = kc + (head_base + t) * g.dim;
+    float dot = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kMaxDimPerLane; ++j) {
+      const int d = lane + 32 * j;
+      if (j < per_lane && d < g.dim) dot += qv[j] * to_float(krow[d]);
+    }
+    const float score = warp_sum(dot);
+    const float m_new = fmaxf(m, score);
+    const float corr = __expf(m - m_new), p = __expf(score - m_new);
+    l = l * corr + p;
+    const T* vrow = vc + (head_base + t) * g.dim;
+#pragma unroll
+    for (int j = 0; j < kMaxDimPerLane; ++j) {
+      const int d = lane + 32 * j;
+      if (j < per_lane && d < g.dim) acc[j] = acc[j] * corr + p * to_float(vrow[d]);
+    }
+    m = m_new;
+  }
+  // Combine the block's warps.
+  __shared__ float sm_m[kWarps], sm_l[kWarps];
+  __shared__ float sm_acc[kWarps][kMaxDimPerLane * 32];
+  if (lane == 0) {
+    sm_m[warp] = m;
+    sm_l[warp] = l;
+  }
+#pragma unroll
+  for (int j = 0; j < kMaxDimPerLane; ++j) sm_acc[warp][lane + 32 * j] = acc[j];
+  __syncthreads();
+  if (warp != 0) return;
+  float bm = -FLT_MAX;
+  for (int w = 0; w < kWarps; ++w) bm = fmaxf(bm, sm_m[w]);
+  float bl = 0.0f, bacc[kMaxDimPerLane] = {};
+  for (int w = 0; w < kWarps; ++w) {
+    if (sm_l[w] == 0.0f) continue;
+    const float c = __expf(sm_m[w] - bm);
+    bl += sm_l[w] * c;
+#pragma unroll
+    for (int j = 0; j < kMaxDimPerLane; ++j) bacc[j] += sm_acc[w][lane + 32 * j] * c;
+  }
+  const long long item = static_cast<long long>(bs) * g.heads + h;
+  if (g.splits == 1) {
+    T* orow = out + item * g.dim;
+    const float inv = bl > 0.0f ? 1.0f / bl : 0.0f;  // a query that sees no key gets zeros
+#pragma unroll
+    for (int j = 0; j < kMaxDimPerLane; ++j) {
+      const int d = lane + 32 * j;
+      if (j < per_lane && d < g.dim) orow[d] = from_float<T>(bacc[j] * inv);
+    }
+    return;
+  }
+  float* part = partial_at(ws, item, split, g.splits, g.dim);
+  if (lane == 0) {
+    part[0] = bm;
+    part[1] = bl;
+  }
+#pragma unroll
+  for (int j = 0; j < kMaxDimPerLane; ++j) {
+    const int d = lane + 32 * j;
+    if (j < per_lane && d < g.dim) part[2 + d] = bacc[j];
+  }
+}
+
+template <class T>
+__global__ void combine_kernel(const float* __restrict__ ws, T* __restrict__ out, int splits,
+                               int dim) {
+  const long long item = blockIdx.x;
+  float m = -FLT_MAX;
+  for (int s = 0; s < splits; ++s) {
+    const float* p = partial_at(const_cast<float*>(ws), item, s, splits, dim);
+    if (p[1] > 0.0f) m = fmaxf(m, p[0]);
+  }
+  for (int d = threadIdx.x; d < dim; d += blockDim.x) {
+    float l = 0.0f, a = 0.0f;
+    for (int s = 0; s < splits; ++s) {
+      const float* p = partial_at(const_cast<float*>(ws), item, s, splits, dim);
+      if (p[1] == 0.0f) continue;
+      const float c = __expf(p[0] - m);
+      l += p[1] * c;
+      a += p[2 + d] * c;
+    }
+    out[item * dim + d] = from_float<T>(l > 0.0f ? a / l : 0.0f);
+  }
+}
+
+// Split scratch, grown outside graph capture (the first, eager step of a shape sizes it).
+// Outgrown buffers are kept, not freed: a recorded graph may still write them.
+float* split_workspace(Device device, size_t floats) {
+  static std::map<int, std::vector<std::shared_ptr<Buffer>>> buffers;
+  auto& list = buffers[device.ordinal()];
+  if (list.empty() || list.back()->nbytes() < floats * sizeof(float)) {
+    list.push_back(allocate(device, floats * sizeof(float)));
+  }
+  return static_cast<float*>(list.back()->data());
+}
+
+void attention(const ops::AttentionArgs& a) {
+  Geometry g{};
+  g.batch = static_cast<int>(a.q.size(0));
+  g.seq = static_cast<int>(a.q.size(1));
+  g.heads = static_cast<int>(a.q.size(2));
+  g.dim = static_cast<int>(a.q.size(3));
+  g.kv_heads = static_cast<int>(a.k_cache.size(1));
+  g.group = g.heads / g.kv_heads;
+  g.cap = a.k_cache.size(2);
+  g.mask_width = static_cast<int>(a.key_mask.size(1));
+  g.past = a.past;
+  g.past_dev = a.past_on_device.defined() ? a.past_on_device.data<int>() : nullptr;
+  g.scale = a.scale;
+  if (g.dim > 32 * kMaxDimPerLane) {
+    throw Error("attention: head_dim " + std::to_string(g.dim) + " exceeds the CUDA kernel's " +
+                std::to_string(32 * kMaxDimPerLane));
+  }
+  const long long items = static_cast<long long>(g.batch) * g.seq * g.heads;
+  if (items == 0) return;
+  // Enough blocks to fill the GPU: split the keys when the queries alone are too few. Under
+  // graph replay the length grows, so the split count follows the cache's capacity.
+  const long long keys = g.past_dev ? g.cap : a.past + g.seq;
+  const int sms = context(a.q.device()).sm_count;
+  int splits = 1;
+  if (items < 2LL * sms) {
+    splits = static_cast<int>((keys + kKeysPerSplit - 1) / kKeysPerSplit);
+    splits = splits < 1 ? 1 : (splits > kMaxSplits ? kMaxSplits : splits);
+  }
+  g.splits = splits;
+  float* ws = splits > 1 ? split_workspace(a.q.device(),
+                                           static_cast<size_t>(items) * splits * (g.dim + 2))
+                         : nullptr;
+  const cudaStream_t stream = stream_of(a.q.device());
+  dispatch_float(a.q.dtype(), "attention", [&](auto t) {
+    using T = decltype(t);
+    const dim3 grid(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch * g.seq),
+                    static_cast<unsigned>(splits));
+    attention_kernel<T><<<grid, kWarps * 32, 0, stream>>>(
+        a.q.data<T>(), a.k_cache.data<T>(), a.v_cache.data<T>(), a.key_mask.data<int>(),
+        a.out.data<T>(), ws, g);
+    ANVIL_CUDA_CHECK_LAUNCH();
+    if (splits > 1) {
+      combine_kernel<T><<<static_cast<unsigned>(items), 128, 0, stream>>>(ws, a.out.data<T>(),
+                                                                         splits, g.dim);
+      ANVIL_CUDA_CHECK_LAUNCH();
+    }
+  });
+}
+
+}  // namespace
+}  // namespace anvil::cuda
+
+namespace anvil {
+
+void register_cuda_attention() {
+  for (DType act : cuda::kFloatTypes) {
+    register_kernel<ops::AttentionArgs>(ops::kAttention, DeviceType::cuda, act, act,
+                                        &cuda::attention);
+  }
+}
+
+}  // namespace anvil

@@ -1,0 +1,64 @@
+// Element types of the CUDA kernels: every kernel is a template over the stored type and does
+// its arithmetic in float32; `dispatch` turns a runtime DType into the template argument.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <string>
+
+#include "anvil/dtype.h"
+#include "anvil/error.h"
+#include "backends/cuda/cuda_context.h"
+
+namespace anvil::cuda {
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+
+template <class T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16(v);
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) {
+  return __float2half(v);
+}
+
+/// Calls f(T{}) with T the CUDA type of `d` (f32, bf16 or f16); throws for anything else.
+template <class F>
+void dispatch_float(DType d, const char* op, F&& f) {
+  switch (d) {
+    case DType::f32: f(float{}); return;
+    case DType::bf16: f(__nv_bfloat16{}); return;
+    case DType::f16: f(__half{}); return;
+    default:
+      throw Error(std::string(op) + ": dtype " + std::string(dtype_name(d)) +
+                  " is not supported on cuda");
+  }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+inline unsigned blocks_for(long long n, int threads) {
+  return static_cast<unsigned>((n + threads - 1) / threads);
+}
+
+}  // namespace anvil::cuda

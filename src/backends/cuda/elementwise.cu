@@ -1,0 +1,128 @@
+// Elementwise CUDA kernels: embedding gather, residual add, SwiGLU, dtype casts and the mask
+// column write of graph replay.
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_context.h"
+#include "backends/cuda/cuda_types.cuh"
+#include "core/kernels.h"
+#include "ops/ops.h"
+
+namespace anvil::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <class A, class W>
+__global__ void embedding_kernel(const long long* ids, const W* table, A* out, long long rows,
+                                 long long hidden) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= rows * hidden) return;
+  const long long r = i / hidden, c = i % hidden;
+  out[i] = from_float<A>(to_float(table[ids[r] * hidden + c]));
+}
+
+template <class T>
+__global__ void add_kernel(const T* a, const T* b, T* out, long long n) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = from_float<T>(to_float(a[i]) + to_float(b[i]));
+}
+
+template <class T>
+__global__ void swiglu_kernel(const T* gate, const T* up, T* out, long long n) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const float g = to_float(gate[i]);
+  out[i] = from_float<T>(g / (1.0f + __expf(-g)) * to_float(up[i]));
+}
+
+template <class D, class S>
+__global__ void cast_kernel(const S* src, D* out, long long n) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = from_float<D>(to_float(src[i]));
+}
+
+__global__ void mask_column_kernel(int* mask, const int* values, const int* index, long long rows,
+                                   long long width) {
+  const long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  const int col = *index;
+  if (r < rows && col >= 0 && col < width) mask[r * width + col] = values[r];
+}
+
+void embedding(const ops::EmbeddingArgs& a) {
+  const long long rows = a.ids.numel(), hidden = a.table.size(1), n = rows * hidden;
+  if (n == 0) return;
+  dispatch_float(a.out.dtype(), "embedding", [&](auto act) {
+    dispatch_float(a.table.dtype(), "embedding", [&](auto w) {
+      using A = decltype(act);
+      using W = decltype(w);
+      embedding_kernel<A, W><<<blocks_for(n, kThreads), kThreads, 0, stream_of(a.out.device())>>>(
+          a.ids.data<long long>(), a.table.data<W>(), a.out.data<A>(), rows, hidden);
+    });
+  });
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
+void add(const ops::AddArgs& a) {
+  const long long n = a.out.numel();
+  if (n == 0) return;
+  dispatch_float(a.out.dtype(), "add", [&](auto t) {
+    using T = decltype(t);
+    add_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(a.out.device())>>>(
+        a.a.data<T>(), a.b.data<T>(), a.out.data<T>(), n);
+  });
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
+void swiglu(const ops::SwigluArgs& a) {
+  const long long n = a.out.numel();
+  if (n == 0) return;
+  dispatch_float(a.out.dtype(), "swiglu", [&](auto t) {
+    using T = decltype(t);
+    swiglu_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(a.out.device())>>>(
+        a.gate.data<T>(), a.up.data<T>(), a.out.data<T>(), n);
+  });
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
+void cast(const ops::CastArgs& a) {
+  const long long n = a.out.numel();
+  if (n == 0) return;
+  dispatch_float(a.out.dtype(), "cast", [&](auto d) {
+    dispatch_float(a.src.dtype(), "cast", [&](auto s) {
+      using D = decltype(d);
+      using S = decltype(s);
+      cast_kernel<D, S><<<blocks_for(n, kThreads), kThreads, 0, stream_of(a.out.device())>>>(
+          a.src.data<S>(), a.out.data<D>(), n);
+    });
+  });
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
+void write_mask_column(const ops::MaskColumnArgs& a) {
+  const long long rows = a.mask.size(0);
+  mask_column_kernel<<<blocks_for(rows, kThreads), kThreads, 0, stream_of(a.mask.device())>>>(
+      a.mask.data<int>(), a.values.data<int>(), a.index.data<int>(), rows, a.mask.size(1));
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+}  // namespace anvil::cuda
+
+namespace anvil {
+
+void register_cuda_elementwise() {
+  using namespace cuda;
+  for (DType act : kFloatTypes) {
+    for (DType other : kFloatTypes) {
+      register_kernel<ops::EmbeddingArgs>(ops::kEmbedding, DeviceType::cuda, act, other,
+                                          &embedding);
+      register_kernel<ops::CastArgs>(ops::kCast, DeviceType::cuda, act, other, &cast);
+    }
+    register_kernel<ops::AddArgs>(ops::kAdd, DeviceType::cuda, act, act, &add);
+    register_kernel<ops::SwigluArgs>(ops::kSwiglu, DeviceType::cuda, act, act, &swiglu);
+  }
+  register_kernel<ops::MaskColumnArgs>(ops::kMaskColumn, DeviceType::cuda, DType::i32, DType::i32,
+                                       &write_mask_column);
+}
+
+}  // namespace anvil

@@ -1,0 +1,16 @@
+# The CUDA backend: compiled whenever nvcc is found (CI compiles it without a GPU), run where a
+# GPU is present. Kernels are built for Hopper (sm_90a machine code) with PTX for newer GPUs.
+target_sources(anvil PRIVATE
+  ${CMAKE_SOURCE_DIR}/src/backends/cuda/cuda_backend.cc
+  ${CMAKE_SOURCE_DIR}/src/backends/cuda/cuda_context.cc
+  ${CMAKE_SOURCE_DIR}/src/backends/cuda/cuda_allocator.cc
+  ${CMAKE_SOURCE_DIR}/src/backends/cuda/linear_cuda.cc
+  ${CMAKE_SOURCE_DIR}/src/backends/cuda/gemv.cu
+  ${CMAKE_SOURCE_DIR}/src/backends/cuda/elementwise.cu
+  ${CMAKE_SOURCE_DIR}/src/backends/cuda/norm.cu
+  ${CMAKE_SOURCE_DIR}/src/backends/cuda/rope.cu
+  ${CMAKE_SOURCE_DIR}/src/backends/cuda/attention.cu
+  ${CMAKE_SOURCE_DIR}/src/backends/cuda/sampling.cu
+)
+target_compile_definitions(anvil PRIVATE ANVIL_HAVE_CUDA)
+target_link_libraries(anvil PUBLIC CUDA::cudart_static CUDA::cublasLt)
