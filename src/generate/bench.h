@@ -23,7 +23,7 @@ struct BenchResult {
   double decode_tokens_per_s = 0;   ///< batch * gen_len / decode time (all rows)
   double time_to_first_token_s = 0;
   int64_t peak_rss_bytes = 0;
-  int64_t weight_bytes = 0;              ///< bytes a decode step reads from weights
+  int64_t weight_bytes = 0;      ///< bytes a decode step reads from weights
   double membw_bytes_per_s = 0;  ///< measured: CPU streaming read, device copy (read + write)
   double decode_floor_tokens_per_s = 0;  ///< batch * membw / bytes per step
 };

@@ -120,46 +120,46 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
   ops::embedding(in.ids, weights_.embed_tokens, x);
+  // Every block ends with a residual add that is fused with the next norm: the next block's
+  // input norm, or the final norm when only the rows of this step's logits go on.
+  const bool fuse_final = all_logits || s == 1;
+  const int64_t m = fuse_final ? n : b;
+  Tensor final_normed = scratch("final_normed", {m, h});
+  ops::rms_norm(x, weights_.layers.at(0).input_layernorm, eps, normed);
   for (size_t li = 0; li < weights_.layers.size(); ++li) {
     const LayerWeights& L = weights_.layers[li];
-    // Self-attention block.
-    ops::rms_norm(x, L.input_layernorm, eps, normed);
-    ops::linear(normed, L.q_proj, L.q_bias, q);
-    ops::linear(normed, L.k_proj, L.k_bias, k);
-    ops::linear(normed, L.v_proj, L.v_bias, v);
-    if (c.qk_norm) {  // Qwen3: RMSNorm over each head's vector, before RoPE
-      ops::rms_norm(q.view({n * nh, hd}), L.q_norm, eps, q.view({n * nh, hd}));
-      ops::rms_norm(k.view({n * nkv, hd}), L.k_norm, eps, k.view({n * nkv, hd}));
-    }
-    ops::rope(q.view({n, nh, hd}), in.positions, inv_freq_, rope_scaling_);
-    ops::rope(k.view({n, nkv, hd}), in.positions, inv_freq_, rope_scaling_);
-    ops::store_kv(k.view({b, s, nkv, hd}), cache.keys[li], past, in.past);
-    ops::store_kv(v.view({b, s, nkv, hd}), cache.values[li], past, in.past);
+    // Self-attention block (its input norm is already in `normed`).
+    ops::linear_group(
+        {normed, {L.q_proj, L.k_proj, L.v_proj}, {L.q_bias, L.k_bias, L.v_bias}, {q, k, v}, 3});
+    // Qwen3 normalises each head's q and k before RoPE; the others have no q/k norm.
+    ops::rope_store({q.view({n, nh, hd}), k.view({b, s, nkv, hd}), v.view({b, s, nkv, hd}),
+                     c.qk_norm ? L.q_norm : Tensor(), c.qk_norm ? L.k_norm : Tensor(), eps,
+                     in.positions, inv_freq_, rope_scaling_, cache.keys[li], cache.values[li], past,
+                     in.past});
     ops::attention({q.view({b, s, nh, hd}), cache.keys[li], cache.values[li], in.key_mask,
                     attn.view({b, s, nh, hd}), past, scale, attention_, in.past});
     ops::linear(attn, L.o_proj, L.o_bias, proj);
-    ops::add(x, proj, x);
+    ops::add_rms_norm(x, proj, L.post_attention_layernorm, eps, normed);
     // MLP block.
-    ops::rms_norm(x, L.post_attention_layernorm, eps, normed);
-    ops::linear(normed, L.gate_proj, L.gate_bias, gate);
-    ops::linear(normed, L.up_proj, L.up_bias, up);
-    ops::swiglu(gate, up, gate);
+    ops::linear_swiglu({normed, L.gate_proj, L.gate_bias, L.up_proj, L.up_bias, gate, up});
     ops::linear(gate, L.down_proj, L.down_bias, proj);
-    ops::add(x, proj, x);
+    if (li + 1 < weights_.layers.size()) {
+      ops::add_rms_norm(x, proj, weights_.layers[li + 1].input_layernorm, eps, normed);
+    } else if (fuse_final) {
+      ops::add_rms_norm(x, proj, weights_.norm, eps, final_normed);
+    } else {
+      ops::add(x, proj, x);
+    }
   }
 
-  // Only the rows whose logits are wanted go through the norm and the (large) head.
-  Tensor rows = x;
-  int64_t m = n;
-  if (!all_logits && s > 1) {
-    m = b;
-    rows = scratch("last_rows", {b, h});
+  if (!fuse_final) {
+    // Only the last position of each row goes through the final norm and the (large) head.
+    Tensor rows = scratch("last_rows", {b, h});
     for (int64_t r = 0; r < b; ++r) {  // contiguous row copies stay on the device
       rows.narrow(0, r, 1).copy_from(x.narrow(0, r * s + s - 1, 1));
     }
+    ops::rms_norm(rows, weights_.norm, eps, final_normed);
   }
-  Tensor final_normed = scratch("final_normed", {m, h});
-  ops::rms_norm(rows, weights_.norm, eps, final_normed);
   if (act_dtype_ == DType::f32) {
     ops::linear(final_normed, weights_.lm_head, Tensor(), logits);
   } else {

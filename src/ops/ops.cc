@@ -194,9 +194,8 @@ void attention(const AttentionArgs& a) {
     expect_device_scalar(kAttention, "past_on_device", a.past_on_device, a.q, a.past);
     expect_rank(kAttention, "key_mask", a.key_mask, 2);
     if (a.key_mask.size(0) != batch || a.key_mask.size(1) < total) {
-      fail(kAttention, "key_mask has shape " + shape_str(a.key_mask.shape()) +
-                           ", expected [" + std::to_string(batch) + ", >= " +
-                           std::to_string(total) + "]");
+      fail(kAttention, "key_mask has shape " + shape_str(a.key_mask.shape()) + ", expected [" +
+                           std::to_string(batch) + ", >= " + std::to_string(total) + "]");
     }
   } else {
     expect_device_scalar(kAttention, "past_on_device", a.past_on_device, a.q, a.past);
@@ -245,6 +244,154 @@ void write_mask_column(const Tensor& mask, const Tensor& values, const Tensor& i
   expect_same_device(kMaskColumn, mask, values);
   get_kernel<MaskColumnArgs>(kMaskColumn, mask.device().type, DType::i32,
                              DType::i32)({mask, values, index});
+}
+
+void add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& weight, float eps,
+                  const Tensor& out) {
+  expect_shape(kAddRmsNorm, "delta", delta, x.shape());
+  expect_dtype(kAddRmsNorm, "delta", delta, x.dtype());
+  expect_contiguous(kAddRmsNorm, "delta", delta);
+  expect_same_device(kAddRmsNorm, x, delta);
+  if (auto k = find_kernel_raw(kAddRmsNorm, x.device().type, x.dtype(), weight.dtype())) {
+    expect_rank(kAddRmsNorm, "x", x, 2);
+    expect_shape(kAddRmsNorm, "weight", weight, {x.size(1)});
+    expect_shape(kAddRmsNorm, "out", out, x.shape());
+    expect_dtype(kAddRmsNorm, "out", out, x.dtype());
+    expect_contiguous(kAddRmsNorm, "x", x);
+    expect_contiguous(kAddRmsNorm, "out", out);
+    expect_same_device(kAddRmsNorm, x, weight);
+    expect_same_device(kAddRmsNorm, x, out);
+    reinterpret_cast<void (*)(const AddRmsNormArgs&)>(k)({x, delta, weight, out, eps});
+    return;
+  }
+  add(x, delta, x);
+  rms_norm(x, weight, eps, out);
+}
+
+void linear_group(const LinearGroupArgs& a) {
+  if (a.count < 1 || a.count > 3) fail(kLinearGroup, "between one and three products");
+  const Tensor& x = a.x;
+  bool fused = true;
+  for (int i = 0; i < a.count; ++i) {
+    fused = fused && a.weights[i].dtype() == a.weights[0].dtype() &&
+            (!a.biases[i].defined() || a.biases[i].dtype() == x.dtype());
+  }
+  auto k = fused ? find_kernel_raw(kLinearGroup, x.device().type, x.dtype(), a.weights[0].dtype())
+                 : nullptr;
+  if (!k) {
+    for (int i = 0; i < a.count; ++i) linear(x, a.weights[i], a.biases[i], a.outs[i]);
+    return;
+  }
+  expect_rank(kLinearGroup, "x", x, 2);
+  expect_contiguous(kLinearGroup, "x", x);
+  for (int i = 0; i < a.count; ++i) {
+    expect_rank(kLinearGroup, "weight", a.weights[i], 2);
+    if (a.weights[i].size(1) != x.size(1)) {
+      fail(kLinearGroup, "x has shape " + shape_str(x.shape()) + " but a weight has shape " +
+                             shape_str(a.weights[i].shape()));
+    }
+    if (a.biases[i].defined())
+      expect_shape(kLinearGroup, "bias", a.biases[i], {a.weights[i].size(0)});
+    expect_shape(kLinearGroup, "out", a.outs[i], {x.size(0), a.weights[i].size(0)});
+    expect_dtype(kLinearGroup, "out", a.outs[i], x.dtype());
+    expect_contiguous(kLinearGroup, "weight", a.weights[i]);
+    expect_contiguous(kLinearGroup, "out", a.outs[i]);
+    expect_same_device(kLinearGroup, x, a.weights[i]);
+    expect_same_device(kLinearGroup, x, a.biases[i]);
+    expect_same_device(kLinearGroup, x, a.outs[i]);
+  }
+  reinterpret_cast<void (*)(const LinearGroupArgs&)>(k)(a);
+}
+
+void linear_swiglu(const LinearSwigluArgs& a) {
+  const bool same = a.gate.dtype() == a.up.dtype() &&
+                    (!a.gate_bias.defined() || a.gate_bias.dtype() == a.x.dtype()) &&
+                    (!a.up_bias.defined() || a.up_bias.dtype() == a.x.dtype());
+  auto k = same ? find_kernel_raw(kLinearSwiglu, a.x.device().type, a.x.dtype(), a.gate.dtype())
+                : nullptr;
+  if (!k) {
+    linear(a.x, a.gate, a.gate_bias, a.out);
+    linear(a.x, a.up, a.up_bias, a.scratch);
+    swiglu(a.out, a.scratch, a.out);
+    return;
+  }
+  expect_rank(kLinearSwiglu, "x", a.x, 2);
+  expect_shape(kLinearSwiglu, "up", a.up, a.gate.shape());
+  if (a.gate.dim() != 2 || a.gate.size(1) != a.x.size(1)) {
+    fail(kLinearSwiglu, "x has shape " + shape_str(a.x.shape()) + " but gate has shape " +
+                            shape_str(a.gate.shape()));
+  }
+  expect_shape(kLinearSwiglu, "out", a.out, {a.x.size(0), a.gate.size(0)});
+  expect_shape(kLinearSwiglu, "scratch", a.scratch, a.out.shape());
+  for (const Tensor* t : {&a.x, &a.gate, &a.up, &a.out, &a.scratch}) {
+    expect_contiguous(kLinearSwiglu, "operand", *t);
+    expect_same_device(kLinearSwiglu, a.x, *t);
+  }
+  for (const Tensor* t : {&a.gate_bias, &a.up_bias}) {
+    if (t->defined()) expect_shape(kLinearSwiglu, "bias", *t, {a.gate.size(0)});
+    expect_same_device(kLinearSwiglu, a.x, *t);
+  }
+  reinterpret_cast<void (*)(const LinearSwigluArgs&)>(k)(a);
+}
+
+void rope_store(const RopeStoreArgs& a) {
+  const bool norms = a.q_norm.defined() && a.k_norm.defined();
+  if (a.q_norm.defined() != a.k_norm.defined()) fail(kRopeStore, "q_norm and k_norm go together");
+  auto k = find_kernel_raw(kRopeStore, a.q.device().type, a.q.dtype(),
+                           norms ? a.q_norm.dtype() : a.q.dtype());
+  if (norms && a.k_norm.dtype() != a.q_norm.dtype()) k = nullptr;
+  const int64_t n = a.q.size(0), heads = a.q.size(1), dim = a.q.size(2);
+  const int64_t kv_heads = a.k.size(2);
+  if (!k) {
+    if (norms) {
+      rms_norm(a.q.view({n * heads, dim}), a.q_norm, a.eps, a.q.view({n * heads, dim}));
+      rms_norm(a.k.view({n * kv_heads, dim}), a.k_norm, a.eps, a.k.view({n * kv_heads, dim}));
+    }
+    rope(a.q, a.positions, a.inv_freq, a.scaling);
+    rope(a.k.view({n, kv_heads, dim}), a.positions, a.inv_freq, a.scaling);
+    store_kv(a.k, a.k_cache, a.start, a.start_on_device);
+    store_kv(a.v, a.v_cache, a.start, a.start_on_device);
+    return;
+  }
+  // The checks of the composed ops, once.
+  expect_rank(kRopeStore, "q", a.q, 3);
+  expect_rank(kRopeStore, "k", a.k, 4);
+  expect_shape(kRopeStore, "v", a.v, a.k.shape());
+  if (a.k.size(0) * a.k.size(1) != n || a.k.size(3) != dim) {
+    fail(kRopeStore, "k " + shape_str(a.k.shape()) + " does not match q " + shape_str(a.q.shape()));
+  }
+  if (dim % 2 != 0) fail(kRopeStore, "head_dim must be even, got " + std::to_string(dim));
+  if (norms) {
+    expect_shape(kRopeStore, "q_norm", a.q_norm, {dim});
+    expect_shape(kRopeStore, "k_norm", a.k_norm, {dim});
+  }
+  expect_shape(kRopeStore, "positions", a.positions, {n});
+  expect_dtype(kRopeStore, "positions", a.positions, DType::i32);
+  expect_shape(kRopeStore, "inv_freq", a.inv_freq, {dim / 2});
+  expect_dtype(kRopeStore, "inv_freq", a.inv_freq, DType::f32);
+  for (const Tensor* t : {&a.k_cache, &a.v_cache}) {
+    expect_rank(kRopeStore, "cache", *t, 4);
+    if (t->size(0) != a.k.size(0) || t->size(1) != kv_heads || t->size(3) != dim) {
+      fail(kRopeStore,
+           "k " + shape_str(a.k.shape()) + " does not fit cache " + shape_str(t->shape()));
+    }
+    expect_dtype(kRopeStore, "cache", *t, a.q.dtype());
+  }
+  if (a.start < 0 || a.start + a.k.size(1) > a.k_cache.size(2)) {
+    fail(kRopeStore, "positions [" + std::to_string(a.start) + ", " +
+                         std::to_string(a.start + a.k.size(1)) + ") exceed the cache capacity " +
+                         std::to_string(a.k_cache.size(2)));
+  }
+  expect_device_scalar(kRopeStore, "start_on_device", a.start_on_device, a.q, a.start);
+  for (const Tensor* t : {&a.q, &a.k, &a.v, &a.k_cache, &a.v_cache}) {
+    expect_contiguous(kRopeStore, "operand", *t);
+    expect_dtype(kRopeStore, "operand", *t, a.q.dtype());
+    expect_same_device(kRopeStore, a.q, *t);
+  }
+  for (const Tensor* t : {&a.q_norm, &a.k_norm, &a.positions, &a.inv_freq}) {
+    expect_same_device(kRopeStore, a.q, *t);
+  }
+  reinterpret_cast<void (*)(const RopeStoreArgs&)>(k)(a);
 }
 
 }  // namespace anvil::ops

@@ -106,6 +106,46 @@ struct MaskColumnArgs {
 };
 void write_mask_column(const Tensor& mask, const Tensor& values, const Tensor& index);
 
+// Fused ops. Each has a composed definition in terms of the ops above, which ops.cc runs when a
+// device registers no fused kernel, so a backend fuses only what pays for it.
+
+/// x += delta, then out = rms_norm(x) * weight: a block's residual add and the next norm.
+struct AddRmsNormArgs {
+  Tensor x, delta, weight, out;
+  float eps;
+};
+void add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& weight, float eps,
+                  const Tensor& out);
+
+/// outs[i] = x @ weights[i]^T + biases[i] for up to three products of one input (q, k, v).
+struct LinearGroupArgs {
+  Tensor x;
+  Tensor weights[3], biases[3], outs[3];
+  int count;
+};
+void linear_group(const LinearGroupArgs& args);
+
+/// out = silu(x @ gate^T + gate_bias) * (x @ up^T + up_bias), each product rounded to the
+/// activation type first. `scratch` ([N, I], like out) holds up's product where the op is composed.
+struct LinearSwigluArgs {
+  Tensor x, gate, gate_bias, up, up_bias, out, scratch;
+};
+void linear_swiglu(const LinearSwigluArgs& args);
+
+/// A step's attention inputs: optional per-head RMSNorm of q and k (Qwen3), RoPE on both, then
+/// k and v written to the caches at `start` (or `start_on_device`). q: [N, heads, D] (rotated in
+/// place); k, v: [B, S, kv_heads, D] with N = B * S; caches as in store_kv.
+struct RopeStoreArgs {
+  Tensor q, k, v, q_norm, k_norm;
+  float eps;
+  Tensor positions, inv_freq;
+  float scaling;
+  Tensor k_cache, v_cache;
+  int64_t start;
+  Tensor start_on_device = Tensor();
+};
+void rope_store(const RopeStoreArgs& args);
+
 /// Op names as registered in the kernel table.
 inline constexpr const char* kEmbedding = "embedding";
 inline constexpr const char* kRmsNorm = "rms_norm";
@@ -118,5 +158,9 @@ inline constexpr const char* kAttention = "attention";
 inline constexpr const char* kCast = "cast";
 inline constexpr const char* kArgmax = "argmax";
 inline constexpr const char* kMaskColumn = "write_mask_column";
+inline constexpr const char* kAddRmsNorm = "add_rms_norm";
+inline constexpr const char* kLinearGroup = "linear_group";
+inline constexpr const char* kLinearSwiglu = "linear_swiglu";
+inline constexpr const char* kRopeStore = "rope_store";
 
 }  // namespace anvil::ops

@@ -46,8 +46,7 @@ std::vector<int64_t> flatten(const std::vector<std::vector<int64_t>>& rows) {
 
 // (fixture, attention implementation, device). Devices this build or machine lacks skip with
 // the reason.
-class Parity
-    : public ::testing::TestWithParam<std::tuple<std::string, std::string, std::string>> {
+class Parity : public ::testing::TestWithParam<std::tuple<std::string, std::string, std::string>> {
  protected:
   void SetUp() override {
     const Device d = Device::parse(std::get<2>(GetParam()));
@@ -159,20 +158,18 @@ TEST_P(Parity, Bf16StaysWithinBf16Error) {
   EXPECT_GT(ours_vs_f32, 0.0f);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Parity,
-                         ::testing::Combine(::testing::Values("qwen3-tiny", "llama-tiny",
-                                                              "qwen2-tiny"),
-                                            ::testing::Values("sdpa", "eager"),
-                                            ::testing::Values("cpu", "cuda")),
-                         [](const auto& param_info) {
-                           std::string n = std::get<0>(param_info.param) + "_" +
-                                           std::get<1>(param_info.param) + "_" +
-                                           std::get<2>(param_info.param);
-                           for (char& ch : n) {
-                             if (ch == '-') ch = '_';
-                           }
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, Parity,
+    ::testing::Combine(::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny"),
+                       ::testing::Values("sdpa", "eager"), ::testing::Values("cpu", "cuda")),
+    [](const auto& param_info) {
+      std::string n = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param) + "_" +
+                      std::get<2>(param_info.param);
+      for (char& ch : n) {
+        if (ch == '-') ch = '_';
+      }
+      return n;
+    });
 
 }  // namespace
 }  // namespace anvil

@@ -203,8 +203,12 @@ TEST_P(Ops, AttentionBothImplementationsGqaMaskedCausal) {
 // Larger products take other paths on devices (the decode GEMV for a few rows, cuBLASLt for
 // more, unaligned shapes): every one must match the reference.
 TEST_P(Ops, LinearShapesOfRealModels) {
-  for (auto [n, k, o] : {std::tuple{1, 896, 1152}, {4, 896, 300}, {8, 256, 64}, {9, 896, 200},
-                         {1, 20, 33}, {2, 1000, 77}}) {
+  for (auto [n, k, o] : {std::tuple{1, 896, 1152},
+                         {4, 896, 300},
+                         {8, 256, 64},
+                         {9, 896, 200},
+                         {1, 20, 33},
+                         {2, 1000, 77}}) {
     const Tensor x = random_tensor({n, k}, rng_);
     const Tensor weight = random_tensor({o, k}, rng_, 0.05f);
     const Tensor bias = random_tensor({o}, rng_);
@@ -270,8 +274,8 @@ TEST_P(Ops, PositionsFromDeviceMemory) {
   ops::reference::attention({q, k, v, exact, expected, past, 0.2f, ops::AttentionImpl::eager});
   Tensor out = empty({batch, 1, heads, dim});
   const Tensor past_dev = Tensor::from_i64({past}, {1}).to(DType::i32).to(device_);
-  ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_), mask.to(device_),
-                  out, past, 0.2f, ops::AttentionImpl::sdpa, past_dev});
+  ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_), mask.to(device_), out,
+                  past, 0.2f, ops::AttentionImpl::sdpa, past_dev});
   EXPECT_LE(max_abs_diff(out, expected), tolerance(2e-5f));
 }
 
@@ -298,6 +302,95 @@ TEST_P(Ops, CastArgmaxAndMaskColumn) {
     const Tensor index = Tensor::from_i64({3}, {1}).to(DType::i32).to(device_);
     ops::write_mask_column(mask, vals, index);
     EXPECT_EQ(mask.to_i64_vector(), (std::vector<int64_t>{0, 0, 0, 1, 0, 0, 0, 0, 7, 0}));
+  }
+}
+
+// The fused ops against the reference composition of the ops they fuse.
+TEST_P(Ops, FusedOpsMatchTheirComposition) {
+  const float eps = 1e-6f;
+  for (int64_t n : {1, 3, 11}) {
+    // add_rms_norm
+    const Tensor x = random_tensor({n, 96}, rng_), d = random_tensor({n, 96}, rng_);
+    const Tensor w = random_tensor({96}, rng_);
+    // Copies: on the CPU on_device would return x itself, which the op updates in place.
+    Tensor xd = on_device(Tensor::from_f32(x.to_f32_vector(), x.shape()), act_);
+    Tensor out = empty({n, 96});
+    ops::add_rms_norm(xd, on_device(d, act_), on_device(w, act_), eps, out);
+    Tensor sum = Tensor::empty({n, 96}, DType::f32), want = Tensor::empty({n, 96}, DType::f32);
+    ops::reference::add({x, d, sum});
+    ops::reference::rms_norm({sum, w, want, eps});
+    EXPECT_LE(max_abs_diff(xd, sum), tolerance(1e-6f));
+    EXPECT_LE(max_abs_diff(out, want), tolerance(1e-5f));
+
+    // linear_group (q, k, v with biases) and linear_swiglu
+    const Tensor in = random_tensor({n, 128}, rng_);
+    Tensor ws[3], bs[3], outs[3];
+    for (int i = 0; i < 3; ++i) {
+      ws[i] = random_tensor({i == 0 ? 64 : 32, 128}, rng_, 0.1f);
+      bs[i] = random_tensor({ws[i].size(0)}, rng_);
+      outs[i] = empty({n, ws[i].size(0)});
+    }
+    ops::LinearGroupArgs g{on_device(in, act_), {}, {}, {}, 3};
+    for (int i = 0; i < 3; ++i) {
+      g.weights[i] = on_device(ws[i], act_);
+      g.biases[i] = on_device(bs[i], act_);
+      g.outs[i] = outs[i];
+    }
+    ops::linear_group(g);
+    for (int i = 0; i < 3; ++i) {
+      Tensor ref = Tensor::empty({n, ws[i].size(0)}, DType::f32);
+      ops::reference::linear({in, ws[i], bs[i], ref});
+      EXPECT_LE(max_abs_diff(outs[i], ref), tolerance(1e-4f)) << "product " << i;
+    }
+    const Tensor gate = random_tensor({80, 128}, rng_, 0.1f),
+                 up = random_tensor({80, 128}, rng_, 0.1f);
+    Tensor act_out = empty({n, 80}), scratch = empty({n, 80});
+    ops::linear_swiglu({on_device(in, act_), on_device(gate, act_), Tensor(), on_device(up, act_),
+                        Tensor(), act_out, scratch});
+    Tensor gr = Tensor::empty({n, 80}, DType::f32), ur = Tensor::empty({n, 80}, DType::f32);
+    ops::reference::linear({in, gate, Tensor(), gr});
+    ops::reference::linear({in, up, Tensor(), ur});
+    ops::reference::swiglu({gr, ur, gr});
+    EXPECT_LE(max_abs_diff(act_out, gr), tolerance(1e-4f));
+  }
+  // rope_store with and without q/k norms, head_dim 64 and 80 (partner in another lane)
+  for (int64_t dim : {64, 80}) {
+    for (bool norms : {false, true}) {
+      const int64_t b = 2, s = 3, heads = 4, kv = 2, cap = 8, start = 2;
+      const Tensor q = random_tensor({b * s, heads, dim}, rng_);
+      const Tensor k = random_tensor({b, s, kv, dim}, rng_),
+                   v = random_tensor({b, s, kv, dim}, rng_);
+      const Tensor qn = random_tensor({dim}, rng_), kn = random_tensor({dim}, rng_);
+      std::vector<float> freq(static_cast<size_t>(dim / 2));
+      for (size_t i = 0; i < freq.size(); ++i)
+        freq[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(dim));
+      const Tensor inv = Tensor::from_f32(freq, {dim / 2});
+      Tensor pos = Tensor::empty({b * s}, DType::i32);
+      for (int i = 0; i < b * s; ++i) pos.data<int32_t>()[i] = 5 + 7 * i;
+      Tensor qd = on_device(Tensor::from_f32(q.to_f32_vector(), q.shape()), act_),
+             kc = Tensor::zeros({b, kv, cap, dim}, act_, device_);
+      Tensor vc = Tensor::zeros({b, kv, cap, dim}, act_, device_);
+      const Tensor kd = on_device(Tensor::from_f32(k.to_f32_vector(), k.shape()), act_);
+      ops::rope_store({qd, kd, on_device(v, act_), norms ? on_device(qn, act_) : Tensor(),
+                       norms ? on_device(kn, act_) : Tensor(), eps, pos.to(device_),
+                       inv.to(device_), 1.0f, kc, vc, start});
+      Tensor qr = Tensor::from_f32(q.to_f32_vector(), q.shape());
+      Tensor kr = Tensor::from_f32(k.to_f32_vector(), {b * s, kv, dim});
+      if (norms) {
+        ops::reference::rms_norm(
+            {qr.view({b * s * heads, dim}), qn, qr.view({b * s * heads, dim}), eps});
+        ops::reference::rms_norm({kr.view({b * s * kv, dim}), kn, kr.view({b * s * kv, dim}), eps});
+      }
+      ops::reference::rope({qr, pos, inv, 1.0f});
+      ops::reference::rope({kr, pos, inv, 1.0f});
+      Tensor kw = Tensor::zeros({b, kv, cap, dim}, DType::f32),
+             vw = Tensor::zeros({b, kv, cap, dim}, DType::f32);
+      ops::reference::store_kv({kr.view({b, s, kv, dim}), kw, start});
+      ops::reference::store_kv({v, vw, start});
+      EXPECT_LE(max_abs_diff(qd, qr), tolerance(3e-5f)) << dim << " norms " << norms;
+      EXPECT_LE(max_abs_diff(kc, kw), tolerance(3e-5f)) << dim << " norms " << norms;
+      EXPECT_LE(max_abs_diff(vc, vw), tolerance(0.0f));
+    }
   }
 }
 

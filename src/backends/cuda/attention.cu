@@ -28,8 +28,8 @@ struct Geometry {
   int batch, seq, heads, kv_heads, dim, group;
   long long cap;
   int mask_width;
-  long long past;        // host value, used when past_dev is null
-  const int* past_dev;   // graph replay: the past length in device memory
+  long long past;       // host value, used when past_dev is null
+  const int* past_dev;  // graph replay: the past length in device memory
   float scale;
   int splits;
 };
@@ -42,9 +42,9 @@ __device__ __forceinline__ float* partial_at(float* ws, long long item, int spli
 
 template <class T>
 __global__ void __launch_bounds__(kWarps * 32)
-    attention_kernel(const T* __restrict__ q, const T* __restrict__ kc,
-                     const T* __restrict__ vc, const int* __restrict__ mask, T* __restrict__ out,
-                     float* __restrict__ ws, Geometry g) {
+    attention_kernel(const T* __restrict__ q, const T* __restrict__ kc, const T* __restrict__ vc,
+                     const int* __restrict__ mask, T* __restrict__ out, float* __restrict__ ws,
+                     Geometry g) {
   const int h = blockIdx.x;
   const int bs = blockIdx.y;  // b * seq + s
   const int split = blockIdx.z;
@@ -196,21 +196,21 @@ void attention(const ops::AttentionArgs& a) {
     splits = splits < 1 ? 1 : (splits > kMaxSplits ? kMaxSplits : splits);
   }
   g.splits = splits;
-  float* ws = splits > 1 ? split_workspace(a.q.device(),
-                                           static_cast<size_t>(items) * splits * (g.dim + 2))
-                         : nullptr;
+  float* ws = splits > 1
+                  ? split_workspace(a.q.device(), static_cast<size_t>(items) * splits * (g.dim + 2))
+                  : nullptr;
   const cudaStream_t stream = stream_of(a.q.device());
   dispatch_float(a.q.dtype(), "attention", [&](auto t) {
     using T = decltype(t);
     const dim3 grid(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch * g.seq),
                     static_cast<unsigned>(splits));
-    attention_kernel<T><<<grid, kWarps * 32, 0, stream>>>(
-        a.q.data<T>(), a.k_cache.data<T>(), a.v_cache.data<T>(), a.key_mask.data<int>(),
-        a.out.data<T>(), ws, g);
+    attention_kernel<T>
+        <<<grid, kWarps * 32, 0, stream>>>(a.q.data<T>(), a.k_cache.data<T>(), a.v_cache.data<T>(),
+                                           a.key_mask.data<int>(), a.out.data<T>(), ws, g);
     ANVIL_CUDA_CHECK_LAUNCH();
     if (splits > 1) {
-      combine_kernel<T><<<static_cast<unsigned>(items), 128, 0, stream>>>(ws, a.out.data<T>(),
-                                                                         splits, g.dim);
+      combine_kernel<T>
+          <<<static_cast<unsigned>(items), 128, 0, stream>>>(ws, a.out.data<T>(), splits, g.dim);
       ANVIL_CUDA_CHECK_LAUNCH();
     }
   });

@@ -22,9 +22,7 @@ class CudaGraph : public StepGraph {
     (void)cudaGraphExecDestroy(exec_);
     (void)cudaGraphDestroy(graph_);
   }
-  void replay() override {
-    ANVIL_CUDA_CHECK(cudaGraphLaunch(exec_, cuda::stream_of(device_)));
-  }
+  void replay() override { ANVIL_CUDA_CHECK(cudaGraphLaunch(exec_, cuda::stream_of(device_))); }
 
  private:
   cudaGraphExec_t exec_;
@@ -85,8 +83,7 @@ class CudaBackend : public Backend {
     return weights == DType::bf16 || weights == DType::f16 ? weights : DType::f32;
   }
 
-  std::unique_ptr<StepGraph> capture(Device device,
-                                     const std::function<void()>& body) override {
+  std::unique_ptr<StepGraph> capture(Device device, const std::function<void()>& body) override {
     cuda::Context& ctx = cuda::context(device);
     ANVIL_CUDA_CHECK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal));
     ctx.capturing = true;

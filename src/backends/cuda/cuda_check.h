@@ -15,18 +15,18 @@ namespace anvil::cuda {
 
 }  // namespace anvil::cuda
 
-#define ANVIL_CUDA_CHECK(call)                                                             \
-  do {                                                                                     \
-    const cudaError_t anvil_err_ = (call);                                                 \
-    if (anvil_err_ != cudaSuccess)                                                         \
-      ::anvil::cuda::throw_cuda_error(anvil_err_, #call, __FILE__, __LINE__);              \
+#define ANVIL_CUDA_CHECK(call)                                                \
+  do {                                                                        \
+    const cudaError_t anvil_err_ = (call);                                    \
+    if (anvil_err_ != cudaSuccess)                                            \
+      ::anvil::cuda::throw_cuda_error(anvil_err_, #call, __FILE__, __LINE__); \
   } while (0)
 
-#define ANVIL_CUBLAS_CHECK(call)                                                           \
-  do {                                                                                     \
-    const cublasStatus_t anvil_st_ = (call);                                               \
-    if (anvil_st_ != CUBLAS_STATUS_SUCCESS)                                                \
-      ::anvil::cuda::throw_cublas_error(anvil_st_, #call, __FILE__, __LINE__);             \
+#define ANVIL_CUBLAS_CHECK(call)                                               \
+  do {                                                                         \
+    const cublasStatus_t anvil_st_ = (call);                                   \
+    if (anvil_st_ != CUBLAS_STATUS_SUCCESS)                                    \
+      ::anvil::cuda::throw_cublas_error(anvil_st_, #call, __FILE__, __LINE__); \
   } while (0)
 
 // After a kernel launch: launch-configuration errors surface here, at the launch that made them.

@@ -12,9 +12,8 @@
 namespace anvil::cuda {
 
 [[noreturn]] void throw_cuda_error(cudaError_t err, const char* what, const char* file, int line) {
-  throw Error(std::string("CUDA error: ") + cudaGetErrorString(err) + " (" +
-              cudaGetErrorName(err) + ") in " + what + " at " + file + ":" +
-              std::to_string(line));
+  throw Error(std::string("CUDA error: ") + cudaGetErrorString(err) + " (" + cudaGetErrorName(err) +
+              ") in " + what + " at " + file + ":" + std::to_string(line));
 }
 
 [[noreturn]] void throw_cublas_error(cublasStatus_t st, const char* what, const char* file,
@@ -49,8 +48,12 @@ constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
 }  // namespace
 
-int device_count() { return probe().count; }
-const char* unavailable_reason() { return probe().reason.c_str(); }
+int device_count() {
+  return probe().count;
+}
+const char* unavailable_reason() {
+  return probe().reason.c_str();
+}
 
 Context& context(Device device) {
   static std::mutex mu;

@@ -28,7 +28,9 @@ struct Context {
 /// The context of `device` (created on first use), with that device made current.
 Context& context(Device device);
 /// The context of the device an op's tensors live on; shorthand for kernels.
-inline cudaStream_t stream_of(Device device) { return context(device).stream; }
+inline cudaStream_t stream_of(Device device) {
+  return context(device).stream;
+}
 
 /// Number of visible CUDA devices (0 when there is no driver or no GPU).
 int device_count();

@@ -8,13 +8,30 @@
 
 namespace anvil::cuda {
 
-/// The most activation rows the GEMV kernel takes.
+/// The most activation rows the GEMV kernels take.
 inline constexpr int kGemvMaxRows = 8;
 
-/// out[n, o] = sum_k x[n, k] w[o, k] (+ bias[o]), all of `dtype`, contiguous. Requires k to be a
-/// multiple of 16 bytes of elements and 16-byte aligned x and w (checked by gemv_fits).
-void gemv(DType dtype, const void* x, const void* w, const void* bias, void* out, int rows,
-          int k, int o, cudaStream_t stream);
-bool gemv_fits(DType dtype, const void* x, const void* w, int rows, int k);
+/// Up to three weight matrices sharing one input (q, k and v): segment i has `rows[i]` output
+/// features, its own weight, bias (or null) and output [n, rows[i]].
+struct GemvSegments {
+  const void* w[3] = {};
+  const void* bias[3] = {};
+  void* out[3] = {};
+  int rows[3] = {};
+  int count = 0;
+};
+
+/// True when x and every weight suit the kernels: 1..kGemvMaxRows rows, rows of a multiple of
+/// 16 bytes, 16-byte aligned.
+bool gemv_fits(DType dtype, const void* x, const void* const* weights, int nweights, int n, int k);
+
+/// out_i[r, o] = sum_k x[r, k] w_i[o, k] (+ bias_i[o]) for every segment.
+void gemv(DType dtype, const void* x, const GemvSegments& seg, int n, int k, cudaStream_t stream);
+
+/// out[r, o] = silu(g) * u with g, u the products of x with gate row o and up row o (+ biases),
+/// each rounded to the activation type first.
+void gemv_swiglu(DType dtype, const void* x, const void* gate, const void* gate_bias,
+                 const void* up, const void* up_bias, void* out, int n, int k, int o,
+                 cudaStream_t stream);
 
 }  // namespace anvil::cuda

@@ -22,10 +22,14 @@ namespace {
 
 cudaDataType_t cuda_type(DType d) {
   switch (d) {
-    case DType::f32: return CUDA_R_32F;
-    case DType::bf16: return CUDA_R_16BF;
-    case DType::f16: return CUDA_R_16F;
-    default: throw Error("linear: dtype " + std::string(dtype_name(d)) + " is not supported on cuda");
+    case DType::f32:
+      return CUDA_R_32F;
+    case DType::bf16:
+      return CUDA_R_16BF;
+    case DType::f16:
+      return CUDA_R_16F;
+    default:
+      throw Error("linear: dtype " + std::string(dtype_name(d)) + " is not supported on cuda");
   }
 }
 
@@ -51,25 +55,25 @@ Plan make_plan(Context& ctx, const PlanKey& key) {
   Plan p;
   ANVIL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
-  ANVIL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans,
-                                                    sizeof trans));
-  ANVIL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB,
-                                                    &no_trans, sizeof no_trans));
+  ANVIL_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans));
+  ANVIL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans,
+                                                    sizeof no_trans));
   if (has_bias) {
     const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-    ANVIL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
-                                                      sizeof epi));
+    ANVIL_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
     const cudaDataType_t bt = t;
-    ANVIL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-        p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+    ANVIL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                      &bt, sizeof bt));
   }
   // Column-major view of row-major tensors: out^T [o, n] = W [o, k] . x^T [k, n].
-  ANVIL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, t, static_cast<uint64_t>(k),
-                                                static_cast<uint64_t>(o), k));
-  ANVIL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, t, static_cast<uint64_t>(k),
-                                                static_cast<uint64_t>(n), k));
-  ANVIL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, t, static_cast<uint64_t>(o),
-                                                static_cast<uint64_t>(n), o));
+  ANVIL_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&p.a, t, static_cast<uint64_t>(k), static_cast<uint64_t>(o), k));
+  ANVIL_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&p.b, t, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k));
+  ANVIL_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&p.c, t, static_cast<uint64_t>(o), static_cast<uint64_t>(n), o));
   cublasLtMatmulPreference_t pref = nullptr;
   ANVIL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   const uint64_t ws = ctx.workspace_bytes;
@@ -87,13 +91,13 @@ Plan make_plan(Context& ctx, const PlanKey& key) {
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[2], sizeof al[2]));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx.lt, p.desc, p.a, p.b, p.c, p.c,
-                                                           pref, 1, &result, &found);
+  const cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(ctx.lt, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
     throw Error("linear: cuBLASLt has no algorithm for " + std::string(dtype_name(dtype)) + " [" +
-                std::to_string(n) + ", " + std::to_string(k) + "] x [" + std::to_string(o) +
-                ", " + std::to_string(k) + "]^T");
+                std::to_string(n) + ", " + std::to_string(k) + "] x [" + std::to_string(o) + ", " +
+                std::to_string(k) + "]^T");
   }
   p.algo = result.algo;
   return p;
@@ -118,15 +122,26 @@ void linear(const ops::LinearArgs& a) {
   }
   Context& ctx = context(a.x.device());
   const void* bias = a.bias.defined() ? a.bias.raw() : nullptr;
-  if (k > 0 && gemv_fits(a.x.dtype(), a.x.raw(), a.weight.raw(), static_cast<int>(n),
-                         static_cast<int>(k))) {
-    gemv(a.x.dtype(), a.x.raw(), a.weight.raw(), bias, a.out.raw(), static_cast<int>(n),
-         static_cast<int>(k), static_cast<int>(o), ctx.stream);
+  const void* w = a.weight.raw();
+  if (gemv_fits(a.x.dtype(), a.x.raw(), &w, 1, static_cast<int>(n), static_cast<int>(k))) {
+    GemvSegments seg;
+    seg.w[0] = w;
+    seg.bias[0] = bias;
+    seg.out[0] = a.out.raw();
+    seg.rows[0] = static_cast<int>(o);
+    seg.count = 1;
+    gemv(a.x.dtype(), a.x.raw(), seg, static_cast<int>(n), static_cast<int>(k), ctx.stream);
     return;
   }
-  const PlanKey key{ctx.ordinal,         a.x.dtype(),          n,
-                    k,                   o,                    bias != nullptr,
-                    alignment(a.x.raw()), alignment(a.weight.raw()), alignment(a.out.raw()),
+  const PlanKey key{ctx.ordinal,
+                    a.x.dtype(),
+                    n,
+                    k,
+                    o,
+                    bias != nullptr,
+                    alignment(a.x.raw()),
+                    alignment(a.weight.raw()),
+                    alignment(a.out.raw()),
                     bias ? alignment(bias) : 256};
   const Plan& p = plan_for(ctx, key);
   if (bias) {
@@ -139,6 +154,43 @@ void linear(const ops::LinearArgs& a) {
                                     ctx.workspace, ctx.workspace_bytes, ctx.stream));
 }
 
+// q, k and v in one launch when the GEMV applies, else one product each.
+void linear_group(const ops::LinearGroupArgs& a) {
+  const int64_t n = a.x.size(0), k = a.x.size(1);
+  const void* ws[3] = {};
+  for (int i = 0; i < a.count; ++i) ws[i] = a.weights[i].raw();
+  if (!gemv_fits(a.x.dtype(), a.x.raw(), ws, a.count, static_cast<int>(n), static_cast<int>(k))) {
+    for (int i = 0; i < a.count; ++i) linear({a.x, a.weights[i], a.biases[i], a.outs[i]});
+    return;
+  }
+  GemvSegments seg;
+  for (int i = 0; i < a.count; ++i) {
+    seg.w[i] = ws[i];
+    seg.bias[i] = a.biases[i].defined() ? a.biases[i].raw() : nullptr;
+    seg.out[i] = a.outs[i].raw();
+    seg.rows[i] = static_cast<int>(a.weights[i].size(0));
+  }
+  seg.count = a.count;
+  gemv(a.x.dtype(), a.x.raw(), seg, static_cast<int>(n), static_cast<int>(k),
+       context(a.x.device()).stream);
+}
+
+// gate, up and SwiGLU in one launch when the GEMV applies, else cuBLASLt twice and SwiGLU.
+void linear_swiglu(const ops::LinearSwigluArgs& a) {
+  const int64_t n = a.x.size(0), k = a.x.size(1), o = a.gate.size(0);
+  const void* ws[2] = {a.gate.raw(), a.up.raw()};
+  if (!gemv_fits(a.x.dtype(), a.x.raw(), ws, 2, static_cast<int>(n), static_cast<int>(k))) {
+    linear({a.x, a.gate, a.gate_bias, a.out});
+    linear({a.x, a.up, a.up_bias, a.scratch});
+    ops::swiglu(a.out, a.scratch, a.out);
+    return;
+  }
+  gemv_swiglu(a.x.dtype(), a.x.raw(), ws[0], a.gate_bias.defined() ? a.gate_bias.raw() : nullptr,
+              ws[1], a.up_bias.defined() ? a.up_bias.raw() : nullptr, a.out.raw(),
+              static_cast<int>(n), static_cast<int>(k), static_cast<int>(o),
+              context(a.x.device()).stream);
+}
+
 }  // namespace
 }  // namespace anvil::cuda
 
@@ -147,6 +199,10 @@ namespace anvil {
 void register_cuda_linear() {
   for (DType act : cuda::kFloatTypes) {
     register_kernel<ops::LinearArgs>(ops::kLinear, DeviceType::cuda, act, act, &cuda::linear);
+    register_kernel<ops::LinearGroupArgs>(ops::kLinearGroup, DeviceType::cuda, act, act,
+                                          &cuda::linear_group);
+    register_kernel<ops::LinearSwigluArgs>(ops::kLinearSwiglu, DeviceType::cuda, act, act,
+                                           &cuda::linear_swiglu);
   }
 }
 

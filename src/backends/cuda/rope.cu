@@ -46,6 +46,90 @@ __global__ void store_kv_kernel(const T* src, T* cache, long long n, int seq, in
   cache[((b * heads + h) * cap + base + s) * dim + d] = src[i];
 }
 
+constexpr int kRopeWarps = 8;
+constexpr int kMaxHeadDim = 256;
+
+// One warp per head of one token: q heads first, then kv heads. A head's vector goes through
+// shared memory so RoPE's partner element (i +- D/2) can be read whatever D is. Norm and RoPE
+// round to the activation type where the separate kernels would store it.
+template <class T, class W>
+__global__ void __launch_bounds__(kRopeWarps * 32)
+    rope_store_kernel(T* q, const T* k, const T* v, const W* q_norm, const W* k_norm, float eps,
+                      const int* positions, const float* inv_freq, float scaling, T* k_cache,
+                      T* v_cache, int seq, int heads, int kv_heads, int dim, long long cap,
+                      long long start, const int* start_dev) {
+  __shared__ float buf[kRopeWarps][kMaxHeadDim];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int head = blockIdx.y * kRopeWarps + warp;
+  const long long n = blockIdx.x;  // token b * seq + s
+  if (head >= heads + kv_heads) return;
+  const bool is_q = head < heads;
+  const int h = is_q ? head : head - heads;
+  const T* src = is_q ? q + (n * heads + h) * dim : k + (n * kv_heads + h) * dim;
+  const W* norm = is_q ? q_norm : k_norm;
+  float* vals = buf[warp];
+  float ss = 0;
+  for (int i = lane; i < dim; i += 32) {
+    const float x = to_float(src[i]);
+    vals[i] = x;
+    ss += x * x;
+  }
+  if (norm) {
+    const float r = rsqrtf(warp_sum(ss) / static_cast<float>(dim) + eps);
+    for (int i = lane; i < dim; i += 32) {
+      vals[i] = to_float(from_float<T>(to_float(norm[i]) * to_float(from_float<T>(vals[i] * r))));
+    }
+  }
+  __syncwarp();
+  const int half = dim / 2;
+  const float pos = static_cast<float>(positions[n]);
+  const long long b = n / seq, s = n % seq;
+  const long long base = start_dev ? *start_dev : start;
+  T* dst = is_q ? q + (n * heads + h) * dim : k_cache + ((b * kv_heads + h) * cap + base + s) * dim;
+  for (int i = lane; i < dim; i += 32) {
+    const int j = i < half ? i : i - half;
+    float sn, cs;
+    sincosf(pos * inv_freq[j], &sn, &cs);
+    cs *= scaling;
+    sn *= scaling;
+    const float out =
+        i < half ? vals[i] * cs - vals[i + half] * sn : vals[i] * cs + vals[i - half] * sn;
+    dst[i] = from_float<T>(out);
+  }
+  if (!is_q) {
+    const T* vs = v + (n * kv_heads + h) * dim;
+    T* vd = v_cache + ((b * kv_heads + h) * cap + base + s) * dim;
+    for (int i = lane; i < dim; i += 32) vd[i] = vs[i];
+  }
+}
+
+void rope_store(const ops::RopeStoreArgs& a) {
+  const long long tokens = a.q.size(0);
+  const int heads = static_cast<int>(a.q.size(1)), dim = static_cast<int>(a.q.size(2));
+  const int kv_heads = static_cast<int>(a.k.size(2)), seq = static_cast<int>(a.k.size(1));
+  if (tokens == 0) return;
+  if (dim > kMaxHeadDim) {
+    throw Error("rope_store: head_dim " + std::to_string(dim) + " exceeds the CUDA kernel's " +
+                std::to_string(kMaxHeadDim));
+  }
+  const int* start_dev = a.start_on_device.defined() ? a.start_on_device.data<int>() : nullptr;
+  const dim3 grid(static_cast<unsigned>(tokens), blocks_for(heads + kv_heads, kRopeWarps));
+  dispatch_float(a.q.dtype(), "rope_store", [&](auto t) {
+    const DType nd = a.q_norm.defined() ? a.q_norm.dtype() : a.q.dtype();
+    dispatch_float(nd, "rope_store", [&](auto w) {
+      using T = decltype(t);
+      using W = decltype(w);
+      rope_store_kernel<T, W><<<grid, kRopeWarps * 32, 0, stream_of(a.q.device())>>>(
+          a.q.data<T>(), a.k.data<T>(), a.v.data<T>(),
+          a.q_norm.defined() ? a.q_norm.data<W>() : nullptr,
+          a.k_norm.defined() ? a.k_norm.data<W>() : nullptr, a.eps, a.positions.data<int>(),
+          a.inv_freq.data<float>(), a.scaling, a.k_cache.data<T>(), a.v_cache.data<T>(), seq, heads,
+          kv_heads, dim, a.k_cache.size(2), a.start, start_dev);
+    });
+  });
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
 void rope(const ops::RopeArgs& a) {
   const long long tokens = a.x.size(0);
   const int heads = static_cast<int>(a.x.size(1)), half = static_cast<int>(a.x.size(2) / 2);
@@ -68,8 +152,8 @@ void store_kv(const ops::StoreKvArgs& a) {
     using T = decltype(t);
     store_kv_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(a.src.device())>>>(
         a.src.data<T>(), a.cache.data<T>(), n, static_cast<int>(a.src.size(1)),
-        static_cast<int>(a.src.size(2)), static_cast<int>(a.src.size(3)), a.cache.size(2),
-        a.start, start_dev);
+        static_cast<int>(a.src.size(2)), static_cast<int>(a.src.size(3)), a.cache.size(2), a.start,
+        start_dev);
   });
   ANVIL_CUDA_CHECK_LAUNCH();
 }
@@ -83,6 +167,10 @@ void register_cuda_rope() {
   for (DType act : cuda::kFloatTypes) {
     register_kernel<ops::RopeArgs>(ops::kRope, DeviceType::cuda, act, act, &cuda::rope);
     register_kernel<ops::StoreKvArgs>(ops::kStoreKv, DeviceType::cuda, act, act, &cuda::store_kv);
+    for (DType w : cuda::kFloatTypes) {  // w: the q/k norm weights' type (act when none)
+      register_kernel<ops::RopeStoreArgs>(ops::kRopeStore, DeviceType::cuda, act, w,
+                                          &cuda::rope_store);
+    }
   }
 }
 
