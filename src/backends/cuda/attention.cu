@@ -21,8 +21,8 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kMaxDimPerLane = 8;  // head_dim <= 256
-constexpr int kKeysPerSplit = 256;
-constexpr int kMaxSplits = 64;
+constexpr int kKeysPerSplit = 32;
+constexpr int kMaxSplits = 128;
 
 struct Geometry {
   int batch, seq, heads, kv_heads, dim, group;
@@ -69,24 +69,37 @@ __global__ void __launch_bounds__(kWarps * 32)
   float m = -FLT_MAX, l = 0.0f;
   const long long head_base = (static_cast<long long>(b) * g.kv_heads + kh) * g.cap;
   const int* mrow = mask + static_cast<long long>(b) * g.mask_width;
-  for (long long t = t0 + warp; t < t1; t += kWarps) {
-    if (mrow[t] == 0) continue;
-    const T* krow = kc + (head_base + t) * g.dim;
-    float dot = 0.0f;
+  // Two keys per iteration, so each warp has two independent loads and reductions in flight.
+  for (long long t = t0 + warp; t < t1; t += 2 * kWarps) {
+    const long long t2 = t + kWarps;
+    const bool has2 = t2 < t1;
+    const bool use1 = mrow[t] != 0, use2 = has2 && mrow[t2] != 0;
+    const T* k1 = kc + (head_base + t) * g.dim;
+    const T* k2 = kc + (head_base + (has2 ? t2 : t)) * g.dim;
+    float d1 = 0.0f, d2 = 0.0f;
 #pragma unroll
     for (int j = 0; j < kMaxDimPerLane; ++j) {
       const int d = lane + 32 * j;
-      if (j < per_lane && d < g.dim) dot += qv[j] * to_float(krow[d]);
+      if (j < per_lane && d < g.dim) {
+        d1 += qv[j] * to_float(k1[d]);
+        d2 += qv[j] * to_float(k2[d]);
+      }
     }
-    const float score = warp_sum(dot);
-    const float m_new = fmaxf(m, score);
-    const float corr = __expf(m - m_new), p = __expf(score - m_new);
-    l = l * corr + p;
-    const T* vrow = vc + (head_base + t) * g.dim;
+    const float s1 = use1 ? warp_sum(d1) : -FLT_MAX;
+    const float s2 = use2 ? warp_sum(d2) : -FLT_MAX;
+    if (!use1 && !use2) continue;
+    const float m_new = fmaxf(m, fmaxf(s1, s2));
+    const float corr = __expf(m - m_new);
+    const float p1 = use1 ? __expf(s1 - m_new) : 0.0f, p2 = use2 ? __expf(s2 - m_new) : 0.0f;
+    l = l * corr + p1 + p2;
+    const T* v1 = vc + (head_base + t) * g.dim;
+    const T* v2 = vc + (head_base + (has2 ? t2 : t)) * g.dim;
 #pragma unroll
     for (int j = 0; j < kMaxDimPerLane; ++j) {
       const int d = lane + 32 * j;
-      if (j < per_lane && d < g.dim) acc[j] = acc[j] * corr + p * to_float(vrow[d]);
+      if (j < per_lane && d < g.dim) {
+        acc[j] = acc[j] * corr + p1 * to_float(v1[d]) + p2 * to_float(v2[d]);
+      }
     }
     m = m_new;
   }

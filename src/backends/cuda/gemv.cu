@@ -31,22 +31,26 @@ __device__ __forceinline__ void dot_rows(const T* __restrict__ x, const uint4* c
   constexpr int V = Vec<T>::kN;
   const int lane = threadIdx.x % 32;
   const int chunks = k / V;
-  int c = lane;
-  for (; c + 32 * (kUnroll - 1) < chunks; c += 32 * kUnroll) {
+  // All of a lane's loads of one round are issued before any is used; the last round is
+  // predicated rather than run one chunk at a time.
+  for (int c0 = lane; c0 < chunks; c0 += 32 * kUnroll) {
     uint4 wv[W][kUnroll];
 #pragma unroll
     for (int m = 0; m < W; ++m) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) wv[m][u] = __ldg(w[m] + c + 32 * u);
+      for (int u = 0; u < kUnroll; ++u) {
+        const int c = c0 + 32 * u;
+        wv[m][u] = c < chunks ? __ldg(w[m] + c) : make_uint4(0, 0, 0, 0);
+      }
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + 32 * u;
+      if (c >= chunks) break;
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         float xf[V];
-        widen<T>(
-            __ldg(reinterpret_cast<const uint4*>(x + static_cast<long long>(r) * k) + c + 32 * u),
-            xf);
+        widen<T>(__ldg(reinterpret_cast<const uint4*>(x + static_cast<long long>(r) * k) + c), xf);
 #pragma unroll
         for (int m = 0; m < W; ++m) {
           float wf[V];
@@ -54,20 +58,6 @@ __device__ __forceinline__ void dot_rows(const T* __restrict__ x, const uint4* c
 #pragma unroll
           for (int i = 0; i < V; ++i) acc[m][r] = fmaf(wf[i], xf[i], acc[m][r]);
         }
-      }
-    }
-  }
-  for (; c < chunks; c += 32) {
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      float xf[V];
-      widen<T>(__ldg(reinterpret_cast<const uint4*>(x + static_cast<long long>(r) * k) + c), xf);
-#pragma unroll
-      for (int m = 0; m < W; ++m) {
-        float wf[V];
-        widen<T>(__ldg(w[m] + c), wf);
-#pragma unroll
-        for (int i = 0; i < V; ++i) acc[m][r] = fmaf(wf[i], xf[i], acc[m][r]);
       }
     }
   }

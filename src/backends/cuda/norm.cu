@@ -1,4 +1,4 @@
-// RMSNorm: one warp per row, float32 statistics. The normalised value is rounded to the
+// RMSNorm: one block per row, float32 statistics. The normalised value is rounded to the
 // activation type before the weight multiplies it, as transformers' LlamaRMSNorm does.
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
@@ -10,81 +10,71 @@
 namespace anvil::cuda {
 namespace {
 
-constexpr int kWarps = 4;
+constexpr int kThreads = 256;
 
+__device__ __forceinline__ float block_sum(float v) {
+  __shared__ float partial[kThreads / 32];
+  v = warp_sum(v);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  float total = 0;
+#pragma unroll
+  for (int w = 0; w < kThreads / 32; ++w) total += partial[w];
+  return total;
+}
+
+// One block per row: a decode step has a single row, which one warp would walk alone.
+// With `delta`, x += delta first (rounded to the activation type, as a residual add in that
+// type is) and the norm is of the new x.
 template <class T, class W>
-__global__ void rms_norm_kernel(const T* x, const W* weight, T* out, long long rows, int dim,
-                                float eps) {
-  const long long row = blockIdx.x * static_cast<long long>(kWarps) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= rows) return;
-  const T* xr = x + row * dim;
+__global__ void __launch_bounds__(kThreads)
+    rms_norm_kernel(T* x, const T* delta, const W* weight, T* out, int dim, float eps) {
+  T* xr = x + static_cast<long long>(blockIdx.x) * dim;
   float ss = 0;
-  for (int i = lane; i < dim; i += 32) {
-    const float v = to_float(xr[i]);
+  for (int i = threadIdx.x; i < dim; i += kThreads) {
+    float v = to_float(xr[i]);
+    if (delta) {
+      const T sum =
+          from_float<T>(v + to_float(delta[static_cast<long long>(blockIdx.x) * dim + i]));
+      xr[i] = sum;
+      v = to_float(sum);
+    }
     ss += v * v;
   }
-  const float r = rsqrtf(warp_sum(ss) / static_cast<float>(dim) + eps);
-  T* o = out + row * dim;
-  for (int i = lane; i < dim; i += 32) {
+  const float r = rsqrtf(block_sum(ss) / static_cast<float>(dim) + eps);
+  T* o = out + static_cast<long long>(blockIdx.x) * dim;
+  for (int i = threadIdx.x; i < dim; i += kThreads) {  // each thread rereads only what it wrote
     o[i] = from_float<T>(to_float(weight[i]) * to_float(from_float<T>(to_float(xr[i]) * r)));
   }
 }
 
-// x += delta (rounded to the activation type, as a residual add in that type is), then the
-// norm of the new x.
 template <class T, class W>
-__global__ void add_rms_norm_kernel(T* x, const T* delta, const W* weight, T* out, long long rows,
-                                    int dim, float eps) {
-  const long long row = blockIdx.x * static_cast<long long>(kWarps) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= rows) return;
-  T* xr = x + row * dim;
-  const T* dr = delta + row * dim;
-  float ss = 0;
-  for (int i = lane; i < dim; i += 32) {
-    const T sum = from_float<T>(to_float(xr[i]) + to_float(dr[i]));
-    xr[i] = sum;
-    const float v = to_float(sum);
-    ss += v * v;
-  }
-  const float r = rsqrtf(warp_sum(ss) / static_cast<float>(dim) + eps);
-  T* o = out + row * dim;
-  for (int i = lane; i < dim; i += 32) {  // each lane rereads only what it wrote
-    o[i] = from_float<T>(to_float(weight[i]) * to_float(from_float<T>(to_float(xr[i]) * r)));
-  }
+void launch_norm(const Tensor& x, const Tensor& delta, const Tensor& weight, const Tensor& out,
+                 float eps) {
+  const long long rows = x.size(0);
+  if (rows == 0) return;
+  rms_norm_kernel<T, W><<<static_cast<unsigned>(rows), kThreads, 0, stream_of(x.device())>>>(
+      x.data<T>(), delta.defined() ? delta.data<T>() : nullptr, weight.data<W>(), out.data<T>(),
+      static_cast<int>(x.size(1)), eps);
+  ANVIL_CUDA_CHECK_LAUNCH();
 }
 
 void add_rms_norm(const ops::AddRmsNormArgs& a) {
-  const long long rows = a.x.size(0);
-  const int dim = static_cast<int>(a.x.size(1));
-  if (rows == 0) return;
   dispatch_float(a.x.dtype(), "add_rms_norm", [&](auto t) {
     dispatch_float(a.weight.dtype(), "add_rms_norm", [&](auto w) {
-      using T = decltype(t);
-      using W = decltype(w);
-      add_rms_norm_kernel<T, W>
-          <<<blocks_for(rows, kWarps), kWarps * 32, 0, stream_of(a.x.device())>>>(
-              a.x.data<T>(), a.delta.data<T>(), a.weight.data<W>(), a.out.data<T>(), rows, dim,
-              a.eps);
+      launch_norm<decltype(t), decltype(w)>(a.x, a.delta, a.weight, a.out, a.eps);
     });
   });
-  ANVIL_CUDA_CHECK_LAUNCH();
 }
 
+// x and out may alias: each thread writes only the elements it read.
 void rms_norm(const ops::RmsNormArgs& a) {
-  const long long rows = a.x.size(0);
-  const int dim = static_cast<int>(a.x.size(1));
-  if (rows == 0) return;
   dispatch_float(a.x.dtype(), "rms_norm", [&](auto t) {
     dispatch_float(a.weight.dtype(), "rms_norm", [&](auto w) {
-      using T = decltype(t);
-      using W = decltype(w);
-      rms_norm_kernel<T, W><<<blocks_for(rows, kWarps), kWarps * 32, 0, stream_of(a.x.device())>>>(
-          a.x.data<T>(), a.weight.data<W>(), a.out.data<T>(), rows, dim, a.eps);
+      launch_norm<decltype(t), decltype(w)>(a.x, Tensor(), a.weight, a.out, a.eps);
     });
   });
-  ANVIL_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace

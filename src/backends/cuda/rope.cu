@@ -46,7 +46,7 @@ __global__ void store_kv_kernel(const T* src, T* cache, long long n, int seq, in
   cache[((b * heads + h) * cap + base + s) * dim + d] = src[i];
 }
 
-constexpr int kRopeWarps = 8;
+constexpr int kRopeWarps = 2;
 constexpr int kMaxHeadDim = 256;
 
 // One warp per head of one token: q heads first, then kv heads. A head's vector goes through
