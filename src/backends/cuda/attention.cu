@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "anvil/error.h"
+#include "backends/cuda/batched_gemm.h"
 #include "backends/cuda/cuda_allocator.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
@@ -180,6 +181,97 @@ float* split_workspace(Device device, size_t floats) {
   return static_cast<float*>(list.back()->data());
 }
 
+// Prefill of many queries: scores and the value product on the tensor cores through cuBLASLt,
+// one kv head group member at a time (GQA without repeating K/V: the query heads that share a
+// kv head are batched against it), the masked softmax in between. The score matrix of one
+// (row, group member) is materialised: S x T floats per kv head.
+constexpr int kSoftmaxThreads = 256;
+constexpr int kGemmMinQueries = 64;
+
+__device__ __forceinline__ float block_reduce(float v, bool is_max) {
+  __shared__ float part[kSoftmaxThreads / 32];
+  v = is_max ? warp_max(v) : warp_sum(v);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();  // part[] may still be read by an earlier reduction
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  float r = is_max ? -FLT_MAX : 0.0f;
+  for (int w = 0; w < kSoftmaxThreads / 32; ++w) r = is_max ? fmaxf(r, part[w]) : r + part[w];
+  return r;
+}
+
+// One block per (kv head, query): softmax over keys t <= past + s with key_mask != 0; masked
+// keys get probability 0, a query that sees no key gets all zeros.
+template <class T>
+__global__ void __launch_bounds__(kSoftmaxThreads)
+    masked_softmax_kernel(const float* __restrict__ scores, T* __restrict__ probs,
+                          const int* __restrict__ mask_row, int seq, long long keys,
+                          long long past) {
+  const long long r = blockIdx.x;
+  const long long s = r % seq;
+  const long long limit = past + s;
+  const float* in = scores + r * keys;
+  T* out = probs + r * keys;
+  float m = -FLT_MAX;
+  for (long long t = threadIdx.x; t <= limit; t += kSoftmaxThreads) {
+    if (mask_row[t] != 0) m = fmaxf(m, in[t]);
+  }
+  m = block_reduce(m, true);
+  float l = 0.0f;
+  for (long long t = threadIdx.x; t <= limit; t += kSoftmaxThreads) {
+    if (mask_row[t] != 0) l += __expf(in[t] - m);
+  }
+  l = block_reduce(l, false);
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+  for (long long t = threadIdx.x; t < keys; t += kSoftmaxThreads) {
+    const bool seen = t <= limit && mask_row[t] != 0;
+    out[t] = from_float<T>(seen ? __expf(in[t] - m) * inv : 0.0f);
+  }
+}
+
+void* grow(std::vector<std::shared_ptr<Buffer>>& list, Device device, size_t bytes) {
+  if (list.empty() || list.back()->nbytes() < bytes) list.push_back(allocate(device, bytes));
+  return list.back()->data();
+}
+
+template <class T>
+void prefill_attention(const ops::AttentionArgs& a, const Geometry& g) {
+  static std::map<int, std::vector<std::shared_ptr<Buffer>>> score_bufs, prob_bufs;
+  Context& ctx = context(a.q.device());
+  const long long keys = a.past + g.seq, S = g.seq, D = g.dim;
+  const DType t = a.q.dtype();
+  const size_t n = static_cast<size_t>(g.kv_heads) * S * keys;
+  auto* scores = static_cast<float*>(grow(score_bufs[ctx.ordinal], a.q.device(), n * 4));
+  auto* probs = static_cast<T*>(grow(prob_bufs[ctx.ordinal], a.q.device(), n * sizeof(T)));
+  const long long HD = static_cast<long long>(g.heads) * D;
+  // Column-major views. scores[g] (keys x S) = K_g^T(keys x D) . Q_h(D x S).
+  const MatrixView kv_view{t, D, keys, D, g.cap * D};
+  const MatrixView q_view{t, D, S, HD, static_cast<int64_t>(g.group) * D};
+  const MatrixView score_view{DType::f32, keys, S, keys, S * keys};
+  const MatrixView prob_view{t, keys, S, keys, S * keys};
+  const MatrixView out_view{t, D, S, HD, static_cast<int64_t>(g.group) * D};
+  const T* q = a.q.data<T>();
+  const T* kc = a.k_cache.data<T>();
+  const T* vc = a.v_cache.data<T>();
+  T* out = a.out.data<T>();
+  for (int b = 0; b < g.batch; ++b) {
+    const T* kb = kc + static_cast<long long>(b) * g.kv_heads * g.cap * D;
+    const T* vb = vc + static_cast<long long>(b) * g.kv_heads * g.cap * D;
+    for (int j = 0; j < g.group; ++j) {
+      const long long head0 = (static_cast<long long>(b) * S * g.heads + j) * D;
+      batched_gemm(ctx, true, kv_view, kb, q_view, q + head0, score_view, scores, g.kv_heads,
+                   g.scale);
+      masked_softmax_kernel<T>
+          <<<static_cast<unsigned>(g.kv_heads * S), kSoftmaxThreads, 0, ctx.stream>>>(
+              scores, probs, a.key_mask.data<int>() + b * g.mask_width, static_cast<int>(S), keys,
+              a.past);
+      ANVIL_CUDA_CHECK_LAUNCH();
+      batched_gemm(ctx, false, kv_view, vb, prob_view, probs, out_view, out + head0, g.kv_heads,
+                   1.0f);
+    }
+  }
+}
+
 void attention(const ops::AttentionArgs& a) {
   Geometry g{};
   g.batch = static_cast<int>(a.q.size(0));
@@ -199,6 +291,10 @@ void attention(const ops::AttentionArgs& a) {
   }
   const long long items = static_cast<long long>(g.batch) * g.seq * g.heads;
   if (items == 0) return;
+  if (!g.past_dev && g.seq >= kGemmMinQueries) {
+    dispatch_float(a.q.dtype(), "attention", [&](auto t) { prefill_attention<decltype(t)>(a, g); });
+    return;
+  }
   // Enough blocks to fill the GPU: split the keys when the queries alone are too few. Under
   // graph replay the length grows, so the split count follows the cache's capacity.
   const long long keys = g.past_dev ? g.cap : a.past + g.seq;

@@ -13,9 +13,15 @@
 
 namespace anvil::cuda {
 
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(float v) {
+  return v;
+}
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+__device__ __forceinline__ float to_float(__half v) {
+  return __half2float(v);
+}
 
 template <class T>
 __device__ __forceinline__ T from_float(float v);
@@ -36,9 +42,15 @@ __device__ __forceinline__ __half from_float<__half>(float v) {
 template <class F>
 void dispatch_float(DType d, const char* op, F&& f) {
   switch (d) {
-    case DType::f32: f(float{}); return;
-    case DType::bf16: f(__nv_bfloat16{}); return;
-    case DType::f16: f(__half{}); return;
+    case DType::f32:
+      f(float{});
+      return;
+    case DType::bf16:
+      f(__nv_bfloat16{});
+      return;
+    case DType::f16:
+      f(__half{});
+      return;
     default:
       throw Error(std::string(op) + ": dtype " + std::string(dtype_name(d)) +
                   " is not supported on cuda");
