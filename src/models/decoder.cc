@@ -120,17 +120,19 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
   ops::embedding(in.ids, weights_.embed_tokens, x);
-  // Every block ends with a residual add that is fused with the next norm: the next block's
-  // input norm, or the final norm when only the rows of this step's logits go on.
-  const bool fuse_final = all_logits || s == 1;
-  const int64_t m = fuse_final ? n : b;
-  Tensor final_normed = scratch("final_normed", {m, h});
-  ops::rms_norm(x, weights_.layers.at(0).input_layernorm, eps, normed);
+  // Norms are fused into the products that read them and residual adds into the products that
+  // feed them; where a device has no fused kernel, the ops run composed (normed, proj scratch).
   for (size_t li = 0; li < weights_.layers.size(); ++li) {
     const LayerWeights& L = weights_.layers[li];
-    // Self-attention block (its input norm is already in `normed`).
-    ops::linear_group(
-        {normed, {L.q_proj, L.k_proj, L.v_proj}, {L.q_bias, L.k_bias, L.v_bias}, {q, k, v}, 3});
+    // Self-attention block: input norm, q/k/v, (q/k norm,) RoPE, cache write, attention.
+    ops::linear_group({x,
+                       {L.q_proj, L.k_proj, L.v_proj},
+                       {L.q_bias, L.k_bias, L.v_bias},
+                       {q, k, v},
+                       3,
+                       L.input_layernorm,
+                       eps,
+                       normed});
     // Qwen3 normalises each head's q and k before RoPE; the others have no q/k norm.
     ops::rope_store({q.view({n, nh, hd}), k.view({b, s, nkv, hd}), v.view({b, s, nkv, hd}),
                      c.qk_norm ? L.q_norm : Tensor(), c.qk_norm ? L.k_norm : Tensor(), eps,
@@ -138,35 +140,28 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
                      in.past});
     ops::attention({q.view({b, s, nh, hd}), cache.keys[li], cache.values[li], in.key_mask,
                     attn.view({b, s, nh, hd}), past, scale, attention_, in.past});
-    ops::linear(attn, L.o_proj, L.o_bias, proj);
-    ops::add_rms_norm(x, proj, L.post_attention_layernorm, eps, normed);
+    ops::linear_add({attn, L.o_proj, L.o_bias, x, proj});
     // MLP block.
-    ops::linear_swiglu({normed, L.gate_proj, L.gate_bias, L.up_proj, L.up_bias, gate, up});
-    ops::linear(gate, L.down_proj, L.down_bias, proj);
-    if (li + 1 < weights_.layers.size()) {
-      ops::add_rms_norm(x, proj, weights_.layers[li + 1].input_layernorm, eps, normed);
-    } else if (fuse_final) {
-      ops::add_rms_norm(x, proj, weights_.norm, eps, final_normed);
-    } else {
-      ops::add(x, proj, x);
-    }
+    ops::linear_swiglu({x, L.gate_proj, L.gate_bias, L.up_proj, L.up_bias, gate, up,
+                        L.post_attention_layernorm, eps, normed});
+    ops::linear_add({gate, L.down_proj, L.down_bias, x, proj});
   }
 
-  if (!fuse_final) {
-    // Only the last position of each row goes through the final norm and the (large) head.
-    Tensor rows = scratch("last_rows", {b, h});
+  // Only the rows whose logits are wanted go through the final norm and the (large) head.
+  Tensor rows = x;
+  int64_t m = n;
+  if (!all_logits && s > 1) {
+    m = b;
+    rows = scratch("last_rows", {b, h});
     for (int64_t r = 0; r < b; ++r) {  // contiguous row copies stay on the device
       rows.narrow(0, r, 1).copy_from(x.narrow(0, r * s + s - 1, 1));
     }
-    ops::rms_norm(rows, weights_.norm, eps, final_normed);
   }
-  if (act_dtype_ == DType::f32) {
-    ops::linear(final_normed, weights_.lm_head, Tensor(), logits);
-  } else {
-    Tensor head = scratch("head", {m, c.vocab_size});
-    ops::linear(final_normed, weights_.lm_head, Tensor(), head);
-    ops::cast(head, logits);
-  }
+  Tensor final_normed = scratch("final_normed", {m, h});
+  const Tensor head = act_dtype_ == DType::f32 ? logits : scratch("head", {m, c.vocab_size});
+  ops::linear_group(
+      {rows, {weights_.lm_head}, {Tensor()}, {head}, 1, weights_.norm, eps, final_normed});
+  if (act_dtype_ != DType::f32) ops::cast(head, logits);
 }
 
 // The recorded one-token step of one cache: inputs in one device buffer (ids, positions, the

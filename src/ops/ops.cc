@@ -268,10 +268,18 @@ void add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& weight, fl
   rms_norm(x, weight, eps, out);
 }
 
+// The input norm of a fused product: fused only when its weight has the activations' dtype.
+static bool norm_fusable(const Tensor& x, const Tensor& norm_weight, const Tensor& normed) {
+  if (!norm_weight.defined()) return true;
+  expect_shape("rms_norm", "weight", norm_weight, {x.size(1)});
+  expect_shape("rms_norm", "normed", normed, x.shape());
+  return norm_weight.dtype() == x.dtype();
+}
+
 void linear_group(const LinearGroupArgs& a) {
   if (a.count < 1 || a.count > 3) fail(kLinearGroup, "between one and three products");
   const Tensor& x = a.x;
-  bool fused = true;
+  bool fused = norm_fusable(x, a.norm_weight, a.normed);
   for (int i = 0; i < a.count; ++i) {
     fused = fused && a.weights[i].dtype() == a.weights[0].dtype() &&
             (!a.biases[i].defined() || a.biases[i].dtype() == x.dtype());
@@ -279,7 +287,9 @@ void linear_group(const LinearGroupArgs& a) {
   auto k = fused ? find_kernel_raw(kLinearGroup, x.device().type, x.dtype(), a.weights[0].dtype())
                  : nullptr;
   if (!k) {
-    for (int i = 0; i < a.count; ++i) linear(x, a.weights[i], a.biases[i], a.outs[i]);
+    const Tensor& in = a.norm_weight.defined() ? a.normed : x;
+    if (a.norm_weight.defined()) rms_norm(x, a.norm_weight, a.eps, a.normed);
+    for (int i = 0; i < a.count; ++i) linear(in, a.weights[i], a.biases[i], a.outs[i]);
     return;
   }
   expect_rank(kLinearGroup, "x", x, 2);
@@ -304,14 +314,16 @@ void linear_group(const LinearGroupArgs& a) {
 }
 
 void linear_swiglu(const LinearSwigluArgs& a) {
-  const bool same = a.gate.dtype() == a.up.dtype() &&
+  const bool same = norm_fusable(a.x, a.norm_weight, a.normed) && a.gate.dtype() == a.up.dtype() &&
                     (!a.gate_bias.defined() || a.gate_bias.dtype() == a.x.dtype()) &&
                     (!a.up_bias.defined() || a.up_bias.dtype() == a.x.dtype());
   auto k = same ? find_kernel_raw(kLinearSwiglu, a.x.device().type, a.x.dtype(), a.gate.dtype())
                 : nullptr;
   if (!k) {
-    linear(a.x, a.gate, a.gate_bias, a.out);
-    linear(a.x, a.up, a.up_bias, a.scratch);
+    const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
+    if (a.norm_weight.defined()) rms_norm(a.x, a.norm_weight, a.eps, a.normed);
+    linear(in, a.gate, a.gate_bias, a.out);
+    linear(in, a.up, a.up_bias, a.scratch);
     swiglu(a.out, a.scratch, a.out);
     return;
   }
@@ -332,6 +344,33 @@ void linear_swiglu(const LinearSwigluArgs& a) {
     expect_same_device(kLinearSwiglu, a.x, *t);
   }
   reinterpret_cast<void (*)(const LinearSwigluArgs&)>(k)(a);
+}
+
+void linear_add(const LinearAddArgs& a) {
+  const bool same =
+      (!a.bias.defined() || a.bias.dtype() == a.x.dtype()) && a.residual.dtype() == a.x.dtype();
+  auto k = same ? find_kernel_raw(kLinearAdd, a.x.device().type, a.x.dtype(), a.weight.dtype())
+                : nullptr;
+  if (!k) {
+    linear(a.x, a.weight, a.bias, a.scratch);
+    add(a.residual, a.scratch, a.residual);
+    return;
+  }
+  expect_rank(kLinearAdd, "x", a.x, 2);
+  expect_rank(kLinearAdd, "weight", a.weight, 2);
+  if (a.weight.size(1) != a.x.size(1)) {
+    fail(kLinearAdd, "x has shape " + shape_str(a.x.shape()) + " but weight has shape " +
+                         shape_str(a.weight.shape()));
+  }
+  if (a.bias.defined()) expect_shape(kLinearAdd, "bias", a.bias, {a.weight.size(0)});
+  expect_shape(kLinearAdd, "residual", a.residual, {a.x.size(0), a.weight.size(0)});
+  expect_shape(kLinearAdd, "scratch", a.scratch, a.residual.shape());
+  for (const Tensor* t : {&a.x, &a.weight, &a.residual, &a.scratch}) {
+    expect_contiguous(kLinearAdd, "operand", *t);
+    expect_same_device(kLinearAdd, a.x, *t);
+  }
+  expect_same_device(kLinearAdd, a.x, a.bias);
+  reinterpret_cast<void (*)(const LinearAddArgs&)>(k)(a);
 }
 
 void rope_store(const RopeStoreArgs& a) {

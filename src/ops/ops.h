@@ -117,20 +117,37 @@ struct AddRmsNormArgs {
 void add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& weight, float eps,
                   const Tensor& out);
 
-/// outs[i] = x @ weights[i]^T + biases[i] for up to three products of one input (q, k, v).
+/// outs[i] = x' @ weights[i]^T + biases[i] for up to three products of one input (q, k, v),
+/// where x' = rms_norm(x) * norm_weight when norm_weight is defined (the block's input norm,
+/// written to `normed` where the op is composed), else x itself.
 struct LinearGroupArgs {
   Tensor x;
   Tensor weights[3], biases[3], outs[3];
   int count;
+  Tensor norm_weight = Tensor();
+  float eps = 0.0f;
+  Tensor normed = Tensor();
 };
 void linear_group(const LinearGroupArgs& args);
 
 /// out = silu(x @ gate^T + gate_bias) * (x @ up^T + up_bias), each product rounded to the
 /// activation type first. `scratch` ([N, I], like out) holds up's product where the op is composed.
+/// With norm_weight defined, x is normalised first, as in linear_group.
 struct LinearSwigluArgs {
   Tensor x, gate, gate_bias, up, up_bias, out, scratch;
+  Tensor norm_weight = Tensor();
+  float eps = 0.0f;
+  Tensor normed = Tensor();
 };
 void linear_swiglu(const LinearSwigluArgs& args);
+
+/// residual += x @ weight^T + bias, the product rounded to the activation type before the add (a
+/// block's output projection and its residual connection). `scratch` ([N, O]) holds the product
+/// where the op is composed.
+struct LinearAddArgs {
+  Tensor x, weight, bias, residual, scratch;
+};
+void linear_add(const LinearAddArgs& args);
 
 /// A step's attention inputs: optional per-head RMSNorm of q and k (Qwen3), RoPE on both, then
 /// k and v written to the caches at `start` (or `start_on_device`). q: [N, heads, D] (rotated in
@@ -161,6 +178,7 @@ inline constexpr const char* kMaskColumn = "write_mask_column";
 inline constexpr const char* kAddRmsNorm = "add_rms_norm";
 inline constexpr const char* kLinearGroup = "linear_group";
 inline constexpr const char* kLinearSwiglu = "linear_swiglu";
+inline constexpr const char* kLinearAdd = "linear_add";
 inline constexpr const char* kRopeStore = "rope_store";
 
 }  // namespace anvil::ops

@@ -247,6 +247,25 @@ TEST_P(Ops, HalfPrecisionActivations) {
   }
 }
 
+// Decode over many keys and with a head size no vector width divides: devices switch kernels
+// at such sizes, and every path must match the reference.
+TEST_P(Ops, AttentionLongContextsAndOddHeadSizes) {
+  for (auto [past, dim] : {std::tuple{9000, 16}, {40, 80}, {300, 128}}) {
+    const int64_t batch = 1, heads = 2, kv_heads = 1, cap = past + 1;
+    const Tensor q = random_tensor({batch, 1, heads, dim}, rng_);
+    const Tensor k = random_tensor({batch, kv_heads, cap, dim}, rng_, 0.3f);
+    const Tensor v = random_tensor({batch, kv_heads, cap, dim}, rng_);
+    Tensor mask = Tensor::empty({batch, cap}, DType::i32);
+    for (int64_t t = 0; t < cap; ++t) mask.data<int32_t>()[t] = t % 7 == 3 ? 0 : 1;
+    Tensor want = Tensor::empty({batch, 1, heads, dim}, DType::f32);
+    ops::reference::attention({q, k, v, mask, want, past, 0.125f, ops::AttentionImpl::eager});
+    Tensor out = empty({batch, 1, heads, dim});
+    ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_), mask.to(device_),
+                    out, past, 0.125f, ops::AttentionImpl::sdpa});
+    EXPECT_LE(max_abs_diff(out, want), tolerance(2e-5f)) << "past " << past << " dim " << dim;
+  }
+}
+
 // Graph replay reads positions from device memory and uses a mask as wide as the cache.
 TEST_P(Ops, PositionsFromDeviceMemory) {
   const Tensor src = random_tensor({2, 1, 2, 8}, rng_);
@@ -353,6 +372,49 @@ TEST_P(Ops, FusedOpsMatchTheirComposition) {
     ops::reference::linear({in, up, Tensor(), ur});
     ops::reference::swiglu({gr, ur, gr});
     EXPECT_LE(max_abs_diff(act_out, gr), tolerance(1e-4f));
+  }
+  // The products with the input norm in front and the residual add behind (a decode layer's
+  // whole dataflow), and the head (a single product with a norm).
+  for (int64_t n : {1, 2, 4, 6}) {
+    const Tensor x = random_tensor({n, 256}, rng_), nw = random_tensor({256}, rng_);
+    const Tensor wq = random_tensor({96, 256}, rng_, 0.1f), bq = random_tensor({96}, rng_);
+    const Tensor wk = random_tensor({40, 256}, rng_, 0.1f);
+    Tensor q = empty({n, 96}), k = empty({n, 40}), normed = empty({n, 256});
+    ops::linear_group({on_device(x, act_),
+                       {on_device(wq, act_), on_device(wk, act_)},
+                       {on_device(bq, act_), Tensor()},
+                       {q, k},
+                       2,
+                       on_device(nw, act_),
+                       eps,
+                       normed});
+    Tensor xn = Tensor::empty({n, 256}, DType::f32);
+    ops::reference::rms_norm({x, nw, xn, eps});
+    Tensor qr = Tensor::empty({n, 96}, DType::f32), kr = Tensor::empty({n, 40}, DType::f32);
+    ops::reference::linear({xn, wq, bq, qr});
+    ops::reference::linear({xn, wk, Tensor(), kr});
+    EXPECT_LE(max_abs_diff(q, qr), tolerance(2e-4f)) << "normed group, rows " << n;
+    EXPECT_LE(max_abs_diff(k, kr), tolerance(2e-4f)) << "normed group, rows " << n;
+
+    const Tensor g = random_tensor({64, 256}, rng_, 0.1f), u = random_tensor({64, 256}, rng_, 0.1f);
+    Tensor h = empty({n, 64}), hs = empty({n, 64});
+    ops::linear_swiglu({on_device(x, act_), on_device(g, act_), Tensor(), on_device(u, act_),
+                        Tensor(), h, hs, on_device(nw, act_), eps, normed});
+    Tensor gr = Tensor::empty({n, 64}, DType::f32), ur = Tensor::empty({n, 64}, DType::f32);
+    ops::reference::linear({xn, g, Tensor(), gr});
+    ops::reference::linear({xn, u, Tensor(), ur});
+    ops::reference::swiglu({gr, ur, gr});
+    EXPECT_LE(max_abs_diff(h, gr), tolerance(2e-4f)) << "normed swiglu, rows " << n;
+
+    const Tensor wd = random_tensor({256, 64}, rng_, 0.1f), bd = random_tensor({256}, rng_);
+    Tensor resid = on_device(Tensor::from_f32(x.to_f32_vector(), x.shape()), act_);
+    Tensor scratch = empty({n, 256});
+    ops::linear_add(
+        {on_device(gr, act_), on_device(wd, act_), on_device(bd, act_), resid, scratch});
+    Tensor prod = Tensor::empty({n, 256}, DType::f32), want = Tensor::empty({n, 256}, DType::f32);
+    ops::reference::linear({gr, wd, bd, prod});
+    ops::reference::add({x, prod, want});
+    EXPECT_LE(max_abs_diff(resid, want), tolerance(2e-4f)) << "linear_add, rows " << n;
   }
   // rope_store with and without q/k norms, head_dim 64 and 80 (partner in another lane)
   for (int64_t dim : {64, 80}) {

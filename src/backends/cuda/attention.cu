@@ -181,10 +181,6 @@ float* split_workspace(Device device, size_t floats) {
   return static_cast<float*>(list.back()->data());
 }
 
-// Prefill of many queries: scores and the value product on the tensor cores through cuBLASLt,
-// one kv head group member at a time (GQA without repeating K/V: the query heads that share a
-// kv head are batched against it), the masked softmax in between. The score matrix of one
-// (row, group member) is materialised: S x T floats per kv head.
 constexpr int kSoftmaxThreads = 256;
 constexpr int kGemmMinQueries = 64;
 
@@ -200,6 +196,100 @@ __device__ __forceinline__ float block_reduce(float v, bool is_max) {
   return r;
 }
 
+// Decode (one query per row) over up to kDecodeMaxKeys keys: one block per (row, head), all keys
+// in one pass. Each key row is read by `chunks` threads with 16-byte loads (a warp covers
+// 32 / chunks keys at once), the scores stay in shared memory, and the value rows are read the
+// same way. No split, so no second launch to combine splits.
+constexpr int kDecodeThreads = 256;
+constexpr int kDecodeMaxKeys = 8192;
+
+template <class T>
+__global__ void __launch_bounds__(kDecodeThreads)
+    decode_attention_kernel(const T* __restrict__ q, const T* __restrict__ kc,
+                            const T* __restrict__ vc, const int* __restrict__ mask,
+                            T* __restrict__ out, Geometry g) {
+  constexpr int V = 16 / sizeof(T);
+  extern __shared__ float smem[];
+  float* scores = smem;                    // [keys]
+  float* qs = smem + kDecodeMaxKeys;       // [dim]
+  float* part = qs + 32 * kMaxDimPerLane;  // [rows per pass][dim]
+  const int h = blockIdx.x, b = blockIdx.y, kh = h / g.group;
+  const int chunks = g.dim / V, per_pass = kDecodeThreads / chunks;
+  const int sub = threadIdx.x % chunks, slot = threadIdx.x / chunks;
+  const long long past = g.past_dev ? *g.past_dev : g.past;
+  const long long keys = past + 1;
+  const T* qrow = q + (static_cast<long long>(b) * g.heads + h) * g.dim;
+  for (int d = threadIdx.x; d < g.dim; d += kDecodeThreads) qs[d] = to_float(qrow[d]) * g.scale;
+  __syncthreads();
+  const long long head_base = (static_cast<long long>(b) * g.kv_heads + kh) * g.cap;
+  const int* mrow = mask + static_cast<long long>(b) * g.mask_width;
+  float qv[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) qv[i] = qs[sub * V + i];
+  float m = -FLT_MAX;
+  // Passes are uniform across the block: every lane takes part in the shuffles.
+  for (long long t0 = 0; t0 < keys; t0 += per_pass) {
+    const long long t = t0 + slot;
+    const bool valid = t < keys;
+    uint4 raw = make_uint4(0, 0, 0, 0);
+    if (valid) raw = *reinterpret_cast<const uint4*>(kc + (head_base + t) * g.dim + sub * V);
+    const T* kv = reinterpret_cast<const T*>(&raw);
+    float dot = 0.0f;
+#pragma unroll
+    for (int i = 0; i < V; ++i) dot += qv[i] * to_float(kv[i]);
+    for (int o = chunks / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+    if (!valid) continue;
+    const float score = mrow[t] != 0 ? dot : -FLT_MAX;
+    if (sub == 0) scores[t] = score;
+    m = fmaxf(m, score);
+  }
+  m = block_reduce(m, true);
+  float l = 0.0f;
+  for (long long t = threadIdx.x; t < keys; t += kDecodeThreads) {
+    const float p = scores[t] == -FLT_MAX ? 0.0f : __expf(scores[t] - m);
+    scores[t] = p;
+    l += p;
+  }
+  l = block_reduce(l, false);  // its barriers also publish scores[]
+  float acc[V] = {};
+  for (long long t = slot; t < keys; t += per_pass) {
+    const float p = scores[t];
+    if (p == 0.0f) continue;
+    const uint4 raw = *reinterpret_cast<const uint4*>(vc + (head_base + t) * g.dim + sub * V);
+    const T* vv = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+    for (int i = 0; i < V; ++i) acc[i] += p * to_float(vv[i]);
+  }
+#pragma unroll
+  for (int i = 0; i < V; ++i) part[slot * g.dim + sub * V + i] = acc[i];
+  __syncthreads();
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // a query that sees no key gets zeros
+  T* orow = out + (static_cast<long long>(b) * g.heads + h) * g.dim;
+  for (int d = threadIdx.x; d < g.dim; d += kDecodeThreads) {
+    float sum = 0.0f;
+    for (int r = 0; r < per_pass; ++r) sum += part[r * g.dim + d];
+    orow[d] = from_float<T>(sum * inv);
+  }
+}
+
+bool decode_kernel_fits(const Geometry& g, long long keys, size_t esize) {
+  const int v = static_cast<int>(16 / esize);
+  if (g.seq != 1 || keys > kDecodeMaxKeys || (g.dim * esize) % 16 != 0) return false;
+  const int chunks = g.dim / v;
+  return chunks <= 32 && 32 % chunks == 0;
+}
+
+size_t decode_smem_bytes(const Geometry& g, size_t esize) {
+  const int chunks = g.dim / static_cast<int>(16 / esize);
+  const int per_pass = kDecodeThreads / chunks;
+  return (kDecodeMaxKeys + 32 * kMaxDimPerLane + static_cast<size_t>(per_pass) * g.dim) *
+         sizeof(float);
+}
+
+// Prefill of many queries: scores and the value product on the tensor cores through cuBLASLt,
+// one kv head group member at a time (GQA without repeating K/V: the query heads that share a
+// kv head are batched against it), the masked softmax in between. The score matrix of one
+// (row, group member) is materialised: S x T floats per kv head.
 // One block per (kv head, query): softmax over keys t <= past + s with key_mask != 0; masked
 // keys get probability 0, a query that sees no key gets all zeros.
 template <class T>
@@ -291,6 +381,20 @@ void attention(const ops::AttentionArgs& a) {
   }
   const long long items = static_cast<long long>(g.batch) * g.seq * g.heads;
   if (items == 0) return;
+  const long long all_keys = g.past_dev ? g.cap : a.past + g.seq;
+  const size_t esize = dtype_size(a.q.dtype());
+  if (decode_kernel_fits(g, all_keys, esize)) {
+    dispatch_float(a.q.dtype(), "attention", [&](auto t) {
+      using T = decltype(t);
+      decode_attention_kernel<T>
+          <<<dim3(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch)), kDecodeThreads,
+             decode_smem_bytes(g, esize), stream_of(a.q.device())>>>(
+              a.q.data<T>(), a.k_cache.data<T>(), a.v_cache.data<T>(), a.key_mask.data<int>(),
+              a.out.data<T>(), g);
+    });
+    ANVIL_CUDA_CHECK_LAUNCH();
+    return;
+  }
   if (!g.past_dev && g.seq >= kGemmMinQueries) {
     dispatch_float(a.q.dtype(), "attention", [&](auto t) { prefill_attention<decltype(t)>(a, g); });
     return;

@@ -1,6 +1,7 @@
 // The decode GEMVs. Each lane loads 16 bytes of a weight row per step with several loads in
 // flight; the activation rows (a few KB) stay in L1/L2 and are read with the same pattern.
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_types.cuh"
@@ -10,7 +11,7 @@ namespace anvil::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
-constexpr int kUnroll = 4;
+constexpr int kMaxUnroll = 4;
 
 template <class T>
 struct Vec {
@@ -24,33 +25,44 @@ __device__ __forceinline__ void widen(const uint4& raw, float* f) {
   for (int i = 0; i < Vec<T>::kN; ++i) f[i] = to_float(v[i]);
 }
 
-// acc[r] (per lane, not yet reduced) += x[r, :] . w[:] over this lane's 16-byte chunks.
+// acc[m][r] += x[r, :] . w_m[:] over chunks [cb, ce) of 16 bytes, reduced over the warp.
 template <class T, int R, int W>
 __device__ __forceinline__ void dot_rows(const T* __restrict__ x, const uint4* const (&w)[W], int k,
-                                         float (&acc)[W][R]) {
+                                         int cb, int ce, const T* __restrict__ norm_w,
+                                         const float (&scale)[R], float (&acc)[W][R]) {
   constexpr int V = Vec<T>::kN;
+  // Fewer loads per round where registers would run out (many rows, float32, two weights).
+  constexpr int kLoad = R * W * (sizeof(T) == 4 ? 2 : 1);
+  constexpr int kUnroll = kLoad > 10 ? 1 : (kLoad > 6 ? 2 : kMaxUnroll);
   const int lane = threadIdx.x % 32;
-  const int chunks = k / V;
   // All of a lane's loads of one round are issued before any is used; the last round is
   // predicated rather than run one chunk at a time.
-  for (int c0 = lane; c0 < chunks; c0 += 32 * kUnroll) {
+  for (int c0 = cb + lane; c0 < ce; c0 += 32 * kUnroll) {
     uint4 wv[W][kUnroll];
 #pragma unroll
     for (int m = 0; m < W; ++m) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int c = c0 + 32 * u;
-        wv[m][u] = c < chunks ? __ldg(w[m] + c) : make_uint4(0, 0, 0, 0);
+        wv[m][u] = c < ce ? __ldg(w[m] + c) : make_uint4(0, 0, 0, 0);
       }
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int c = c0 + 32 * u;
-      if (c >= chunks) break;
+      if (c >= ce) break;
+      float nf[V];
+      if (norm_w) widen<T>(__ldg(reinterpret_cast<const uint4*>(norm_w) + c), nf);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         float xf[V];
         widen<T>(__ldg(reinterpret_cast<const uint4*>(x + static_cast<long long>(r) * k) + c), xf);
+        if (norm_w) {  // RMSNorm's roundings, as the separate kernel stores them
+#pragma unroll
+          for (int i = 0; i < V; ++i) {
+            xf[i] = to_float(from_float<T>(nf[i] * to_float(from_float<T>(xf[i] * scale[r]))));
+          }
+        }
 #pragma unroll
         for (int m = 0; m < W; ++m) {
           float wf[V];
@@ -68,100 +80,207 @@ __device__ __forceinline__ void dot_rows(const T* __restrict__ x, const uint4* c
   }
 }
 
+// The RMSNorm scale 1/sqrt(mean(x^2) + eps) of each activation row, computed by every block
+// (x is a few KB, read from L2), so the norm needs no launch of its own.
 template <class T, int R>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    gemv_kernel(const T* __restrict__ x, GemvSegments seg, int k) {
-  int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32;
-  int i = 0;
-  while (i < seg.count && row >= seg.rows[i]) row -= seg.rows[i++];
-  if (i >= seg.count) return;
-  const int o = seg.rows[i];
-  const uint4* const w[1] = {reinterpret_cast<const uint4*>(static_cast<const T*>(seg.w[i]) +
-                                                            static_cast<long long>(row) * k)};
-  float acc[1][R] = {};
-  dot_rows<T, R, 1>(x, w, k, acc);
-  if (threadIdx.x % 32 == 0) {
-    const T* bias = static_cast<const T*>(seg.bias[i]);
-    T* out = static_cast<T*>(seg.out[i]);
-    const float b = bias ? to_float(bias[row]) : 0.0f;
+__device__ __forceinline__ void norm_scales(const T* __restrict__ x, int k, const T* norm_w,
+                                            float eps, float (&scale)[R]) {
+  __shared__ float red[R][kWarpsPerBlock];
+  if (!norm_w) {
 #pragma unroll
-    for (int r = 0; r < R; ++r)
-      out[static_cast<long long>(r) * o + row] = from_float<T>(acc[0][r] + b);
+    for (int r = 0; r < R; ++r) scale[r] = 1.0f;
+    return;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < k; i += kWarpsPerBlock * 32) {
+      const float v = to_float(x[static_cast<long long>(r) * k + i]);
+      ss += v * v;
+    }
+    ss = warp_sum(ss);
+    if (lane == 0) red[r][warp] = ss;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    float ss = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarpsPerBlock; ++w) ss += red[r][w];
+    scale[r] = rsqrtf(ss / static_cast<float>(k) + eps);
   }
 }
 
-template <class T, int R>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    gemv_swiglu_kernel(const T* __restrict__ x, const T* __restrict__ gate,
-                       const T* __restrict__ gate_bias, const T* __restrict__ up,
-                       const T* __restrict__ up_bias, T* __restrict__ out, int k, int o) {
-  const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32;
-  if (row >= o) return;
-  const long long off = static_cast<long long>(row) * k;
-  const uint4* const w[2] = {reinterpret_cast<const uint4*>(gate + off),
-                             reinterpret_cast<const uint4*>(up + off)};
-  float acc[2][R] = {};
-  dot_rows<T, R, 2>(x, w, k, acc);
-  if (threadIdx.x % 32 == 0) {
-    const float gb = gate_bias ? to_float(gate_bias[row]) : 0.0f;
-    const float ub = up_bias ? to_float(up_bias[row]) : 0.0f;
+// S warps share a row, each taking 1/S of k, when rows alone give too few warps to keep enough
+// loads in flight; their sums meet in shared memory. The grid is at most a few waves, each block
+// walking row groups, so short-lived blocks do not dominate the large products (the head).
+template <class T, int R, int W, int S>
+__device__ __forceinline__ bool row_products(const T* __restrict__ x, const T* const (&wbase)[W],
+                                             int row, bool active, int k, const T* norm_w,
+                                             const float (&scale)[R], float (&acc)[W][R]) {
+  __shared__ float partial[kWarpsPerBlock][W][R];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int chunks = k / Vec<T>::kN, part = warp % S;
+  const int cb = chunks * part / S, ce = chunks * (part + 1) / S;
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const float g = to_float(from_float<T>(acc[0][r] + gb));
-      const float u = to_float(from_float<T>(acc[1][r] + ub));
-      out[static_cast<long long>(r) * o + row] = from_float<T>(g / (1.0f + __expf(-g)) * u);
+  for (int m = 0; m < W; ++m) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[m][r] = 0.0f;
+  }
+  if (active) {
+    uint4 const* w[W];
+#pragma unroll
+    for (int m = 0; m < W; ++m) {
+      w[m] = reinterpret_cast<const uint4*>(wbase[m] + static_cast<long long>(row) * k);
+    }
+    dot_rows<T, R, W>(x, reinterpret_cast<const uint4* const(&)[W]>(w), k, cb, ce, norm_w, scale,
+                      acc);
+  }
+  if constexpr (S == 1) {
+    return active && lane == 0;
+  } else {
+    if (lane == 0) {
+#pragma unroll
+      for (int m = 0; m < W; ++m) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) partial[warp][m][r] = acc[m][r];
+      }
+    }
+    __syncthreads();
+    if (part == 0 && lane == 0) {
+#pragma unroll
+      for (int q = 1; q < S; ++q) {
+#pragma unroll
+        for (int m = 0; m < W; ++m) {
+#pragma unroll
+          for (int r = 0; r < R; ++r) acc[m][r] += partial[warp + q][m][r];
+        }
+      }
+    }
+    __syncthreads();  // partial[] is rewritten by the next row group
+    return active && part == 0 && lane == 0;
+  }
+}
+
+template <class T, int R, int S>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    gemv_kernel(const T* __restrict__ x, GemvSegments seg, int k, int groups) {
+  constexpr int kRowsPerBlock = kWarpsPerBlock / S;
+  const int total = seg.rows[0] + seg.rows[1] + seg.rows[2];
+  const T* norm_w = static_cast<const T*>(seg.norm_w);
+  float scale[R];
+  norm_scales<T, R>(x, k, norm_w, seg.eps, scale);
+  for (int g = blockIdx.x; g < groups; g += gridDim.x) {
+    int row = g * kRowsPerBlock + static_cast<int>(threadIdx.x / 32) / S;
+    const bool active = row < total;
+    int i = 0;
+    while (active && i < seg.count - 1 && row >= seg.rows[i]) row -= seg.rows[i++];
+    const T* const w[1] = {static_cast<const T*>(seg.w[i])};
+    float acc[1][R];
+    if (row_products<T, R, 1, S>(x, w, row, active, k, norm_w, scale, acc)) {
+      const T* bias = static_cast<const T*>(seg.bias[i]);
+      T* out = static_cast<T*>(seg.out[i]);
+      const int o = seg.rows[i];
+      const float b = bias ? to_float(bias[row]) : 0.0f;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        T& dst = out[static_cast<long long>(r) * o + row];
+        const T product = from_float<T>(acc[0][r] + b);
+        dst = seg.accumulate ? from_float<T>(to_float(dst) + to_float(product)) : product;
+      }
     }
   }
 }
 
-template <template <class, int> class Launch, class T, class... Args>
-void by_rows(int n, Args&&... args) {
-  switch (n) {
-    case 1:
-      Launch<T, 1>::run(args...);
-      break;
-    case 2:
-      Launch<T, 2>::run(args...);
-      break;
-    case 3:
-      Launch<T, 3>::run(args...);
-      break;
-    case 4:
-      Launch<T, 4>::run(args...);
-      break;
-    case 5:
-      Launch<T, 5>::run(args...);
-      break;
-    case 6:
-      Launch<T, 6>::run(args...);
-      break;
-    case 7:
-      Launch<T, 7>::run(args...);
-      break;
-    default:
-      Launch<T, 8>::run(args...);
-      break;
+template <class T, int R, int S>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    gemv_swiglu_kernel(const T* __restrict__ x, const T* __restrict__ gate,
+                       const T* __restrict__ gate_bias, const T* __restrict__ up,
+                       const T* __restrict__ up_bias, T* __restrict__ out, int k, int o, int groups,
+                       const T* norm_w, float eps) {
+  constexpr int kRowsPerBlock = kWarpsPerBlock / S;
+  const T* const w[2] = {gate, up};
+  float scale[R];
+  norm_scales<T, R>(x, k, norm_w, eps, scale);
+  for (int g = blockIdx.x; g < groups; g += gridDim.x) {
+    const int row = g * kRowsPerBlock + static_cast<int>(threadIdx.x / 32) / S;
+    float acc[2][R];
+    if (row_products<T, R, 2, S>(x, w, row, row < o, k, norm_w, scale, acc)) {
+      const float gb = gate_bias ? to_float(gate_bias[row]) : 0.0f;
+      const float ub = up_bias ? to_float(up_bias[row]) : 0.0f;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const float gv = to_float(from_float<T>(acc[0][r] + gb));
+        const float uv = to_float(from_float<T>(acc[1][r] + ub));
+        out[static_cast<long long>(r) * o + row] = from_float<T>(gv / (1.0f + __expf(-gv)) * uv);
+      }
+    }
   }
 }
 
-template <class T, int R>
-struct LaunchPlain {
-  static void run(const void* x, const GemvSegments& seg, int k, cudaStream_t s) {
-    const int total = seg.rows[0] + seg.rows[1] + seg.rows[2];
-    gemv_kernel<T, R><<<blocks_for(total, kWarpsPerBlock), kWarpsPerBlock * 32, 0, s>>>(
-        static_cast<const T*>(x), seg, k);
-  }
-};
+// Warps per row: enough warps to cover the GPU several times over, each with at least a round
+// of loads per lane.
+int warps_per_row(int rows, int k, int esize, int sm_count) {
+  const int chunks = k * esize / 16;
+  int s = 1;
+  while (s < 4 && rows * s < sm_count * 32 && chunks / (2 * s) >= 32) s *= 2;
+  return s;
+}
+
+unsigned grid_for(int groups, int sm_count) {
+  const int cap = sm_count * 8;  // a few waves of 8-warp blocks
+  return static_cast<unsigned>(groups < cap ? groups : cap);
+}
 
 template <class T, int R>
-struct LaunchSwiglu {
-  static void run(const void* x, const void* gate, const void* gb, const void* up, const void* ub,
-                  void* out, int k, int o, cudaStream_t s) {
-    gemv_swiglu_kernel<T, R><<<blocks_for(o, kWarpsPerBlock), kWarpsPerBlock * 32, 0, s>>>(
+void launch_plain(int s, const void* x, const GemvSegments& seg, int k, int sms, cudaStream_t st) {
+  const int total = seg.rows[0] + seg.rows[1] + seg.rows[2];
+  const auto run = [&](auto kernel, int rows_per_block) {
+    const int groups = (total + rows_per_block - 1) / rows_per_block;
+    kernel<<<grid_for(groups, sms), kWarpsPerBlock * 32, 0, st>>>(static_cast<const T*>(x), seg, k,
+                                                                  groups);
+  };
+  if (s == 4)
+    run(gemv_kernel<T, R, 4>, kWarpsPerBlock / 4);
+  else if (s == 2)
+    run(gemv_kernel<T, R, 2>, kWarpsPerBlock / 2);
+  else
+    run(gemv_kernel<T, R, 1>, kWarpsPerBlock);
+}
+
+template <class T, int R>
+void launch_swiglu(int s, const void* x, const void* gate, const void* gb, const void* up,
+                   const void* ub, void* out, int k, int o, const void* norm_w, float eps, int sms,
+                   cudaStream_t st) {
+  const auto run = [&](auto kernel, int rows_per_block) {
+    const int groups = (o + rows_per_block - 1) / rows_per_block;
+    kernel<<<grid_for(groups, sms), kWarpsPerBlock * 32, 0, st>>>(
         static_cast<const T*>(x), static_cast<const T*>(gate), static_cast<const T*>(gb),
-        static_cast<const T*>(up), static_cast<const T*>(ub), static_cast<T*>(out), k, o);
+        static_cast<const T*>(up), static_cast<const T*>(ub), static_cast<T*>(out), k, o, groups,
+        static_cast<const T*>(norm_w), eps);
+  };
+  if (s == 4)
+    run(gemv_swiglu_kernel<T, R, 4>, kWarpsPerBlock / 4);
+  else if (s == 2)
+    run(gemv_swiglu_kernel<T, R, 2>, kWarpsPerBlock / 2);
+  else
+    run(gemv_swiglu_kernel<T, R, 1>, kWarpsPerBlock);
+}
+
+// Activation rows as a template argument, so each row count gets unrolled code.
+template <class F>
+void by_rows(int n, F&& f) {
+  if (n == 1) {
+    f(std::integral_constant<int, 1>{});
+  } else if (n == 2) {
+    f(std::integral_constant<int, 2>{});
+  } else if (n == 3) {
+    f(std::integral_constant<int, 3>{});
+  } else {
+    f(std::integral_constant<int, kGemvMaxRows>{});
   }
-};
+}
 
 }  // namespace
 
@@ -173,17 +292,28 @@ bool gemv_fits(DType dtype, const void* x, const void* const* weights, int nweig
   return ok;
 }
 
-void gemv(DType dtype, const void* x, const GemvSegments& seg, int n, int k, cudaStream_t stream) {
-  dispatch_float(dtype, "linear",
-                 [&](auto t) { by_rows<LaunchPlain, decltype(t)>(n, x, seg, k, stream); });
+void gemv(DType dtype, const void* x, const GemvSegments& seg, int n, int k, int sm_count,
+          cudaStream_t stream) {
+  const int esize = dtype == DType::f32 ? 4 : 2;
+  const int s = warps_per_row(seg.rows[0] + seg.rows[1] + seg.rows[2], k, esize, sm_count);
+  dispatch_float(dtype, "linear", [&](auto t) {
+    by_rows(n, [&](auto r) {
+      launch_plain<decltype(t), decltype(r)::value>(s, x, seg, k, sm_count, stream);
+    });
+  });
   ANVIL_CUDA_CHECK_LAUNCH();
 }
 
 void gemv_swiglu(DType dtype, const void* x, const void* gate, const void* gate_bias,
                  const void* up, const void* up_bias, void* out, int n, int k, int o,
-                 cudaStream_t stream) {
+                 const void* norm_w, float eps, int sm_count, cudaStream_t stream) {
+  const int esize = dtype == DType::f32 ? 4 : 2;
+  const int s = warps_per_row(o, k, esize, sm_count);
   dispatch_float(dtype, "linear_swiglu", [&](auto t) {
-    by_rows<LaunchSwiglu, decltype(t)>(n, x, gate, gate_bias, up, up_bias, out, k, o, stream);
+    by_rows(n, [&](auto r) {
+      launch_swiglu<decltype(t), decltype(r)::value>(s, x, gate, gate_bias, up, up_bias, out, k, o,
+                                                     norm_w, eps, sm_count, stream);
+    });
   });
   ANVIL_CUDA_CHECK_LAUNCH();
 }

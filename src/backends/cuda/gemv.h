@@ -9,7 +9,7 @@
 namespace anvil::cuda {
 
 /// The most activation rows the GEMV kernels take.
-inline constexpr int kGemvMaxRows = 8;
+inline constexpr int kGemvMaxRows = 4;
 
 /// Up to three weight matrices sharing one input (q, k and v): segment i has `rows[i]` output
 /// features, its own weight, bias (or null) and output [n, rows[i]].
@@ -19,6 +19,9 @@ struct GemvSegments {
   void* out[3] = {};
   int rows[3] = {};
   int count = 0;
+  const void* norm_w = nullptr;  ///< x is RMS-normalised with this weight first (when set)
+  float eps = 0.0f;
+  bool accumulate = false;  ///< out[0] += product (a residual add) instead of out[0] = product
 };
 
 /// True when x and every weight suit the kernels: 1..kGemvMaxRows rows, rows of a multiple of
@@ -26,12 +29,13 @@ struct GemvSegments {
 bool gemv_fits(DType dtype, const void* x, const void* const* weights, int nweights, int n, int k);
 
 /// out_i[r, o] = sum_k x[r, k] w_i[o, k] (+ bias_i[o]) for every segment.
-void gemv(DType dtype, const void* x, const GemvSegments& seg, int n, int k, cudaStream_t stream);
+void gemv(DType dtype, const void* x, const GemvSegments& seg, int n, int k, int sm_count,
+          cudaStream_t stream);
 
 /// out[r, o] = silu(g) * u with g, u the products of x with gate row o and up row o (+ biases),
-/// each rounded to the activation type first.
+/// each rounded to the activation type first; x RMS-normalised with norm_w first when set.
 void gemv_swiglu(DType dtype, const void* x, const void* gate, const void* gate_bias,
                  const void* up, const void* up_bias, void* out, int n, int k, int o,
-                 cudaStream_t stream);
+                 const void* norm_w, float eps, int sm_count, cudaStream_t stream);
 
 }  // namespace anvil::cuda

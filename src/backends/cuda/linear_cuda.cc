@@ -130,7 +130,8 @@ void linear(const ops::LinearArgs& a) {
     seg.out[0] = a.out.raw();
     seg.rows[0] = static_cast<int>(o);
     seg.count = 1;
-    gemv(a.x.dtype(), a.x.raw(), seg, static_cast<int>(n), static_cast<int>(k), ctx.stream);
+    gemv(a.x.dtype(), a.x.raw(), seg, static_cast<int>(n), static_cast<int>(k), ctx.sm_count,
+         ctx.stream);
     return;
   }
   const PlanKey key{ctx.ordinal,
@@ -157,10 +158,14 @@ void linear(const ops::LinearArgs& a) {
 // q, k and v in one launch when the GEMV applies, else one product each.
 void linear_group(const ops::LinearGroupArgs& a) {
   const int64_t n = a.x.size(0), k = a.x.size(1);
-  const void* ws[3] = {};
+  const void* ws[4] = {};
   for (int i = 0; i < a.count; ++i) ws[i] = a.weights[i].raw();
-  if (!gemv_fits(a.x.dtype(), a.x.raw(), ws, a.count, static_cast<int>(n), static_cast<int>(k))) {
-    for (int i = 0; i < a.count; ++i) linear({a.x, a.weights[i], a.biases[i], a.outs[i]});
+  int checked = a.count;
+  if (a.norm_weight.defined()) ws[checked++] = a.norm_weight.raw();
+  if (!gemv_fits(a.x.dtype(), a.x.raw(), ws, checked, static_cast<int>(n), static_cast<int>(k))) {
+    const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
+    if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
+    for (int i = 0; i < a.count; ++i) linear({in, a.weights[i], a.biases[i], a.outs[i]});
     return;
   }
   GemvSegments seg;
@@ -171,24 +176,52 @@ void linear_group(const ops::LinearGroupArgs& a) {
     seg.rows[i] = static_cast<int>(a.weights[i].size(0));
   }
   seg.count = a.count;
-  gemv(a.x.dtype(), a.x.raw(), seg, static_cast<int>(n), static_cast<int>(k),
-       context(a.x.device()).stream);
+  seg.norm_w = a.norm_weight.defined() ? a.norm_weight.raw() : nullptr;
+  seg.eps = a.eps;
+  const Context& ctx = context(a.x.device());
+  gemv(a.x.dtype(), a.x.raw(), seg, static_cast<int>(n), static_cast<int>(k), ctx.sm_count,
+       ctx.stream);
 }
 
 // gate, up and SwiGLU in one launch when the GEMV applies, else cuBLASLt twice and SwiGLU.
 void linear_swiglu(const ops::LinearSwigluArgs& a) {
   const int64_t n = a.x.size(0), k = a.x.size(1), o = a.gate.size(0);
-  const void* ws[2] = {a.gate.raw(), a.up.raw()};
-  if (!gemv_fits(a.x.dtype(), a.x.raw(), ws, 2, static_cast<int>(n), static_cast<int>(k))) {
-    linear({a.x, a.gate, a.gate_bias, a.out});
-    linear({a.x, a.up, a.up_bias, a.scratch});
+  const void* ws[3] = {a.gate.raw(), a.up.raw(),
+                       a.norm_weight.defined() ? a.norm_weight.raw() : a.gate.raw()};
+  if (!gemv_fits(a.x.dtype(), a.x.raw(), ws, 3, static_cast<int>(n), static_cast<int>(k))) {
+    const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
+    if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
+    linear({in, a.gate, a.gate_bias, a.out});
+    linear({in, a.up, a.up_bias, a.scratch});
     ops::swiglu(a.out, a.scratch, a.out);
     return;
   }
   gemv_swiglu(a.x.dtype(), a.x.raw(), ws[0], a.gate_bias.defined() ? a.gate_bias.raw() : nullptr,
               ws[1], a.up_bias.defined() ? a.up_bias.raw() : nullptr, a.out.raw(),
               static_cast<int>(n), static_cast<int>(k), static_cast<int>(o),
-              context(a.x.device()).stream);
+              a.norm_weight.defined() ? a.norm_weight.raw() : nullptr, a.eps,
+              context(a.x.device()).sm_count, context(a.x.device()).stream);
+}
+
+// The output projection with its residual add in the GEMV's epilogue; composed otherwise.
+void linear_add(const ops::LinearAddArgs& a) {
+  const int64_t n = a.x.size(0), k = a.x.size(1);
+  const void* w = a.weight.raw();
+  if (!gemv_fits(a.x.dtype(), a.x.raw(), &w, 1, static_cast<int>(n), static_cast<int>(k))) {
+    linear({a.x, a.weight, a.bias, a.scratch});
+    ops::add(a.residual, a.scratch, a.residual);
+    return;
+  }
+  GemvSegments seg;
+  seg.w[0] = w;
+  seg.bias[0] = a.bias.defined() ? a.bias.raw() : nullptr;
+  seg.out[0] = a.residual.raw();
+  seg.rows[0] = static_cast<int>(a.weight.size(0));
+  seg.count = 1;
+  seg.accumulate = true;
+  const Context& ctx = context(a.x.device());
+  gemv(a.x.dtype(), a.x.raw(), seg, static_cast<int>(n), static_cast<int>(k), ctx.sm_count,
+       ctx.stream);
 }
 
 }  // namespace
@@ -203,6 +236,8 @@ void register_cuda_linear() {
                                           &cuda::linear_group);
     register_kernel<ops::LinearSwigluArgs>(ops::kLinearSwiglu, DeviceType::cuda, act, act,
                                            &cuda::linear_swiglu);
+    register_kernel<ops::LinearAddArgs>(ops::kLinearAdd, DeviceType::cuda, act, act,
+                                        &cuda::linear_add);
   }
 }
 
