@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <string>
@@ -118,11 +120,25 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
     step.batch = o.batch;
     step.seq = 1;
     const auto t1 = Clock::now();
+    // ANVIL_BENCH_TRACE=1: where a decode step's time goes on the host (queueing the step vs
+    // waiting for its token), for telling host-bound from device-bound decoding apart.
+    static const bool trace = std::getenv("ANVIL_BENCH_TRACE") != nullptr;
+    double t_queue = 0, t_pick = 0;
     for (int64_t g = 0; g < o.gen_len; ++g) {
       step.ids = next;
       step.positions.assign(static_cast<size_t>(o.batch), static_cast<int32_t>(o.prompt_len + g));
       step.key_mask.assign(static_cast<size_t>(o.batch * (o.prompt_len + g + 1)), 1);
-      next = greedy_tokens(dec.forward(step, cache));
+      const auto ta = Clock::now();
+      const Tensor logits = dec.forward(step, cache);
+      const auto tb = Clock::now();
+      next = greedy_tokens(logits);
+      t_queue += std::chrono::duration<double>(tb - ta).count();
+      t_pick += seconds_since(tb);
+    }
+    if (trace && r > 0) {
+      std::fprintf(stderr, "trace: per decode step %.1f us queueing the step, %.1f us picking\n",
+                   1e6 * t_queue / static_cast<double>(o.gen_len),
+                   1e6 * t_pick / static_cast<double>(o.gen_len));
     }
     const double t_prefill = t_first;
     if (r == 0) continue;

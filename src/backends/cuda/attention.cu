@@ -3,6 +3,7 @@
 // place. Long key ranges are split across blocks and the partial results combined, so a
 // decode step keeps the whole GPU busy while reading each K/V byte once.
 #include <cfloat>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <vector>
@@ -383,7 +384,10 @@ void attention(const ops::AttentionArgs& a) {
   if (items == 0) return;
   const long long all_keys = g.past_dev ? g.cap : a.past + g.seq;
   const size_t esize = dtype_size(a.q.dtype());
-  if (decode_kernel_fits(g, all_keys, esize)) {
+  // ANVIL_CUDA_SPLIT_DECODE=1 keeps decode on the split kernel (for measuring one against the
+  // other).
+  static const bool force_split = std::getenv("ANVIL_CUDA_SPLIT_DECODE") != nullptr;
+  if (!force_split && decode_kernel_fits(g, all_keys, esize)) {
     dispatch_float(a.q.dtype(), "attention", [&](auto t) {
       using T = decltype(t);
       decode_attention_kernel<T>

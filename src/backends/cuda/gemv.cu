@@ -80,35 +80,27 @@ __device__ __forceinline__ void dot_rows(const T* __restrict__ x, const uint4* c
   }
 }
 
-// The RMSNorm scale 1/sqrt(mean(x^2) + eps) of each activation row, computed by every block
-// (x is a few KB, read from L2), so the norm needs no launch of its own.
+// The RMSNorm scale 1/sqrt(mean(x^2) + eps) of each activation row, computed by every warp on
+// its own (x is a few KB, read from L2): no block barrier, so no warp waits for the slowest
+// before its weight loads start, and the norm needs no launch of its own.
 template <class T, int R>
 __device__ __forceinline__ void norm_scales(const T* __restrict__ x, int k, const T* norm_w,
                                             float eps, float (&scale)[R]) {
-  __shared__ float red[R][kWarpsPerBlock];
-  if (!norm_w) {
-#pragma unroll
-    for (int r = 0; r < R; ++r) scale[r] = 1.0f;
-    return;
-  }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  constexpr int V = Vec<T>::kN;
+  const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
+    scale[r] = 1.0f;
+    if (!norm_w) continue;
+    const uint4* xr = reinterpret_cast<const uint4*>(x + static_cast<long long>(r) * k);
     float ss = 0.0f;
-    for (int i = threadIdx.x; i < k; i += kWarpsPerBlock * 32) {
-      const float v = to_float(x[static_cast<long long>(r) * k + i]);
-      ss += v * v;
+    for (int c = lane; c < k / V; c += 32) {
+      float xf[V];
+      widen<T>(__ldg(xr + c), xf);
+#pragma unroll
+      for (int i = 0; i < V; ++i) ss += xf[i] * xf[i];
     }
-    ss = warp_sum(ss);
-    if (lane == 0) red[r][warp] = ss;
-  }
-  __syncthreads();
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    float ss = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarpsPerBlock; ++w) ss += red[r][w];
-    scale[r] = rsqrtf(ss / static_cast<float>(k) + eps);
+    scale[r] = rsqrtf(warp_sum(ss) / static_cast<float>(k) + eps);
   }
 }
 
