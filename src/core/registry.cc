@@ -10,6 +10,9 @@
 #ifdef ANVIL_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
 #endif
+#ifdef ANVIL_HAVE_OPENCL
+#include "backends/opencl/opencl_backend.h"
+#endif
 #include "core/kernels.h"
 
 namespace anvil {
@@ -40,10 +43,23 @@ struct Registry {
         "not built: this anvil was built without the CUDA backend (no nvcc was found at build "
         "time; see docs/cuda.md)";
 #endif
-    absent[DeviceType::opencl] = "not built: the OpenCL backend is not part of this build yet";
+#ifdef ANVIL_HAVE_OPENCL
+    for (DeviceType t : {DeviceType::opencl, DeviceType::xpu}) {
+      std::string why_not;
+      if (auto b = make_opencl_backend(t, &why_not)) {
+        backends[t] = std::move(b);
+      } else {
+        absent[t] = why_not;
+      }
+    }
+#else
+    absent[DeviceType::opencl] =
+        "not built: this anvil was built without the OpenCL backend (no OpenCL headers/loader "
+        "at build time)";
     absent[DeviceType::xpu] =
-        "not built: Intel GPUs are reached through the OpenCL backend, which is not part of this "
-        "build yet";
+        "not built: Intel GPUs are reached through the OpenCL backend, which this anvil was "
+        "built without";
+#endif
     absent[DeviceType::hpu] =
         "Intel Gaudi needs Habana's SynapseAI stack, which is not distributed "
         "through any public package registry";
@@ -59,6 +75,9 @@ Registry& registry() {
     register_cpu_kernels();
 #ifdef ANVIL_HAVE_CUDA
     register_cuda_kernels();
+#endif
+#ifdef ANVIL_HAVE_OPENCL
+    register_opencl_kernels();
 #endif
   });
   return *g_registry;

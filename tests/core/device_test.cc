@@ -1,7 +1,9 @@
 // Device strings follow torch.device's grammar and messages.
 #include <gtest/gtest.h>
 
+#include "anvil/backend.h"
 #include "anvil/device.h"
+#include "anvil/devices.h"
 #include "anvil/error.h"
 
 namespace anvil {
@@ -47,6 +49,26 @@ TEST(Device, EqualityTreatsMissingIndexAsZero) {
   EXPECT_TRUE(Device::parse("cuda") == Device::parse("cuda:0"));
   EXPECT_FALSE(Device::parse("cuda:1") == Device::parse("cuda:0"));
   EXPECT_FALSE(Device::parse("cpu") == Device::parse("cuda"));
+}
+
+}  // namespace
+}  // namespace anvil
+
+namespace anvil {
+namespace {
+
+// The per-type queries agree with `anvil devices` (the registry's report), whatever the machine.
+TEST(DeviceQueries, AgreeWithTheBackendReport) {
+  for (const BackendReport& r : report_backends()) {
+    EXPECT_EQ(is_available(r.type), r.available) << device_type_name(r.type);
+    EXPECT_EQ(device_count(r.type), r.available ? static_cast<int>(r.devices.size()) : 0);
+  }
+  EXPECT_TRUE(is_available(DeviceType::cpu));
+  EXPECT_EQ(device_count(DeviceType::cpu), 1);
+  EXPECT_FALSE(hpu::is_available());
+  EXPECT_EQ(xpu::device_count(), device_count(DeviceType::xpu));
+  EXPECT_EQ(cuda::is_available(), is_available(DeviceType::cuda));
+  EXPECT_EQ(opencl::device_count(), device_count(DeviceType::opencl));
 }
 
 }  // namespace

@@ -113,7 +113,7 @@ TEST_P(DeviceDecode, SecondGenerationOnSameModelMatches) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, DeviceDecode,
                          ::testing::Combine(::testing::Values("qwen3-tiny", "llama-tiny",
                                                               "qwen2-tiny"),
-                                            ::testing::Values("cuda")),
+                                            ::testing::Values("cuda", "opencl")),
                          [](const auto& param_info) {
                            std::string n =
                                std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);

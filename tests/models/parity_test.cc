@@ -161,7 +161,7 @@ TEST_P(Parity, Bf16StaysWithinBf16Error) {
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, Parity,
     ::testing::Combine(::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny"),
-                       ::testing::Values("sdpa", "eager"), ::testing::Values("cpu", "cuda")),
+                       ::testing::Values("sdpa", "eager"), ::testing::Values("cpu", "cuda", "opencl")),
     [](const auto& param_info) {
       std::string n = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param) + "_" +
                       std::get<2>(param_info.param);

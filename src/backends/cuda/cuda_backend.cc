@@ -36,7 +36,7 @@ class CudaBackend : public Backend {
 
   std::vector<DeviceInfo> devices() const override {
     std::vector<DeviceInfo> out;
-    for (int i = 0; i < cuda::device_count(); ++i) {
+    for (int i = 0; i < cuda::visible_device_count(); ++i) {
       cudaDeviceProp p{};
       ANVIL_CUDA_CHECK(cudaGetDeviceProperties(&p, i));
       DeviceInfo info;
@@ -109,7 +109,7 @@ class CudaBackend : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_cuda_backend(std::string* reason) {
-  if (cuda::device_count() == 0) {
+  if (cuda::visible_device_count() == 0) {
     *reason = cuda::unavailable_reason();
     return nullptr;
   }

@@ -48,7 +48,7 @@ constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
 }  // namespace
 
-int device_count() {
+int visible_device_count() {
   return probe().count;
 }
 const char* unavailable_reason() {
@@ -58,7 +58,7 @@ const char* unavailable_reason() {
 Context& context(Device device) {
   static std::mutex mu;
   static std::vector<std::unique_ptr<Context>> contexts;
-  const int n = device_count();
+  const int n = visible_device_count();
   const int i = device.ordinal();
   if (i >= n) {
     throw Error("device '" + device.str() + "' is not available: " + std::to_string(n) +

@@ -33,8 +33,8 @@ inline cudaStream_t stream_of(Device device) {
 }
 
 /// Number of visible CUDA devices (0 when there is no driver or no GPU).
-int device_count();
-/// Why no device is usable, when device_count() is 0.
+int visible_device_count();
+/// Why no device is usable, when visible_device_count() is 0.
 const char* unavailable_reason();
 
 }  // namespace anvil::cuda

@@ -1,0 +1,261 @@
+// The ops on OpenCL devices: each launcher turns tensors into (buffer, offset) arguments and
+// enqueues one kernel of opencl_sources.cc on the device's in-order queue.
+#include <map>
+#include <string>
+
+#include "anvil/error.h"
+#include "backends/opencl/opencl_backend.h"
+#include "backends/opencl/opencl_runtime.h"
+#include "core/kernels.h"
+#include "ops/ops.h"
+
+namespace anvil::opencl {
+namespace {
+
+constexpr size_t kGroup = 128;  // work-group size of the reducing kernels (a power of two)
+
+const Tensor& placeholder(Device device) {
+  static std::map<int, Tensor> tensors;
+  Tensor& t = tensors[static_cast<int>(device.type) * 1024 + device.ordinal()];
+  if (!t.defined()) t = Tensor::zeros({4}, DType::i32, device);
+  return t;
+}
+
+std::string weight_define(DType w) {
+  switch (w) {
+    case DType::f32:
+      return "-DW_F32";
+    case DType::bf16:
+      return "-DW_BF16";
+    case DType::f16:
+      return "-DW_F16";
+    default:
+      throw Error("opencl: weights of dtype " + std::string(dtype_name(w)) + " are not supported");
+  }
+}
+
+// Sets a kernel's arguments in order.
+class Launch {
+ public:
+  Launch(Device device, const std::string& name, DType weights = DType::f32)
+      : device_(device), k_(kernel(device, name, weight_define(weights))), name_(name) {}
+
+  Launch& tensor(const Tensor& t) {
+    const Location loc = locate(t.raw());
+    const cl_ulong off = loc.offset;
+    set(sizeof(cl_mem), &loc.mem);
+    set(sizeof off, &off);
+    return *this;
+  }
+  // An optional tensor: a small buffer of the device's (never read) when undefined.
+  Launch& maybe(const Tensor& t) { return tensor(t.defined() ? t : placeholder(device_)); }
+  Launch& i32(long long v) {
+    const cl_int x = static_cast<cl_int>(v);
+    return set(sizeof x, &x);
+  }
+  Launch& i64(long long v) {
+    const cl_long x = v;
+    return set(sizeof x, &x);
+  }
+  Launch& f32(float v) {
+    const cl_float x = v;
+    return set(sizeof x, &x);
+  }
+  Launch& local(size_t bytes) { return set(bytes, nullptr); }
+
+  void run(size_t global0, size_t local0, size_t global1 = 1, size_t local1 = 1) {
+    if (global0 == 0 || global1 == 0) return;
+    const size_t g[2] = {(global0 + local0 - 1) / local0 * local0,
+                         (global1 + local1 - 1) / local1 * local1};
+    const size_t l[2] = {local0, local1};
+    check(clEnqueueNDRangeKernel(queue(device_).queue, k_, 2, nullptr, g, l, 0, nullptr, nullptr),
+          name_.c_str());
+  }
+
+ private:
+  Launch& set(size_t size, const void* value) {
+    check(clSetKernelArg(k_, arg_++, size, value), name_.c_str());
+    return *this;
+  }
+  Device device_;
+  cl_kernel k_;
+  std::string name_;
+  cl_uint arg_ = 0;
+};
+
+void embedding(const ops::EmbeddingArgs& a) {
+  const long long hidden = a.table.size(1), rows = a.ids.numel();
+  Launch(a.out.device(), "embedding", a.table.dtype())
+      .tensor(a.ids)
+      .tensor(a.table)
+      .tensor(a.out)
+      .i64(hidden)
+      .run(static_cast<size_t>(hidden), 64, static_cast<size_t>(rows), 1);
+}
+
+void rms_norm(const ops::RmsNormArgs& a) {
+  Launch(a.x.device(), "rms_norm", a.weight.dtype())
+      .tensor(a.x)
+      .tensor(a.weight)
+      .tensor(a.out)
+      .i32(a.x.size(1))
+      .f32(a.eps)
+      .local(kGroup * sizeof(float))
+      .run(static_cast<size_t>(a.x.size(0)) * kGroup, kGroup);
+}
+
+void linear(const ops::LinearArgs& a) {
+  const long long n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
+  if (a.bias.defined() && a.bias.dtype() != a.weight.dtype()) {
+    throw Error("linear: on opencl the bias must have the weight's dtype (" +
+                std::string(dtype_name(a.weight.dtype())) + "), got " +
+                std::string(dtype_name(a.bias.dtype())));
+  }
+  if (n <= 4) {
+    Launch(a.x.device(), "linear_rows", a.weight.dtype())
+        .tensor(a.x)
+        .tensor(a.weight)
+        .maybe(a.bias)
+        .i32(a.bias.defined())
+        .tensor(a.out)
+        .i32(n)
+        .i32(k)
+        .i32(o)
+        .local(kGroup * sizeof(float))
+        .run(static_cast<size_t>(o) * kGroup, kGroup);
+    return;
+  }
+  Launch(a.x.device(), "linear_tiled", a.weight.dtype())
+      .tensor(a.x)
+      .tensor(a.weight)
+      .maybe(a.bias)
+      .i32(a.bias.defined())
+      .tensor(a.out)
+      .i32(n)
+      .i32(k)
+      .i32(o)
+      .run(static_cast<size_t>(o), 16, static_cast<size_t>(n), 16);
+}
+
+void rope(const ops::RopeArgs& a) {
+  const long long tokens = a.x.size(0), heads = a.x.size(1), half = a.x.size(2) / 2;
+  Launch(a.x.device(), "rope")
+      .tensor(a.x)
+      .tensor(a.positions)
+      .tensor(a.inv_freq)
+      .i64(tokens)
+      .i32(heads)
+      .i32(half)
+      .f32(a.scaling)
+      .run(static_cast<size_t>(tokens * heads * half), 64);
+}
+
+void swiglu(const ops::SwigluArgs& a) {
+  Launch(a.out.device(), "swiglu")
+      .tensor(a.gate)
+      .tensor(a.up)
+      .tensor(a.out)
+      .i64(a.out.numel())
+      .run(static_cast<size_t>(a.out.numel()), 64);
+}
+
+void add(const ops::AddArgs& a) {
+  Launch(a.out.device(), "add")
+      .tensor(a.a)
+      .tensor(a.b)
+      .tensor(a.out)
+      .i64(a.out.numel())
+      .run(static_cast<size_t>(a.out.numel()), 64);
+}
+
+void store_kv(const ops::StoreKvArgs& a) {
+  Launch(a.src.device(), "store_kv")
+      .tensor(a.src)
+      .tensor(a.cache)
+      .i64(a.src.numel())
+      .i32(a.src.size(1))
+      .i32(a.src.size(2))
+      .i32(a.src.size(3))
+      .i64(a.cache.size(2))
+      .i64(a.start)
+      .maybe(a.start_on_device)
+      .i32(a.start_on_device.defined())
+      .run(static_cast<size_t>(a.src.numel()), 64);
+}
+
+void attention(const ops::AttentionArgs& a) {
+  const long long batch = a.q.size(0), seq = a.q.size(1), heads = a.q.size(2);
+  // Replayed steps read the past length on the device: size the scores for the whole cache.
+  const long long keys = a.past_on_device.defined() ? a.k_cache.size(2) : a.past + seq;
+  const long long items = batch * seq * heads;
+  if (items == 0) return;
+  // One row of scores per query, in device memory (a prefill of S tokens holds S x keys floats
+  // per head).
+  const Tensor scores = Tensor::empty({items, keys}, DType::f32, a.q.device());
+  Launch(a.q.device(), "attention")
+      .tensor(a.q)
+      .tensor(a.k_cache)
+      .tensor(a.v_cache)
+      .tensor(a.key_mask)
+      .tensor(a.out)
+      .tensor(scores)
+      .i32(seq)
+      .i32(heads)
+      .i32(a.k_cache.size(1))
+      .i32(a.q.size(3))
+      .i64(a.k_cache.size(2))
+      .i64(a.past)
+      .i32(a.key_mask.size(1))
+      .i64(keys)
+      .f32(a.scale)
+      .maybe(a.past_on_device)
+      .i32(a.past_on_device.defined())
+      .local(kGroup * sizeof(float))
+      .run(static_cast<size_t>(items) * kGroup, kGroup);
+}
+
+void argmax(const ops::ArgmaxArgs& a) {
+  Launch(a.x.device(), "argmax")
+      .tensor(a.x)
+      .tensor(a.out)
+      .i64(a.x.size(1))
+      .local(kGroup * sizeof(float))
+      .local(kGroup * sizeof(cl_long))
+      .run(static_cast<size_t>(a.x.size(0)) * kGroup, kGroup);
+}
+
+void write_mask_column(const ops::MaskColumnArgs& a) {
+  Launch(a.mask.device(), "mask_column")
+      .tensor(a.mask)
+      .tensor(a.values)
+      .tensor(a.index)
+      .i64(a.mask.size(0))
+      .i64(a.mask.size(1))
+      .run(static_cast<size_t>(a.mask.size(0)), 64);
+}
+
+}  // namespace
+}  // namespace anvil::opencl
+
+namespace anvil {
+
+void register_opencl_kernels() {
+  using namespace opencl;
+  for (DeviceType dev : {DeviceType::opencl, DeviceType::xpu}) {
+    for (DType w : {DType::f32, DType::bf16, DType::f16}) {
+      register_kernel<ops::EmbeddingArgs>(ops::kEmbedding, dev, DType::f32, w, &embedding);
+      register_kernel<ops::RmsNormArgs>(ops::kRmsNorm, dev, DType::f32, w, &rms_norm);
+      register_kernel<ops::LinearArgs>(ops::kLinear, dev, DType::f32, w, &linear);
+    }
+    register_kernel<ops::RopeArgs>(ops::kRope, dev, DType::f32, DType::f32, &rope);
+    register_kernel<ops::SwigluArgs>(ops::kSwiglu, dev, DType::f32, DType::f32, &swiglu);
+    register_kernel<ops::AddArgs>(ops::kAdd, dev, DType::f32, DType::f32, &add);
+    register_kernel<ops::StoreKvArgs>(ops::kStoreKv, dev, DType::f32, DType::f32, &store_kv);
+    register_kernel<ops::AttentionArgs>(ops::kAttention, dev, DType::f32, DType::f32, &attention);
+    register_kernel<ops::ArgmaxArgs>(ops::kArgmax, dev, DType::f32, DType::f32, &argmax);
+    register_kernel<ops::MaskColumnArgs>(ops::kMaskColumn, dev, DType::i32, DType::i32,
+                                         &write_mask_column);
+  }
+}
+
+}  // namespace anvil

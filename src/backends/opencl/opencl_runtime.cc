@@ -1,0 +1,253 @@
+// OpenCL devices, queues, programs and stand-in addressed memory.
+#include "backends/opencl/opencl_runtime.h"
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "anvil/error.h"
+#include "backends/opencl/opencl_sources.h"
+
+namespace anvil::opencl {
+
+[[noreturn]] void fail(cl_int err, const char* what) {
+  throw Error(std::string("OpenCL error ") + std::to_string(err) + " in " + what);
+}
+
+namespace {
+
+std::string device_string(cl_device_id d, cl_device_info what) {
+  size_t n = 0;
+  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+  std::string s(n, '\0');
+  clGetDeviceInfo(d, what, n, s.data(), nullptr);
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
+
+// cl_khr_pci_bus_info (not in every header yet): query 0x410F returns four cl_uint.
+constexpr cl_device_info kPciBusInfo = 0x410F;
+
+std::string pci_address(cl_device_id d, const std::string& extensions) {
+  if (extensions.find("cl_khr_pci_bus_info") == std::string::npos) return "";
+  cl_uint info[4] = {};
+  if (clGetDeviceInfo(d, kPciBusInfo, sizeof info, info, nullptr) != CL_SUCCESS) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", info[0], info[1], info[2], info[3]);
+  return buf;
+}
+
+struct Inventory {
+  std::vector<DeviceRecord> devices;
+  std::string reason;
+  Inventory() {
+    cl_uint np = 0;
+    const cl_int err = clGetPlatformIDs(0, nullptr, &np);
+    if (err != CL_SUCCESS || np == 0) {
+      reason = err == CL_SUCCESS || err == -1001  // CL_PLATFORM_NOT_FOUND_KHR
+                   ? "no OpenCL platform is installed (no ICD in /etc/OpenCL/vendors or "
+                     "OCL_ICD_VENDORS)"
+                   : "the OpenCL loader failed (error " + std::to_string(err) + ")";
+      return;
+    }
+    std::vector<cl_platform_id> platforms(np);
+    clGetPlatformIDs(np, platforms.data(), nullptr);
+    for (cl_platform_id p : platforms) {
+      char pname[256] = {};
+      clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof pname - 1, pname, nullptr);
+      cl_uint nd = 0;
+      if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
+      std::vector<cl_device_id> ids(nd);
+      clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, ids.data(), nullptr);
+      for (cl_device_id d : ids) {
+        DeviceRecord r;
+        r.platform = p;
+        r.id = d;
+        r.platform_name = pname;
+        r.name = device_string(d, CL_DEVICE_NAME);
+        r.vendor = device_string(d, CL_DEVICE_VENDOR);
+        r.version = device_string(d, CL_DEVICE_VERSION);
+        const std::string ext = device_string(d, CL_DEVICE_EXTENSIONS);
+        cl_device_type type = 0;
+        clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, nullptr);
+        clGetDeviceInfo(d, CL_DEVICE_VENDOR_ID, sizeof r.vendor_id, &r.vendor_id, nullptr);
+        cl_ulong mem = 0;
+        clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, nullptr);
+        r.memory = mem;
+        r.gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
+        r.fp16 = ext.find("cl_khr_fp16") != std::string::npos;
+        r.bf16 = ext.find("cl_intel_bfloat16_conversions") != std::string::npos;
+        r.subgroups = ext.find("cl_khr_subgroups") != std::string::npos ||
+                      ext.find("cl_intel_subgroups") != std::string::npos;
+        r.pci_bus_id = pci_address(d, ext);
+        devices.push_back(r);
+      }
+    }
+    if (devices.empty()) reason = "the OpenCL platforms report no device";
+  }
+};
+
+const Inventory& inventory() {
+  static const Inventory inv;
+  return inv;
+}
+
+// Stand-in addresses: allocation i owns [kBase + i * kSpan, + nbytes). Non-canonical on x86-64.
+constexpr uintptr_t kBase = uintptr_t{0xA} << 60;
+constexpr uintptr_t kSpan = uintptr_t{1} << 40;
+
+struct Allocations {
+  std::mutex mu;
+  std::map<uintptr_t, std::pair<cl_mem, size_t>> live;  // base -> (buffer, bytes)
+  std::vector<uintptr_t> free_slots;
+  uintptr_t next = 0;
+};
+
+Allocations& allocations() {
+  static Allocations* a = new Allocations();  // lives for the process: buffers die at exit
+  return *a;
+}
+
+class ClBuffer : public Buffer {
+ public:
+  ClBuffer(void* address, size_t nbytes, Device device) : Buffer(address, nbytes, device) {}
+  ~ClBuffer() override {
+    Allocations& a = allocations();
+    std::lock_guard<std::mutex> lock(a.mu);
+    const auto base = reinterpret_cast<uintptr_t>(data());
+    auto it = a.live.find(base);
+    if (it != a.live.end()) {
+      clReleaseMemObject(it->second.first);
+      a.live.erase(it);
+      a.free_slots.push_back(base);
+    }
+  }
+};
+
+}  // namespace
+
+const std::vector<DeviceRecord>& devices() {
+  return inventory().devices;
+}
+const std::string& unavailable_reason() {
+  return inventory().reason;
+}
+
+std::vector<int> intel_gpus() {
+  std::vector<int> out;
+  const auto& d = devices();
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (d[i].gpu && d[i].vendor_id == 0x8086) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+int record_index(Device device) {
+  const int i = device.ordinal();
+  if (device.type == DeviceType::xpu) {
+    const auto gpus = intel_gpus();
+    if (i >= static_cast<int>(gpus.size())) {
+      throw Error("device '" + device.str() + "' is not available: " + std::to_string(gpus.size()) +
+                  " Intel GPU(s) among the OpenCL devices");
+    }
+    return gpus[static_cast<size_t>(i)];
+  }
+  if (i >= static_cast<int>(devices().size())) {
+    throw Error("device '" + device.str() + "' is not available: " +
+                std::to_string(devices().size()) + " OpenCL device(s) visible");
+  }
+  return i;
+}
+
+Queue& queue(Device device) {
+  static std::mutex mu;
+  static std::map<int, Queue> queues;
+  const int i = record_index(device);
+  std::lock_guard<std::mutex> lock(mu);
+  Queue& q = queues[i];
+  if (!q.queue) {
+    const DeviceRecord& r = devices()[static_cast<size_t>(i)];
+    cl_int err = CL_SUCCESS;
+    const cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                           reinterpret_cast<cl_context_properties>(r.platform), 0};
+    q.context = clCreateContext(props, 1, &r.id, nullptr, nullptr, &err);
+    check(err, "clCreateContext");
+    q.queue = clCreateCommandQueue(q.context, r.id, 0, &err);
+    check(err, "clCreateCommandQueue");
+    q.record = &r;
+  }
+  return q;
+}
+
+std::shared_ptr<Buffer> allocate(Device device, size_t nbytes) {
+  Queue& q = queue(device);
+  cl_int err = CL_SUCCESS;
+  cl_mem mem =
+      clCreateBuffer(q.context, CL_MEM_READ_WRITE, nbytes == 0 ? 1 : nbytes, nullptr, &err);
+  if (err != CL_SUCCESS) {
+    throw Error("out of memory on " + device.str() + " allocating " + std::to_string(nbytes) +
+                " bytes (OpenCL error " + std::to_string(err) + ")");
+  }
+  Allocations& a = allocations();
+  std::lock_guard<std::mutex> lock(a.mu);
+  uintptr_t base;
+  if (!a.free_slots.empty()) {
+    base = a.free_slots.back();
+    a.free_slots.pop_back();
+  } else {
+    base = kBase + (a.next++) * kSpan;
+  }
+  a.live[base] = {mem, nbytes};
+  return std::make_shared<ClBuffer>(reinterpret_cast<void*>(base), nbytes, device);
+}
+
+Location locate(const void* address) {
+  const auto p = reinterpret_cast<uintptr_t>(address);
+  Allocations& a = allocations();
+  std::lock_guard<std::mutex> lock(a.mu);
+  auto it = a.live.upper_bound(p);
+  if (it != a.live.begin()) {
+    --it;
+    if (p >= it->first && p - it->first <= it->second.second) {
+      return {it->second.first, static_cast<size_t>(p - it->first)};
+    }
+  }
+  throw Error("internal error: an OpenCL kernel was given an address that is no OpenCL buffer");
+}
+
+cl_kernel kernel(Device device, const std::string& name, const std::string& options) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, std::string>, cl_program> programs;
+  static std::map<std::tuple<int, std::string, std::string>, cl_kernel> kernels;
+  const int i = record_index(device);
+  Queue& q = queue(device);
+  std::lock_guard<std::mutex> lock(mu);
+  auto kit = kernels.find({i, options, name});
+  if (kit != kernels.end()) return kit->second;
+  cl_program& prog = programs[{i, options}];
+  if (!prog) {
+    cl_int err = CL_SUCCESS;
+    const char* src = kOpenClSource;
+    prog = clCreateProgramWithSource(q.context, 1, &src, nullptr, &err);
+    check(err, "clCreateProgramWithSource");
+    const std::string opts = "-cl-std=CL1.2 " + options;
+    err = clBuildProgram(prog, 1, &q.record->id, opts.c_str(), nullptr, nullptr);
+    if (err != CL_SUCCESS) {
+      size_t n = 0;
+      clGetProgramBuildInfo(prog, q.record->id, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+      std::string log(n, '\0');
+      clGetProgramBuildInfo(prog, q.record->id, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+      clReleaseProgram(prog);
+      prog = nullptr;
+      throw Error("building anvil's OpenCL kernels for " + q.record->name + " (" + opts +
+                  ") failed:\n" + log);
+    }
+  }
+  cl_int err = CL_SUCCESS;
+  cl_kernel k = clCreateKernel(prog, name.c_str(), &err);
+  check(err, ("clCreateKernel " + name).c_str());
+  kernels[{i, options, name}] = k;
+  return k;
+}
+
+}  // namespace anvil::opencl

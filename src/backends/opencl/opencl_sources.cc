@@ -1,0 +1,261 @@
+// The OpenCL C kernels. Activations are float32; weights are float32, bfloat16 or float16
+// storage chosen by a define (W_F32, W_BF16, W_F16) and widened on load, so devices without
+// half-precision arithmetic run every model. Buffers arrive as (buffer, byte offset) pairs.
+#include "backends/opencl/opencl_sources.h"
+
+namespace anvil::opencl {
+
+const char* const kOpenClSource = R"CLC(
+#if defined(W_BF16)
+typedef ushort wstore;
+inline float wload(__global const wstore* p, size_t i) { return as_float(((uint)p[i]) << 16); }
+#elif defined(W_F16)
+typedef half wstore;
+inline float wload(__global const wstore* p, size_t i) { return vload_half(i, p); }
+#else
+typedef float wstore;
+inline float wload(__global const wstore* p, size_t i) { return p[i]; }
+#endif
+
+#define AT(type, buf, off) ((__global type*)((__global char*)(buf) + (off)))
+
+// Work-group reductions over `n` = get_local_size(0) values in local memory.
+inline float group_sum(__local float* tmp, float v) {
+  const int lid = get_local_id(0), n = get_local_size(0);
+  tmp[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = n / 2; s > 0; s >>= 1) {
+    if (lid < s) tmp[lid] += tmp[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float r = tmp[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+inline float group_max(__local float* tmp, float v) {
+  const int lid = get_local_id(0), n = get_local_size(0);
+  tmp[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = n / 2; s > 0; s >>= 1) {
+    if (lid < s) tmp[lid] = fmax(tmp[lid], tmp[lid + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float r = tmp[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+__kernel void embedding(__global const char* ids_b, ulong ids_o, __global const char* table_b,
+                        ulong table_o, __global char* out_b, ulong out_o, long hidden) {
+  const long i = get_global_id(0), r = get_global_id(1);
+  if (i >= hidden) return;
+  const long id = AT(const long, ids_b, ids_o)[r];
+  AT(float, out_b, out_o)[r * hidden + i] = wload(AT(const wstore, table_b, table_o), id * hidden + i);
+}
+
+// One work-group per row.
+__kernel void rms_norm(__global const char* x_b, ulong x_o, __global const char* w_b, ulong w_o,
+                       __global char* out_b, ulong out_o, int dim, float eps,
+                       __local float* tmp) {
+  const long row = get_group_id(0);
+  const int lid = get_local_id(0), n = get_local_size(0);
+  __global const float* x = AT(const float, x_b, x_o) + row * dim;
+  __global float* out = AT(float, out_b, out_o) + row * dim;
+  __global const wstore* w = AT(const wstore, w_b, w_o);
+  float ss = 0.0f;
+  for (int i = lid; i < dim; i += n) ss += x[i] * x[i];
+  const float r = rsqrt(group_sum(tmp, ss) / dim + eps);
+  for (int i = lid; i < dim; i += n) out[i] = wload(w, i) * (x[i] * r);
+}
+
+// Decoding (a few rows): one work-group per output feature, its threads splitting k.
+__kernel void linear_rows(__global const char* x_b, ulong x_o, __global const char* w_b, ulong w_o,
+                          __global const char* b_b, ulong b_o, int has_bias, __global char* out_b,
+                          ulong out_o, int rows, int k, int o, __local float* tmp) {
+  const int col = get_group_id(0);
+  const int lid = get_local_id(0), n = get_local_size(0);
+  __global const float* x = AT(const float, x_b, x_o);
+  __global const wstore* w = AT(const wstore, w_b, w_o) + (long)col * k;
+  const float bias = has_bias ? wload(AT(const wstore, b_b, b_o), col) : 0.0f;
+  for (int r = 0; r < rows; ++r) {
+    float acc = 0.0f;
+    for (int i = lid; i < k; i += n) acc += wload(w, i) * x[(long)r * k + i];
+    const float total = group_sum(tmp, acc);
+    if (lid == 0) AT(float, out_b, out_o)[(long)r * o + col] = total + bias;
+  }
+}
+
+// Many rows: 16 x 16 output tiles, both operands staged through local memory.
+#define TILE 16
+__kernel void linear_tiled(__global const char* x_b, ulong x_o, __global const char* w_b,
+                           ulong w_o, __global const char* b_b, ulong b_o, int has_bias,
+                           __global char* out_b, ulong out_o, int rows, int k, int o) {
+  __local float xs[TILE][TILE + 1];
+  __local float ws[TILE][TILE + 1];
+  const int tc = get_local_id(0), tr = get_local_id(1);
+  const int col = get_group_id(0) * TILE + tc, row = get_group_id(1) * TILE + tr;
+  __global const float* x = AT(const float, x_b, x_o);
+  __global const wstore* w = AT(const wstore, w_b, w_o);
+  const int wrow = get_group_id(0) * TILE + tr;  // the weight row this thread stages
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < k; k0 += TILE) {
+    xs[tr][tc] = row < rows && k0 + tc < k ? x[(long)row * k + k0 + tc] : 0.0f;
+    ws[tr][tc] = wrow < o && k0 + tc < k ? wload(w, (long)wrow * k + k0 + tc) : 0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int i = 0; i < TILE; ++i) acc += xs[tr][i] * ws[tc][i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (row < rows && col < o) {
+    const float bias = has_bias ? wload(AT(const wstore, b_b, b_o), col) : 0.0f;
+    AT(float, out_b, out_o)[(long)row * o + col] = acc + bias;
+  }
+}
+
+// One work-item per (token, head, i < half).
+__kernel void rope(__global char* x_b, ulong x_o, __global const char* pos_b, ulong pos_o,
+                   __global const char* f_b, ulong f_o, long tokens, int heads, int half_dim,
+                   float scaling) {
+  const long i = get_global_id(0);
+  if (i >= tokens * heads * half_dim) return;
+  const int j = i % half_dim;
+  const long th = i / half_dim, n = th / heads;
+  const float angle = (float)AT(const int, pos_b, pos_o)[n] * AT(const float, f_b, f_o)[j];
+  float c;
+  const float s = sincos(angle, &c) * scaling;
+  c *= scaling;
+  __global float* v = AT(float, x_b, x_o) + th * 2 * half_dim;
+  const float a = v[j], b = v[j + half_dim];
+  v[j] = a * c - b * s;
+  v[j + half_dim] = b * c + a * s;
+}
+
+__kernel void swiglu(__global const char* g_b, ulong g_o, __global const char* u_b, ulong u_o,
+                     __global char* out_b, ulong out_o, long n) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  const float g = AT(const float, g_b, g_o)[i];
+  AT(float, out_b, out_o)[i] = g / (1.0f + exp(-g)) * AT(const float, u_b, u_o)[i];
+}
+
+__kernel void add(__global const char* a_b, ulong a_o, __global const char* b_b, ulong b_o,
+                  __global char* out_b, ulong out_o, long n) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  AT(float, out_b, out_o)[i] = AT(const float, a_b, a_o)[i] + AT(const float, b_b, b_o)[i];
+}
+
+// src [B, S, H, D] -> cache [B, H, cap, D] at start + s.
+// The start position comes from device memory when has_dev (replayed steps), else from `start`.
+__kernel void store_kv(__global const char* src_b, ulong src_o, __global char* c_b, ulong c_o,
+                       long n, int seq, int heads, int dim, long cap, long start,
+                       __global const char* st_b, ulong st_o, int has_dev) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  if (has_dev) start = AT(const int, st_b, st_o)[0];
+  const int d = i % dim;
+  const int h = (i / dim) % heads;
+  const long s = (i / ((long)dim * heads)) % seq;
+  const long b = i / ((long)dim * heads * seq);
+  AT(float, c_b, c_o)[((b * heads + h) * cap + start + s) * dim + d] = AT(const float, src_b, src_o)[i];
+}
+
+// One work-group per (b, s, h) query: scores of every key into `scores` (global scratch, one
+// row of `keys` per query), then the softmax and the value product, each split across the group.
+__kernel void attention(__global const char* q_b, ulong q_o, __global const char* k_b, ulong k_o,
+                        __global const char* v_b, ulong v_o, __global const char* m_b, ulong m_o,
+                        __global char* out_b, ulong out_o, __global char* sc_b, ulong sc_o,
+                        int seq, int heads, int kv_heads, int dim, long cap, long past,
+                        int mask_width, long keys, float scale, __global const char* p_b,
+                        ulong p_o, int has_dev, __local float* tmp) {
+  if (has_dev) past = AT(const int, p_b, p_o)[0];
+  const long item = get_group_id(0);  // (b * seq + s) * heads + h
+  const int h = item % heads;
+  const long bs = item / heads;
+  const long s = bs % seq, b = bs / seq;
+  const int kh = h / (heads / kv_heads);
+  const int lid = get_local_id(0), n = get_local_size(0);
+  __global const float* q = AT(const float, q_b, q_o) + item * dim;
+  const long base = (b * kv_heads + kh) * cap;
+  __global const float* kc = AT(const float, k_b, k_o) + base * dim;
+  __global const float* vc = AT(const float, v_b, v_o) + base * dim;
+  __global const int* mrow = AT(const int, m_b, m_o) + b * mask_width;
+  __global float* sc = AT(float, sc_b, sc_o) + item * keys;
+  const long limit = past + s;  // causal: keys [0, past + s]
+  float m = -INFINITY;
+  for (long t = lid; t <= limit; t += n) {
+    float score = -INFINITY;
+    if (mrow[t] != 0) {
+      float dot = 0.0f;
+      for (int d = 0; d < dim; ++d) dot += q[d] * kc[t * dim + d];
+      score = dot * scale;
+    }
+    sc[t] = score;
+    m = fmax(m, score);
+  }
+  m = group_max(tmp, m);
+  float l = 0.0f;
+  for (long t = lid; t <= limit; t += n) {
+    const float p = sc[t] == -INFINITY ? 0.0f : exp(sc[t] - m);
+    sc[t] = p;
+    l += p;
+  }
+  l = group_sum(tmp, l);  // its barriers also order the writes to sc[] before the reads below
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // a query that sees no key gets zeros
+  __global float* out = AT(float, out_b, out_o) + item * dim;
+  for (int d = lid; d < dim; d += n) {
+    float acc = 0.0f;
+    for (long t = 0; t <= limit; ++t) acc += sc[t] * vc[t * dim + d];
+    out[d] = acc * inv;
+  }
+}
+
+__kernel void mask_column(__global char* m_b, ulong m_o, __global const char* v_b, ulong v_o,
+                          __global const char* i_b, ulong i_o, long rows, long width) {
+  const long r = get_global_id(0);
+  const int col = AT(const int, i_b, i_o)[0];
+  if (r < rows && col >= 0 && col < width) {
+    AT(int, m_b, m_o)[r * width + col] = AT(const int, v_b, v_o)[r];
+  }
+}
+
+// One work-group per row; ties and NaN as torch.argmax (first index; NaN wins).
+__kernel void argmax(__global const char* x_b, ulong x_o, __global char* out_b, ulong out_o,
+                     long cols, __local float* vals, __local long* idx) {
+  const long row = get_group_id(0);
+  const int lid = get_local_id(0), n = get_local_size(0);
+  __global const float* x = AT(const float, x_b, x_o) + row * cols;
+  float best = 0.0f;
+  long bi = -1;
+  for (long c = lid; c < cols; c += n) {
+    const float v = x[c];
+    const bool take = bi < 0 || (isnan(v) && !isnan(best)) || (!isnan(best) && v > best);
+    if (take) {
+      best = v;
+      bi = c;
+    }
+  }
+  vals[lid] = best;
+  idx[lid] = bi;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = n / 2; s > 0; s >>= 1) {
+    if (lid < s && idx[lid + s] >= 0) {
+      const float v = vals[lid + s], b = vals[lid];
+      const long vi = idx[lid + s], cur = idx[lid];
+      bool take = cur < 0;
+      if (!take) {
+        if (isnan(v) || isnan(b)) take = isnan(v) && (!isnan(b) || vi < cur);
+        else take = v > b || (v == b && vi < cur);
+      }
+      if (take) {
+        vals[lid] = v;
+        idx[lid] = vi;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) AT(long, out_b, out_o)[row] = idx[0];
+}
+)CLC";
+
+}  // namespace anvil::opencl
