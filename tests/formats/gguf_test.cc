@@ -145,8 +145,7 @@ TEST(Gguf, ReadsEveryMetadataTypeFromGgufPy) {
   EXPECT_EQ(f.data_offset() % 64, 0u);
 
   // File order, as gguf-py's reader lists it.
-  const auto expected =
-      nlohmann::json::parse(read_file(test::data_dir() + "/gguf/small_v3.json"));
+  const auto expected = nlohmann::json::parse(read_file(test::data_dir() + "/gguf/small_v3.json"));
   std::vector<std::string> keys;
   for (const auto& [k, v] : f.metadata()) keys.push_back(k);
   EXPECT_EQ(keys, expected.at("keys").get<std::vector<std::string>>());
@@ -226,8 +225,7 @@ TEST(Gguf, ReadsEveryMetadataTypeFromGgufPy) {
 
 TEST(Gguf, ReadsTensorsAsGgufPyDoes) {
   const GgufFile f = GgufFile::open(kSmall);
-  const auto expected =
-      nlohmann::json::parse(read_file(test::data_dir() + "/gguf/small_v3.json"));
+  const auto expected = nlohmann::json::parse(read_file(test::data_dir() + "/gguf/small_v3.json"));
   ASSERT_EQ(f.tensors().size(), expected.at("tensors").size());
   size_t i = 0;
   for (const auto& want : expected.at("tensors")) {

@@ -158,18 +158,20 @@ TEST_P(Parity, Bf16StaysWithinBf16Error) {
   EXPECT_GT(ours_vs_f32, 0.0f);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, Parity,
-    ::testing::Combine(::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny"),
-                       ::testing::Values("sdpa", "eager"), ::testing::Values("cpu", "cuda", "opencl")),
-    [](const auto& param_info) {
-      std::string n = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param) + "_" +
-                      std::get<2>(param_info.param);
-      for (char& ch : n) {
-        if (ch == '-') ch = '_';
-      }
-      return n;
-    });
+INSTANTIATE_TEST_SUITE_P(Fixtures, Parity,
+                         ::testing::Combine(::testing::Values("qwen3-tiny", "llama-tiny",
+                                                              "qwen2-tiny"),
+                                            ::testing::Values("sdpa", "eager"),
+                                            ::testing::Values("cpu", "cuda", "opencl")),
+                         [](const auto& param_info) {
+                           std::string n = std::get<0>(param_info.param) + "_" +
+                                           std::get<1>(param_info.param) + "_" +
+                                           std::get<2>(param_info.param);
+                           for (char& ch : n) {
+                             if (ch == '-') ch = '_';
+                           }
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace anvil
