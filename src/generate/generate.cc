@@ -85,10 +85,18 @@ std::vector<int64_t> greedy_tokens(const Tensor& logits) {
     ops::argmax(flat, ids);
     return ids.to_i64_vector();
   }
-  const std::vector<float> host = flat.to_f32_vector();
+  // Host float32 logits are read in place (a decode step's row is 600 KB for a 150k vocabulary).
+  std::vector<float> copy;
+  const float* host = nullptr;
+  if (d.type == DeviceType::cpu && flat.dtype() == DType::f32 && flat.is_contiguous()) {
+    host = flat.data<float>();
+  } else {
+    copy = flat.to_f32_vector();
+    host = copy.data();
+  }
   std::vector<int64_t> out(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
-    out[r] = argmax(std::span<const float>(host.data() + r * vocab, static_cast<size_t>(vocab)));
+    out[r] = argmax(std::span<const float>(host + r * vocab, static_cast<size_t>(vocab)));
   }
   return out;
 }

@@ -111,7 +111,11 @@ Tensor CausalLM::logits(const Batch& batch) const {
     step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
   }
   KvCache cache = decoder_->new_cache(step.batch, step.seq);
-  return decoder_->forward(step, cache).to(Device::cpu());
+  // The decoder's logits live in its scratch, overwritten by the next step: hand out a copy.
+  const Tensor logits = decoder_->forward(step, cache);
+  Tensor out = Tensor::empty(logits.shape(), logits.dtype());
+  out.copy_from(logits);
+  return out;
 }
 
 std::vector<std::vector<int64_t>> CausalLM::generate(const Batch& batch,

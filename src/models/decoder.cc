@@ -54,6 +54,13 @@ Tensor Decoder::scratch(const std::string& slot, const Shape& shape) const {
   return buf.narrow(0, 0, need).view(shape);
 }
 
+Tensor Decoder::scratch_f32(const std::string& slot, const Shape& shape) const {
+  const int64_t need = shape_numel(shape);
+  Tensor& buf = scratch_f32_[slot];
+  if (!buf.defined() || buf.numel() < need) buf = Tensor::empty({need}, DType::f32, device_);
+  return buf.narrow(0, 0, need).view(shape);
+}
+
 Tensor Decoder::upload_i32(const std::vector<int32_t>& v, const Shape& shape) const {
   Tensor host = Tensor::empty(shape, DType::i32);
   std::copy(v.begin(), v.end(), host.data<int32_t>());
@@ -94,7 +101,7 @@ Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
   in.positions = upload_i32(step.positions, {n});
   in.key_mask = upload_i32(step.key_mask, {b, past + s});
   const int64_t out_seq = step.all_logits ? s : 1;
-  Tensor logits = Tensor::empty({b * out_seq, config_.vocab_size}, DType::f32, device_);
+  Tensor logits = scratch_f32("logits", {b * out_seq, config_.vocab_size});
   run(in, b, s, past, step.all_logits, cache, logits);
   cache.length = past + s;
   return logits.view({b, out_seq, config_.vocab_size});

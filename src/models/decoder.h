@@ -58,6 +58,8 @@ class Decoder {
   struct GraphState;
 
   Tensor scratch(const std::string& slot, const Shape& shape) const;
+  /// float32 scratch whatever the activation dtype (the logits handed back).
+  Tensor scratch_f32(const std::string& slot, const Shape& shape) const;
   Tensor upload_i32(const std::vector<int32_t>& v, const Shape& shape) const;
   void check_step(const StepInput& step, const KvCache& cache) const;
   /// The layers, final norm and head; writes float32 logits of the wanted rows to `logits`.
@@ -73,6 +75,7 @@ class Decoder {
   Tensor inv_freq_;
   float rope_scaling_ = 1.0f;
   mutable std::map<std::string, Tensor> scratch_;  // grown on demand, reused across steps
+  mutable std::map<std::string, Tensor> scratch_f32_;
 };
 
 }  // namespace anvil
