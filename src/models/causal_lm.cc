@@ -1,5 +1,7 @@
 // CausalLM: loading a model folder or Hub id into the decoder, and the user-level entry points.
+#include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "anvil/error.h"
 #include "anvil/model.h"
@@ -8,6 +10,8 @@
 #include "generate/generate.h"
 #include "models/decoder.h"
 #include "models/gguf_model.h"
+#include "models/weights.h"
+#include "ops/ops.h"
 
 namespace anvil {
 namespace fs = std::filesystem;
@@ -18,6 +22,31 @@ ops::AttentionImpl parse_attention(const std::string& s) {
   if (s == "sdpa") return ops::AttentionImpl::sdpa;
   if (s == "eager") return ops::AttentionImpl::eager;
   throw Error("attn_implementation '" + s + "' is not supported (use sdpa or eager)");
+}
+
+// A device without kernels for some of a checkpoint's quantized types (GPUs read bf16/f16/f32
+// weights only) gets the whole model dequantized at load, in bf16 where its kernels read bf16,
+// and says so; unset otherwise (quantized blocks stay as stored).
+std::optional<DType> float_fallback_for(const WeightSource& src, const ModelConfig& config,
+                                        Device device) {
+  const Backend& backend = backend_for(device);
+  for (const auto& [name, shape] : hf_weight_names(config)) {
+    if (!src.contains(name)) continue;
+    const DType d = src.dtype(name);
+    if (!is_quantized(d)) continue;
+    const bool readable = supports(ops::kLinear, device.type, backend.activation_dtype(d), d) &&
+                          supports(ops::kEmbedding, device.type, backend.activation_dtype(d), d);
+    if (readable) continue;
+    const DType to =
+        supports(ops::kLinear, device.type, backend.activation_dtype(DType::bf16), DType::bf16)
+            ? DType::bf16
+            : DType::f32;
+    std::fprintf(stderr, "anvil: %s has no kernels for %s weights; dequantizing the model to %s\n",
+                 device.str().c_str(), std::string(dtype_name(d)).c_str(),
+                 std::string(dtype_name(to)).c_str());
+    return to;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -75,8 +104,10 @@ CausalLM CausalLM::from_gguf(const std::string& path, const ModelOptions& option
     throw Error("dtype " + std::string(dtype_name(*options.dtype)) + " is not a model dtype");
   }
   const ops::AttentionImpl attention = parse_attention(options.attn_implementation);
-  ModelWeights weights = load_weights(*gguf.weights, gguf.config, options.dtype, device);
-  const DType dtype = options.dtype.value_or(
+  std::optional<DType> load_dtype = options.dtype;
+  if (!load_dtype) load_dtype = float_fallback_for(*gguf.weights, gguf.config, device);
+  ModelWeights weights = load_weights(*gguf.weights, gguf.config, load_dtype, device);
+  const DType dtype = load_dtype.value_or(
       weights.layers.empty() ? weights.embed_tokens.dtype() : weights.layers[0].q_proj.dtype());
   CausalLM lm;
   lm.decoder_ = std::make_shared<Decoder>(std::move(gguf.config), std::move(weights), dtype, device,
