@@ -8,6 +8,7 @@
 
 #include "anvil/backend.h"
 #include "anvil/error.h"
+#include "backends/cpu/cpu_isa.h"
 #include "ops/ops.h"
 #include "ops/reference.h"
 
@@ -92,21 +93,57 @@ Tensor random_blocks(DType type, int64_t rows, int64_t k, std::mt19937& rng) {
   return t;
 }
 
+// x with each 32-value block rounded to int8 as llama.cpp's Q8 activation format does it
+// (d = max|x| / 127, q = round-half-even(x * 127 / max|x|)), back in float32: what the CPU's
+// AVX-512 VNNI kernels multiply quantized weights with.
+Tensor q8_round_trip(const Tensor& x) {
+  std::vector<float> v = x.to_f32_vector();
+  for (size_t b = 0; b + 32 <= v.size(); b += 32) {
+    float amax = 0;
+    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[b + i]));
+    const float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+    for (size_t i = 0; i < 32; ++i) v[b + i] = std::nearbyint(v[b + i] * id) * d;
+  }
+  return Tensor::from_f32(v, x.shape());
+}
+
+// True when this device's quantized matrix products use int8 activations.
+bool int8_activations(DeviceType d) {
+  return d == DeviceType::cpu && cpu::isa() == cpu::Isa::avx512;
+}
+
 TEST_P(Ops, LinearWithQuantizedWeights) {
   for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1}) {
     if (!has(ops::kLinear, w)) continue;
-    for (auto [n, k, o] : {std::tuple{1, 64, 40}, {3, 576, 33}, {2, 1536, 17}}) {
+    // Odd shapes: rows not a multiple of the register tiles (4 weight rows x 3-4 activation
+    // rows), a single row and a single output.
+    for (auto [n, k, o] : {std::tuple{1, 64, 40},
+                           {3, 576, 33},
+                           {2, 1536, 17},
+                           {17, 96, 37},
+                           {5, 32, 1},
+                           {1, 160, 7}}) {
       const Tensor x = random_tensor({n, k}, rng_);
       const Tensor weight = random_blocks(w, o, k, rng_);
       const Tensor bias = random_tensor({o}, rng_);
       Tensor out = empty({n, o});
       ops::linear(on_device(x, act_), weight.to(device_), bias.to(device_), out);
       Tensor want = Tensor::empty({n, o}, DType::f32);
-      ops::reference::linear({x, weight, bias, want});  // exact dequantization, double sums
-      // float32 accumulation in another order: relative to the size of the terms.
+      // Exact dequantization, double sums; for int8 activations, of the activations the
+      // kernel actually multiplies (the loss of quantizing them is llama.cpp's, by design).
+      const Tensor x_used = int8_activations(GetParam()) ? q8_round_trip(x) : x;
+      ops::reference::linear({x_used, weight, bias, want});
+      // float32 accumulation in another order: relative to the size of the terms (the largest
+      // sum of |w x| over every output).
       const auto wf = weight.to_f32_vector(), xf = x.to_f32_vector();
       float magnitude = 0;
-      for (int64_t i = 0; i < k; ++i) magnitude += std::fabs(wf[i] * xf[i]);
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t r = 0; r < o; ++r) {
+          float m = 0;
+          for (int64_t i = 0; i < k; ++i) m += std::fabs(wf[r * k + i] * xf[j * k + i]);
+          magnitude = std::max(magnitude, m);
+        }
+      }
       EXPECT_LE(max_abs_diff(out, want), 1e-5f * magnitude + 1e-5f)
           << dtype_name(w) << " " << n << "x" << k << "x" << o;
     }

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_threads.h"
 #include "core/kernels.h"
-#include "core/thread_pool.h"
 #include "ops/ops.h"
 
 namespace anvil::cpu {
@@ -49,7 +49,7 @@ void sdpa(const ops::AttentionArgs& a) {
   const int32_t* mask = a.key_mask.data<int32_t>();
   float* out = a.out.data<float>();
   const int64_t items = g.batch * g.heads * g.seq;
-  parallel_for(items, 1, [&](int64_t i0, int64_t i1) {
+  cpu::parallel_for(items, 1, [&](int64_t i0, int64_t i1) {
     std::vector<float> acc(g.dim);
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t s = item % g.seq, h = (item / g.seq) % g.heads, b = item / (g.seq * g.heads);
@@ -90,7 +90,7 @@ void eager(const ops::AttentionArgs& a) {
   const float* vc = a.v_cache.data<float>();
   const int32_t* mask = a.key_mask.data<int32_t>();
   float* out = a.out.data<float>();
-  parallel_for(g.batch * g.heads, 1, [&](int64_t i0, int64_t i1) {
+  cpu::parallel_for(g.batch * g.heads, 1, [&](int64_t i0, int64_t i1) {
     std::vector<float> scores(static_cast<size_t>(g.seq * g.total));
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t h = item % g.heads, b = item / g.heads, kh = h / g.group;

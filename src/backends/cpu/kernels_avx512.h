@@ -1,0 +1,40 @@
+// The AVX-512 kernels (kernels_avx512.cc, compiled with -mavx512f/bw/vl/dq/vnni and reached
+// only when cpu::isa() is Isa::avx512). Kept free of other headers so no inline code compiled
+// for AVX-512 can leak into the generic build.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace anvil::cpu {
+
+/// Activations quantized per 32-value block to int8, as llama.cpp's Q8_0/Q8_1 (d = max|x| / 127,
+/// q = round(x / d)): `q` holds rows of k int8 values; `d` and `s` (the sum of the block's q)
+/// and `ds` (d * s) one entry per block, kb = k / 32 per row.
+struct Q8Rows {
+  int8_t* q;
+  float* d;
+  int32_t* s;
+  float* ds;
+  int64_t k;
+};
+
+/// Quantizes n rows of k floats (k a multiple of 32) into `out`.
+void quantize_rows_q8_avx512(const float* x, int64_t n, const Q8Rows& out);
+
+/// Block types the int8 kernels read.
+enum class QuantKind { q8_0, q4_0, q4_1 };
+
+/// out[j * ldo + r] = dot(weight row r, activation row j) (+ bias[r] when bias is non-null) for
+/// weight rows [0, rows) (`row_bytes` apart) and activation rows [0, nx) of `x`.
+void gemm_quant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int64_t rows,
+                       const Q8Rows& x, int64_t nx, const float* bias, float* out, int64_t ldo);
+
+/// The same for float32 / bfloat16 weights (row stride k elements) and float32 activations
+/// (row stride k); any k.
+void gemm_f32_avx512(const float* w, int64_t rows, const float* x, int64_t nx, int64_t k,
+                     const float* bias, float* out, int64_t ldo);
+void gemm_bf16_avx512(const uint16_t* w, int64_t rows, const float* x, int64_t nx, int64_t k,
+                      const float* bias, float* out, int64_t ldo);
+
+}  // namespace anvil::cpu
