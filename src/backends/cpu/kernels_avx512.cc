@@ -191,6 +191,101 @@ void quant_gemm_any(const uint8_t* w, size_t row_bytes, int64_t rows, const Q8Ro
   }
 }
 
+// Repacked weights (repack.h): per group block, NX activation rows at once. For each step of 4
+// values, one 32-byte load holds them for 8 rows; each activation row's 4 bytes are broadcast and
+// one vpdpbusd adds 4 products into each row's lane. Two int32 chains per activation row (even
+// and odd steps) so decode does not wait on one dependent chain.
+template <QuantKind K, int NX>
+void packed_tile(const uint8_t* group, size_t block_bytes, int64_t kb, const Q8Rows& x, int64_t j0,
+                 int nx, int valid_rows, const float* bias, float* out, int64_t ldo) {
+  constexpr bool kMin = K == QuantKind::q4_1;
+  constexpr int kQs = kMin ? 32 : 16;
+  constexpr int32_t kOffset = Block<K>::kOffset;
+  const int8_t* xq[NX];
+  const float* xd[NX];
+  const int32_t* xs[NX];
+  const float* xds[NX];
+  for (int j = 0; j < NX; ++j) {
+    const int64_t row = j0 + std::min(j, nx - 1);
+    xq[j] = x.q + row * x.k;
+    xd[j] = x.d + row * kb;
+    xs[j] = x.s + row * kb;
+    xds[j] = x.ds + row * kb;
+  }
+  __m256 acc[NX];
+  for (int j = 0; j < NX; ++j) acc[j] = _mm256_setzero_ps();
+  const __m256i low = _mm256_set1_epi8(0x0f);
+  for (int64_t b = 0; b < kb; ++b) {
+    const uint8_t* blk = group + static_cast<size_t>(b) * block_bytes;
+    const uint8_t* qs = blk + kQs;
+    __m256i even[NX], odd[NX];
+    for (int j = 0; j < NX; ++j) {
+      even[j] = _mm256_set1_epi32(-kOffset * xs[j][b]);
+      odd[j] = _mm256_setzero_si256();
+    }
+    const auto xword = [&](int j, int at) {
+      int32_t v;
+      std::memcpy(&v, xq[j] + b * 32 + at, 4);
+      return _mm256_set1_epi32(v);
+    };
+    if constexpr (K == QuantKind::q8_0) {
+      for (int t = 0; t < 8; t += 2) {
+        const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + t * 32));
+        const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + t * 32 + 32));
+        for (int j = 0; j < NX; ++j) {
+          even[j] = _mm256_dpbusd_epi32(even[j], w0, xword(j, 4 * t));
+          odd[j] = _mm256_dpbusd_epi32(odd[j], w1, xword(j, 4 * t + 4));
+        }
+      }
+    } else {
+      for (int t = 0; t < 4; ++t) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + t * 32));
+        const __m256i lo = _mm256_and_si256(v, low);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+        for (int j = 0; j < NX; ++j) {
+          even[j] = _mm256_dpbusd_epi32(even[j], lo, xword(j, 4 * t));
+          odd[j] = _mm256_dpbusd_epi32(odd[j], hi, xword(j, 16 + 4 * t));
+        }
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+    [[maybe_unused]] __m256 mw;
+    if constexpr (kMin)
+      mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
+    for (int j = 0; j < NX; ++j) {
+      const __m256 sums = _mm256_cvtepi32_ps(_mm256_add_epi32(even[j], odd[j]));
+      acc[j] = _mm256_fmadd_ps(sums, _mm256_mul_ps(dw, _mm256_set1_ps(xd[j][b])), acc[j]);
+      if constexpr (kMin) acc[j] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xds[j][b]), acc[j]);
+    }
+  }
+  alignas(32) float tmp[8];
+  for (int j = 0; j < nx; ++j) {
+    _mm256_store_ps(tmp, acc[j]);
+    float* o = out + (j0 + j) * ldo;
+    for (int r = 0; r < valid_rows; ++r) o[r] = tmp[r] + (bias ? bias[r] : 0.0f);
+  }
+}
+
+template <QuantKind K>
+void packed_gemm(const uint8_t* packed, size_t block_bytes, int64_t rows, int64_t g0, int64_t g1,
+                 const Q8Rows& x, int64_t nx, const float* bias, float* out, int64_t ldo) {
+  const int64_t kb = x.k / 32;
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* group = packed + static_cast<size_t>(g * kb) * block_bytes;
+    const int valid = static_cast<int>(std::min<int64_t>(8, rows - g * 8));
+    const float* gb = bias ? bias + g * 8 : nullptr;
+    float* go = out + g * 8;
+    if (nx == 1) {
+      packed_tile<K, 1>(group, block_bytes, kb, x, 0, 1, valid, gb, go, ldo);
+      continue;
+    }
+    for (int64_t j0 = 0; j0 < nx; j0 += 4) {
+      packed_tile<K, 4>(group, block_bytes, kb, x, j0,
+                        static_cast<int>(std::min<int64_t>(4, nx - j0)), valid, gb, go, ldo);
+    }
+  }
+}
+
 // 16 weights as floats: f32 loaded, bf16 widened (a 16-bit left shift of the bits).
 inline __m512 load_w16(const float* p, __mmask16 m) {
   return _mm512_maskz_loadu_ps(m, p);
@@ -311,6 +406,19 @@ void gemm_quant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int64
       return quant_gemm_any<QuantKind::q4_0>(w, row_bytes, rows, x, nx, bias, out, ldo);
     case QuantKind::q4_1:
       return quant_gemm_any<QuantKind::q4_1>(w, row_bytes, rows, x, nx, bias, out, ldo);
+  }
+}
+
+void gemm_packed_avx512(QuantKind kind, const uint8_t* packed, size_t block_bytes, int64_t rows,
+                        int64_t g0, int64_t g1, const Q8Rows& x, int64_t nx, const float* bias,
+                        float* out, int64_t ldo) {
+  switch (kind) {
+    case QuantKind::q8_0:
+      return packed_gemm<QuantKind::q8_0>(packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
+    case QuantKind::q4_0:
+      return packed_gemm<QuantKind::q4_0>(packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
+    case QuantKind::q4_1:
+      return packed_gemm<QuantKind::q4_1>(packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
   }
 }
 

@@ -30,6 +30,13 @@ enum class QuantKind { q8_0, q4_0, q4_1 };
 void gemm_quant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int64_t rows,
                        const Q8Rows& x, int64_t nx, const float* bias, float* out, int64_t ldo);
 
+/// The same over repacked weights (repack.h): 8-row groups [g0, g1) of a matrix with `rows`
+/// rows and kb blocks per row, `block_bytes` per group block, starting at `packed`; writes
+/// out[j * ldo + r] for the rows r of those groups (r < rows).
+void gemm_packed_avx512(QuantKind kind, const uint8_t* packed, size_t block_bytes, int64_t rows,
+                        int64_t g0, int64_t g1, const Q8Rows& x, int64_t nx, const float* bias,
+                        float* out, int64_t ldo);
+
 /// The same for float32 / bfloat16 weights (row stride k elements) and float32 activations
 /// (row stride k); any k.
 void gemm_f32_avx512(const float* w, int64_t rows, const float* x, int64_t nx, int64_t k,

@@ -4,6 +4,7 @@
 // are read in their compact form (a Q4 model streams Q4 bytes) and decoded in cache. The CPU
 // performance issue replaces the inner loops with ISA-specific kernels.
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -11,6 +12,7 @@
 #include "backends/cpu/cpu_threads.h"
 #include "backends/cpu/kernels_avx512.h"
 #include "backends/cpu/quant_dot.h"
+#include "backends/cpu/repack.h"
 #include "backends/cpu/weight_load.h"
 #include "core/kernels.h"
 #include "ops/ops.h"
@@ -146,6 +148,8 @@ void split_rows(int64_t o, int64_t n, Fn&& fn) {
       n == 1 ? 1 : 8);
 }
 
+const bool kUsePacked = std::getenv("ANVIL_NO_REPACK") == nullptr;
+
 // AVX-512: quantized weights through int8 activations and VNNI; f32 / bf16 through FMA tiles.
 bool linear_avx512(const ops::LinearArgs& a) {
   const DType wt = a.weight.dtype();
@@ -167,9 +171,20 @@ bool linear_avx512(const ops::LinearArgs& a) {
       const Q8Rows part{xq.q + r0 * k, xq.d + r0 * kb, xq.s + r0 * kb, xq.ds + r0 * kb, k};
       quantize_rows_q8_avx512(x + r0 * k, r1 - r0, part);
     });
+    const float* bias = bias_f32(a);
+    if (kUsePacked) {
+      const auto packed = packed_weights(a.weight);
+      cpu::parallel_for(
+          packed->groups, 1,
+          [&](int64_t g0, int64_t g1) {
+            gemm_packed_avx512(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out,
+                               o);
+          },
+          n == 1 ? 1 : 8);
+      return true;
+    }
     const size_t row_bytes = dtype_nbytes(wt, k);
     const auto* w = static_cast<const uint8_t*>(a.weight.raw());
-    const float* bias = bias_f32(a);
     split_rows(o, n, [&](int64_t r0, int64_t r1) {
       gemm_quant_avx512(kind, w + static_cast<size_t>(r0) * row_bytes, row_bytes, r1 - r0, xq, n,
                         bias ? bias + r0 : nullptr, out + r0, o);
