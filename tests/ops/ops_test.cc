@@ -214,8 +214,17 @@ TEST_P(Ops, StoreKv) {
 }
 
 TEST_P(Ops, AttentionBothImplementationsGqaMaskedCausal) {
-  for (auto [batch, seq, past] : {std::tuple{2, 5, 0}, {2, 3, 4}, {3, 1, 9}}) {
-    const int64_t heads = 4, kv_heads = 2, dim = 16, cap = 12, total = past + seq;
+  // Small cases, then ones that cross the CPU kernels' blocks: 16-key blocks, 16-query tiles,
+  // a head dimension that is not a multiple of the vector width, 7 heads per KV head.
+  struct Case {
+    int64_t batch, seq, past, heads, kv_heads, dim;
+  };
+  for (const Case c :
+       {Case{2, 5, 0, 4, 2, 16}, Case{2, 3, 4, 4, 2, 16}, Case{3, 1, 9, 4, 2, 16},
+        Case{2, 37, 0, 14, 2, 24}, Case{1, 1, 50, 14, 2, 64}, Case{2, 20, 13, 3, 1, 72}}) {
+    const int64_t heads = c.heads, kv_heads = c.kv_heads, dim = c.dim;
+    const int64_t batch = c.batch, seq = c.seq, past = c.past;
+    const int64_t cap = past + seq + 3, total = past + seq;
     const Tensor q = random_tensor({batch, seq, heads, dim}, rng_);
     const Tensor k = random_tensor({batch, kv_heads, cap, dim}, rng_);
     const Tensor v = random_tensor({batch, kv_heads, cap, dim}, rng_);
@@ -232,7 +241,8 @@ TEST_P(Ops, AttentionBothImplementationsGqaMaskedCausal) {
       ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_), mask.to(device_),
                       out, past, 0.25f, impl});
       EXPECT_LE(max_abs_diff(out, want), tolerance(2e-5f))
-          << "impl " << static_cast<int>(impl) << " past " << past << " seq " << seq;
+          << "impl " << static_cast<int>(impl) << " past " << past << " seq " << seq << " dim "
+          << dim;
     }
   }
 }

@@ -17,7 +17,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace anvil::cpu {
 namespace {
@@ -373,7 +375,114 @@ void dense_gemm_any(const W* w, int64_t rows, const float* x, int64_t nx, int64_
   }
 }
 
+// exp(x) for 16 floats: 2^n * p(r), x = n ln2 + r with |r| <= ln2 / 2, p a degree-7 Taylor
+// polynomial (relative error ~2e-7, well inside float32 attention tolerances); exp(-inf) = 0.
+inline __m512 exp512(__m512 x) {
+  const __m512 lo = _mm512_set1_ps(-87.0f);
+  const __mmask16 neg_inf = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
+  x = _mm512_max_ps(x, lo);
+  x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~neg_inf), _mm512_scalef_ps(p, n));
+}
+
+inline float dot_dim(const float* a, const float* b, int64_t dim) {
+  __m512 acc = _mm512_setzero_ps();
+  int64_t d = 0;
+  for (; d + 16 <= dim; d += 16)
+    acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + d), _mm512_loadu_ps(b + d), acc);
+  if (d < dim) {
+    const auto m = static_cast<__mmask16>((1u << (dim - d)) - 1);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + d), _mm512_maskz_loadu_ps(m, b + d), acc);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
 }  // namespace
+
+void attention_rows_avx512(int rows, const float* const* q, float* const* out, const int64_t* last,
+                           const float* k, const float* v, const int32_t* key_mask, int64_t n_keys,
+                           int64_t dim, float scale, float* scratch) {
+  constexpr int kBlock = 16;
+  float* acc = scratch;         // rows * dim
+  float* m = acc + rows * dim;  // rows
+  float* l = m + rows;          // rows
+  float* p = l + rows;          // rows * 16
+  for (int r = 0; r < rows; ++r) {
+    m[r] = -std::numeric_limits<float>::infinity();
+    l[r] = 0;
+    std::memset(acc + r * dim, 0, static_cast<size_t>(dim) * sizeof(float));
+  }
+  int64_t max_last = -1;
+  for (int r = 0; r < rows; ++r) max_last = std::max(max_last, last[r]);
+  const int64_t end = std::min(n_keys, max_last + 1);
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t t0 = 0; t0 < end; t0 += kBlock) {
+    const int nt = static_cast<int>(std::min<int64_t>(kBlock, end - t0));
+    // Keys of this block that no mask hides.
+    uint32_t open = 0;
+    for (int t = 0; t < nt; ++t) open |= (key_mask[t0 + t] != 0 ? 1u : 0u) << t;
+    for (int r = 0; r < rows; ++r) {
+      const int64_t visible_end = std::min<int64_t>(nt, last[r] - t0 + 1);
+      const uint32_t causal =
+          visible_end <= 0 ? 0u : (visible_end >= 32 ? ~0u : (1u << visible_end) - 1);
+      const auto keep = static_cast<__mmask16>(open & causal);
+      float* pr = p + r * kBlock;
+      if (keep == 0) {
+        _mm512_storeu_ps(pr, _mm512_setzero_ps());
+        continue;
+      }
+      alignas(64) float sc[kBlock];
+      for (int t = 0; t < kBlock; ++t) {
+        sc[t] = (keep >> t) & 1 ? dot_dim(q[r], k + (t0 + t) * dim, dim) * scale : 0.0f;
+      }
+      const __m512 s = _mm512_mask_mov_ps(neg_inf, keep, _mm512_load_ps(sc));
+      const float m_new = std::max(m[r], _mm512_reduce_max_ps(s));
+      const float corr = std::exp(m[r] - m_new);  // 0 when m was -inf
+      const __m512 e = exp512(_mm512_sub_ps(s, _mm512_set1_ps(m_new)));
+      l[r] = l[r] * corr + _mm512_reduce_add_ps(e);
+      m[r] = m_new;
+      _mm512_storeu_ps(pr, e);
+      if (corr != 1.0f) {
+        float* ar = acc + r * dim;
+        for (int64_t d = 0; d < dim; ++d) ar[d] *= corr;
+      }
+    }
+    // acc[r] += sum_t p[r][t] v[t]: each value vector from L1 for every row.
+    for (int r = 0; r < rows; ++r) {
+      const float* pr = p + r * kBlock;
+      float* ar = acc + r * dim;
+      int64_t d = 0;
+      for (; d + 16 <= dim; d += 16) {
+        __m512 a = _mm512_loadu_ps(ar + d);
+        for (int t = 0; t < nt; ++t) {
+          a = _mm512_fmadd_ps(_mm512_set1_ps(pr[t]), _mm512_loadu_ps(v + (t0 + t) * dim + d), a);
+        }
+        _mm512_storeu_ps(ar + d, a);
+      }
+      for (; d < dim; ++d) {
+        float a = ar[d];
+        for (int t = 0; t < nt; ++t) a += pr[t] * v[(t0 + t) * dim + d];
+        ar[d] = a;
+      }
+    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+    for (int64_t d = 0; d < dim; ++d) out[r][d] = acc[r * dim + d] * inv;
+  }
+}
 
 void quantize_rows_q8_avx512(const float* x, int64_t n, const Q8Rows& o) {
   const int64_t kb = o.k / 32;

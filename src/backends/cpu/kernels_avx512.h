@@ -37,6 +37,15 @@ void gemm_packed_avx512(QuantKind kind, const uint8_t* packed, size_t block_byte
                         int64_t g0, int64_t g1, const Q8Rows& x, int64_t nx, const float* bias,
                         float* out, int64_t ldo);
 
+/// Attention of `rows` query vectors over keys [0, n_keys) of one KV head (flash-attention
+/// style: keys in blocks of 16, online softmax, each key and value vector read once for all the
+/// rows). Row r: query q[r] (dim floats), sees key t when t <= last[r] and key_mask[t] != 0;
+/// out[r] gets the softmax-weighted sum of the values (zeros when it sees no key). k and v hold
+/// n_keys vectors of dim floats, consecutive. `scratch` holds rows * (dim + 20) floats.
+void attention_rows_avx512(int rows, const float* const* q, float* const* out, const int64_t* last,
+                           const float* k, const float* v, const int32_t* key_mask, int64_t n_keys,
+                           int64_t dim, float scale, float* scratch);
+
 /// The same for float32 / bfloat16 weights (row stride k elements) and float32 activations
 /// (row stride k); any k.
 void gemm_f32_avx512(const float* w, int64_t rows, const float* x, int64_t nx, int64_t k,

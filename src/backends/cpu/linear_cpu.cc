@@ -149,6 +149,8 @@ void split_rows(int64_t o, int64_t n, Fn&& fn) {
 }
 
 const bool kUsePacked = std::getenv("ANVIL_NO_REPACK") == nullptr;
+// Decode: 4 chunks per thread, so a thread slowed by another process on its core takes fewer.
+constexpr int kDecodeChunks = 4;
 
 // AVX-512: quantized weights through int8 activations and VNNI; f32 / bf16 through FMA tiles.
 bool linear_avx512(const ops::LinearArgs& a) {
@@ -180,7 +182,7 @@ bool linear_avx512(const ops::LinearArgs& a) {
             gemm_packed_avx512(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out,
                                o);
           },
-          n == 1 ? 1 : 8);
+          n == 1 ? kDecodeChunks : 8);
       return true;
     }
     const size_t row_bytes = dtype_nbytes(wt, k);
