@@ -516,6 +516,19 @@ void attention_rows_avx512(int rows, const float* const* q, float* const* out, c
   }
 }
 
+void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const auto m =
+        n - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 g = _mm512_maskz_loadu_ps(m, gate + i), u = _mm512_maskz_loadu_ps(m, up + i);
+    // exp512 clamps its argument to [-87, 88]: for g < -88 this gives g / 1.7e38 ~ -0, silu's
+    // limit there (g e^g underflows too).
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), u));
+  }
+}
+
 void quantize_rows_q8_avx512(const float* x, int64_t n, const Q8Rows& o) {
   const int64_t kb = o.k / 32;
   for (int64_t r = 0; r < n; ++r) {

@@ -46,6 +46,9 @@ void attention_rows_avx512(int rows, const float* const* q, float* const* out, c
                            const float* k, const float* v, const int32_t* key_mask, int64_t n_keys,
                            int64_t dim, float scale, float* scratch);
 
+/// out[i] = silu(gate[i]) * up[i] = gate / (1 + exp(-gate)) * up, i < n (out may alias).
+void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n);
+
 /// The same for float32 / bfloat16 weights (row stride k elements) and float32 activations
 /// (row stride k); any k.
 void gemm_f32_avx512(const float* w, int64_t rows, const float* x, int64_t nx, int64_t k,
