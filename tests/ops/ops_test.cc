@@ -82,12 +82,15 @@ Tensor random_blocks(DType type, int64_t rows, int64_t k, std::mt19937& rng) {
   std::uniform_int_distribution<int> byte(0, 255);
   for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] = static_cast<uint8_t>(byte(rng));
   const size_t block = dtype_nbytes(type, dtype_block_elems(type));
-  const int scales = type == DType::q4_1 ? 2 : 1;  // d, and m for Q4_1, lead each block
+  // The f16 fields: d (and m / dmin for Q4_1 / Q4_K) lead each block; Q6_K's d ends it.
+  std::vector<size_t> f16_at = {0};
+  if (type == DType::q4_1 || type == DType::q4_k) f16_at = {0, 2};
+  if (type == DType::q6_k) f16_at = {208};
   std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
   for (size_t b = 0; b < t.nbytes(); b += block) {
-    for (int s = 0; s < scales; ++s) {
+    for (size_t at : f16_at) {
       const uint16_t h = f32_to_f16(scale(rng));
-      std::memcpy(bytes + b + 2 * s, &h, 2);
+      std::memcpy(bytes + b + at, &h, 2);
     }
   }
   return t;
@@ -113,16 +116,17 @@ bool int8_activations(DeviceType d) {
 }
 
 TEST_P(Ops, LinearWithQuantizedWeights) {
-  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1}) {
+  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q4_k, DType::q6_k}) {
     if (!has(ops::kLinear, w)) continue;
-    // Odd shapes: rows not a multiple of the register tiles (4 weight rows x 3-4 activation
-    // rows), a single row and a single output.
-    for (auto [n, k, o] : {std::tuple{1, 64, 40},
-                           {3, 576, 33},
-                           {2, 1536, 17},
-                           {17, 96, 37},
-                           {5, 32, 1},
-                           {1, 160, 7}}) {
+    const bool k_type = w == DType::q4_k || w == DType::q6_k;  // 256-value super-blocks
+    // Odd shapes: rows not a multiple of the register tiles (8-row groups, 4 activation rows),
+    // a single row and a single output.
+    using Shape3 = std::tuple<int64_t, int64_t, int64_t>;
+    const std::vector<Shape3> shapes =
+        k_type ? std::vector<Shape3>{{1, 256, 40}, {3, 512, 33}, {6, 768, 9}, {1, 1536, 1}}
+               : std::vector<Shape3>{{1, 64, 40},  {3, 576, 33}, {2, 1536, 17},
+                                     {17, 96, 37}, {5, 32, 1},   {1, 160, 7}};
+    for (auto [n, k, o] : shapes) {
       const Tensor x = random_tensor({n, k}, rng_);
       const Tensor weight = random_blocks(w, o, k, rng_);
       const Tensor bias = random_tensor({o}, rng_);

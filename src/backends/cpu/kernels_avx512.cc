@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace anvil::cpu {
 namespace {
@@ -297,6 +298,155 @@ void packed_gemm(const uint8_t* packed, size_t block_bytes, int64_t rows, int64_
   }
 }
 
+// Q4_K's 8 six-bit scales and mins (ggml's get_scale_min_k4; a local copy: this file includes
+// no shared headers).
+inline void k4_scale_min(const uint8_t* q, uint8_t* sc, uint8_t* mn) {
+  for (int j = 0; j < 8; ++j) {
+    if (j < 4) {
+      sc[j] = static_cast<uint8_t>(q[j] & 63);
+      mn[j] = static_cast<uint8_t>(q[j + 4] & 63);
+    } else {
+      sc[j] = static_cast<uint8_t>((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
+      mn[j] = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+  }
+}
+
+inline float f16_at(const uint8_t* p) {
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(u16_at(p))));
+}
+
+// One K-type weight row against NX activation rows. Q4_K: value = d sc q - dmin m, 8 sub-blocks
+// of 32 (one activation block each). Q6_K: value = d sc (q - 32), q six bits (ql nibble | qh
+// pair), 16 sub-blocks of 16 (two scales per activation block: lanes 0-3 and 4-7 of a vpdpbusd
+// result); the -32 enters through `neg32` (-32 x the lane sums of each activation block).
+template <QuantKind K, int NX>
+void kquant_row(const uint8_t* row, const Q8Rows& x, int64_t j0, int nx, const int32_t* neg32,
+                float* sums) {
+  const int64_t kb = x.k / 32, nsb = x.k / 256;
+  const int8_t* xq[NX];
+  const float* xd[NX];
+  const float* xds[NX];
+  const int32_t* xn[NX];
+  for (int j = 0; j < NX; ++j) {
+    const int64_t r = j0 + std::min(j, nx - 1);
+    xq[j] = x.q + r * x.k;
+    xd[j] = x.d + r * kb;
+    xds[j] = x.ds + r * kb;
+    xn[j] = neg32 ? neg32 + r * kb * 8 : nullptr;
+  }
+  __m256 acc[NX];
+  float min_part[NX];
+  for (int j = 0; j < NX; ++j) {
+    acc[j] = _mm256_setzero_ps();
+    min_part[j] = 0;
+  }
+  const __m256i low = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(0x03);
+  const auto xv = [&](int j, int64_t b) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[j] + b * 32));
+  };
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    if constexpr (K == QuantKind::q4_k) {
+      const uint8_t* blk = row + sb * 144;
+      const float d = f16_at(blk), dmin = f16_at(blk + 2);
+      uint8_t sc[8], mn[8];
+      k4_scale_min(blk + 4, sc, mn);
+      for (int h = 0; h < 4; ++h) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * h));
+        const __m256i lo = _mm256_and_si256(v, low);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+        const int64_t b0 = sb * 8 + 2 * h;
+        for (int j = 0; j < NX; ++j) {
+          const __m256i dl = _mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, xv(j, b0));
+          const __m256i dh = _mm256_dpbusd_epi32(_mm256_setzero_si256(), hi, xv(j, b0 + 1));
+          acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dl),
+                                   _mm256_set1_ps(d * static_cast<float>(sc[2 * h]) * xd[j][b0]),
+                                   acc[j]);
+          acc[j] = _mm256_fmadd_ps(
+              _mm256_cvtepi32_ps(dh),
+              _mm256_set1_ps(d * static_cast<float>(sc[2 * h + 1]) * xd[j][b0 + 1]), acc[j]);
+        }
+      }
+      for (int j = 0; j < NX; ++j) {
+        float m = 0;
+        for (int s = 0; s < 8; ++s) m += static_cast<float>(mn[s]) * xds[j][sb * 8 + s];
+        min_part[j] += dmin * m;
+      }
+    } else {
+      const uint8_t* blk = row + sb * 210;
+      const float d = f16_at(blk + 208);
+      const auto* scales = reinterpret_cast<const int8_t*>(blk + 192);
+      for (int n = 0; n < 2; ++n) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * n));
+        const __m256i bq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * n + 32));
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * n));
+        const __m256i q[4] = {
+            _mm256_or_si256(_mm256_and_si256(a, low),
+                            _mm256_slli_epi16(_mm256_and_si256(h, two), 4)),
+            _mm256_or_si256(_mm256_and_si256(bq, low),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), two), 4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), low),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), two), 4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bq, 4), low),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), two), 4))};
+        const int8_t* sc = scales + 8 * n;
+        for (int g = 0; g < 4; ++g) {
+          const int64_t b = sb * 8 + 4 * n + g;
+          const __m128 lo_scale = _mm_set1_ps(d * static_cast<float>(sc[2 * g]));
+          const __m128 hi_scale = _mm_set1_ps(d * static_cast<float>(sc[2 * g + 1]));
+          const __m256 scale = _mm256_insertf128_ps(_mm256_castps128_ps256(lo_scale), hi_scale, 1);
+          for (int j = 0; j < NX; ++j) {
+            const __m256i start =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xn[j] + b * 8));
+            const __m256i dot = _mm256_dpbusd_epi32(start, q[g], xv(j, b));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+                                     _mm256_mul_ps(scale, _mm256_set1_ps(xd[j][b])), acc[j]);
+          }
+        }
+      }
+    }
+  }
+  float tmp[NX];
+  for (int j = 0; j < NX; ++j) tmp[j] = hsum256(acc[j]) - min_part[j];
+  for (int j = 0; j < nx; ++j) sums[j] = tmp[j];
+}
+
+template <QuantKind K>
+void kquant_gemm(const uint8_t* w, size_t row_bytes, int64_t rows, const Q8Rows& x, int64_t nx,
+                 const float* bias, float* out, int64_t ldo) {
+  const int64_t kb = x.k / 32;
+  thread_local std::vector<int32_t> neg32;  // 8 lanes per activation block
+  if constexpr (K == QuantKind::q6_k) {
+    // -32 times the sums of each group of 4 activation values (the lanes of a vpdpbusd).
+    if (neg32.size() < static_cast<size_t>(nx * kb * 8))
+      neg32.resize(static_cast<size_t>(nx * kb * 8));
+    const __m256i ones = _mm256_set1_epi8(1);
+    for (int64_t i = 0; i < nx * kb; ++i) {
+      const __m256i sums =
+          _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
+                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + i * 32)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(neg32.data() + i * 8),
+                          _mm256_mullo_epi32(sums, _mm256_set1_epi32(-32)));
+    }
+  }
+  const int32_t* n32 = K == QuantKind::q6_k ? neg32.data() : nullptr;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
+    const float bb = bias ? bias[r] : 0.0f;
+    float sums[4];
+    if (nx == 1) {
+      kquant_row<K, 1>(row, x, 0, 1, n32, sums);
+      out[r] = sums[0] + bb;
+      continue;
+    }
+    for (int64_t j0 = 0; j0 < nx; j0 += 4) {
+      const int cnt = static_cast<int>(std::min<int64_t>(4, nx - j0));
+      kquant_row<K, 4>(row, x, j0, cnt, n32, sums);
+      for (int j = 0; j < cnt; ++j) out[(j0 + j) * ldo + r] = sums[j] + bb;
+    }
+  }
+}
+
 // 16 weights as floats: f32 loaded, bf16 widened (a 16-bit left shift of the bits).
 inline __m512 load_w16(const float* p, __mmask16 m) {
   return _mm512_maskz_loadu_ps(m, p);
@@ -560,6 +710,17 @@ void gemm_quant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int64
       return quant_gemm_any<QuantKind::q4_0>(w, row_bytes, rows, x, nx, bias, out, ldo);
     case QuantKind::q4_1:
       return quant_gemm_any<QuantKind::q4_1>(w, row_bytes, rows, x, nx, bias, out, ldo);
+    default:
+      return gemm_kquant_avx512(kind, w, row_bytes, rows, x, nx, bias, out, ldo);
+  }
+}
+
+void gemm_kquant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int64_t rows,
+                        const Q8Rows& x, int64_t nx, const float* bias, float* out, int64_t ldo) {
+  if (kind == QuantKind::q4_k) {
+    kquant_gemm<QuantKind::q4_k>(w, row_bytes, rows, x, nx, bias, out, ldo);
+  } else {
+    kquant_gemm<QuantKind::q6_k>(w, row_bytes, rows, x, nx, bias, out, ldo);
   }
 }
 
@@ -573,6 +734,8 @@ void gemm_packed_avx512(QuantKind kind, const uint8_t* packed, size_t block_byte
       return packed_gemm<QuantKind::q4_0>(packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
     case QuantKind::q4_1:
       return packed_gemm<QuantKind::q4_1>(packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
+    default:
+      return;  // not repacked
   }
 }
 

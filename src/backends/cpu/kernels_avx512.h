@@ -23,12 +23,17 @@ struct Q8Rows {
 void quantize_rows_q8_avx512(const float* x, int64_t n, const Q8Rows& out);
 
 /// Block types the int8 kernels read.
-enum class QuantKind { q8_0, q4_0, q4_1 };
+enum class QuantKind { q8_0, q4_0, q4_1, q4_k, q6_k };
 
 /// out[j * ldo + r] = dot(weight row r, activation row j) (+ bias[r] when bias is non-null) for
 /// weight rows [0, rows) (`row_bytes` apart) and activation rows [0, nx) of `x`.
 void gemm_quant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int64_t rows,
                        const Q8Rows& x, int64_t nx, const float* bias, float* out, int64_t ldo);
+
+/// The same for the K types (Q4_K, Q6_K; 256-value super-blocks, k a multiple of 256), row by
+/// row from the stored layout.
+void gemm_kquant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int64_t rows,
+                        const Q8Rows& x, int64_t nx, const float* bias, float* out, int64_t ldo);
 
 /// The same over repacked weights (repack.h): 8-row groups [g0, g1) of a matrix with `rows`
 /// rows and kb blocks per row, `block_bytes` per group block, starting at `packed`; writes

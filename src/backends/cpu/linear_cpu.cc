@@ -158,10 +158,13 @@ bool linear_avx512(const ops::LinearArgs& a) {
   const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
   const float* x = a.x.data<float>();
   float* out = a.out.data<float>();
-  if (wt == DType::q8_0 || wt == DType::q4_0 || wt == DType::q4_1) {
+  const bool k_type = (wt == DType::q4_k || wt == DType::q6_k) && k % 256 == 0;
+  if (wt == DType::q8_0 || wt == DType::q4_0 || wt == DType::q4_1 || k_type) {
     const QuantKind kind = wt == DType::q8_0   ? QuantKind::q8_0
                            : wt == DType::q4_0 ? QuantKind::q4_0
-                                               : QuantKind::q4_1;
+                           : wt == DType::q4_1 ? QuantKind::q4_1
+                           : wt == DType::q4_k ? QuantKind::q4_k
+                                               : QuantKind::q6_k;
     thread_local std::vector<int8_t> q;
     thread_local std::vector<float> d;
     thread_local std::vector<int32_t> s;
@@ -174,7 +177,7 @@ bool linear_avx512(const ops::LinearArgs& a) {
       quantize_rows_q8_avx512(x + r0 * k, r1 - r0, part);
     });
     const float* bias = bias_f32(a);
-    if (kUsePacked) {
+    if (kUsePacked && !k_type) {
       const auto packed = packed_weights(a.weight);
       cpu::parallel_for(
           packed->groups, 1,
