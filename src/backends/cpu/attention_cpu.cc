@@ -52,7 +52,8 @@ void sdpa(const ops::AttentionArgs& a) {
   float* out = a.out.data<float>();
   const int64_t items = g.batch * g.heads * g.seq;
   cpu::parallel_for(items, 1, [&](int64_t i0, int64_t i1) {
-    std::vector<float> acc(g.dim);
+    thread_local std::vector<float> acc;  // grown once per thread, not allocated per call
+    acc.resize(static_cast<size_t>(g.dim));
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t s = item % g.seq, h = (item / g.seq) % g.heads, b = item / (g.seq * g.heads);
       const int64_t kh = h / g.group;

@@ -16,7 +16,12 @@ void rope_kernel(const ops::RopeArgs& a) {
   const int32_t* pos = a.positions.data<int32_t>();
   const float* inv = a.inv_freq.data<float>();
   cpu::parallel_for(n, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<float> c(half), s(half);
+    // cos/sin of one token's angles; grown once per thread, not allocated per call.
+    thread_local std::vector<float> c, s;
+    if (static_cast<int64_t>(c.size()) < half) {
+      c.resize(static_cast<size_t>(half));
+      s.resize(static_cast<size_t>(half));
+    }
     for (int64_t t = t0; t < t1; ++t) {
       for (int64_t i = 0; i < half; ++i) {
         const float angle = static_cast<float>(pos[t]) * inv[i];
