@@ -175,12 +175,15 @@ void sdpa_avx512(const ops::AttentionArgs& a) {
       }
     }
     const int rows = static_cast<int>(qs.size());
-    const size_t need = static_cast<size_t>(rows * (g.dim + 20));
+    // 64-byte aligned: the kernel uses aligned vector loads on it.
+    const size_t need = static_cast<size_t>(32 * g.dim + 288 + 16);
     if (scratch.size() < need) scratch.resize(need);
+    float* aligned = scratch.data();
+    while (reinterpret_cast<uintptr_t>(aligned) % 64 != 0) ++aligned;
     attention_rows_avx512(rows, qs.data(), outs.data(), last.data(),
                           kc + (b * g.kv_heads + kh) * g.cap * g.dim,
                           vc + (b * g.kv_heads + kh) * g.cap * g.dim, mask + b * g.total, g.total,
-                          g.dim, a.scale, scratch.data());
+                          g.dim, a.scale, aligned);
   };
   run_tasks(tasks, TaskRef(task));
 }
