@@ -11,6 +11,8 @@
 #include "anvil/safetensors.h"
 #include "core/random.h"
 #include "core/thread_pool.h"
+#include "formats/ggml_quants.h"
+#include "formats/gguf_writer.h"
 #include "formats/mapped_file.h"
 
 namespace anvil {
@@ -56,6 +58,107 @@ void fill_constant(std::span<std::byte> out, DType dtype, float value) {
   convert_from_f32(tmp.data(), out.data(), dtype, n);
 }
 
+// The weights as a GGUF file laid out as llama.cpp writes one (llama.cpp tensor names, {arch}.*
+// metadata): matrices (and the embedding) in the block type `qtype`, norms and biases F32. The
+// float values before quantization are those the safetensors writer would store (same seed and
+// tensor ids), quantized as ggml's reference quantizer does. The tokenizer is a placeholder
+// vocabulary of vocab_size tokens "<t0>", "<t1>", ... (the model is random: its ids mean
+// nothing). Llama's q/k rows are written unpermuted; the weights are random, so the model is
+// just another random model of the same shape.
+void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, DType dtype,
+                      const std::string& path) {
+  const GgmlType qtype = dtype == DType::q8_0   ? GgmlType::q8_0
+                         : dtype == DType::q4_0 ? GgmlType::q4_0
+                                                : GgmlType::q4_1;
+  const std::string arch = c.model_type;
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
+    throw Error("init-model: a GGUF file needs a llama, qwen2 or qwen3 model, not '" + arch + "'");
+  }
+  if (c.hidden_size % 32 != 0 || c.intermediate_size % 32 != 0 ||
+      (c.num_attention_heads * c.head_dim) % 32 != 0) {
+    throw Error("init-model: " + std::string(dtype_name(dtype)) +
+                " needs matrix rows that are whole 32-value blocks");
+  }
+  GgufWriter w(path);
+  w.add_string("general.architecture", arch);
+  w.add_string("general.name", "anvil init-model");
+  const std::string a = arch + ".";
+  w.add_u32(a + "block_count", static_cast<uint32_t>(c.num_hidden_layers));
+  w.add_u32(a + "context_length", static_cast<uint32_t>(c.max_position_embeddings));
+  w.add_u32(a + "embedding_length", static_cast<uint32_t>(c.hidden_size));
+  w.add_u32(a + "feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+  w.add_u32(a + "attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
+  w.add_u32(a + "attention.head_count_kv", static_cast<uint32_t>(c.num_key_value_heads));
+  w.add_u32(a + "attention.key_length", static_cast<uint32_t>(c.head_dim));
+  w.add_u32(a + "attention.value_length", static_cast<uint32_t>(c.head_dim));
+  w.add_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
+  w.add_f32(a + "rope.freq_base", static_cast<float>(c.rope.theta));
+  w.add_string("tokenizer.ggml.model", "gpt2");
+  std::vector<std::string> tokens(static_cast<size_t>(c.vocab_size));
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = "<t" + std::to_string(i) + ">";
+  w.add_string_array("tokenizer.ggml.tokens", tokens);
+  if (c.bos_token_id)
+    w.add_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
+  if (!c.eos_token_ids.empty()) {
+    w.add_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
+  }
+
+  uint64_t tensor_id = 0;
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+    const uint64_t id = tensor_id++;
+    w.add_tensor(name, qtype, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)},
+                 [=](std::span<std::byte> out) {
+                   std::vector<float> f(static_cast<size_t>(rows * cols));
+                   fill_normal(std::as_writable_bytes(std::span<float>(f)), DType::f32, stddev,
+                               seed, id);
+                   const uint64_t row_bytes = ggml_row_bytes(qtype, cols);
+                   parallel_for(rows, 64, [&](int64_t r0, int64_t r1) {
+                     for (int64_t r = r0; r < r1; ++r) {
+                       quantize_row(qtype, f.data() + r * cols, out.data() + r * row_bytes, cols);
+                     }
+                   });
+                 });
+  };
+  auto constant = [&](const std::string& name, int64_t n, float v) {
+    ++tensor_id;
+    w.add_tensor(name, GgmlType::f32, {static_cast<uint64_t>(n)},
+                 [=](std::span<std::byte> out) { fill_constant(out, DType::f32, v); });
+  };
+  const int64_t h = c.hidden_size, hd = c.head_dim, inter = c.intermediate_size;
+  const int64_t q_out = c.num_attention_heads * hd, kv_out = c.num_key_value_heads * hd;
+  matrix("token_embd.weight", c.vocab_size, h);
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    constant(p + "attn_norm.weight", h, 1.0f);
+    matrix(p + "attn_q.weight", q_out, h);
+    matrix(p + "attn_k.weight", kv_out, h);
+    matrix(p + "attn_v.weight", kv_out, h);
+    matrix(p + "attn_output.weight", h, q_out);
+    if (c.qkv_bias) {
+      constant(p + "attn_q.bias", q_out, 0.0f);
+      constant(p + "attn_k.bias", kv_out, 0.0f);
+      constant(p + "attn_v.bias", kv_out, 0.0f);
+    }
+    if (c.o_bias) constant(p + "attn_output.bias", h, 0.0f);
+    if (c.qk_norm) {
+      constant(p + "attn_q_norm.weight", hd, 1.0f);
+      constant(p + "attn_k_norm.weight", hd, 1.0f);
+    }
+    constant(p + "ffn_norm.weight", h, 1.0f);
+    matrix(p + "ffn_gate.weight", inter, h);
+    matrix(p + "ffn_up.weight", inter, h);
+    matrix(p + "ffn_down.weight", h, inter);
+    if (c.mlp_bias) {
+      constant(p + "ffn_gate.bias", inter, 0.0f);
+      constant(p + "ffn_up.bias", inter, 0.0f);
+      constant(p + "ffn_down.bias", h, 0.0f);
+    }
+  }
+  constant("output_norm.weight", h, 1.0f);
+  if (!c.tie_word_embeddings) matrix("output.weight", c.vocab_size, h);
+  w.finish();
+}
+
 }  // namespace
 
 void init_model(const std::string& like, const std::string& out_dir, uint64_t seed, DType dtype) {
@@ -68,6 +171,10 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
   fs::create_directories(out_dir, ec);
   if (ec) throw Error(out_dir + ": cannot create folder: " + ec.message());
 
+  if (is_quantized(dtype) && dtype != DType::q8_0 && dtype != DType::q4_0 && dtype != DType::q4_1) {
+    throw Error("init-model: dtype " + std::string(dtype_name(dtype)) +
+                " is not supported (f32, bf16, f16, q8_0, q4_0, q4_1)");
+  }
   const char* torch_name = dtype == DType::bf16  ? "bfloat16"
                            : dtype == DType::f16 ? "float16"
                                                  : "float32";
@@ -88,6 +195,10 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
     if (!f) throw Error(out_dir + "/generation_config.json: write failed");
   }
 
+  if (is_quantized(dtype)) {
+    write_gguf_model(c, stddev, seed, dtype, (fs::path(out_dir) / "model.gguf").string());
+    return;
+  }
   SafetensorsWriter w((fs::path(out_dir) / "model.safetensors").string());
   w.set_metadata("format", "pt");
   uint64_t tensor_id = 0;

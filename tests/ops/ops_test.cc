@@ -8,6 +8,7 @@
 
 #include "anvil/backend.h"
 #include "anvil/error.h"
+#include "backends/cpu/cpu_isa.h"
 #include "ops/ops.h"
 #include "ops/reference.h"
 
@@ -81,32 +82,72 @@ Tensor random_blocks(DType type, int64_t rows, int64_t k, std::mt19937& rng) {
   std::uniform_int_distribution<int> byte(0, 255);
   for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] = static_cast<uint8_t>(byte(rng));
   const size_t block = dtype_nbytes(type, dtype_block_elems(type));
-  const int scales = type == DType::q4_1 ? 2 : 1;  // d, and m for Q4_1, lead each block
+  // The f16 fields: d (and m / dmin for Q4_1 / Q4_K) lead each block; Q6_K's d ends it.
+  std::vector<size_t> f16_at = {0};
+  if (type == DType::q4_1 || type == DType::q4_k) f16_at = {0, 2};
+  if (type == DType::q6_k) f16_at = {208};
   std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
   for (size_t b = 0; b < t.nbytes(); b += block) {
-    for (int s = 0; s < scales; ++s) {
+    for (size_t at : f16_at) {
       const uint16_t h = f32_to_f16(scale(rng));
-      std::memcpy(bytes + b + 2 * s, &h, 2);
+      std::memcpy(bytes + b + at, &h, 2);
     }
   }
   return t;
 }
 
+// x with each 32-value block rounded to int8 as llama.cpp's Q8 activation format does it
+// (d = max|x| / 127, q = round-half-even(x * 127 / max|x|)), back in float32: what the CPU's
+// AVX-512 VNNI kernels multiply quantized weights with.
+Tensor q8_round_trip(const Tensor& x) {
+  std::vector<float> v = x.to_f32_vector();
+  for (size_t b = 0; b + 32 <= v.size(); b += 32) {
+    float amax = 0;
+    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[b + i]));
+    const float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+    for (size_t i = 0; i < 32; ++i) v[b + i] = std::nearbyint(v[b + i] * id) * d;
+  }
+  return Tensor::from_f32(v, x.shape());
+}
+
+// True when this device's quantized matrix products use int8 activations.
+bool int8_activations(DeviceType d) {
+  return d == DeviceType::cpu && cpu::isa() == cpu::Isa::avx512;
+}
+
 TEST_P(Ops, LinearWithQuantizedWeights) {
-  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1}) {
+  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q4_k, DType::q6_k}) {
     if (!has(ops::kLinear, w)) continue;
-    for (auto [n, k, o] : {std::tuple{1, 64, 40}, {3, 576, 33}, {2, 1536, 17}}) {
+    const bool k_type = w == DType::q4_k || w == DType::q6_k;  // 256-value super-blocks
+    // Odd shapes: rows not a multiple of the register tiles (8-row groups, 4 activation rows),
+    // a single row and a single output.
+    using Shape3 = std::tuple<int64_t, int64_t, int64_t>;
+    const std::vector<Shape3> shapes =
+        k_type ? std::vector<Shape3>{{1, 256, 40}, {3, 512, 33}, {6, 768, 9}, {1, 1536, 1}}
+               : std::vector<Shape3>{{1, 64, 40},  {3, 576, 33}, {2, 1536, 17},
+                                     {17, 96, 37}, {5, 32, 1},   {1, 160, 7}};
+    for (auto [n, k, o] : shapes) {
       const Tensor x = random_tensor({n, k}, rng_);
       const Tensor weight = random_blocks(w, o, k, rng_);
       const Tensor bias = random_tensor({o}, rng_);
       Tensor out = empty({n, o});
       ops::linear(on_device(x, act_), weight.to(device_), bias.to(device_), out);
       Tensor want = Tensor::empty({n, o}, DType::f32);
-      ops::reference::linear({x, weight, bias, want});  // exact dequantization, double sums
-      // float32 accumulation in another order: relative to the size of the terms.
+      // Exact dequantization, double sums; for int8 activations, of the activations the
+      // kernel actually multiplies (the loss of quantizing them is llama.cpp's, by design).
+      const Tensor x_used = int8_activations(GetParam()) ? q8_round_trip(x) : x;
+      ops::reference::linear({x_used, weight, bias, want});
+      // float32 accumulation in another order: relative to the size of the terms (the largest
+      // sum of |w x| over every output).
       const auto wf = weight.to_f32_vector(), xf = x.to_f32_vector();
       float magnitude = 0;
-      for (int64_t i = 0; i < k; ++i) magnitude += std::fabs(wf[i] * xf[i]);
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t r = 0; r < o; ++r) {
+          float m = 0;
+          for (int64_t i = 0; i < k; ++i) m += std::fabs(wf[r * k + i] * xf[j * k + i]);
+          magnitude = std::max(magnitude, m);
+        }
+      }
       EXPECT_LE(max_abs_diff(out, want), 1e-5f * magnitude + 1e-5f)
           << dtype_name(w) << " " << n << "x" << k << "x" << o;
     }
@@ -177,9 +218,19 @@ TEST_P(Ops, StoreKv) {
 }
 
 TEST_P(Ops, AttentionBothImplementationsGqaMaskedCausal) {
-  // seq 70: devices take their many-query (prefill) path.
-  for (auto [batch, seq, past] : {std::tuple{2, 5, 0}, {2, 3, 4}, {3, 1, 9}, {2, 70, 6}}) {
-    const int64_t heads = 4, kv_heads = 2, dim = 16, cap = 80, total = past + seq;
+  // Small cases, then ones that cross the CPU kernels' blocks: 16-key blocks, 16-query tiles,
+  // a head dimension that is not a multiple of the vector width, 7 heads per KV head; and 70
+  // queries, where devices switch to their prefill path.
+  struct Case {
+    int64_t batch, seq, past, heads, kv_heads, dim;
+  };
+  for (const Case c :
+       {Case{2, 5, 0, 4, 2, 16}, Case{2, 3, 4, 4, 2, 16}, Case{3, 1, 9, 4, 2, 16},
+        Case{2, 37, 0, 14, 2, 24}, Case{1, 1, 50, 14, 2, 64}, Case{2, 20, 13, 3, 1, 72},
+        Case{2, 70, 6, 4, 2, 16}}) {  // 70 queries: devices take their prefill path
+    const int64_t heads = c.heads, kv_heads = c.kv_heads, dim = c.dim;
+    const int64_t batch = c.batch, seq = c.seq, past = c.past;
+    const int64_t cap = past + seq + 3, total = past + seq;
     const Tensor q = random_tensor({batch, seq, heads, dim}, rng_);
     const Tensor k = random_tensor({batch, kv_heads, cap, dim}, rng_);
     const Tensor v = random_tensor({batch, kv_heads, cap, dim}, rng_);
@@ -196,7 +247,8 @@ TEST_P(Ops, AttentionBothImplementationsGqaMaskedCausal) {
       ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_), mask.to(device_),
                       out, past, 0.25f, impl});
       EXPECT_LE(max_abs_diff(out, want), tolerance(2e-5f))
-          << "impl " << static_cast<int>(impl) << " past " << past << " seq " << seq;
+          << "impl " << static_cast<int>(impl) << " past " << past << " seq " << seq << " dim "
+          << dim;
     }
   }
 }

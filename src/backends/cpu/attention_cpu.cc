@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_isa.h"
+#include "backends/cpu/cpu_threads.h"
+#include "backends/cpu/kernels_avx512.h"
 #include "core/kernels.h"
-#include "core/thread_pool.h"
 #include "ops/ops.h"
 
 namespace anvil::cpu {
@@ -49,8 +51,9 @@ void sdpa(const ops::AttentionArgs& a) {
   const int32_t* mask = a.key_mask.data<int32_t>();
   float* out = a.out.data<float>();
   const int64_t items = g.batch * g.heads * g.seq;
-  parallel_for(items, 1, [&](int64_t i0, int64_t i1) {
-    std::vector<float> acc(g.dim);
+  cpu::parallel_for(items, 1, [&](int64_t i0, int64_t i1) {
+    thread_local std::vector<float> acc;  // grown once per thread, not allocated per call
+    acc.resize(static_cast<size_t>(g.dim));
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t s = item % g.seq, h = (item / g.seq) % g.heads, b = item / (g.seq * g.heads);
       const int64_t kh = h / g.group;
@@ -90,7 +93,7 @@ void eager(const ops::AttentionArgs& a) {
   const float* vc = a.v_cache.data<float>();
   const int32_t* mask = a.key_mask.data<int32_t>();
   float* out = a.out.data<float>();
-  parallel_for(g.batch * g.heads, 1, [&](int64_t i0, int64_t i1) {
+  cpu::parallel_for(g.batch * g.heads, 1, [&](int64_t i0, int64_t i1) {
     std::vector<float> scores(static_cast<size_t>(g.seq * g.total));
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t h = item % g.heads, b = item / g.heads, kh = h / g.group;
@@ -130,8 +133,65 @@ void eager(const ops::AttentionArgs& a) {
   });
 }
 
+// AVX-512: tasks of (batch row, KV head, tile of queries, share of the group's heads); all the
+// query rows of a task go through each key block together, so K and V are read once per task
+// (once per step in decode, once per 16 queries in a prefill: memory traffic is not quadratic).
+void sdpa_avx512(const ops::AttentionArgs& a) {
+  const Geometry g(a);
+  const float* q = a.q.data<float>();
+  const float* kc = a.k_cache.data<float>();
+  const float* vc = a.v_cache.data<float>();
+  const int32_t* mask = a.key_mask.data<int32_t>();
+  float* out = a.out.data<float>();
+  constexpr int64_t kQueryTile = 16;
+  const int64_t tiles = (g.seq + kQueryTile - 1) / kQueryTile;
+  const int64_t base_tasks = g.batch * g.kv_heads * tiles;
+  // Few tasks (decode): split each group of heads so every thread has work.
+  const int64_t head_parts = std::min<int64_t>(
+      g.group, std::max<int64_t>(1, (2 * threads() + base_tasks - 1) / base_tasks));
+  const int64_t heads_per_part = (g.group + head_parts - 1) / head_parts;
+  const int64_t tasks = base_tasks * head_parts;
+  auto task = [&](int64_t id) {
+    const int64_t part = id % head_parts, tile = (id / head_parts) % tiles;
+    const int64_t kh = (id / (head_parts * tiles)) % g.kv_heads;
+    const int64_t b = id / (head_parts * tiles * g.kv_heads);
+    const int64_t s0 = tile * kQueryTile, s1 = std::min(g.seq, s0 + kQueryTile);
+    const int64_t h0 = kh * g.group + part * heads_per_part;
+    const int64_t h1 = std::min(kh * g.group + g.group, h0 + heads_per_part);
+    if (h0 >= h1) return;
+    thread_local std::vector<const float*> qs;
+    thread_local std::vector<float*> outs;
+    thread_local std::vector<int64_t> last;
+    thread_local std::vector<float> scratch;
+    qs.clear();
+    outs.clear();
+    last.clear();
+    for (int64_t s = s0; s < s1; ++s) {
+      for (int64_t h = h0; h < h1; ++h) {
+        const int64_t at = ((b * g.seq + s) * g.heads + h) * g.dim;
+        qs.push_back(q + at);
+        outs.push_back(out + at);
+        last.push_back(a.past + s);
+      }
+    }
+    const int rows = static_cast<int>(qs.size());
+    // 64-byte aligned: the kernel uses aligned vector loads on it.
+    const size_t need = static_cast<size_t>(32 * g.dim + 288 + 16);
+    if (scratch.size() < need) scratch.resize(need);
+    float* aligned = scratch.data();
+    while (reinterpret_cast<uintptr_t>(aligned) % 64 != 0) ++aligned;
+    attention_rows_avx512(rows, qs.data(), outs.data(), last.data(),
+                          kc + (b * g.kv_heads + kh) * g.cap * g.dim,
+                          vc + (b * g.kv_heads + kh) * g.cap * g.dim, mask + b * g.total, g.total,
+                          g.dim, a.scale, aligned);
+  };
+  run_tasks(tasks, TaskRef(task));
+}
+
 void attention_kernel(const ops::AttentionArgs& a) {
-  if (a.impl == ops::AttentionImpl::eager) {
+  if (a.impl == ops::AttentionImpl::sdpa && isa() == Isa::avx512) {
+    sdpa_avx512(a);
+  } else if (a.impl == ops::AttentionImpl::eager) {
     eager(a);
   } else {
     sdpa(a);

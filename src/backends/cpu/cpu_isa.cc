@@ -14,10 +14,19 @@ Isa isa() {
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
         __builtin_cpu_supports("f16c")) {
       detected = Isa::avx2;
+      if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+          __builtin_cpu_supports("avx512vnni")) {
+        detected = Isa::avx512;
+      }
     }
 #endif
     if (const char* env = std::getenv("ANVIL_CPU_ISA")) {
-      if (std::strcmp(env, "baseline") == 0) detected = Isa::baseline;
+      Isa cap = detected;
+      if (std::strcmp(env, "baseline") == 0) cap = Isa::baseline;
+      if (std::strcmp(env, "avx2") == 0) cap = Isa::avx2;
+      if (std::strcmp(env, "avx512") == 0) cap = Isa::avx512;
+      if (cap < detected) detected = cap;
     }
     return detected;
   }();
@@ -25,7 +34,14 @@ Isa isa() {
 }
 
 const char* isa_name(Isa level) {
-  return level == Isa::avx2 ? "avx2" : "baseline";
+  switch (level) {
+    case Isa::avx512:
+      return "avx512";
+    case Isa::avx2:
+      return "avx2";
+    default:
+      return "baseline";
+  }
 }
 
 }  // namespace anvil::cpu

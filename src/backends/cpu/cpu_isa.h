@@ -1,10 +1,14 @@
 // Which instruction-set level the CPU kernels use: detected once, lowered (never raised) by
-// ANVIL_CPU_ISA=baseline|avx2 so every kernel path can be tested on a machine that has more.
+// ANVIL_CPU_ISA=baseline|avx2|avx512 so every kernel path can be tested on a machine that has more.
 #pragma once
 
 namespace anvil::cpu {
 
-enum class Isa { baseline, avx2 };
+// Ordered: each level includes the ones before it.
+//   avx2:   AVX2 + FMA + F16C (Haswell, Zen 1 and later)
+//   avx512: AVX-512 F/BW/VL/DQ + VNNI (int8 dot products) on top of avx2 (Ice Lake, Zen 4 and
+//           later; Skylake-X has no VNNI and stays at avx2)
+enum class Isa { baseline, avx2, avx512 };
 
 Isa isa();
 const char* isa_name(Isa isa);

@@ -4,14 +4,17 @@
 // are read in their compact form (a Q4 model streams Q4 bytes) and decoded in cache. The CPU
 // performance issue replaces the inner loops with ISA-specific kernels.
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_isa.h"
+#include "backends/cpu/cpu_threads.h"
+#include "backends/cpu/kernels_avx512.h"
 #include "backends/cpu/quant_dot.h"
+#include "backends/cpu/repack.h"
 #include "backends/cpu/weight_load.h"
 #include "core/kernels.h"
-#include "core/thread_pool.h"
 #include "ops/ops.h"
 
 namespace anvil::cpu {
@@ -61,17 +64,21 @@ void for_row_blocks(const ops::LinearArgs& a, const std::vector<float>& bias, Do
   float* out = a.out.data<float>();
   const int64_t blocks = (o + kRowBlock - 1) / kRowBlock;
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, k * kRowBlock * n));
-  parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
-    float tmp[kRowBlock];
-    for (int64_t blk = b0; blk < b1; ++blk) {
-      const int64_t r0 = blk * kRowBlock, r1 = std::min(o, r0 + kRowBlock);
-      for (int64_t row = 0; row < n; ++row) {
-        dot(r0, r1, row, tmp);
-        float* orow = out + row * o;
-        for (int64_t r = r0; r < r1; ++r) orow[r] = tmp[r - r0] + (bias.empty() ? 0.0f : bias[r]);
-      }
-    }
-  });
+  cpu::parallel_for(
+      blocks, grain,
+      [&](int64_t b0, int64_t b1) {
+        float tmp[kRowBlock];
+        for (int64_t blk = b0; blk < b1; ++blk) {
+          const int64_t r0 = blk * kRowBlock, r1 = std::min(o, r0 + kRowBlock);
+          for (int64_t row = 0; row < n; ++row) {
+            dot(r0, r1, row, tmp);
+            float* orow = out + row * o;
+            for (int64_t r = r0; r < r1; ++r)
+              orow[r] = tmp[r - r0] + (bias.empty() ? 0.0f : bias[r]);
+          }
+        }
+      },
+      4);
 }
 
 // Quantized weights with a fused kernel: blocks are decoded in registers, never widened to memory.
@@ -112,8 +119,102 @@ void linear_dense_avx2(const ops::LinearArgs& a, const std::vector<float>& bias)
   });
 }
 
+// Scratch that only grows: the per-token path allocates nothing once warm. One set per calling
+// thread (ops are issued by one thread per model; tasks only read it).
+template <class T>
+T* grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+// The bias as float32 (a pointer into the tensor when it already is), or nullptr.
+const float* bias_f32(const ops::LinearArgs& a) {
+  if (!a.bias.defined()) return nullptr;
+  if (a.bias.dtype() == DType::f32) return a.bias.data<float>();
+  thread_local std::vector<float> converted;
+  float* dst = grow(converted, static_cast<size_t>(a.bias.numel()));
+  convert_to_f32(a.bias.raw(), a.bias.dtype(), dst, static_cast<size_t>(a.bias.numel()));
+  return dst;
+}
+
+// Weight rows per task: whole NR-row tiles; one contiguous range per thread for a single
+// activation row (each thread streams its own part of the matrix), finer for prefill.
+template <class Fn>
+void split_rows(int64_t o, int64_t n, Fn&& fn) {
+  constexpr int64_t kTile = 4;
+  const int64_t tiles = (o + kTile - 1) / kTile;
+  cpu::parallel_for(
+      tiles, 1, [&](int64_t t0, int64_t t1) { fn(t0 * kTile, std::min(o, t1 * kTile)); },
+      n == 1 ? 1 : 8);
+}
+
+const bool kUsePacked = std::getenv("ANVIL_NO_REPACK") == nullptr;
+// Decode: 4 chunks per thread, so a thread slowed by another process on its core takes fewer.
+constexpr int kDecodeChunks = 4;
+
+// AVX-512: quantized weights through int8 activations and VNNI; f32 / bf16 through FMA tiles.
+bool linear_avx512(const ops::LinearArgs& a) {
+  const DType wt = a.weight.dtype();
+  const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
+  const float* x = a.x.data<float>();
+  float* out = a.out.data<float>();
+  const bool k_type = (wt == DType::q4_k || wt == DType::q6_k) && k % 256 == 0;
+  if (wt == DType::q8_0 || wt == DType::q4_0 || wt == DType::q4_1 || k_type) {
+    const QuantKind kind = wt == DType::q8_0   ? QuantKind::q8_0
+                           : wt == DType::q4_0 ? QuantKind::q4_0
+                           : wt == DType::q4_1 ? QuantKind::q4_1
+                           : wt == DType::q4_k ? QuantKind::q4_k
+                                               : QuantKind::q6_k;
+    thread_local std::vector<int8_t> q;
+    thread_local std::vector<float> d;
+    thread_local std::vector<int32_t> s;
+    thread_local std::vector<float> ds;
+    const int64_t kb = k / 32;
+    const size_t nb = static_cast<size_t>(n * kb);
+    const Q8Rows xq{grow(q, static_cast<size_t>(n * k)), grow(d, nb), grow(s, nb), grow(ds, nb), k};
+    cpu::parallel_for(n, 16, [&](int64_t r0, int64_t r1) {
+      const Q8Rows part{xq.q + r0 * k, xq.d + r0 * kb, xq.s + r0 * kb, xq.ds + r0 * kb, k};
+      quantize_rows_q8_avx512(x + r0 * k, r1 - r0, part);
+    });
+    const float* bias = bias_f32(a);
+    if (kUsePacked && !k_type) {
+      const auto packed = packed_weights(a.weight);
+      cpu::parallel_for(
+          packed->groups, 1,
+          [&](int64_t g0, int64_t g1) {
+            gemm_packed_avx512(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out,
+                               o);
+          },
+          n == 1 ? kDecodeChunks : 8);
+      return true;
+    }
+    const size_t row_bytes = dtype_nbytes(wt, k);
+    const auto* w = static_cast<const uint8_t*>(a.weight.raw());
+    split_rows(o, n, [&](int64_t r0, int64_t r1) {
+      gemm_quant_avx512(kind, w + static_cast<size_t>(r0) * row_bytes, row_bytes, r1 - r0, xq, n,
+                        bias ? bias + r0 : nullptr, out + r0, o);
+    });
+    return true;
+  }
+  if (wt == DType::f32 || wt == DType::bf16) {
+    const float* bias = bias_f32(a);
+    split_rows(o, n, [&](int64_t r0, int64_t r1) {
+      if (wt == DType::f32) {
+        gemm_f32_avx512(a.weight.data<float>() + r0 * k, r1 - r0, x, n, k,
+                        bias ? bias + r0 : nullptr, out + r0, o);
+      } else {
+        gemm_bf16_avx512(static_cast<const uint16_t*>(a.weight.raw()) + r0 * k, r1 - r0, x, n, k,
+                         bias ? bias + r0 : nullptr, out + r0, o);
+      }
+    });
+    return true;
+  }
+  return false;
+}
+
 template <class W>
 void linear_kernel(const ops::LinearArgs& a) {
+  if (isa() == Isa::avx512 && linear_avx512(a)) return;
   const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
   const float* x = a.x.data<float>();
   float* out = a.out.data<float>();
@@ -125,7 +226,7 @@ void linear_kernel(const ops::LinearArgs& a) {
       return;
     }
   } else if constexpr (std::is_same_v<W, float> || std::is_same_v<W, Bf16>) {
-    if (isa() == Isa::avx2) {
+    if (isa() >= Isa::avx2) {
       linear_dense_avx2<W>(a, bias);
       return;
     }
@@ -133,23 +234,26 @@ void linear_kernel(const ops::LinearArgs& a) {
   const int64_t blocks = (o + kRowBlock - 1) / kRowBlock;
   // Enough work per chunk to outweigh waking a thread.
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, k * kRowBlock * n));
-  parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
-    std::vector<float> widened;
-    if constexpr (!std::is_same_v<W, float>) widened.resize(static_cast<size_t>(kRowBlock * k));
-    for (int64_t blk = b0; blk < b1; ++blk) {
-      const int64_t r0 = blk * kRowBlock, r1 = std::min(o, r0 + kRowBlock);
-      const float* wf = widen_rows<W>(a, r0, r1, widened);
-      for (int64_t row = 0; row < n; ++row) {
-        const float* xr = x + row * k;
-        float* orow = out + row * o;
-        for (int64_t r = r0; r < r1; ++r) {
-          float v = dot(xr, wf + (r - r0) * k, k);
-          if (!bias.empty()) v += bias[r];
-          orow[r] = v;
+  cpu::parallel_for(
+      blocks, grain,
+      [&](int64_t b0, int64_t b1) {
+        std::vector<float> widened;
+        if constexpr (!std::is_same_v<W, float>) widened.resize(static_cast<size_t>(kRowBlock * k));
+        for (int64_t blk = b0; blk < b1; ++blk) {
+          const int64_t r0 = blk * kRowBlock, r1 = std::min(o, r0 + kRowBlock);
+          const float* wf = widen_rows<W>(a, r0, r1, widened);
+          for (int64_t row = 0; row < n; ++row) {
+            const float* xr = x + row * k;
+            float* orow = out + row * o;
+            for (int64_t r = r0; r < r1; ++r) {
+              float v = dot(xr, wf + (r - r0) * k, k);
+              if (!bias.empty()) v += bias[r];
+              orow[r] = v;
+            }
+          }
         }
-      }
-    }
-  });
+      },
+      4);
 }
 
 }  // namespace

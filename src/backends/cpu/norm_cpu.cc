@@ -2,9 +2,9 @@
 #include <cmath>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_threads.h"
 #include "backends/cpu/weight_load.h"
 #include "core/kernels.h"
-#include "core/thread_pool.h"
 #include "ops/ops.h"
 
 namespace anvil::cpu {
@@ -16,7 +16,7 @@ void rms_norm_kernel(const ops::RmsNormArgs& a) {
   const float* x = a.x.data<float>();
   const W* w = a.weight.data<W>();
   float* out = a.out.data<float>();
-  parallel_for(n, std::max<int64_t>(1, 4096 / d), [&](int64_t r0, int64_t r1) {
+  cpu::parallel_for(n, std::max<int64_t>(1, 4096 / d), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* xr = x + r * d;
       float acc[8] = {};

@@ -6,7 +6,7 @@
 namespace anvil::cpu {
 
 QuantDotRows quant_dot_rows(DType weights) {
-  if (isa() != Isa::avx2) return nullptr;
+  if (isa() < Isa::avx2) return nullptr;
   switch (weights) {
     case DType::q8_0:
       return &dot_rows_q8_0_avx2;

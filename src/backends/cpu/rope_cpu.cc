@@ -3,8 +3,8 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_threads.h"
 #include "core/kernels.h"
-#include "core/thread_pool.h"
 #include "ops/ops.h"
 
 namespace anvil::cpu {
@@ -15,8 +15,13 @@ void rope_kernel(const ops::RopeArgs& a) {
   float* x = a.x.data<float>();
   const int32_t* pos = a.positions.data<int32_t>();
   const float* inv = a.inv_freq.data<float>();
-  parallel_for(n, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<float> c(half), s(half);
+  cpu::parallel_for(n, 1, [&](int64_t t0, int64_t t1) {
+    // cos/sin of one token's angles; grown once per thread, not allocated per call.
+    thread_local std::vector<float> c, s;
+    if (static_cast<int64_t>(c.size()) < half) {
+      c.resize(static_cast<size_t>(half));
+      s.resize(static_cast<size_t>(half));
+    }
     for (int64_t t = t0; t < t1; ++t) {
       for (int64_t i = 0; i < half; ++i) {
         const float angle = static_cast<float>(pos[t]) * inv[i];

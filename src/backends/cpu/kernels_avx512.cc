@@ -1,0 +1,864 @@
+// AVX-512 kernels. Quantized weights: the activations are quantized once per op to int8 blocks
+// (llama.cpp's Q8 activation format) and each 32-value block product is one VNNI instruction
+// (vpdpbusd: unsigned weight bytes times signed activation bytes, summed in int32), scaled in
+// float32 by the weight and activation block scales. Signed weights (Q8_0) are made unsigned by
+// flipping the sign bit (q + 128) and Q4_0's nibbles are used as stored (q, not q - 8); the offset
+// times the block's activation sum starts the int32 sum. Q4_1's minimum adds m * d_x * sum(q_x).
+// Float weights (f32, bf16 widened by a 16-bit shift) use float32 FMA: exact products, so the
+// result is float32 summation of the same terms as the reference.
+// Register tiles: NR weight rows x NX activation rows, each weight block decoded once per tile
+// and reused for every activation row in it. Compiled with -mavx512f/bw/vl/dq/vnni -mavx2 -mfma
+// -mf16c; only called after cpu::isa() returned Isa::avx512.
+#include "backends/cpu/kernels_avx512.h"
+
+// GCC 12's AVX-512 intrinsics start some results from an uninitialised "undefined" vector and
+// warn about their own code (a known false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace anvil::cpu {
+namespace {
+
+inline float hsum256(__m256 v) {
+  const __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+  __m128 s = _mm_add_ps(lo, hi);
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+// Horizontal sum of 16 floats (not _mm512_reduce_add_ps: GCC 12's version starts from an
+// "undefined" vector, which kept a whole tile of accumulators in memory).
+inline float hsum512(__m512 v) {
+  return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+
+inline uint16_t u16_at(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+// An f16 field broadcast to 8 floats.
+inline __m256 f16_broadcast(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(u16_at(p))));
+}
+
+template <QuantKind K>
+struct Block;
+template <>
+struct Block<QuantKind::q8_0> {
+  static constexpr int kBytes = 34, kOffset = 128;
+  static __m256i load(const uint8_t* b) {
+    return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)),
+                            _mm256_set1_epi8(static_cast<char>(0x80)));
+  }
+};
+// Nibbles: element j in the low half of byte j, element j + 16 in the high half.
+inline __m256i nibbles(const uint8_t* qs) {
+  const __m256i both =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i shifted = _mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0f));
+}
+template <>
+struct Block<QuantKind::q4_0> {
+  static constexpr int kBytes = 18, kOffset = 8;
+  static __m256i load(const uint8_t* b) { return nibbles(b + 2); }
+};
+template <>
+struct Block<QuantKind::q4_1> {
+  static constexpr int kBytes = 20, kOffset = 0;
+  static __m256i load(const uint8_t* b) { return nibbles(b + 4); }
+};
+
+template <QuantKind K, int NR, int NX>
+void quant_tile(const uint8_t* w, size_t row_bytes, int nr, const Q8Rows& x, int64_t j0, int nx,
+                const float* bias, float* out, int64_t ldo) {
+  using B = Block<K>;
+  constexpr bool kMin = K == QuantKind::q4_1;
+  const int64_t kb = x.k / 32;
+  const uint8_t* wr[NR];
+  for (int i = 0; i < NR; ++i) wr[i] = w + static_cast<size_t>(std::min(i, nr - 1)) * row_bytes;
+  const int8_t* xq[NX];
+  const float* xd[NX];
+  const int32_t* xs[NX];
+  for (int j = 0; j < NX; ++j) {
+    const int64_t row = j0 + std::min(j, nx - 1);
+    xq[j] = x.q + row * x.k;
+    xd[j] = x.d + row * kb;
+    xs[j] = x.s + row * kb;
+  }
+  __m256 acc[NR][NX];
+  for (int i = 0; i < NR; ++i) {
+    for (int j = 0; j < NX; ++j) acc[i][j] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < kb; ++b) {
+    __m256i wv[NR];
+    __m256 dw[NR];
+    [[maybe_unused]] __m256 mw[NR];
+    for (int i = 0; i < NR; ++i) {
+      const uint8_t* blk = wr[i] + b * B::kBytes;
+      wv[i] = B::load(blk);
+      dw[i] = f16_broadcast(blk);
+      if constexpr (kMin) mw[i] = f16_broadcast(blk + 2);
+    }
+    for (int j = 0; j < NX; ++j) {
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[j] + b * 32));
+      const __m256 dx = _mm256_set1_ps(xd[j][b]);
+      const __m256i start = _mm256_maskz_set1_epi32(1, -B::kOffset * xs[j][b]);
+      [[maybe_unused]] __m256 xsum;
+      if constexpr (kMin) {
+        xsum = _mm256_maskz_mov_ps(1, _mm256_set1_ps(xd[j][b] * static_cast<float>(xs[j][b])));
+      }
+      for (int i = 0; i < NR; ++i) {
+        const __m256i dot = _mm256_dpbusd_epi32(start, wv[i], xv);
+        acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw[i], dx), acc[i][j]);
+        if constexpr (kMin) acc[i][j] = _mm256_fmadd_ps(mw[i], xsum, acc[i][j]);
+      }
+    }
+  }
+  float sums[NR][NX];
+  for (int i = 0; i < NR; ++i) {
+    for (int j = 0; j < NX; ++j) sums[i][j] = hsum256(acc[i][j]);
+  }
+  for (int j = 0; j < nx; ++j) {
+    for (int i = 0; i < nr; ++i) out[(j0 + j) * ldo + i] = sums[i][j] + (bias ? bias[i] : 0.0f);
+  }
+}
+
+// Matrix-vector: one row at a time, so each thread reads its rows as one sequential stream
+// (interleaving 4 rows measured 2-3x slower from DRAM here), independent accumulators for
+// consecutive blocks (a single FMA chain limited Q4_1 to ~9 GB/s).
+template <QuantKind K>
+void quant_matvec(const uint8_t* w, size_t row_bytes, int64_t rows, const Q8Rows& x,
+                  const float* bias, float* out) {
+  using B = Block<K>;
+  constexpr bool kMin = K == QuantKind::q4_1;
+  const int64_t kb = x.k / 32;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
+    __m256 accm = _mm256_setzero_ps();
+    const auto block = [&](int64_t b, __m256 scale, int u) {
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b * 32));
+      const __m256i start = _mm256_maskz_set1_epi32(1, -B::kOffset * x.s[b]);
+      const __m256i dot = _mm256_dpbusd_epi32(start, B::load(row + b * B::kBytes), xv);
+      acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[u]);
+    };
+    // Four independent accumulators (one FMA chain, 4 cycles a block, was the limit), indexed
+    // statically so they stay in registers.
+    const auto step = [&](int64_t b, int u) {
+      const uint8_t* blk = row + b * B::kBytes;
+      block(b, _mm256_mul_ps(f16_broadcast(blk), _mm256_set1_ps(x.d[b])), u);
+      if constexpr (kMin) {
+        accm = _mm256_fmadd_ps(f16_broadcast(blk + 2),
+                               _mm256_maskz_mov_ps(1, _mm256_set1_ps(x.ds[b])), accm);
+      }
+    };
+    int64_t b = 0;
+    for (; b + 4 <= kb; b += 4) {
+      step(b, 0);
+      step(b + 1, 1);
+      step(b + 2, 2);
+      step(b + 3, 3);
+    }
+    for (; b < kb; ++b) step(b, 0);
+    const __m256 total =
+        _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    out[r] = hsum256(kMin ? _mm256_add_ps(total, accm) : total) + (bias ? bias[r] : 0.0f);
+  }
+}
+
+template <QuantKind K, int NR, int NX>
+void quant_gemm(const uint8_t* w, size_t row_bytes, int64_t rows, const Q8Rows& x, int64_t nx,
+                const float* bias, float* out, int64_t ldo) {
+  for (int64_t r0 = 0; r0 < rows; r0 += NR) {
+    const int nr = static_cast<int>(std::min<int64_t>(NR, rows - r0));
+    for (int64_t j0 = 0; j0 < nx; j0 += NX) {
+      quant_tile<K, NR, NX>(w + static_cast<size_t>(r0) * row_bytes, row_bytes, nr, x, j0,
+                            static_cast<int>(std::min<int64_t>(NX, nx - j0)),
+                            bias ? bias + r0 : nullptr, out + r0, ldo);
+    }
+  }
+}
+
+template <QuantKind K>
+void quant_gemm_any(const uint8_t* w, size_t row_bytes, int64_t rows, const Q8Rows& x, int64_t nx,
+                    const float* bias, float* out, int64_t ldo) {
+  if (nx == 1) {
+    quant_matvec<K>(w, row_bytes, rows, x, bias, out);
+  } else if constexpr (K == QuantKind::q4_1) {
+    quant_gemm<K, 4, 3>(w, row_bytes, rows, x, nx, bias, out, ldo);
+  } else {
+    quant_gemm<K, 4, 4>(w, row_bytes, rows, x, nx, bias, out, ldo);
+  }
+}
+
+// Repacked weights (repack.h): per group block, NX activation rows at once. For each step of 4
+// values, one 32-byte load holds them for 8 rows; each activation row's 4 bytes are broadcast and
+// one vpdpbusd adds 4 products into each row's lane. Two int32 chains per activation row (even
+// and odd steps) so decode does not wait on one dependent chain.
+template <QuantKind K, int NX>
+void packed_tile(const uint8_t* group, size_t block_bytes, int64_t kb, const Q8Rows& x, int64_t j0,
+                 int nx, int valid_rows, const float* bias, float* out, int64_t ldo) {
+  constexpr bool kMin = K == QuantKind::q4_1;
+  constexpr int kQs = kMin ? 32 : 16;
+  constexpr int32_t kOffset = Block<K>::kOffset;
+  const int8_t* xq[NX];
+  const float* xd[NX];
+  const int32_t* xs[NX];
+  const float* xds[NX];
+  for (int j = 0; j < NX; ++j) {
+    const int64_t row = j0 + std::min(j, nx - 1);
+    xq[j] = x.q + row * x.k;
+    xd[j] = x.d + row * kb;
+    xs[j] = x.s + row * kb;
+    xds[j] = x.ds + row * kb;
+  }
+  __m256 acc[NX];
+  for (int j = 0; j < NX; ++j) acc[j] = _mm256_setzero_ps();
+  const __m256i low = _mm256_set1_epi8(0x0f);
+  for (int64_t b = 0; b < kb; ++b) {
+    const uint8_t* blk = group + static_cast<size_t>(b) * block_bytes;
+    const uint8_t* qs = blk + kQs;
+    __m256i even[NX], odd[NX];
+    for (int j = 0; j < NX; ++j) {
+      even[j] = _mm256_set1_epi32(-kOffset * xs[j][b]);
+      odd[j] = _mm256_setzero_si256();
+    }
+    const auto xword = [&](int j, int at) {
+      int32_t v;
+      std::memcpy(&v, xq[j] + b * 32 + at, 4);
+      return _mm256_set1_epi32(v);
+    };
+    if constexpr (K == QuantKind::q8_0) {
+      for (int t = 0; t < 8; t += 2) {
+        const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + t * 32));
+        const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + t * 32 + 32));
+        for (int j = 0; j < NX; ++j) {
+          even[j] = _mm256_dpbusd_epi32(even[j], w0, xword(j, 4 * t));
+          odd[j] = _mm256_dpbusd_epi32(odd[j], w1, xword(j, 4 * t + 4));
+        }
+      }
+    } else {
+      for (int t = 0; t < 4; ++t) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + t * 32));
+        const __m256i lo = _mm256_and_si256(v, low);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+        for (int j = 0; j < NX; ++j) {
+          even[j] = _mm256_dpbusd_epi32(even[j], lo, xword(j, 4 * t));
+          odd[j] = _mm256_dpbusd_epi32(odd[j], hi, xword(j, 16 + 4 * t));
+        }
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+    [[maybe_unused]] __m256 mw;
+    if constexpr (kMin)
+      mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
+    for (int j = 0; j < NX; ++j) {
+      const __m256 sums = _mm256_cvtepi32_ps(_mm256_add_epi32(even[j], odd[j]));
+      acc[j] = _mm256_fmadd_ps(sums, _mm256_mul_ps(dw, _mm256_set1_ps(xd[j][b])), acc[j]);
+      if constexpr (kMin) acc[j] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xds[j][b]), acc[j]);
+    }
+  }
+  alignas(32) float tmp[NX][8];
+  for (int j = 0; j < NX; ++j) _mm256_store_ps(tmp[j], acc[j]);
+  for (int j = 0; j < nx; ++j) {
+    float* o = out + (j0 + j) * ldo;
+    for (int r = 0; r < valid_rows; ++r) o[r] = tmp[j][r] + (bias ? bias[r] : 0.0f);
+  }
+}
+
+constexpr int kPackedNx = 4;  // activation rows per prefill tile (8 measured 3-5% slower)
+
+template <QuantKind K>
+void packed_gemm(const uint8_t* packed, size_t block_bytes, int64_t rows, int64_t g0, int64_t g1,
+                 const Q8Rows& x, int64_t nx, const float* bias, float* out, int64_t ldo) {
+  const int64_t kb = x.k / 32;
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* group = packed + static_cast<size_t>(g * kb) * block_bytes;
+    const int valid = static_cast<int>(std::min<int64_t>(8, rows - g * 8));
+    const float* gb = bias ? bias + g * 8 : nullptr;
+    float* go = out + g * 8;
+    if (nx == 1) {
+      packed_tile<K, 1>(group, block_bytes, kb, x, 0, 1, valid, gb, go, ldo);
+      continue;
+    }
+    for (int64_t j0 = 0; j0 < nx; j0 += kPackedNx) {
+      packed_tile<K, kPackedNx>(group, block_bytes, kb, x, j0,
+                                static_cast<int>(std::min<int64_t>(kPackedNx, nx - j0)), valid, gb,
+                                go, ldo);
+    }
+  }
+}
+
+// Q4_K's 8 six-bit scales and mins (ggml's get_scale_min_k4; a local copy: this file includes
+// no shared headers).
+inline void k4_scale_min(const uint8_t* q, uint8_t* sc, uint8_t* mn) {
+  for (int j = 0; j < 8; ++j) {
+    if (j < 4) {
+      sc[j] = static_cast<uint8_t>(q[j] & 63);
+      mn[j] = static_cast<uint8_t>(q[j + 4] & 63);
+    } else {
+      sc[j] = static_cast<uint8_t>((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
+      mn[j] = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+  }
+}
+
+inline float f16_at(const uint8_t* p) {
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(u16_at(p))));
+}
+
+// One K-type weight row against NX activation rows. Q4_K: value = d sc q - dmin m, 8 sub-blocks
+// of 32 (one activation block each). Q6_K: value = d sc (q - 32), q six bits (ql nibble | qh
+// pair), 16 sub-blocks of 16 (two scales per activation block: lanes 0-3 and 4-7 of a vpdpbusd
+// result); the -32 enters through `neg32` (-32 x the lane sums of each activation block).
+template <QuantKind K, int NX>
+void kquant_row(const uint8_t* row, const Q8Rows& x, int64_t j0, int nx, const int32_t* neg32,
+                float* sums) {
+  const int64_t kb = x.k / 32, nsb = x.k / 256;
+  const int8_t* xq[NX];
+  const float* xd[NX];
+  const float* xds[NX];
+  const int32_t* xn[NX];
+  for (int j = 0; j < NX; ++j) {
+    const int64_t r = j0 + std::min(j, nx - 1);
+    xq[j] = x.q + r * x.k;
+    xd[j] = x.d + r * kb;
+    xds[j] = x.ds + r * kb;
+    xn[j] = neg32 ? neg32 + r * kb * 8 : nullptr;
+  }
+  __m256 acc[NX];
+  float min_part[NX];
+  for (int j = 0; j < NX; ++j) {
+    acc[j] = _mm256_setzero_ps();
+    min_part[j] = 0;
+  }
+  const __m256i low = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(0x03);
+  const auto xv = [&](int j, int64_t b) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[j] + b * 32));
+  };
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    if constexpr (K == QuantKind::q4_k) {
+      const uint8_t* blk = row + sb * 144;
+      const float d = f16_at(blk), dmin = f16_at(blk + 2);
+      uint8_t sc[8], mn[8];
+      k4_scale_min(blk + 4, sc, mn);
+      for (int h = 0; h < 4; ++h) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * h));
+        const __m256i lo = _mm256_and_si256(v, low);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+        const int64_t b0 = sb * 8 + 2 * h;
+        for (int j = 0; j < NX; ++j) {
+          const __m256i dl = _mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, xv(j, b0));
+          const __m256i dh = _mm256_dpbusd_epi32(_mm256_setzero_si256(), hi, xv(j, b0 + 1));
+          acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dl),
+                                   _mm256_set1_ps(d * static_cast<float>(sc[2 * h]) * xd[j][b0]),
+                                   acc[j]);
+          acc[j] = _mm256_fmadd_ps(
+              _mm256_cvtepi32_ps(dh),
+              _mm256_set1_ps(d * static_cast<float>(sc[2 * h + 1]) * xd[j][b0 + 1]), acc[j]);
+        }
+      }
+      for (int j = 0; j < NX; ++j) {
+        float m = 0;
+        for (int s = 0; s < 8; ++s) m += static_cast<float>(mn[s]) * xds[j][sb * 8 + s];
+        min_part[j] += dmin * m;
+      }
+    } else {
+      const uint8_t* blk = row + sb * 210;
+      const float d = f16_at(blk + 208);
+      const auto* scales = reinterpret_cast<const int8_t*>(blk + 192);
+      for (int n = 0; n < 2; ++n) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * n));
+        const __m256i bq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * n + 32));
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * n));
+        const __m256i q[4] = {
+            _mm256_or_si256(_mm256_and_si256(a, low),
+                            _mm256_slli_epi16(_mm256_and_si256(h, two), 4)),
+            _mm256_or_si256(_mm256_and_si256(bq, low),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), two), 4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), low),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), two), 4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bq, 4), low),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), two), 4))};
+        const int8_t* sc = scales + 8 * n;
+        for (int g = 0; g < 4; ++g) {
+          const int64_t b = sb * 8 + 4 * n + g;
+          const __m128 lo_scale = _mm_set1_ps(d * static_cast<float>(sc[2 * g]));
+          const __m128 hi_scale = _mm_set1_ps(d * static_cast<float>(sc[2 * g + 1]));
+          const __m256 scale = _mm256_insertf128_ps(_mm256_castps128_ps256(lo_scale), hi_scale, 1);
+          for (int j = 0; j < NX; ++j) {
+            const __m256i start =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xn[j] + b * 8));
+            const __m256i dot = _mm256_dpbusd_epi32(start, q[g], xv(j, b));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+                                     _mm256_mul_ps(scale, _mm256_set1_ps(xd[j][b])), acc[j]);
+          }
+        }
+      }
+    }
+  }
+  float tmp[NX];
+  for (int j = 0; j < NX; ++j) tmp[j] = hsum256(acc[j]) - min_part[j];
+  for (int j = 0; j < nx; ++j) sums[j] = tmp[j];
+}
+
+template <QuantKind K>
+void kquant_gemm(const uint8_t* w, size_t row_bytes, int64_t rows, const Q8Rows& x, int64_t nx,
+                 const float* bias, float* out, int64_t ldo) {
+  const int64_t kb = x.k / 32;
+  thread_local std::vector<int32_t> neg32;  // 8 lanes per activation block
+  if constexpr (K == QuantKind::q6_k) {
+    // -32 times the sums of each group of 4 activation values (the lanes of a vpdpbusd).
+    if (neg32.size() < static_cast<size_t>(nx * kb * 8))
+      neg32.resize(static_cast<size_t>(nx * kb * 8));
+    const __m256i ones = _mm256_set1_epi8(1);
+    for (int64_t i = 0; i < nx * kb; ++i) {
+      const __m256i sums =
+          _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
+                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + i * 32)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(neg32.data() + i * 8),
+                          _mm256_mullo_epi32(sums, _mm256_set1_epi32(-32)));
+    }
+  }
+  const int32_t* n32 = K == QuantKind::q6_k ? neg32.data() : nullptr;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
+    const float bb = bias ? bias[r] : 0.0f;
+    float sums[4];
+    if (nx == 1) {
+      kquant_row<K, 1>(row, x, 0, 1, n32, sums);
+      out[r] = sums[0] + bb;
+      continue;
+    }
+    for (int64_t j0 = 0; j0 < nx; j0 += 4) {
+      const int cnt = static_cast<int>(std::min<int64_t>(4, nx - j0));
+      kquant_row<K, 4>(row, x, j0, cnt, n32, sums);
+      for (int j = 0; j < cnt; ++j) out[(j0 + j) * ldo + r] = sums[j] + bb;
+    }
+  }
+}
+
+// 16 weights as floats: f32 loaded, bf16 widened (a 16-bit left shift of the bits).
+inline __m512 load_w16(const float* p, __mmask16 m) {
+  return _mm512_maskz_loadu_ps(m, p);
+}
+inline __m512 load_w16(const uint16_t* p, __mmask16 m) {
+  const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+}
+
+// 4 weight rows x 4 activation rows. The 16 accumulators are named variables: as an array GCC 12
+// kept a memory copy of all of them updated every iteration (a store per FMA: 3-9 GMAC/s per
+// core instead of ~30).
+template <class W>
+void dense_tile(const W* w, int nr, const float* x, int64_t j0, int nx, int64_t k,
+                const float* bias, float* out, int64_t ldo) {
+  const W* w0 = w;
+  const W* w1 = w + std::min(1, nr - 1) * k;
+  const W* w2 = w + std::min(2, nr - 1) * k;
+  const W* w3 = w + std::min(3, nr - 1) * k;
+  const float* x0 = x + j0 * k;
+  const float* x1 = x + (j0 + std::min(1, nx - 1)) * k;
+  const float* x2 = x + (j0 + std::min(2, nx - 1)) * k;
+  const float* x3 = x + (j0 + std::min(3, nx - 1)) * k;
+  __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00,
+         a12 = a00, a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00,
+         a32 = a00, a33 = a00;
+  for (int64_t c = 0; c < k; c += 16) {
+    const auto m =
+        k - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (k - c)) - 1);
+    const __m512 v0 = load_w16(w0 + c, m), v1 = load_w16(w1 + c, m), v2 = load_w16(w2 + c, m),
+                 v3 = load_w16(w3 + c, m);
+    __m512 xv = _mm512_maskz_loadu_ps(m, x0 + c);
+    a00 = _mm512_fmadd_ps(v0, xv, a00);
+    a10 = _mm512_fmadd_ps(v1, xv, a10);
+    a20 = _mm512_fmadd_ps(v2, xv, a20);
+    a30 = _mm512_fmadd_ps(v3, xv, a30);
+    xv = _mm512_maskz_loadu_ps(m, x1 + c);
+    a01 = _mm512_fmadd_ps(v0, xv, a01);
+    a11 = _mm512_fmadd_ps(v1, xv, a11);
+    a21 = _mm512_fmadd_ps(v2, xv, a21);
+    a31 = _mm512_fmadd_ps(v3, xv, a31);
+    xv = _mm512_maskz_loadu_ps(m, x2 + c);
+    a02 = _mm512_fmadd_ps(v0, xv, a02);
+    a12 = _mm512_fmadd_ps(v1, xv, a12);
+    a22 = _mm512_fmadd_ps(v2, xv, a22);
+    a32 = _mm512_fmadd_ps(v3, xv, a32);
+    xv = _mm512_maskz_loadu_ps(m, x3 + c);
+    a03 = _mm512_fmadd_ps(v0, xv, a03);
+    a13 = _mm512_fmadd_ps(v1, xv, a13);
+    a23 = _mm512_fmadd_ps(v2, xv, a23);
+    a33 = _mm512_fmadd_ps(v3, xv, a33);
+  }
+  const float sums[4][4] = {{hsum512(a00), hsum512(a01), hsum512(a02), hsum512(a03)},
+                            {hsum512(a10), hsum512(a11), hsum512(a12), hsum512(a13)},
+                            {hsum512(a20), hsum512(a21), hsum512(a22), hsum512(a23)},
+                            {hsum512(a30), hsum512(a31), hsum512(a32), hsum512(a33)}};
+  for (int j = 0; j < nx; ++j) {
+    for (int i = 0; i < nr; ++i) out[(j0 + j) * ldo + i] = sums[i][j] + (bias ? bias[i] : 0.0f);
+  }
+}
+
+// Matrix-vector for float weights: one sequential stream per thread, 4 accumulators (software
+// prefetch measured slower here: the rows are one contiguous stream the hardware follows).
+template <class W>
+void dense_matvec(const W* w, int64_t rows, const float* x, int64_t k, const float* bias,
+                  float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const W* row = w + r * k;
+    __m512 acc[4];
+    for (auto& a : acc) a = _mm512_setzero_ps();
+    int64_t c = 0;
+    for (; c + 64 <= k; c += 64) {
+      for (int u = 0; u < 4; ++u) {
+        acc[u] = _mm512_fmadd_ps(load_w16(row + c + 16 * u, 0xffff),
+                                 _mm512_loadu_ps(x + c + 16 * u), acc[u]);
+      }
+    }
+    for (; c < k; c += 16) {
+      const __mmask16 m =
+          k - c >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << (k - c)) - 1);
+      acc[0] = _mm512_fmadd_ps(load_w16(row + c, m), _mm512_maskz_loadu_ps(m, x + c), acc[0]);
+    }
+    const __m512 total =
+        _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+    out[r] = _mm512_reduce_add_ps(total) + (bias ? bias[r] : 0.0f);
+  }
+}
+
+template <class W, int NR, int NX>
+void dense_gemm(const W* w, int64_t rows, const float* x, int64_t nx, int64_t k, const float* bias,
+                float* out, int64_t ldo) {
+  for (int64_t r0 = 0; r0 < rows; r0 += NR) {
+    const int nr = static_cast<int>(std::min<int64_t>(NR, rows - r0));
+    for (int64_t j0 = 0; j0 < nx; j0 += NX) {
+      dense_tile<W>(w + r0 * k, nr, x, j0, static_cast<int>(std::min<int64_t>(NX, nx - j0)), k,
+                    bias ? bias + r0 : nullptr, out + r0, ldo);
+    }
+  }
+}
+
+template <class W>
+void dense_gemm_any(const W* w, int64_t rows, const float* x, int64_t nx, int64_t k,
+                    const float* bias, float* out, int64_t ldo) {
+  if (nx == 1) {
+    dense_matvec<W>(w, rows, x, k, bias, out);
+  } else {
+    dense_gemm<W, 4, 4>(w, rows, x, nx, k, bias, out, ldo);
+  }
+}
+
+// exp(x) for 16 floats: 2^n * p(r), x = n ln2 + r with |r| <= ln2 / 2, p a degree-7 Taylor
+// polynomial (relative error ~2e-7, well inside float32 attention tolerances); exp(-inf) = 0.
+inline __m512 exp512(__m512 x) {
+  const __m512 lo = _mm512_set1_ps(-87.0f);
+  const __mmask16 neg_inf = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
+  x = _mm512_max_ps(x, lo);
+  x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~neg_inf), _mm512_scalef_ps(p, n));
+}
+
+inline float dot_dim(const float* a, const float* b, int64_t dim) {
+  __m512 acc = _mm512_setzero_ps();
+  int64_t d = 0;
+  for (; d + 16 <= dim; d += 16)
+    acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + d), _mm512_loadu_ps(b + d), acc);
+  if (d < dim) {
+    const auto m = static_cast<__mmask16>((1u << (dim - d)) - 1);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + d), _mm512_maskz_loadu_ps(m, b + d), acc);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
+}  // namespace
+
+// Few rows (decode): one row at a time, a dot product and a horizontal sum per key; the
+// 16-lane version below would compute 16 lanes for 1-4 rows.
+static void attention_rows_few(int rows, const float* const* q, float* const* out,
+                               const int64_t* last, const float* k, const float* v,
+                               const int32_t* key_mask, int64_t n_keys, int64_t dim, float scale,
+                               float* scratch) {
+  constexpr int kBlock = 16;
+  float* acc = scratch;         // rows * dim
+  float* m = acc + rows * dim;  // rows
+  float* l = m + rows;          // rows
+  float* p = l + rows;          // rows * 16
+  for (int r = 0; r < rows; ++r) {
+    m[r] = -std::numeric_limits<float>::infinity();
+    l[r] = 0;
+    std::memset(acc + r * dim, 0, static_cast<size_t>(dim) * sizeof(float));
+  }
+  int64_t max_last = -1;
+  for (int r = 0; r < rows; ++r) max_last = std::max(max_last, last[r]);
+  const int64_t end = std::min(n_keys, max_last + 1);
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t t0 = 0; t0 < end; t0 += kBlock) {
+    const int nt = static_cast<int>(std::min<int64_t>(kBlock, end - t0));
+    // Keys of this block that no mask hides.
+    uint32_t open = 0;
+    for (int t = 0; t < nt; ++t) open |= (key_mask[t0 + t] != 0 ? 1u : 0u) << t;
+    for (int r = 0; r < rows; ++r) {
+      const int64_t visible_end = std::min<int64_t>(nt, last[r] - t0 + 1);
+      const uint32_t causal =
+          visible_end <= 0 ? 0u : (visible_end >= 32 ? ~0u : (1u << visible_end) - 1);
+      const auto keep = static_cast<__mmask16>(open & causal);
+      float* pr = p + r * kBlock;
+      if (keep == 0) {
+        _mm512_storeu_ps(pr, _mm512_setzero_ps());
+        continue;
+      }
+      alignas(64) float sc[kBlock];
+      for (int t = 0; t < kBlock; ++t) {
+        sc[t] = (keep >> t) & 1 ? dot_dim(q[r], k + (t0 + t) * dim, dim) * scale : 0.0f;
+      }
+      const __m512 s = _mm512_mask_mov_ps(neg_inf, keep, _mm512_load_ps(sc));
+      const float m_new = std::max(m[r], _mm512_reduce_max_ps(s));
+      const float corr = std::exp(m[r] - m_new);  // 0 when m was -inf
+      const __m512 e = exp512(_mm512_sub_ps(s, _mm512_set1_ps(m_new)));
+      l[r] = l[r] * corr + _mm512_reduce_add_ps(e);
+      m[r] = m_new;
+      _mm512_storeu_ps(pr, e);
+      if (corr != 1.0f) {
+        float* ar = acc + r * dim;
+        for (int64_t d = 0; d < dim; ++d) ar[d] *= corr;
+      }
+    }
+    // acc[r] += sum_t p[r][t] v[t]: each value vector from L1 for every row.
+    for (int r = 0; r < rows; ++r) {
+      const float* pr = p + r * kBlock;
+      float* ar = acc + r * dim;
+      int64_t d = 0;
+      for (; d + 16 <= dim; d += 16) {
+        __m512 a = _mm512_loadu_ps(ar + d);
+        for (int t = 0; t < nt; ++t) {
+          a = _mm512_fmadd_ps(_mm512_set1_ps(pr[t]), _mm512_loadu_ps(v + (t0 + t) * dim + d), a);
+        }
+        _mm512_storeu_ps(ar + d, a);
+      }
+      for (; d < dim; ++d) {
+        float a = ar[d];
+        for (int t = 0; t < nt; ++t) a += pr[t] * v[(t0 + t) * dim + d];
+        ar[d] = a;
+      }
+    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+    for (int64_t d = 0; d < dim; ++d) out[r][d] = acc[r * dim + d] * inv;
+  }
+}
+
+void attention_rows_avx512(int rows, const float* const* q, float* const* out, const int64_t* last,
+                           const float* k, const float* v, const int32_t* key_mask, int64_t n_keys,
+                           int64_t dim, float scale, float* scratch) {
+  // Query rows in groups of 16, one per vector lane: the scores of a key for all 16 rows are
+  // dim FMAs of the transposed queries with the key's values broadcast (no horizontal sums),
+  // and the online softmax runs on vectors of 16 rows.
+  constexpr int kLanes = 16, kBlock = 16;
+  if (rows <= 4) {
+    attention_rows_few(rows, q, out, last, k, v, key_mask, n_keys, dim, scale, scratch);
+    return;
+  }
+  float* acc = scratch;                   // 16 * dim
+  float* qt = acc + kLanes * dim;         // dim * 16, the group's queries transposed, scaled
+  float* p = qt + kLanes * dim;           // 16 keys x 16 rows
+  float* corr_out = p + kBlock * kLanes;  // 16
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int r0 = 0; r0 < rows; r0 += kLanes) {
+    const int rc = std::min(kLanes, rows - r0);
+    alignas(64) int32_t last32[kLanes];
+    int64_t max_last = -1;
+    for (int i = 0; i < kLanes; ++i) {
+      const int64_t lr = i < rc ? std::min<int64_t>(last[r0 + i], n_keys - 1) : -1;
+      last32[i] = static_cast<int32_t>(lr);
+      max_last = std::max(max_last, lr);
+    }
+    const __m512i lastv = _mm512_load_si512(last32);
+    for (int64_t d = 0; d < dim; ++d) {
+      for (int i = 0; i < kLanes; ++i) qt[d * kLanes + i] = i < rc ? q[r0 + i][d] * scale : 0.0f;
+    }
+    std::memset(acc, 0, static_cast<size_t>(kLanes * dim) * sizeof(float));
+    __m512 m = neg_inf, l = _mm512_setzero_ps();
+    const int64_t end = max_last + 1;
+    for (int64_t t0 = 0; t0 < end; t0 += kBlock) {
+      const int nt = static_cast<int>(std::min<int64_t>(kBlock, end - t0));
+      __m512 sc[kBlock];
+      // Scores, 4 keys at a time (independent FMA chains).
+      for (int t = 0; t < kBlock; t += 4) {
+        const float* k0 = k + (t0 + std::min(t, nt - 1)) * dim;
+        const float* k1 = k + (t0 + std::min(t + 1, nt - 1)) * dim;
+        const float* k2 = k + (t0 + std::min(t + 2, nt - 1)) * dim;
+        const float* k3 = k + (t0 + std::min(t + 3, nt - 1)) * dim;
+        __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        if (t < nt) {
+          for (int64_t d = 0; d < dim; ++d) {
+            const __m512 qd = _mm512_load_ps(qt + d * kLanes);
+            s0 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k0[d]), s0);
+            s1 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k1[d]), s1);
+            s2 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k2[d]), s2);
+            s3 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k3[d]), s3);
+          }
+        }
+        sc[t] = s0;
+        sc[t + 1] = s1;
+        sc[t + 2] = s2;
+        sc[t + 3] = s3;
+      }
+      __m512 block_max = neg_inf;
+      for (int t = 0; t < kBlock; ++t) {
+        const int64_t key = t0 + t;
+        __mmask16 visible = 0;
+        if (t < nt && key_mask[key] != 0) {
+          visible = _mm512_cmp_epi32_mask(lastv, _mm512_set1_epi32(static_cast<int32_t>(key)),
+                                          _MM_CMPINT_NLT);
+        }
+        sc[t] = _mm512_mask_mov_ps(neg_inf, visible, sc[t]);
+        block_max = _mm512_max_ps(block_max, sc[t]);
+      }
+      const __m512 m_new = _mm512_max_ps(m, block_max);
+      // Rows that have seen no key yet keep m = -inf; subtract 0 for them (their terms are 0).
+      const __mmask16 none = _mm512_cmp_ps_mask(m_new, neg_inf, _CMP_EQ_OQ);
+      const __m512 base = _mm512_mask_mov_ps(m_new, none, _mm512_setzero_ps());
+      const __m512 corr = exp512(_mm512_sub_ps(m, base));
+      __m512 psum = _mm512_setzero_ps();
+      for (int t = 0; t < kBlock; ++t) {
+        const __m512 e = exp512(_mm512_sub_ps(sc[t], base));
+        psum = _mm512_add_ps(psum, e);
+        _mm512_store_ps(p + t * kLanes, e);
+      }
+      l = _mm512_fmadd_ps(l, corr, psum);
+      m = m_new;
+      _mm512_storeu_ps(corr_out, corr);
+      // acc[r] = acc[r] * corr[r] + sum_t p[t][r] v[t].
+      for (int r = 0; r < rc; ++r) {
+        float* ar = acc + r * dim;
+        const __m512 cr = _mm512_set1_ps(corr_out[r]);
+        for (int64_t d = 0; d < dim; d += 16) {
+          const auto dm = dim - d >= 16 ? static_cast<__mmask16>(0xffff)
+                                        : static_cast<__mmask16>((1u << (dim - d)) - 1);
+          __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(dm, ar + d), cr);
+          for (int t = 0; t < nt; ++t) {
+            a = _mm512_fmadd_ps(_mm512_set1_ps(p[t * kLanes + r]),
+                                _mm512_maskz_loadu_ps(dm, v + (t0 + t) * dim + d), a);
+          }
+          _mm512_mask_storeu_ps(ar + d, dm, a);
+        }
+      }
+    }
+    alignas(64) float lsum[kLanes];
+    _mm512_store_ps(lsum, l);
+    for (int r = 0; r < rc; ++r) {
+      const float inv = lsum[r] > 0 ? 1.0f / lsum[r] : 0.0f;
+      for (int64_t d = 0; d < dim; ++d) out[r0 + r][d] = acc[r * dim + d] * inv;
+    }
+  }
+}
+
+void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const auto m =
+        n - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 g = _mm512_maskz_loadu_ps(m, gate + i), u = _mm512_maskz_loadu_ps(m, up + i);
+    // exp512 clamps its argument to [-87, 88]: for g < -88 this gives g / 1.7e38 ~ -0, silu's
+    // limit there (g e^g underflows too).
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), u));
+  }
+}
+
+void quantize_rows_q8_avx512(const float* x, int64_t n, const Q8Rows& o) {
+  const int64_t kb = o.k / 32;
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t b = 0; b < kb; ++b) {
+      const float* p = x + r * o.k + b * 32;
+      const __m512 a = _mm512_loadu_ps(p), c = _mm512_loadu_ps(p + 16);
+      const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(c)));
+      const float d = amax / 127.0f;
+      const __m512 id = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+      const __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, id));
+      const __m512i qc = _mm512_cvtps_epi32(_mm512_mul_ps(c, id));
+      int8_t* q = o.q + r * o.k + b * 32;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(qa));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtsepi32_epi8(qc));
+      o.d[r * kb + b] = d;
+      const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qc));
+      o.s[r * kb + b] = sum;
+      o.ds[r * kb + b] = d * static_cast<float>(sum);
+    }
+  }
+}
+
+void gemm_quant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int64_t rows,
+                       const Q8Rows& x, int64_t nx, const float* bias, float* out, int64_t ldo) {
+  switch (kind) {
+    case QuantKind::q8_0:
+      return quant_gemm_any<QuantKind::q8_0>(w, row_bytes, rows, x, nx, bias, out, ldo);
+    case QuantKind::q4_0:
+      return quant_gemm_any<QuantKind::q4_0>(w, row_bytes, rows, x, nx, bias, out, ldo);
+    case QuantKind::q4_1:
+      return quant_gemm_any<QuantKind::q4_1>(w, row_bytes, rows, x, nx, bias, out, ldo);
+    default:
+      return gemm_kquant_avx512(kind, w, row_bytes, rows, x, nx, bias, out, ldo);
+  }
+}
+
+void gemm_kquant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int64_t rows,
+                        const Q8Rows& x, int64_t nx, const float* bias, float* out, int64_t ldo) {
+  if (kind == QuantKind::q4_k) {
+    kquant_gemm<QuantKind::q4_k>(w, row_bytes, rows, x, nx, bias, out, ldo);
+  } else {
+    kquant_gemm<QuantKind::q6_k>(w, row_bytes, rows, x, nx, bias, out, ldo);
+  }
+}
+
+void gemm_packed_avx512(QuantKind kind, const uint8_t* packed, size_t block_bytes, int64_t rows,
+                        int64_t g0, int64_t g1, const Q8Rows& x, int64_t nx, const float* bias,
+                        float* out, int64_t ldo) {
+  switch (kind) {
+    case QuantKind::q8_0:
+      return packed_gemm<QuantKind::q8_0>(packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
+    case QuantKind::q4_0:
+      return packed_gemm<QuantKind::q4_0>(packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
+    case QuantKind::q4_1:
+      return packed_gemm<QuantKind::q4_1>(packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
+    default:
+      return;  // not repacked
+  }
+}
+
+void gemm_f32_avx512(const float* w, int64_t rows, const float* x, int64_t nx, int64_t k,
+                     const float* bias, float* out, int64_t ldo) {
+  dense_gemm_any<float>(w, rows, x, nx, k, bias, out, ldo);
+}
+
+void gemm_bf16_avx512(const uint16_t* w, int64_t rows, const float* x, int64_t nx, int64_t k,
+                      const float* bias, float* out, int64_t ldo) {
+  dense_gemm_any<uint16_t>(w, rows, x, nx, k, bias, out, ldo);
+}
+
+}  // namespace anvil::cpu

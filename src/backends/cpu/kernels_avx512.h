@@ -1,0 +1,65 @@
+// The AVX-512 kernels (kernels_avx512.cc, compiled with -mavx512f/bw/vl/dq/vnni and reached
+// only when cpu::isa() is Isa::avx512). Kept free of other headers so no inline code compiled
+// for AVX-512 can leak into the generic build.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace anvil::cpu {
+
+/// Activations quantized per 32-value block to int8, as llama.cpp's Q8_0/Q8_1 (d = max|x| / 127,
+/// q = round(x / d)): `q` holds rows of k int8 values; `d` and `s` (the sum of the block's q)
+/// and `ds` (d * s) one entry per block, kb = k / 32 per row.
+struct Q8Rows {
+  int8_t* q;
+  float* d;
+  int32_t* s;
+  float* ds;
+  int64_t k;
+};
+
+/// Quantizes n rows of k floats (k a multiple of 32) into `out`.
+void quantize_rows_q8_avx512(const float* x, int64_t n, const Q8Rows& out);
+
+/// Block types the int8 kernels read.
+enum class QuantKind { q8_0, q4_0, q4_1, q4_k, q6_k };
+
+/// out[j * ldo + r] = dot(weight row r, activation row j) (+ bias[r] when bias is non-null) for
+/// weight rows [0, rows) (`row_bytes` apart) and activation rows [0, nx) of `x`.
+void gemm_quant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int64_t rows,
+                       const Q8Rows& x, int64_t nx, const float* bias, float* out, int64_t ldo);
+
+/// The same for the K types (Q4_K, Q6_K; 256-value super-blocks, k a multiple of 256), row by
+/// row from the stored layout.
+void gemm_kquant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int64_t rows,
+                        const Q8Rows& x, int64_t nx, const float* bias, float* out, int64_t ldo);
+
+/// The same over repacked weights (repack.h): 8-row groups [g0, g1) of a matrix with `rows`
+/// rows and kb blocks per row, `block_bytes` per group block, starting at `packed`; writes
+/// out[j * ldo + r] for the rows r of those groups (r < rows).
+void gemm_packed_avx512(QuantKind kind, const uint8_t* packed, size_t block_bytes, int64_t rows,
+                        int64_t g0, int64_t g1, const Q8Rows& x, int64_t nx, const float* bias,
+                        float* out, int64_t ldo);
+
+/// Attention of `rows` query vectors over keys [0, n_keys) of one KV head (flash-attention
+/// style: keys in blocks of 16, online softmax, each key and value vector read once for all the
+/// rows). Row r: query q[r] (dim floats), sees key t when t <= last[r] and key_mask[t] != 0;
+/// out[r] gets the softmax-weighted sum of the values (zeros when it sees no key). k and v hold
+/// n_keys vectors of dim floats, consecutive. `scratch` holds 32 * dim + 288 floats, 64-byte
+/// aligned.
+void attention_rows_avx512(int rows, const float* const* q, float* const* out, const int64_t* last,
+                           const float* k, const float* v, const int32_t* key_mask, int64_t n_keys,
+                           int64_t dim, float scale, float* scratch);
+
+/// out[i] = silu(gate[i]) * up[i] = gate / (1 + exp(-gate)) * up, i < n (out may alias).
+void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n);
+
+/// The same for float32 / bfloat16 weights (row stride k elements) and float32 activations
+/// (row stride k); any k.
+void gemm_f32_avx512(const float* w, int64_t rows, const float* x, int64_t nx, int64_t k,
+                     const float* bias, float* out, int64_t ldo);
+void gemm_bf16_avx512(const uint16_t* w, int64_t rows, const float* x, int64_t nx, int64_t k,
+                      const float* bias, float* out, int64_t ldo);
+
+}  // namespace anvil::cpu

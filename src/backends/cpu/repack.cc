@@ -1,0 +1,107 @@
+// Repacking is plain byte shuffling (no ISA-specific code); threads split the row groups.
+#include "backends/cpu/repack.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "anvil/error.h"
+#include "backends/cpu/cpu_threads.h"
+
+namespace anvil::cpu {
+namespace {
+
+// The first and last 8 bytes of the weight (the kernel reads those lines anyway): with the
+// address, size, type and shape, a different tensor at a reused address is caught without
+// reading the whole matrix on every call.
+std::vector<uint64_t> fingerprint(const Tensor& w) {
+  const auto* p = static_cast<const uint8_t*>(w.raw());
+  const size_t n = w.nbytes();
+  std::vector<uint64_t> f;
+  for (size_t at : {size_t{0}, n >= 8 ? n - 8 : 0}) {
+    uint64_t v = 0;
+    std::memcpy(&v, p + at, std::min<size_t>(8, n - at));
+    f.push_back(v);
+  }
+  return f;
+}
+
+struct Entry {
+  size_t nbytes;
+  DType type;
+  Shape shape;
+  std::vector<uint64_t> print;
+  std::shared_ptr<const PackedWeights> packed;
+};
+
+std::mutex g_mu;
+std::unordered_map<const void*, Entry> g_cache;
+
+std::shared_ptr<const PackedWeights> repack(const Tensor& w) {
+  auto p = std::make_shared<PackedWeights>();
+  p->type = w.dtype();
+  p->rows = w.size(0);
+  p->k = w.size(1);
+  p->groups = (p->rows + 7) / 8;
+  p->kb = p->k / 32;
+  const bool q8 = p->type == DType::q8_0, q41 = p->type == DType::q4_1;
+  p->block_bytes = q8 ? 16 + 256 : q41 ? 32 + 128 : 16 + 128;
+  const size_t total = static_cast<size_t>(p->groups * p->kb) * p->block_bytes;
+  void* mem = std::aligned_alloc(64, (total + 63) / 64 * 64);
+  if (!mem) throw Error("out of host memory repacking a weight matrix");
+  p->storage =
+      std::shared_ptr<uint8_t>(static_cast<uint8_t*>(mem), [](uint8_t* q) { std::free(q); });
+  p->data = p->storage.get();
+  const size_t src_block = q8 ? 34 : q41 ? 20 : 18;
+  const size_t row_bytes = static_cast<size_t>(p->kb) * src_block;
+  const auto* src = static_cast<const uint8_t*>(w.raw());
+  uint8_t* dst = p->storage.get();
+  parallel_for(p->groups, 16, [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g) {
+      for (int64_t b = 0; b < p->kb; ++b) {
+        uint8_t* out = dst + static_cast<size_t>(g * p->kb + b) * p->block_bytes;
+        std::memset(out, 0, p->block_bytes);
+        for (int r = 0; r < 8; ++r) {
+          const int64_t row = g * 8 + r;
+          if (row >= p->rows) break;
+          const uint8_t* blk = src + static_cast<size_t>(row) * row_bytes + b * src_block;
+          std::memcpy(out + 2 * r, blk, 2);                    // d
+          if (q41) std::memcpy(out + 16 + 2 * r, blk + 2, 2);  // m
+          uint8_t* qs = out + (q41 ? 32 : 16);
+          if (q8) {
+            for (int t = 0; t < 8; ++t) {
+              for (int e = 0; e < 4; ++e) {
+                qs[t * 32 + r * 4 + e] = static_cast<uint8_t>(blk[2 + 4 * t + e] ^ 0x80);
+              }
+            }
+          } else {
+            const uint8_t* nib = blk + (q41 ? 4 : 2);
+            for (int t = 0; t < 4; ++t) std::memcpy(qs + t * 32 + r * 4, nib + 4 * t, 4);
+          }
+        }
+      }
+    }
+  });
+  return p;
+}
+
+}  // namespace
+
+std::shared_ptr<const PackedWeights> packed_weights(const Tensor& w) {
+  const std::vector<uint64_t> print = fingerprint(w);
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_cache.find(w.raw());
+  if (it != g_cache.end() && it->second.nbytes == w.nbytes() && it->second.type == w.dtype() &&
+      it->second.shape == w.shape() && it->second.print == print) {
+    return it->second.packed;
+  }
+  Entry e{w.nbytes(), w.dtype(), w.shape(), print, repack(w)};
+  auto packed = e.packed;
+  g_cache[w.raw()] = std::move(e);
+  return packed;
+}
+
+}  // namespace anvil::cpu

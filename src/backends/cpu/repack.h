@@ -1,0 +1,35 @@
+// Quantized weights repacked for the AVX-512 VNNI kernels: 8 rows interleaved per 32-value block
+// so one vpdpbusd multiplies 4 values of 8 rows at once and the 8 block sums come out already
+// reduced, one per lane (3x fewer instructions per weight byte than one row at a time, which left
+// Q4 decode compute-bound at ~15 GB/s per core). Repacked once, on first use, and cached.
+//
+// The cache is keyed by the weight's address, size, type and shape, and checked against a sample
+// of its bytes at every use: weights must not be modified in place once a CPU kernel has read
+// them (model weights never are). A load-time hook would remove the check; see docs/perf.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "anvil/tensor.h"
+
+namespace anvil::cpu {
+
+/// Layout: groups of 8 rows (the last padded with zero scales), each group kb = k / 32 blocks
+/// of `block_bytes`: the 8 rows' f16 scales d (16 bytes), for Q4_1 their f16 minimums (16
+/// bytes), then the quants in steps of 32 bytes, each step 4 bytes of each of the 8 rows:
+/// Q8_0 8 steps of values 4t..4t+3 stored as q + 128 (unsigned for vpdpbusd); Q4_0/Q4_1 4 steps
+/// of the packed bytes 4t..4t+3 (low nibbles values 4t.., high nibbles 16 + 4t..).
+struct PackedWeights {
+  DType type;
+  int64_t rows, k, groups, kb;
+  size_t block_bytes;
+  const uint8_t* data;
+  std::shared_ptr<uint8_t> storage;
+};
+
+/// The repacked form of a Q8_0 / Q4_0 / Q4_1 weight matrix [rows, k], made on first use.
+std::shared_ptr<const PackedWeights> packed_weights(const Tensor& w);
+
+}  // namespace anvil::cpu
