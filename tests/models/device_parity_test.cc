@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <tuple>
 
@@ -11,6 +12,8 @@
 #include "anvil/model.h"
 #include "generate/generate.h"
 #include "models/decoder.h"
+#include "models/init_model.h"
+#include "temp_dir.h"
 #include "test_data.h"
 
 namespace anvil {
@@ -122,6 +125,44 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, DeviceDecode,
                            }
                            return n;
                          });
+
+}  // namespace
+}  // namespace anvil
+
+namespace anvil {
+namespace {
+
+// A quantized GGUF on a device that has no kernels for its block types is dequantized at load
+// (bf16 where the device reads bf16) and gives the CPU's logits for the same dequantized weights.
+TEST(DeviceGguf, QuantizedCheckpointIsDequantizedAtLoad) {
+  for (const char* dev : {"cuda", "opencl"}) {
+    const Device d = Device::parse(dev);
+    bool available = false;
+    for (const auto& r : report_backends()) available |= r.type == d.type && r.available;
+    if (!available) {
+      std::printf("[ skipped ] %s: no %s device here\n", dev, dev);
+      continue;
+    }
+    test::TempDir dir;
+    init_model(test::model_dir("qwen2-tiny") + "/config.json", dir.path(), 7, DType::q8_0);
+    ModelOptions on_device;
+    on_device.device_map = dev;
+    const CausalLM model = CausalLM::from_pretrained(dir.file("model.gguf"), on_device);
+    EXPECT_FALSE(is_quantized(model.dtype())) << dev;
+    ModelOptions cpu;
+    cpu.dtype = model.dtype();
+    const CausalLM reference = CausalLM::from_pretrained(dir.file("model.gguf"), cpu);
+    Batch b;
+    b.input_ids = {{1, 5, 9, 14, 3, 7}};
+    const auto got = model.logits(b).to_f32_vector(), want = reference.logits(b).to_f32_vector();
+    ASSERT_EQ(got.size(), want.size());
+    float diff = 0;
+    for (size_t i = 0; i < got.size(); ++i) diff = std::max(diff, std::fabs(got[i] - want[i]));
+    // bf16 activations on a GPU round where the CPU keeps float32.
+    EXPECT_LE(diff, model.dtype() == DType::bf16 && d.type == DeviceType::cuda ? 0.1f : 1e-4f)
+        << dev;
+  }
+}
 
 }  // namespace
 }  // namespace anvil
