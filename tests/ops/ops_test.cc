@@ -509,6 +509,44 @@ TEST_P(Ops, FusedOpsMatchTheirComposition) {
   }
 }
 
+// The grouped products over quantized weights (one activation quantization, one parallel
+// region on the CPU) give exactly what the products one by one give.
+TEST_P(Ops, GroupedQuantizedProductsMatchSeparateOnes) {
+  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1}) {
+    if (!has(ops::kLinear, w)) continue;
+    for (int64_t n : {1, 3}) {
+      const Tensor x = random_tensor({n, 256}, rng_), nw = random_tensor({256}, rng_);
+      Tensor ws[3] = {random_blocks(w, 64, 256, rng_), random_blocks(w, 24, 256, rng_),
+                      random_blocks(w, 24, 256, rng_)};
+      const Tensor bq = random_tensor({64}, rng_);
+      Tensor outs[3] = {empty({n, 64}), empty({n, 24}), empty({n, 24})};
+      Tensor normed = empty({n, 256});
+      ops::LinearGroupArgs g{on_device(x, act_), {}, {}, {}, 3, on_device(nw, act_), 1e-6f, normed};
+      for (int i = 0; i < 3; ++i) {
+        g.weights[i] = ws[i].to(device_);
+        g.outs[i] = outs[i];
+      }
+      g.biases[0] = on_device(bq, act_);
+      ops::linear_group(g);
+      Tensor ref_normed = empty({n, 256});
+      ops::rms_norm(on_device(x, act_), on_device(nw, act_), 1e-6f, ref_normed);
+      for (int i = 0; i < 3; ++i) {
+        Tensor one = empty({n, ws[i].size(0)});
+        ops::linear(ref_normed, ws[i].to(device_), i == 0 ? on_device(bq, act_) : Tensor(), one);
+        EXPECT_LE(max_abs_diff(outs[i], one), 1e-6f) << dtype_name(w) << " product " << i;
+      }
+      Tensor h = empty({n, 64}), up = empty({n, 64});
+      ops::linear_swiglu({on_device(x, act_), ws[0].to(device_), Tensor(),
+                          random_blocks(w, 64, 256, rng_).to(device_), Tensor(), h, up,
+                          on_device(nw, act_), 1e-6f, normed});
+      Tensor gate1 = empty({n, 64});
+      ops::linear(ref_normed, ws[0].to(device_), Tensor(), gate1);
+      ops::swiglu(gate1, up, gate1);  // up holds the up product where the op was grouped
+      EXPECT_LE(max_abs_diff(h, gate1), 1e-6f) << dtype_name(w);
+    }
+  }
+}
+
 TEST_P(Ops, FrontEndsRejectBadShapes) {
   Tensor x = empty({2, 8}), w = on_device(random_tensor({4, 9}, rng_), act_), out = empty({2, 4});
   EXPECT_THROW(ops::linear(x, w, Tensor(), out), Error);

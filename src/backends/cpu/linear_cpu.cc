@@ -5,6 +5,7 @@
 // performance issue replaces the inner loops with ISA-specific kernels.
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -212,6 +213,85 @@ bool linear_avx512(const ops::LinearArgs& a) {
   return false;
 }
 
+// A bias as float32: the tensor's own data when it is float32, else a converted copy in `slot`.
+const float* bias_f32(const Tensor& b, std::vector<float>& slot) {
+  if (!b.defined()) return nullptr;
+  if (b.dtype() == DType::f32) return b.data<float>();
+  float* dst = grow(slot, static_cast<size_t>(b.numel()));
+  convert_to_f32(b.raw(), b.dtype(), dst, static_cast<size_t>(b.numel()));
+  return dst;
+}
+
+// Several products of one input in decode (q, k and v; gate and up): the activation rows are
+// quantized once and one parallel region covers every product's 8-row groups, instead of two
+// fork-joins per product. False when the weights do not take this path.
+bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biases,
+                  const Tensor* outs, int count) {
+  const DType wt = weights[0].dtype();
+  const int64_t n = x_in.size(0), k = x_in.size(1);
+  static const bool disabled = std::getenv("ANVIL_NO_GROUPED") != nullptr;  // for A/B timing
+  if (disabled || isa() != Isa::avx512 || !kUsePacked || n > 4) return false;
+  if (wt != DType::q8_0 && wt != DType::q4_0 && wt != DType::q4_1) return false;
+  for (int i = 0; i < count; ++i) {
+    if (weights[i].dtype() != wt) return false;
+  }
+  const QuantKind kind = wt == DType::q8_0   ? QuantKind::q8_0
+                         : wt == DType::q4_0 ? QuantKind::q4_0
+                                             : QuantKind::q4_1;
+  thread_local std::vector<int8_t> q;
+  thread_local std::vector<float> d, ds;
+  thread_local std::vector<int32_t> sums;
+  thread_local std::vector<float> bias_slots[3];
+  const int64_t kb = k / 32;
+  const size_t nb = static_cast<size_t>(n * kb);
+  const Q8Rows xq{grow(q, static_cast<size_t>(n * k)), grow(d, nb), grow(sums, nb), grow(ds, nb),
+                  k};
+  quantize_rows_q8_avx512(x_in.data<float>(), n, xq);
+  std::shared_ptr<const PackedWeights> packed[3];
+  const float* bias[3] = {};
+  int64_t first[4] = {0, 0, 0, 0};  // first[i]: the group index where product i starts
+  for (int i = 0; i < count; ++i) {
+    packed[i] = packed_weights(weights[i]);
+    bias[i] = bias_f32(biases[i], bias_slots[i]);
+    first[i + 1] = first[i] + packed[i]->groups;
+  }
+  cpu::parallel_for(
+      first[count], 1,
+      [&](int64_t g0, int64_t g1) {
+        for (int i = 0; i < count; ++i) {
+          const int64_t s0 = std::max(g0, first[i]) - first[i];
+          const int64_t s1 = std::min(g1, first[i + 1]) - first[i];
+          if (s0 >= s1) continue;
+          const int64_t o = weights[i].size(0);
+          gemm_packed_avx512(kind, packed[i]->data, packed[i]->block_bytes, o, s0, s1, xq, n,
+                             bias[i], outs[i].data<float>(), o);
+        }
+      },
+      n == 1 ? kDecodeChunks : 8);
+  return true;
+}
+
+// linear_group and linear_swiglu: the input norm, then the products in one region where the
+// weights allow (group_avx512), else one by one.
+void linear_group_kernel(const ops::LinearGroupArgs& a) {
+  const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
+  if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
+  if (group_avx512(in, a.weights, a.biases, a.outs, a.count)) return;
+  for (int i = 0; i < a.count; ++i) ops::linear(in, a.weights[i], a.biases[i], a.outs[i]);
+}
+
+void linear_swiglu_kernel(const ops::LinearSwigluArgs& a) {
+  const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
+  if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
+  const Tensor weights[2] = {a.gate, a.up}, biases[2] = {a.gate_bias, a.up_bias};
+  const Tensor outs[2] = {a.out, a.scratch};
+  if (!group_avx512(in, weights, biases, outs, 2)) {
+    ops::linear(in, a.gate, a.gate_bias, a.out);
+    ops::linear(in, a.up, a.up_bias, a.scratch);
+  }
+  ops::swiglu(a.out, a.scratch, a.out);
+}
+
 template <class W>
 void linear_kernel(const ops::LinearArgs& a) {
   if (isa() == Isa::avx512 && linear_avx512(a)) return;
@@ -271,6 +351,13 @@ void register_cpu_linear() {
   for (DType w : cpu::kCpuQuantTypes) {
     register_kernel<ops::LinearArgs>(ops::kLinear, DeviceType::cpu, DType::f32, w,
                                      &cpu::linear_kernel<void>);
+  }
+  // Grouped products for the types the repacked VNNI kernels take; other types run composed.
+  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1}) {
+    register_kernel<ops::LinearGroupArgs>(ops::kLinearGroup, DeviceType::cpu, DType::f32, w,
+                                          &cpu::linear_group_kernel);
+    register_kernel<ops::LinearSwigluArgs>(ops::kLinearSwiglu, DeviceType::cpu, DType::f32, w,
+                                           &cpu::linear_swiglu_kernel);
   }
 }
 
