@@ -104,7 +104,8 @@ void rms_norm(const ops::RmsNormArgs& a) {
       .run(static_cast<size_t>(a.x.size(0)) * kGroup, kGroup);
 }
 
-void linear(const ops::LinearArgs& a) {
+// out (= or +=) x @ weight^T + bias.
+void product(const ops::LinearArgs& a, bool accumulate) {
   const long long n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
   if (a.bias.defined() && a.bias.dtype() != a.weight.dtype()) {
     throw Error("linear: on opencl the bias must have the weight's dtype (" +
@@ -121,6 +122,7 @@ void linear(const ops::LinearArgs& a) {
         .i32(n)
         .i32(k)
         .i32(o)
+        .i32(accumulate)
         .local(kGroup * sizeof(float))
         .run(static_cast<size_t>(o) * kGroup, kGroup);
     return;
@@ -134,7 +136,49 @@ void linear(const ops::LinearArgs& a) {
       .i32(n)
       .i32(k)
       .i32(o)
+      .i32(accumulate)
       .run(static_cast<size_t>(o), 16, static_cast<size_t>(n), 16);
+}
+
+void linear(const ops::LinearArgs& a) {
+  product(a, false);
+}
+
+// The output projection with its residual add: the product is added into the residual.
+void linear_add(const ops::LinearAddArgs& a) {
+  product({a.x, a.weight, a.bias, a.residual}, true);
+}
+
+void rope_store(const ops::RopeStoreArgs& a) {
+  const long long tokens = a.q.size(0), heads = a.q.size(1), dim = a.q.size(2);
+  const long long kv_heads = a.k.size(2);
+  if (dim > 256) {
+    throw Error("rope_store: head_dim " + std::to_string(dim) + " exceeds the OpenCL kernel's 256");
+  }
+  const bool norm = a.q_norm.defined();
+  Launch(a.q.device(), "rope_store", norm ? a.q_norm.dtype() : DType::f32)
+      .tensor(a.q)
+      .tensor(a.k)
+      .tensor(a.v)
+      .maybe(a.q_norm)
+      .maybe(a.k_norm)
+      .i32(norm)
+      .f32(a.eps)
+      .tensor(a.positions)
+      .tensor(a.inv_freq)
+      .f32(a.scaling)
+      .tensor(a.k_cache)
+      .tensor(a.v_cache)
+      .i32(a.k.size(1))
+      .i32(heads)
+      .i32(kv_heads)
+      .i32(dim)
+      .i64(a.k_cache.size(2))
+      .i64(a.start)
+      .maybe(a.start_on_device)
+      .i32(a.start_on_device.defined())
+      .local(kGroup * sizeof(float))
+      .run(static_cast<size_t>(heads + kv_heads) * kGroup, kGroup, static_cast<size_t>(tokens), 1);
 }
 
 void rope(const ops::RopeArgs& a) {
@@ -253,6 +297,10 @@ void register_opencl_kernels() {
     register_kernel<ops::StoreKvArgs>(ops::kStoreKv, dev, DType::f32, DType::f32, &store_kv);
     register_kernel<ops::AttentionArgs>(ops::kAttention, dev, DType::f32, DType::f32, &attention);
     register_kernel<ops::ArgmaxArgs>(ops::kArgmax, dev, DType::f32, DType::f32, &argmax);
+    for (DType w : {DType::f32, DType::bf16, DType::f16}) {
+      register_kernel<ops::LinearAddArgs>(ops::kLinearAdd, dev, DType::f32, w, &linear_add);
+      register_kernel<ops::RopeStoreArgs>(ops::kRopeStore, dev, DType::f32, w, &rope_store);
+    }
     register_kernel<ops::MaskColumnArgs>(ops::kMaskColumn, dev, DType::i32, DType::i32,
                                          &write_mask_column);
   }

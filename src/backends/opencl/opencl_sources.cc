@@ -70,9 +70,11 @@ __kernel void rms_norm(__global const char* x_b, ulong x_o, __global const char*
 }
 
 // Decoding (a few rows): one work-group per output feature, its threads splitting k.
+// With `accumulate`, out += product (a residual add) instead of out = product.
 __kernel void linear_rows(__global const char* x_b, ulong x_o, __global const char* w_b, ulong w_o,
                           __global const char* b_b, ulong b_o, int has_bias, __global char* out_b,
-                          ulong out_o, int rows, int k, int o, __local float* tmp) {
+                          ulong out_o, int rows, int k, int o, int accumulate,
+                          __local float* tmp) {
   const int col = get_group_id(0);
   const int lid = get_local_id(0), n = get_local_size(0);
   __global const float* x = AT(const float, x_b, x_o);
@@ -82,7 +84,10 @@ __kernel void linear_rows(__global const char* x_b, ulong x_o, __global const ch
     float acc = 0.0f;
     for (int i = lid; i < k; i += n) acc += wload(w, i) * x[(long)r * k + i];
     const float total = group_sum(tmp, acc);
-    if (lid == 0) AT(float, out_b, out_o)[(long)r * o + col] = total + bias;
+    if (lid == 0) {
+      __global float* dst = AT(float, out_b, out_o) + (long)r * o + col;
+      *dst = accumulate ? *dst + (total + bias) : total + bias;
+    }
   }
 }
 
@@ -90,7 +95,8 @@ __kernel void linear_rows(__global const char* x_b, ulong x_o, __global const ch
 #define TILE 16
 __kernel void linear_tiled(__global const char* x_b, ulong x_o, __global const char* w_b,
                            ulong w_o, __global const char* b_b, ulong b_o, int has_bias,
-                           __global char* out_b, ulong out_o, int rows, int k, int o) {
+                           __global char* out_b, ulong out_o, int rows, int k, int o,
+                           int accumulate) {
   __local float xs[TILE][TILE + 1];
   __local float ws[TILE][TILE + 1];
   const int tc = get_local_id(0), tr = get_local_id(1);
@@ -108,7 +114,8 @@ __kernel void linear_tiled(__global const char* x_b, ulong x_o, __global const c
   }
   if (row < rows && col < o) {
     const float bias = has_bias ? wload(AT(const wstore, b_b, b_o), col) : 0.0f;
-    AT(float, out_b, out_o)[(long)row * o + col] = acc + bias;
+    __global float* dst = AT(float, out_b, out_o) + (long)row * o + col;
+    *dst = accumulate ? *dst + (acc + bias) : acc + bias;
   }
 }
 
@@ -128,6 +135,64 @@ __kernel void rope(__global char* x_b, ulong x_o, __global const char* pos_b, ul
   const float a = v[j], b = v[j + half_dim];
   v[j] = a * c - b * s;
   v[j + half_dim] = b * c + a * s;
+}
+
+// A step's attention inputs in one launch: one work-group per (token, head) over q heads then kv
+// heads: the optional per-head RMSNorm (Qwen3), RoPE, and for kv heads the cache writes of k and
+// v at start + s (start from device memory when has_dev). head_dim <= 256.
+__kernel void rope_store(__global char* q_b, ulong q_o, __global const char* k_b, ulong k_o,
+                         __global const char* v_b, ulong v_o, __global const char* qn_b,
+                         ulong qn_o, __global const char* kn_b, ulong kn_o, int has_norm,
+                         float eps, __global const char* pos_b, ulong pos_o,
+                         __global const char* f_b, ulong f_o, float scaling,
+                         __global char* kc_b, ulong kc_o, __global char* vc_b, ulong vc_o, int seq,
+                         int heads, int kv_heads, int dim, long cap, long start,
+                         __global const char* st_b, ulong st_o, int has_dev,
+                         __local float* tmp) {
+  __local float vals[256];
+  const long n = get_group_id(1);
+  const int head = get_group_id(0);
+  const int lid = get_local_id(0), nt = get_local_size(0);
+  const bool is_q = head < heads;
+  const int h = is_q ? head : head - heads;
+  __global const float* src = is_q ? AT(const float, q_b, q_o) + (n * heads + h) * dim
+                                   : AT(const float, k_b, k_o) + (n * kv_heads + h) * dim;
+  float ss = 0.0f;
+  for (int i = lid; i < dim; i += nt) {
+    vals[i] = src[i];
+    ss += vals[i] * vals[i];
+  }
+  ss = group_sum(tmp, ss);  // its barriers also publish vals[]
+  if (has_norm) {
+    const float r = rsqrt(ss / dim + eps);
+    __global const wstore* w = is_q ? AT(const wstore, qn_b, qn_o) : AT(const wstore, kn_b, kn_o);
+    for (int i = lid; i < dim; i += nt) vals[i] = wload(w, i) * (vals[i] * r);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const int half_dim = dim / 2;
+  const float pos = (float)AT(const int, pos_b, pos_o)[n];
+  if (has_dev) start = AT(const int, st_b, st_o)[0];
+  const long b = n / seq, s = n % seq;
+  __global float* dst = is_q ? AT(float, q_b, q_o) + (n * heads + h) * dim
+                             : AT(float, kc_b, kc_o) + ((b * kv_heads + h) * cap + start + s) * dim;
+  float out[8];  // dim <= 256 with >= 32 threads
+  int m = 0;
+  for (int i = lid; i < dim; i += nt, ++m) {
+    const int j = i < half_dim ? i : i - half_dim;
+    float c;
+    const float sn = sincos(pos * AT(const float, f_b, f_o)[j], &c) * scaling;
+    c *= scaling;
+    out[m] = i < half_dim ? vals[i] * c - vals[i + half_dim] * sn
+                          : vals[i] * c + vals[i - half_dim] * sn;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);  // q is rotated in place: every read above comes first
+  m = 0;
+  for (int i = lid; i < dim; i += nt, ++m) dst[i] = out[m];
+  if (!is_q) {
+    __global const float* vs = AT(const float, v_b, v_o) + (n * kv_heads + h) * dim;
+    __global float* vd = AT(float, vc_b, vc_o) + ((b * kv_heads + h) * cap + start + s) * dim;
+    for (int i = lid; i < dim; i += nt) vd[i] = vs[i];
+  }
 }
 
 __kernel void swiglu(__global const char* g_b, ulong g_o, __global const char* u_b, ulong u_o,
