@@ -12,19 +12,6 @@
 namespace anvil::cuda {
 namespace {
 
-cudaDataType_t lt_type(DType d) {
-  switch (d) {
-    case DType::f32:
-      return CUDA_R_32F;
-    case DType::bf16:
-      return CUDA_R_16BF;
-    case DType::f16:
-      return CUDA_R_16F;
-    default:
-      throw Error("attention: dtype " + std::string(dtype_name(d)) + " is not supported on cuda");
-  }
-}
-
 using View = std::tuple<DType, int64_t, int64_t, int64_t, int64_t>;
 using Key = std::tuple<int, bool, View, View, View, int>;
 
@@ -40,7 +27,8 @@ struct Plan {
 
 cublasLtMatrixLayout_t layout(const MatrixView& m, int batch) {
   cublasLtMatrixLayout_t l = nullptr;
-  ANVIL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, lt_type(m.dtype), static_cast<uint64_t>(m.rows),
+  ANVIL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, lt_type(m.dtype, "attention"),
+                                                static_cast<uint64_t>(m.rows),
                                                 static_cast<uint64_t>(m.cols), m.ld));
   ANVIL_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
                                                       sizeof batch));
@@ -89,6 +77,20 @@ Plan make_plan(Context& ctx, bool trans_a, const MatrixView& a, const MatrixView
 }
 
 }  // namespace
+
+cudaDataType_t lt_type(DType d, const char* op) {
+  switch (d) {
+    case DType::f32:
+      return CUDA_R_32F;
+    case DType::bf16:
+      return CUDA_R_16BF;
+    case DType::f16:
+      return CUDA_R_16F;
+    default:
+      throw Error(std::string(op) + ": dtype " + std::string(dtype_name(d)) +
+                  " is not supported on cuda");
+  }
+}
 
 void batched_gemm(Context& ctx, bool trans_a, const MatrixView& a, const void* pa,
                   const MatrixView& b, const void* pb, const MatrixView& c, void* pc, int batch,

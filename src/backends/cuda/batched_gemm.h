@@ -11,6 +11,9 @@
 
 namespace anvil::cuda {
 
+/// cuBLASLt's name of a float dtype; throws naming `op` for any other.
+cudaDataType_t lt_type(DType d, const char* op);
+
 /// One column-major operand: rows x cols, leading dimension ld, `stride` elements between
 /// batch members.
 struct MatrixView {

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "anvil/error.h"
+#include "backends/cuda/batched_gemm.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
@@ -19,19 +20,6 @@
 
 namespace anvil::cuda {
 namespace {
-
-cudaDataType_t cuda_type(DType d) {
-  switch (d) {
-    case DType::f32:
-      return CUDA_R_32F;
-    case DType::bf16:
-      return CUDA_R_16BF;
-    case DType::f16:
-      return CUDA_R_16F;
-    default:
-      throw Error("linear: dtype " + std::string(dtype_name(d)) + " is not supported on cuda");
-  }
-}
 
 int alignment(const void* p) {
   const auto v = reinterpret_cast<uintptr_t>(p);
@@ -51,7 +39,7 @@ struct Plan {
 
 Plan make_plan(Context& ctx, const PlanKey& key) {
   const auto [dev, dtype, n, k, o, has_bias, ax, aw, aout, abias] = key;
-  const cudaDataType_t t = cuda_type(dtype);
+  const cudaDataType_t t = lt_type(dtype, "linear");
   Plan p;
   ANVIL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;

@@ -194,22 +194,21 @@ void rope(const ops::RopeArgs& a) {
       .run(static_cast<size_t>(tokens * heads * half), 64);
 }
 
-void swiglu(const ops::SwigluArgs& a) {
-  Launch(a.out.device(), "swiglu")
-      .tensor(a.gate)
-      .tensor(a.up)
-      .tensor(a.out)
-      .i64(a.out.numel())
-      .run(static_cast<size_t>(a.out.numel()), 64);
+// out = f(a, b) elementwise, one work-item per element.
+void elementwise(const char* kernel_name, const Tensor& a, const Tensor& b, const Tensor& out) {
+  Launch(out.device(), kernel_name)
+      .tensor(a)
+      .tensor(b)
+      .tensor(out)
+      .i64(out.numel())
+      .run(static_cast<size_t>(out.numel()), 64);
 }
 
+void swiglu(const ops::SwigluArgs& a) {
+  elementwise("swiglu", a.gate, a.up, a.out);
+}
 void add(const ops::AddArgs& a) {
-  Launch(a.out.device(), "add")
-      .tensor(a.a)
-      .tensor(a.b)
-      .tensor(a.out)
-      .i64(a.out.numel())
-      .run(static_cast<size_t>(a.out.numel()), 64);
+  elementwise("add", a.a, a.b, a.out);
 }
 
 void store_kv(const ops::StoreKvArgs& a) {
