@@ -19,6 +19,13 @@ inline std::string cli_path() {
   const char* env = std::getenv("ANVIL_CLI");
   return env && *env ? env : ANVIL_CLI;
 }
+/// The device a test parameter ("cpu", "cuda", "opencl") runs on: ordinal 0, except that
+/// ANVIL_TEST_OPENCL_DEVICE names the OpenCL device where several are present (the GPU machine
+/// lists a CPU's PoCL before the GPU's driver).
+inline std::string device_name(const std::string& type) {
+  const char* env = std::getenv("ANVIL_TEST_OPENCL_DEVICE");
+  return type == "opencl" && env && *env ? env : type;
+}
 inline std::string model_dir(const std::string& name) {
   return data_dir() + "/" + name + "/model";
 }

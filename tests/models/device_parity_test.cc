@@ -24,7 +24,7 @@ constexpr float kTolerance = 1e-4f;
 class DeviceDecode : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
  protected:
   void SetUp() override {
-    device_ = Device::parse(std::get<1>(GetParam()));
+    device_ = Device::parse(test::device_name(std::get<1>(GetParam())));
     for (const auto& r : report_backends()) {
       if (r.type == device_.type && !r.available) {
         GTEST_SKIP() << device_type_name(device_.type) << " tests skipped: " << r.reason;
@@ -85,7 +85,7 @@ void decode_and_compare(const Decoder& cpu, const Decoder& dev, const Batch& bat
 
 TEST_P(DeviceDecode, OnePromptStepByStep) {
   const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
-  const CausalLM cpu = load("cpu"), dev = load(std::get<1>(GetParam()));
+  const CausalLM cpu = load("cpu"), dev = load(test::device_name(std::get<1>(GetParam())));
   Batch b;
   b.input_ids = test::id_rows(golden, "input_ids_a");
   decode_and_compare(cpu.decoder(), dev.decoder(), b, 12);
@@ -93,7 +93,7 @@ TEST_P(DeviceDecode, OnePromptStepByStep) {
 
 TEST_P(DeviceDecode, LeftPaddedBatchStepByStep) {
   const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
-  const CausalLM cpu = load("cpu"), dev = load(std::get<1>(GetParam()));
+  const CausalLM cpu = load("cpu"), dev = load(test::device_name(std::get<1>(GetParam())));
   Batch b;
   b.input_ids = test::id_rows(golden, "input_ids_b");
   b.attention_mask = test::id_rows(golden, "attention_mask_b");
@@ -103,7 +103,7 @@ TEST_P(DeviceDecode, LeftPaddedBatchStepByStep) {
 // The same cache decoded twice from a fresh prefill: a recorded step must not keep stale state.
 TEST_P(DeviceDecode, SecondGenerationOnSameModelMatches) {
   const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
-  const CausalLM dev = load(std::get<1>(GetParam()));
+  const CausalLM dev = load(test::device_name(std::get<1>(GetParam())));
   Batch b;
   b.input_ids = test::id_rows(golden, "input_ids_a");
   GenerateOptions o;
@@ -136,7 +136,7 @@ namespace {
 // (bf16 where the device reads bf16) and gives the CPU's logits for the same dequantized weights.
 TEST(DeviceGguf, QuantizedCheckpointIsDequantizedAtLoad) {
   for (const char* dev : {"cuda", "opencl"}) {
-    const Device d = Device::parse(dev);
+    const Device d = Device::parse(test::device_name(dev));
     bool available = false;
     for (const auto& r : report_backends()) available |= r.type == d.type && r.available;
     if (!available) {
@@ -146,7 +146,7 @@ TEST(DeviceGguf, QuantizedCheckpointIsDequantizedAtLoad) {
     test::TempDir dir;
     init_model(test::model_dir("qwen2-tiny") + "/config.json", dir.path(), 7, DType::q8_0);
     ModelOptions on_device;
-    on_device.device_map = dev;
+    on_device.device_map = test::device_name(dev);
     const CausalLM model = CausalLM::from_pretrained(dir.file("model.gguf"), on_device);
     EXPECT_FALSE(is_quantized(model.dtype())) << dev;
     ModelOptions cpu;

@@ -49,7 +49,7 @@ std::vector<int64_t> flatten(const std::vector<std::vector<int64_t>>& rows) {
 class Parity : public ::testing::TestWithParam<std::tuple<std::string, std::string, std::string>> {
  protected:
   void SetUp() override {
-    const Device d = Device::parse(std::get<2>(GetParam()));
+    const Device d = Device::parse(test::device_name(std::get<2>(GetParam())));
     for (const auto& r : report_backends()) {
       if (r.type == d.type && !r.available) {
         GTEST_SKIP() << device_type_name(d.type) << " tests skipped: " << r.reason;
@@ -61,7 +61,7 @@ class Parity : public ::testing::TestWithParam<std::tuple<std::string, std::stri
     ModelOptions o;
     o.dtype = dtype;
     o.attn_implementation = std::get<1>(GetParam());
-    o.device_map = std::get<2>(GetParam());
+    o.device_map = test::device_name(std::get<2>(GetParam()));
     return CausalLM::from_pretrained(model_dir(name()), o);
   }
 };

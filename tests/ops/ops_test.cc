@@ -11,6 +11,7 @@
 #include "backends/cpu/cpu_isa.h"
 #include "ops/ops.h"
 #include "ops/reference.h"
+#include "test_data.h"
 
 namespace anvil {
 namespace {
@@ -41,7 +42,7 @@ class Ops : public ::testing::TestWithParam<DeviceType> {
         GTEST_SKIP() << device_type_name(GetParam()) << " tests skipped: " << r.reason;
       }
     }
-    device_ = Device{GetParam(), 0};
+    device_ = Device::parse(test::device_name(std::string(device_type_name(GetParam()))));
     act_ = backend_for(device_).activation_dtype(DType::f32);
   }
   Tensor on_device(const Tensor& host, DType dtype) const { return host.to(dtype).to(device_); }
