@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_types.cuh"
+#include "backends/cuda/launch.cuh"
 #include "core/kernels.h"
 #include "ops/ops.h"
 
@@ -47,6 +48,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(const T* __restrict__ q, const T* __restrict__ kc, const T* __restrict__ vc,
                      const int* __restrict__ mask, T* __restrict__ out, float* __restrict__ ws,
                      Geometry g) {
+  pdl_wait();
   const int h = blockIdx.x;
   const int bs = blockIdx.y;  // b * seq + s
   const int split = blockIdx.z;
@@ -152,6 +154,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 template <class T>
 __global__ void combine_kernel(const float* __restrict__ ws, T* __restrict__ out, int splits,
                                int dim) {
+  pdl_wait();
   const long long item = blockIdx.x;
   float m = -FLT_MAX;
   for (int s = 0; s < splits; ++s) {
@@ -203,6 +206,7 @@ __device__ __forceinline__ float block_reduce(float v, bool is_max) {
 // same way. No split, so no second launch to combine splits.
 constexpr int kDecodeThreads = 256;
 constexpr int kDecodeMaxKeys = 8192;
+constexpr int kUnroll = 4;
 
 template <class T>
 __global__ void __launch_bounds__(kDecodeThreads)
@@ -210,6 +214,16 @@ __global__ void __launch_bounds__(kDecodeThreads)
                             const T* __restrict__ vc, const int* __restrict__ mask,
                             T* __restrict__ out, Geometry g) {
   constexpr int V = 16 / sizeof(T);
+  {  // the cached keys and values before this step's, before waiting for the step's kernels
+    const long long past = g.past_dev ? *g.past_dev : g.past;
+    const long long base =
+        (static_cast<long long>(blockIdx.y) * g.kv_heads + blockIdx.x / g.group) * g.cap * g.dim;
+    prefetch_l2(kc + base, past * g.dim * static_cast<long long>(sizeof(T)), threadIdx.x,
+                kDecodeThreads);
+    prefetch_l2(vc + base, past * g.dim * static_cast<long long>(sizeof(T)), threadIdx.x,
+                kDecodeThreads);
+  }
+  pdl_wait();
   extern __shared__ float smem[];
   float* scores = smem;                    // [keys]
   float* qs = smem + kDecodeMaxKeys;       // [dim]
@@ -228,21 +242,32 @@ __global__ void __launch_bounds__(kDecodeThreads)
 #pragma unroll
   for (int i = 0; i < V; ++i) qv[i] = qs[sub * V + i];
   float m = -FLT_MAX;
-  // Passes are uniform across the block: every lane takes part in the shuffles.
-  for (long long t0 = 0; t0 < keys; t0 += per_pass) {
-    const long long t = t0 + slot;
-    const bool valid = t < keys;
-    uint4 raw = make_uint4(0, 0, 0, 0);
-    if (valid) raw = *reinterpret_cast<const uint4*>(kc + (head_base + t) * g.dim + sub * V);
-    const T* kv = reinterpret_cast<const T*>(&raw);
-    float dot = 0.0f;
+  // kUnroll keys per thread and pass, their loads issued before any is used: a pass of the
+  // block covers kUnroll * per_pass keys with one memory latency. Passes are uniform across the
+  // block: every lane takes part in the shuffles.
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  for (long long t0 = 0; t0 < keys; t0 += kUnroll * per_pass) {
+    uint4 raw[kUnroll];
 #pragma unroll
-    for (int i = 0; i < V; ++i) dot += qv[i] * to_float(kv[i]);
-    for (int o = chunks / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-    if (!valid) continue;
-    const float score = mrow[t] != 0 ? dot : -FLT_MAX;
-    if (sub == 0) scores[t] = score;
-    m = fmaxf(m, score);
+    for (int u = 0; u < kUnroll; ++u) {
+      const long long t = t0 + slot + u * per_pass;
+      raw[u] =
+          t < keys ? *reinterpret_cast<const uint4*>(kc + (head_base + t) * g.dim + sub * V) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const long long t = t0 + slot + u * per_pass;
+      const T* kv = reinterpret_cast<const T*>(&raw[u]);
+      float dot = 0.0f;
+#pragma unroll
+      for (int i = 0; i < V; ++i) dot += qv[i] * to_float(kv[i]);
+      for (int o = chunks / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      if (t < keys) {
+        const float score = mrow[t] != 0 ? dot : -FLT_MAX;
+        if (sub == 0) scores[t] = score;
+        m = fmaxf(m, score);
+      }
+    }
   }
   m = block_reduce(m, true);
   float l = 0.0f;
@@ -253,13 +278,23 @@ __global__ void __launch_bounds__(kDecodeThreads)
   }
   l = block_reduce(l, false);  // its barriers also publish scores[]
   float acc[V] = {};
-  for (long long t = slot; t < keys; t += per_pass) {
-    const float p = scores[t];
-    if (p == 0.0f) continue;
-    const uint4 raw = *reinterpret_cast<const uint4*>(vc + (head_base + t) * g.dim + sub * V);
-    const T* vv = reinterpret_cast<const T*>(&raw);
+  for (long long t0 = slot; t0 < keys; t0 += kUnroll * per_pass) {
+    uint4 raw[kUnroll];
+    float p[kUnroll];
 #pragma unroll
-    for (int i = 0; i < V; ++i) acc[i] += p * to_float(vv[i]);
+    for (int u = 0; u < kUnroll; ++u) {
+      const long long t = t0 + u * per_pass;
+      p[u] = t < keys ? scores[t] : 0.0f;
+      raw[u] = p[u] != 0.0f
+                   ? *reinterpret_cast<const uint4*>(vc + (head_base + t) * g.dim + sub * V)
+                   : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const T* vv = reinterpret_cast<const T*>(&raw[u]);
+#pragma unroll
+      for (int i = 0; i < V; ++i) acc[i] += p[u] * to_float(vv[i]);
+    }
   }
 #pragma unroll
   for (int i = 0; i < V; ++i) part[slot * g.dim + sub * V + i] = acc[i];
@@ -298,6 +333,7 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
     masked_softmax_kernel(const float* __restrict__ scores, T* __restrict__ probs,
                           const int* __restrict__ mask_row, int seq, long long keys,
                           long long past) {
+  pdl_wait();
   const long long r = blockIdx.x;
   const long long s = r % seq;
   const long long limit = past + s;
@@ -352,10 +388,9 @@ void prefill_attention(const ops::AttentionArgs& a, const Geometry& g) {
       const long long head0 = (static_cast<long long>(b) * S * g.heads + j) * D;
       batched_gemm(ctx, true, kv_view, kb, q_view, q + head0, score_view, scores, g.kv_heads,
                    g.scale);
-      masked_softmax_kernel<T>
-          <<<static_cast<unsigned>(g.kv_heads * S), kSoftmaxThreads, 0, ctx.stream>>>(
-              scores, probs, a.key_mask.data<int>() + b * g.mask_width, static_cast<int>(S), keys,
-              a.past);
+      launch(masked_softmax_kernel<T>, static_cast<unsigned>(g.kv_heads * S), kSoftmaxThreads, 0,
+             ctx.stream, scores, probs, a.key_mask.data<int>() + b * g.mask_width,
+             static_cast<int>(S), keys, a.past);
       ANVIL_CUDA_CHECK_LAUNCH();
       batched_gemm(ctx, false, kv_view, vb, prob_view, probs, out_view, out + head0, g.kv_heads,
                    1.0f);
@@ -390,11 +425,10 @@ void attention(const ops::AttentionArgs& a) {
   if (!force_split && decode_kernel_fits(g, all_keys, esize)) {
     dispatch_float(a.q.dtype(), "attention", [&](auto t) {
       using T = decltype(t);
-      decode_attention_kernel<T>
-          <<<dim3(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch)), kDecodeThreads,
-             decode_smem_bytes(g, esize), stream_of(a.q.device())>>>(
-              a.q.data<T>(), a.k_cache.data<T>(), a.v_cache.data<T>(), a.key_mask.data<int>(),
-              a.out.data<T>(), g);
+      launch(decode_attention_kernel<T>,
+             dim3(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch)), kDecodeThreads,
+             decode_smem_bytes(g, esize), stream_of(a.q.device()), a.q.data<T>(),
+             a.k_cache.data<T>(), a.v_cache.data<T>(), a.key_mask.data<int>(), a.out.data<T>(), g);
     });
     ANVIL_CUDA_CHECK_LAUNCH();
     return;
@@ -421,13 +455,12 @@ void attention(const ops::AttentionArgs& a) {
     using T = decltype(t);
     const dim3 grid(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch * g.seq),
                     static_cast<unsigned>(splits));
-    attention_kernel<T>
-        <<<grid, kWarps * 32, 0, stream>>>(a.q.data<T>(), a.k_cache.data<T>(), a.v_cache.data<T>(),
-                                           a.key_mask.data<int>(), a.out.data<T>(), ws, g);
+    launch(attention_kernel<T>, grid, kWarps * 32, 0, stream, a.q.data<T>(), a.k_cache.data<T>(),
+           a.v_cache.data<T>(), a.key_mask.data<int>(), a.out.data<T>(), ws, g);
     ANVIL_CUDA_CHECK_LAUNCH();
     if (splits > 1) {
-      combine_kernel<T>
-          <<<static_cast<unsigned>(items), 128, 0, stream>>>(ws, a.out.data<T>(), splits, g.dim);
+      launch(combine_kernel<T>, static_cast<unsigned>(items), 128, 0, stream, ws, a.out.data<T>(),
+             splits, g.dim);
       ANVIL_CUDA_CHECK_LAUNCH();
     }
   });

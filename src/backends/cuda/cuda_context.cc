@@ -1,6 +1,7 @@
 // CUDA contexts: one non-blocking stream and one cuBLASLt handle per device, made on first use.
 #include "backends/cuda/cuda_context.h"
 
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -79,6 +80,21 @@ Context& context(Device device) {
     slot = std::move(c);
   }
   return *slot;
+}
+
+bool pdl_enabled() {
+  static const bool off = std::getenv("ANVIL_CUDA_NO_PDL") != nullptr;
+  if (off) return false;
+  // Programmatic dependent launch exists from compute capability 9.0 (Hopper) on.
+  static int major[64] = {};
+  int device = 0;
+  ANVIL_CUDA_CHECK(cudaGetDevice(&device));
+  if (device < 0 || device >= 64) return false;
+  if (major[device] == 0) {
+    ANVIL_CUDA_CHECK(
+        cudaDeviceGetAttribute(&major[device], cudaDevAttrComputeCapabilityMajor, device));
+  }
+  return major[device] >= 9;
 }
 
 }  // namespace anvil::cuda

@@ -32,6 +32,10 @@ inline cudaStream_t stream_of(Device device) {
   return context(device).stream;
 }
 
+/// Whether kernels of the current device are launched with programmatic dependent launch:
+/// Hopper and later, unless ANVIL_CUDA_NO_PDL is set (for measuring with and without).
+bool pdl_enabled();
+
 /// Number of visible CUDA devices (0 when there is no driver or no GPU).
 int visible_device_count();
 /// Why no device is usable, when visible_device_count() is 0.

@@ -4,6 +4,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_types.cuh"
+#include "backends/cuda/launch.cuh"
 #include "core/kernels.h"
 #include "ops/ops.h"
 
@@ -15,6 +16,7 @@ constexpr int kThreads = 256;
 template <class A, class W>
 __global__ void embedding_kernel(const long long* ids, const W* table, A* out, long long rows,
                                  long long hidden) {
+  pdl_wait();
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i >= rows * hidden) return;
   const long long r = i / hidden, c = i % hidden;
@@ -23,12 +25,14 @@ __global__ void embedding_kernel(const long long* ids, const W* table, A* out, l
 
 template <class T>
 __global__ void add_kernel(const T* a, const T* b, T* out, long long n) {
+  pdl_wait();
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i < n) out[i] = from_float<T>(to_float(a[i]) + to_float(b[i]));
 }
 
 template <class T>
 __global__ void swiglu_kernel(const T* gate, const T* up, T* out, long long n) {
+  pdl_wait();
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   const float g = to_float(gate[i]);
@@ -37,12 +41,14 @@ __global__ void swiglu_kernel(const T* gate, const T* up, T* out, long long n) {
 
 template <class D, class S>
 __global__ void cast_kernel(const S* src, D* out, long long n) {
+  pdl_wait();
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i < n) out[i] = from_float<D>(to_float(src[i]));
 }
 
 __global__ void mask_column_kernel(int* mask, const int* values, const int* index, long long rows,
                                    long long width) {
+  pdl_wait();
   const long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   const int col = *index;
   if (r < rows && col >= 0 && col < width) mask[r * width + col] = values[r];
@@ -55,8 +61,9 @@ void embedding(const ops::EmbeddingArgs& a) {
     dispatch_float(a.table.dtype(), "embedding", [&](auto w) {
       using A = decltype(act);
       using W = decltype(w);
-      embedding_kernel<A, W><<<blocks_for(n, kThreads), kThreads, 0, stream_of(a.out.device())>>>(
-          a.ids.data<long long>(), a.table.data<W>(), a.out.data<A>(), rows, hidden);
+      launch(embedding_kernel<A, W>, blocks_for(n, kThreads), kThreads, 0,
+             stream_of(a.out.device()), a.ids.data<long long>(), a.table.data<W>(), a.out.data<A>(),
+             rows, hidden);
     });
   });
   ANVIL_CUDA_CHECK_LAUNCH();
@@ -67,8 +74,8 @@ void add(const ops::AddArgs& a) {
   if (n == 0) return;
   dispatch_float(a.out.dtype(), "add", [&](auto t) {
     using T = decltype(t);
-    add_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(a.out.device())>>>(
-        a.a.data<T>(), a.b.data<T>(), a.out.data<T>(), n);
+    launch(add_kernel<T>, blocks_for(n, kThreads), kThreads, 0, stream_of(a.out.device()),
+           a.a.data<T>(), a.b.data<T>(), a.out.data<T>(), n);
   });
   ANVIL_CUDA_CHECK_LAUNCH();
 }
@@ -78,8 +85,8 @@ void swiglu(const ops::SwigluArgs& a) {
   if (n == 0) return;
   dispatch_float(a.out.dtype(), "swiglu", [&](auto t) {
     using T = decltype(t);
-    swiglu_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(a.out.device())>>>(
-        a.gate.data<T>(), a.up.data<T>(), a.out.data<T>(), n);
+    launch(swiglu_kernel<T>, blocks_for(n, kThreads), kThreads, 0, stream_of(a.out.device()),
+           a.gate.data<T>(), a.up.data<T>(), a.out.data<T>(), n);
   });
   ANVIL_CUDA_CHECK_LAUNCH();
 }
@@ -91,8 +98,8 @@ void cast(const ops::CastArgs& a) {
     dispatch_float(a.src.dtype(), "cast", [&](auto s) {
       using D = decltype(d);
       using S = decltype(s);
-      cast_kernel<D, S><<<blocks_for(n, kThreads), kThreads, 0, stream_of(a.out.device())>>>(
-          a.src.data<S>(), a.out.data<D>(), n);
+      launch(cast_kernel<D, S>, blocks_for(n, kThreads), kThreads, 0, stream_of(a.out.device()),
+             a.src.data<S>(), a.out.data<D>(), n);
     });
   });
   ANVIL_CUDA_CHECK_LAUNCH();
@@ -100,8 +107,8 @@ void cast(const ops::CastArgs& a) {
 
 void write_mask_column(const ops::MaskColumnArgs& a) {
   const long long rows = a.mask.size(0);
-  mask_column_kernel<<<blocks_for(rows, kThreads), kThreads, 0, stream_of(a.mask.device())>>>(
-      a.mask.data<int>(), a.values.data<int>(), a.index.data<int>(), rows, a.mask.size(1));
+  launch(mask_column_kernel, blocks_for(rows, kThreads), kThreads, 0, stream_of(a.mask.device()),
+         a.mask.data<int>(), a.values.data<int>(), a.index.data<int>(), rows, a.mask.size(1));
   ANVIL_CUDA_CHECK_LAUNCH();
 }
 

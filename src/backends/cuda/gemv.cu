@@ -1,11 +1,13 @@
 // The decode GEMVs. Each lane loads 16 bytes of a weight row per step with several loads in
 // flight; the activation rows (a few KB) stay in L1/L2 and are read with the same pattern.
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_types.cuh"
 #include "backends/cuda/gemv.h"
+#include "backends/cuda/launch.cuh"
 
 namespace anvil::cuda {
 namespace {
@@ -26,7 +28,7 @@ __device__ __forceinline__ void widen(const uint4& raw, float* f) {
 }
 
 // acc[m][r] += x[r, :] . w_m[:] over chunks [cb, ce) of 16 bytes, reduced over the warp.
-template <class T, int R, int W>
+template <class T, int R, int W, bool kStaged>
 __device__ __forceinline__ void dot_rows(const T* __restrict__ x, const uint4* const (&w)[W], int k,
                                          int cb, int ce, const T* __restrict__ norm_w,
                                          const float (&scale)[R], float (&acc)[W][R]) {
@@ -56,7 +58,8 @@ __device__ __forceinline__ void dot_rows(const T* __restrict__ x, const uint4* c
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         float xf[V];
-        widen<T>(__ldg(reinterpret_cast<const uint4*>(x + static_cast<long long>(r) * k) + c), xf);
+        const uint4* xp = reinterpret_cast<const uint4*>(x + static_cast<long long>(r) * k) + c;
+        widen<T>(kStaged ? *xp : __ldg(xp), xf);
         if (norm_w) {  // RMSNorm's roundings, as the separate kernel stores them
 #pragma unroll
           for (int i = 0; i < V; ++i) {
@@ -104,10 +107,88 @@ __device__ __forceinline__ void norm_scales(const T* __restrict__ x, int k, cons
   }
 }
 
+// The activation rows copied once per block into shared memory (RMS-normalised there when
+// norm_w is set, with the same roundings): the warps then read x from shared memory instead of
+// each fetching x and the norm weight from L2 for every row it takes, which for the head and the
+// down projection was more L2 traffic than the weights' own bytes.
+template <class T, int R>
+__device__ __forceinline__ void stage_x(const T* __restrict__ x, int k, const T* norm_w, float eps,
+                                        T* xs) {
+  constexpr int V = Vec<T>::kN;
+  __shared__ float sums[kWarpsPerBlock][R];
+  const int chunks = k / V;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float ss[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    ss[r] = 0.0f;
+    const uint4* src = reinterpret_cast<const uint4*>(x + static_cast<long long>(r) * k);
+    uint4* dst = reinterpret_cast<uint4*>(xs + static_cast<long long>(r) * k);
+    for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+      const uint4 v = __ldg(src + c);
+      dst[c] = v;
+      if (norm_w) {
+        float f[V];
+        widen<T>(v, f);
+#pragma unroll
+        for (int i = 0; i < V; ++i) ss[r] += f[i] * f[i];
+      }
+    }
+  }
+  if (norm_w) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const float sum = warp_sum(ss[r]);
+      if (lane == 0) sums[warp][r] = sum;
+    }
+    __syncthreads();
+    const uint4* nw = reinterpret_cast<const uint4*>(norm_w);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float total = 0.0f;
+      for (int w = 0; w < kWarpsPerBlock; ++w) total += sums[w][r];
+      const float scale = rsqrtf(total / static_cast<float>(k) + eps);
+      uint4* row = reinterpret_cast<uint4*>(xs + static_cast<long long>(r) * k);
+      for (int c = threadIdx.x; c < chunks; c += blockDim.x) {  // the chunks this thread copied
+        float f[V], nf[V];
+        widen<T>(row[c], f);
+        widen<T>(__ldg(nw + c), nf);
+        uint4 packed;
+        T* out = reinterpret_cast<T*>(&packed);
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          out[i] = from_float<T>(nf[i] * to_float(from_float<T>(f[i] * scale)));
+        }
+        row[c] = packed;
+      }
+    }
+  }
+  __syncthreads();
+}
+
+// x as the products read it: staged in shared memory (normalised, scale 1) or in place with
+// the per-warp norm scales.
+template <class T, int R, bool kStaged>
+__device__ __forceinline__ const T* prepare_x(const T* x, int k, const T*& norm_w, float eps,
+                                              float (&scale)[R]) {
+  if constexpr (kStaged) {
+    extern __shared__ uint4 staged_x[];
+    T* xs = reinterpret_cast<T*>(staged_x);
+    stage_x<T, R>(x, k, norm_w, eps, xs);
+    norm_w = nullptr;
+#pragma unroll
+    for (int r = 0; r < R; ++r) scale[r] = 1.0f;
+    return xs;
+  } else {
+    norm_scales<T, R>(x, k, norm_w, eps, scale);
+    return x;
+  }
+}
+
 // S warps share a row, each taking 1/S of k, when rows alone give too few warps to keep enough
 // loads in flight; their sums meet in shared memory. The grid is at most a few waves, each block
 // walking row groups, so short-lived blocks do not dominate the large products (the head).
-template <class T, int R, int W, int S>
+template <class T, int R, int W, int S, bool kStaged>
 __device__ __forceinline__ bool row_products(const T* __restrict__ x, const T* const (&wbase)[W],
                                              int row, bool active, int k, const T* norm_w,
                                              const float (&scale)[R], float (&acc)[W][R]) {
@@ -126,8 +207,8 @@ __device__ __forceinline__ bool row_products(const T* __restrict__ x, const T* c
     for (int m = 0; m < W; ++m) {
       w[m] = reinterpret_cast<const uint4*>(wbase[m] + static_cast<long long>(row) * k);
     }
-    dot_rows<T, R, W>(x, reinterpret_cast<const uint4* const(&)[W]>(w), k, cb, ce, norm_w, scale,
-                      acc);
+    dot_rows<T, R, W, kStaged>(x, reinterpret_cast<const uint4* const(&)[W]>(w), k, cb, ce, norm_w,
+                               scale, acc);
   }
   if constexpr (S == 1) {
     return active && lane == 0;
@@ -155,14 +236,33 @@ __device__ __forceinline__ bool row_products(const T* __restrict__ x, const T* c
   }
 }
 
-template <class T, int R, int S>
+// This warp's share (1/S of k) of weight row `row`, brought into L2 while the kernel that
+// produces x may still be running: the weights never depend on it.
+template <class T, int S>
+__device__ __forceinline__ void prefetch_share(const T* w, int row, int k) {
+  const int part = static_cast<int>(threadIdx.x / 32) % S;
+  const long long bytes = static_cast<long long>(k) * sizeof(T);
+  const long long begin = bytes * part / S, end = bytes * (part + 1) / S;
+  prefetch_l2(reinterpret_cast<const char*>(w + static_cast<long long>(row) * k) + begin,
+              end - begin, static_cast<int>(threadIdx.x % 32), 32);
+}
+
+template <class T, int R, int S, bool kStaged>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    gemv_kernel(const T* __restrict__ x, GemvSegments seg, int k, int groups) {
+    gemv_kernel(const T* __restrict__ x_in, GemvSegments seg, int k, int groups) {
   constexpr int kRowsPerBlock = kWarpsPerBlock / S;
   const int total = seg.rows[0] + seg.rows[1] + seg.rows[2];
   const T* norm_w = static_cast<const T*>(seg.norm_w);
+  if (static_cast<int>(blockIdx.x) <
+      groups) {  // the first row group's weights, before waiting for x
+    int row = blockIdx.x * kRowsPerBlock + static_cast<int>(threadIdx.x / 32) / S;
+    int i = 0;
+    while (i < seg.count - 1 && row >= seg.rows[i]) row -= seg.rows[i++];
+    if (row < seg.rows[i]) prefetch_share<T, S>(static_cast<const T*>(seg.w[i]), row, k);
+  }
+  pdl_wait();
   float scale[R];
-  norm_scales<T, R>(x, k, norm_w, seg.eps, scale);
+  const T* x = prepare_x<T, R, kStaged>(x_in, k, norm_w, seg.eps, scale);
   for (int g = blockIdx.x; g < groups; g += gridDim.x) {
     int row = g * kRowsPerBlock + static_cast<int>(threadIdx.x / 32) / S;
     const bool active = row < total;
@@ -170,7 +270,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     while (active && i < seg.count - 1 && row >= seg.rows[i]) row -= seg.rows[i++];
     const T* const w[1] = {static_cast<const T*>(seg.w[i])};
     float acc[1][R];
-    if (row_products<T, R, 1, S>(x, w, row, active, k, norm_w, scale, acc)) {
+    if (row_products<T, R, 1, S, kStaged>(x, w, row, active, k, norm_w, scale, acc)) {
       const T* bias = static_cast<const T*>(seg.bias[i]);
       T* out = static_cast<T*>(seg.out[i]);
       const int o = seg.rows[i];
@@ -185,20 +285,28 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
-template <class T, int R, int S>
+template <class T, int R, int S, bool kStaged>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    gemv_swiglu_kernel(const T* __restrict__ x, const T* __restrict__ gate,
+    gemv_swiglu_kernel(const T* __restrict__ x_in, const T* __restrict__ gate,
                        const T* __restrict__ gate_bias, const T* __restrict__ up,
                        const T* __restrict__ up_bias, T* __restrict__ out, int k, int o, int groups,
                        const T* norm_w, float eps) {
   constexpr int kRowsPerBlock = kWarpsPerBlock / S;
   const T* const w[2] = {gate, up};
+  {  // the first row group's weights, before waiting for x
+    const int row = blockIdx.x * kRowsPerBlock + static_cast<int>(threadIdx.x / 32) / S;
+    if (row < o) {
+      prefetch_share<T, S>(gate, row, k);
+      prefetch_share<T, S>(up, row, k);
+    }
+  }
+  pdl_wait();
   float scale[R];
-  norm_scales<T, R>(x, k, norm_w, eps, scale);
+  const T* x = prepare_x<T, R, kStaged>(x_in, k, norm_w, eps, scale);
   for (int g = blockIdx.x; g < groups; g += gridDim.x) {
     const int row = g * kRowsPerBlock + static_cast<int>(threadIdx.x / 32) / S;
     float acc[2][R];
-    if (row_products<T, R, 2, S>(x, w, row, row < o, k, norm_w, scale, acc)) {
+    if (row_products<T, R, 2, S, kStaged>(x, w, row, row < o, k, norm_w, scale, acc)) {
       const float gb = gate_bias ? to_float(gate_bias[row]) : 0.0f;
       const float ub = up_bias ? to_float(up_bias[row]) : 0.0f;
 #pragma unroll
@@ -225,39 +333,56 @@ unsigned grid_for(int groups, int sm_count) {
   return static_cast<unsigned>(groups < cap ? groups : cap);
 }
 
+// Shared memory for the activation rows staged per block; 0 (x read in place) when they would
+// not fit the default 48 KB, or when ANVIL_CUDA_GEMV_UNSTAGED is set (for measuring).
+size_t staged_bytes(int rows, int k, size_t esize) {
+  static const bool off = std::getenv("ANVIL_CUDA_GEMV_UNSTAGED") != nullptr;
+  const size_t bytes = static_cast<size_t>(rows) * k * esize;
+  return off || bytes > 48 * 1024 ? 0 : bytes;
+}
+
+// Warps per row and staging as template arguments: f(integral_constant S, bool_constant).
+template <class F>
+void by_split(int s, bool staged, F&& f) {
+  const auto with_s = [&](auto st) {
+    if (s == 4)
+      f(std::integral_constant<int, 4>{}, st);
+    else if (s == 2)
+      f(std::integral_constant<int, 2>{}, st);
+    else
+      f(std::integral_constant<int, 1>{}, st);
+  };
+  if (staged)
+    with_s(std::true_type{});
+  else
+    with_s(std::false_type{});
+}
+
 template <class T, int R>
 void launch_plain(int s, const void* x, const GemvSegments& seg, int k, int sms, cudaStream_t st) {
   const int total = seg.rows[0] + seg.rows[1] + seg.rows[2];
-  const auto run = [&](auto kernel, int rows_per_block) {
-    const int groups = (total + rows_per_block - 1) / rows_per_block;
-    kernel<<<grid_for(groups, sms), kWarpsPerBlock * 32, 0, st>>>(static_cast<const T*>(x), seg, k,
-                                                                  groups);
-  };
-  if (s == 4)
-    run(gemv_kernel<T, R, 4>, kWarpsPerBlock / 4);
-  else if (s == 2)
-    run(gemv_kernel<T, R, 2>, kWarpsPerBlock / 2);
-  else
-    run(gemv_kernel<T, R, 1>, kWarpsPerBlock);
+  const size_t smem = staged_bytes(R, k, sizeof(T));
+  by_split(s, smem > 0, [&](auto split, auto staged) {
+    constexpr int S = decltype(split)::value;
+    const int groups = (total + kWarpsPerBlock / S - 1) / (kWarpsPerBlock / S);
+    launch(gemv_kernel<T, R, S, decltype(staged)::value>, grid_for(groups, sms),
+           kWarpsPerBlock * 32, smem, st, static_cast<const T*>(x), seg, k, groups);
+  });
 }
 
 template <class T, int R>
 void launch_swiglu(int s, const void* x, const void* gate, const void* gb, const void* up,
                    const void* ub, void* out, int k, int o, const void* norm_w, float eps, int sms,
                    cudaStream_t st) {
-  const auto run = [&](auto kernel, int rows_per_block) {
-    const int groups = (o + rows_per_block - 1) / rows_per_block;
-    kernel<<<grid_for(groups, sms), kWarpsPerBlock * 32, 0, st>>>(
-        static_cast<const T*>(x), static_cast<const T*>(gate), static_cast<const T*>(gb),
-        static_cast<const T*>(up), static_cast<const T*>(ub), static_cast<T*>(out), k, o, groups,
-        static_cast<const T*>(norm_w), eps);
-  };
-  if (s == 4)
-    run(gemv_swiglu_kernel<T, R, 4>, kWarpsPerBlock / 4);
-  else if (s == 2)
-    run(gemv_swiglu_kernel<T, R, 2>, kWarpsPerBlock / 2);
-  else
-    run(gemv_swiglu_kernel<T, R, 1>, kWarpsPerBlock);
+  const size_t smem = staged_bytes(R, k, sizeof(T));
+  by_split(s, smem > 0, [&](auto split, auto staged) {
+    constexpr int S = decltype(split)::value;
+    const int groups = (o + kWarpsPerBlock / S - 1) / (kWarpsPerBlock / S);
+    launch(gemv_swiglu_kernel<T, R, S, decltype(staged)::value>, grid_for(groups, sms),
+           kWarpsPerBlock * 32, smem, st, static_cast<const T*>(x), static_cast<const T*>(gate),
+           static_cast<const T*>(gb), static_cast<const T*>(up), static_cast<const T*>(ub),
+           static_cast<T*>(out), k, o, groups, static_cast<const T*>(norm_w), eps);
+  });
 }
 
 // Activation rows as a template argument, so each row count gets unrolled code.

@@ -4,6 +4,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_types.cuh"
+#include "backends/cuda/launch.cuh"
 #include "core/kernels.h"
 #include "ops/ops.h"
 
@@ -30,6 +31,7 @@ __device__ __forceinline__ float block_sum(float v) {
 template <class T, class W>
 __global__ void __launch_bounds__(kThreads)
     rms_norm_kernel(T* x, const T* delta, const W* weight, T* out, int dim, float eps) {
+  pdl_wait();
   T* xr = x + static_cast<long long>(blockIdx.x) * dim;
   float ss = 0;
   for (int i = threadIdx.x; i < dim; i += kThreads) {
@@ -54,9 +56,9 @@ void launch_norm(const Tensor& x, const Tensor& delta, const Tensor& weight, con
                  float eps) {
   const long long rows = x.size(0);
   if (rows == 0) return;
-  rms_norm_kernel<T, W><<<static_cast<unsigned>(rows), kThreads, 0, stream_of(x.device())>>>(
-      x.data<T>(), delta.defined() ? delta.data<T>() : nullptr, weight.data<W>(), out.data<T>(),
-      static_cast<int>(x.size(1)), eps);
+  launch(rms_norm_kernel<T, W>, static_cast<unsigned>(rows), kThreads, 0, stream_of(x.device()),
+         x.data<T>(), delta.defined() ? delta.data<T>() : nullptr, weight.data<W>(), out.data<T>(),
+         static_cast<int>(x.size(1)), eps);
   ANVIL_CUDA_CHECK_LAUNCH();
 }
 

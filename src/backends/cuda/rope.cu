@@ -4,6 +4,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_types.cuh"
+#include "backends/cuda/launch.cuh"
 #include "core/kernels.h"
 #include "ops/ops.h"
 
@@ -16,6 +17,7 @@ constexpr int kThreads = 256;
 template <class T>
 __global__ void rope_kernel(T* x, const int* positions, const float* inv_freq, long long tokens,
                             int heads, int half, float scaling) {
+  pdl_wait();
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i >= tokens * heads * half) return;
   const int j = static_cast<int>(i % half);
@@ -36,6 +38,7 @@ __global__ void rope_kernel(T* x, const int* positions, const float* inv_freq, l
 template <class T>
 __global__ void store_kv_kernel(const T* src, T* cache, long long n, int seq, int heads, int dim,
                                 long long cap, long long start, const int* start_dev) {
+  pdl_wait();
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   const long long base = start_dev ? *start_dev : start;
@@ -58,6 +61,7 @@ __global__ void __launch_bounds__(kRopeWarps * 32)
                       const int* positions, const float* inv_freq, float scaling, T* k_cache,
                       T* v_cache, int seq, int heads, int kv_heads, int dim, long long cap,
                       long long start, const int* start_dev) {
+  pdl_wait();
   __shared__ float buf[kRopeWarps][kMaxHeadDim];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int head = blockIdx.y * kRopeWarps + warp;
@@ -119,12 +123,12 @@ void rope_store(const ops::RopeStoreArgs& a) {
     dispatch_float(nd, "rope_store", [&](auto w) {
       using T = decltype(t);
       using W = decltype(w);
-      rope_store_kernel<T, W><<<grid, kRopeWarps * 32, 0, stream_of(a.q.device())>>>(
-          a.q.data<T>(), a.k.data<T>(), a.v.data<T>(),
-          a.q_norm.defined() ? a.q_norm.data<W>() : nullptr,
-          a.k_norm.defined() ? a.k_norm.data<W>() : nullptr, a.eps, a.positions.data<int>(),
-          a.inv_freq.data<float>(), a.scaling, a.k_cache.data<T>(), a.v_cache.data<T>(), seq, heads,
-          kv_heads, dim, a.k_cache.size(2), a.start, start_dev);
+      launch(rope_store_kernel<T, W>, grid, kRopeWarps * 32, 0, stream_of(a.q.device()),
+             a.q.data<T>(), a.k.data<T>(), a.v.data<T>(),
+             a.q_norm.defined() ? a.q_norm.data<W>() : nullptr,
+             a.k_norm.defined() ? a.k_norm.data<W>() : nullptr, a.eps, a.positions.data<int>(),
+             a.inv_freq.data<float>(), a.scaling, a.k_cache.data<T>(), a.v_cache.data<T>(), seq,
+             heads, kv_heads, dim, a.k_cache.size(2), a.start, start_dev);
     });
   });
   ANVIL_CUDA_CHECK_LAUNCH();
@@ -137,9 +141,9 @@ void rope(const ops::RopeArgs& a) {
   if (n == 0) return;
   dispatch_float(a.x.dtype(), "rope", [&](auto t) {
     using T = decltype(t);
-    rope_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(a.x.device())>>>(
-        a.x.data<T>(), a.positions.data<int>(), a.inv_freq.data<float>(), tokens, heads, half,
-        a.scaling);
+    launch(rope_kernel<T>, blocks_for(n, kThreads), kThreads, 0, stream_of(a.x.device()),
+           a.x.data<T>(), a.positions.data<int>(), a.inv_freq.data<float>(), tokens, heads, half,
+           a.scaling);
   });
   ANVIL_CUDA_CHECK_LAUNCH();
 }
@@ -150,10 +154,10 @@ void store_kv(const ops::StoreKvArgs& a) {
   const int* start_dev = a.start_on_device.defined() ? a.start_on_device.data<int>() : nullptr;
   dispatch_float(a.src.dtype(), "store_kv", [&](auto t) {
     using T = decltype(t);
-    store_kv_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(a.src.device())>>>(
-        a.src.data<T>(), a.cache.data<T>(), n, static_cast<int>(a.src.size(1)),
-        static_cast<int>(a.src.size(2)), static_cast<int>(a.src.size(3)), a.cache.size(2), a.start,
-        start_dev);
+    launch(store_kv_kernel<T>, blocks_for(n, kThreads), kThreads, 0, stream_of(a.src.device()),
+           a.src.data<T>(), a.cache.data<T>(), n, static_cast<int>(a.src.size(1)),
+           static_cast<int>(a.src.size(2)), static_cast<int>(a.src.size(3)), a.cache.size(2),
+           a.start, start_dev);
   });
   ANVIL_CUDA_CHECK_LAUNCH();
 }

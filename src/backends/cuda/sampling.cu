@@ -11,6 +11,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_types.cuh"
+#include "backends/cuda/launch.cuh"
 #include "core/kernels.h"
 #include "ops/ops.h"
 
@@ -25,8 +26,8 @@ __device__ __forceinline__ bool better(float v, long long i, float best, long lo
   return v > best || (v == best && i < best_i);
 }
 
-constexpr int kColsPerBlock = 4096;
-constexpr int kMaxParts = 256;
+constexpr int kColsPerBlock = 1024;
+constexpr int kMaxParts = 1024;
 
 struct Best {
   float v;
@@ -63,6 +64,7 @@ __device__ __forceinline__ Best block_best(Best b, long long none) {
 template <class T>
 __global__ void argmax_parts_kernel(const T* x, long long cols, float* part_v, long long* part_i,
                                     int parts) {
+  pdl_wait();
   const long long row = blockIdx.y;
   const long long c0 = blockIdx.x * static_cast<long long>(kColsPerBlock);
   const long long c1 = c0 + kColsPerBlock < cols ? c0 + kColsPerBlock : cols;
@@ -80,6 +82,7 @@ __global__ void argmax_parts_kernel(const T* x, long long cols, float* part_v, l
 // Pass 2: one block per row over the parts.
 __global__ void argmax_final_kernel(const float* part_v, const long long* part_i, int parts,
                                     long long cols, long long* out) {
+  pdl_wait();
   const long long row = blockIdx.x;
   Best b{-FLT_MAX, cols};
   for (int p = threadIdx.x; p < parts; p += blockDim.x) {
@@ -107,13 +110,12 @@ void argmax(const ops::ArgmaxArgs& a) {
   const cudaStream_t stream = stream_of(a.x.device());
   dispatch_float(a.x.dtype(), "argmax", [&](auto t) {
     using T = decltype(t);
-    argmax_parts_kernel<T>
-        <<<dim3(static_cast<unsigned>(parts), static_cast<unsigned>(rows)), 256, 0, stream>>>(
-            a.x.data<T>(), cols, part_v, part_i, parts);
+    launch(argmax_parts_kernel<T>, dim3(static_cast<unsigned>(parts), static_cast<unsigned>(rows)),
+           256, 0, stream, a.x.data<T>(), cols, part_v, part_i, parts);
   });
   ANVIL_CUDA_CHECK_LAUNCH();
-  argmax_final_kernel<<<static_cast<unsigned>(rows), 256, 0, stream>>>(part_v, part_i, parts, cols,
-                                                                       a.out.data<long long>());
+  launch(argmax_final_kernel, static_cast<unsigned>(rows), 256, 0, stream, part_v, part_i, parts,
+         cols, a.out.data<long long>());
   ANVIL_CUDA_CHECK_LAUNCH();
 }
 

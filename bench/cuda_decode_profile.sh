@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Batch-1 decode on the GPU machine, A/B over environment switches, plus one step's kernels
+# under Nsight Compute. Uses the binaries `scripts/gpu-check prepare` staged in .gpu/.
+#
+#   bench/cuda_decode_profile.sh [VAR=VALUE ...]   each argument is one more configuration,
+#                                                  measured beside the default, interleaved
+# Writes $OUT/profile.txt and $OUT/ncu.txt (or under out/).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-out}"
+bin="$PWD/.gpu"
+models="${MODELS:-/tmp/anvil-gpu-models}"
+export LD_LIBRARY_PATH="$PWD/.gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+mkdir -p "$out"
+log="$out/profile.txt"
+for like in qwen2.5-0.5b qwen3-0.6b; do
+  [ -f "$models/$like/config.json" ] ||
+    "$bin/anvil" init-model --like "$like" --dtype bf16 --seed 1 --out "$models/$like" >/dev/null
+done
+configs=("" "$@")
+for round in 1 2; do
+  for like in qwen2.5-0.5b qwen3-0.6b; do
+    for c in "${configs[@]}"; do
+      tok=$(env $c "$bin/anvil" bench "$models/$like" --device cuda --dtype bf16 --prompt-len 128 \
+        --gen-len 256 --json | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["decode_tok_s"]))')
+      echo "round $round $like ${c:-default}: $tok tok/s" | tee -a "$log"
+    done
+  done
+done
+if command -v ncu >/dev/null; then
+  # One decode step of Qwen2.5-0.5B: the kernels after prefill and the first steps.
+  ncu --clock-control none --launch-skip 1500 --launch-count 200 --print-summary per-kernel \
+    --metrics gpu__time_duration.sum "$bin/anvil" bench "$models/qwen2.5-0.5b" --device cuda \
+    --dtype bf16 --prompt-len 128 --gen-len 16 >"$out/ncu.txt" 2>&1
+fi
