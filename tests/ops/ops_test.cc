@@ -318,6 +318,28 @@ TEST_P(Ops, AttentionLongContextsAndOddHeadSizes) {
   }
 }
 
+// Decode whose first keys are padding: a device that splits a step's keys over threads gets
+// ranges where no key is visible, and must merge them with the others (or give zeros when the
+// row sees none at all).
+TEST_P(Ops, AttentionDecodeWithWholeKeyRangesMasked) {
+  const int64_t batch = 3, heads = 6, kv_heads = 1, dim = 64, past = 400, cap = past + 1;
+  const Tensor q = random_tensor({batch, 1, heads, dim}, rng_);
+  const Tensor k = random_tensor({batch, kv_heads, cap, dim}, rng_, 0.3f);
+  const Tensor v = random_tensor({batch, kv_heads, cap, dim}, rng_);
+  Tensor mask = Tensor::empty({batch, cap}, DType::i32);
+  for (int64_t t = 0; t < cap; ++t) {
+    mask.data<int32_t>()[t] = t >= 300 ? 1 : 0;      // row 0: the last 101 keys
+    mask.data<int32_t>()[cap + t] = t < 50 ? 1 : 0;  // row 1: the first 50 keys
+    mask.data<int32_t>()[2 * cap + t] = 0;           // row 2: no key
+  }
+  Tensor want = Tensor::empty({batch, 1, heads, dim}, DType::f32);
+  ops::reference::attention({q, k, v, mask, want, past, 0.125f, ops::AttentionImpl::eager});
+  Tensor out = empty({batch, 1, heads, dim});
+  ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_), mask.to(device_), out,
+                  past, 0.125f, ops::AttentionImpl::sdpa});
+  EXPECT_LE(max_abs_diff(out, want), tolerance(2e-5f));
+}
+
 // Graph replay reads positions from device memory and uses a mask as wide as the cache.
 TEST_P(Ops, PositionsFromDeviceMemory) {
   const Tensor src = random_tensor({2, 1, 2, 8}, rng_);
