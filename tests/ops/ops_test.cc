@@ -531,6 +531,30 @@ TEST_P(Ops, FusedOpsMatchTheirComposition) {
   }
 }
 
+// linear_add (the residual added by the product's own tasks on the CPU) gives exactly what the
+// product followed by the add gives, for every weight type and for the decode and prefill paths.
+TEST_P(Ops, LinearAddMatchesProductThenAdd) {
+  if (device_.type != DeviceType::cpu) GTEST_SKIP() << "checks the CPU's fused epilogue";
+  for (DType w : {DType::f32, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_1}) {
+    if (!has(ops::kLinear, w)) continue;
+    for (int64_t n : {1, 3, 9}) {
+      const Tensor x = random_tensor({n, 256}, rng_), bias = random_tensor({72}, rng_);
+      const Tensor weight = is_quantized(w) ? random_blocks(w, 72, 256, rng_)
+                                            : random_tensor({72, 256}, rng_, 0.1f).to(w);
+      const Tensor resid0 = random_tensor({n, 72}, rng_);
+      Tensor resid = on_device(Tensor::from_f32(resid0.to_f32_vector(), resid0.shape()), act_);
+      Tensor scratch = empty({n, 72});
+      ops::linear_add(
+          {on_device(x, act_), weight.to(device_), on_device(bias, act_), resid, scratch});
+      Tensor want = on_device(Tensor::from_f32(resid0.to_f32_vector(), resid0.shape()), act_);
+      Tensor prod = empty({n, 72});
+      ops::linear(on_device(x, act_), weight.to(device_), on_device(bias, act_), prod);
+      ops::add(want, prod, want);
+      EXPECT_LE(max_abs_diff(resid, want), 0.0f) << dtype_name(w) << " rows " << n;
+    }
+  }
+}
+
 // The grouped products over quantized weights (one activation quantization, one parallel
 // region on the CPU) give exactly what the products one by one give.
 TEST_P(Ops, GroupedQuantizedProductsMatchSeparateOnes) {
