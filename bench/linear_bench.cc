@@ -1,6 +1,8 @@
 // Micro-benchmark of the CPU matrix product (ops::linear) on random weights: weight bytes read
 // per second (the decode floor is the streaming-read bandwidth) and multiply-adds per second.
-// Usage: anvil_linear_bench DTYPE O K N [REPEATS]   (DTYPE: f32 bf16 q8_0 q4_0 q4_1 ...)
+// Usage: anvil_linear_bench DTYPE O K N [REPEATS] [COPIES]   (DTYPE: f32 bf16 q8_0 q4_0 q4_1 ...)
+// COPIES > 1 cycles through that many copies of the matrix, so each product reads its weights
+// from DRAM as a decode step does (a model's matrices do not fit in cache) instead of from cache.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +27,7 @@ int main(int argc, char** argv) {
   const std::string name = argv[1];
   const int64_t o = std::atoll(argv[2]), k = std::atoll(argv[3]), n = std::atoll(argv[4]);
   const int reps = argc > 5 ? std::atoi(argv[5]) : 20;
+  const int copies = argc > 6 ? std::max(1, std::atoi(argv[6])) : 1;
   DType dt = DType::f32;
   bool found = false;
   for (DType t :
@@ -56,12 +59,18 @@ int main(int argc, char** argv) {
     for (float& f : v) f = dist(rng);
     w = Tensor::from_f32(v, {o, k}).to(dt);
   }
+  std::vector<Tensor> ws{w};
+  for (int c = 1; c < copies; ++c) {
+    Tensor copy = Tensor::empty({o, k}, dt);
+    std::memcpy(copy.raw(), w.raw(), w.nbytes());
+    ws.push_back(copy);
+  }
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> xv(static_cast<size_t>(n * k));
   for (float& f : xv) f = dist(rng);
   const Tensor x = Tensor::from_f32(xv, {n, k});
   Tensor out = Tensor::empty({n, o}, DType::f32);
-  ops::linear(x, w, Tensor(), out);  // warm
+  for (const Tensor& wc : ws) ops::linear(x, wc, Tensor(), out);  // warm (and repack)
   // Wall time, and the calling thread's CPU time: with ANVIL_NUM_THREADS=1 the latter does not
   // count time the thread was descheduled (the machine may be shared).
   const auto cpu_now = [] {
@@ -73,7 +82,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     const double c0 = cpu_now();
-    ops::linear(x, w, Tensor(), out);
+    ops::linear(x, ws[static_cast<size_t>(r % copies)], Tensor(), out);
     cpu_times.push_back(cpu_now() - c0);
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }

@@ -319,6 +319,28 @@ TEST_P(Ops, AttentionLongContextsAndOddHeadSizes) {
   }
 }
 
+// Decode whose first keys are padding: a device that splits a step's keys over threads gets
+// ranges where no key is visible, and must merge them with the others (or give zeros when the
+// row sees none at all).
+TEST_P(Ops, AttentionDecodeWithWholeKeyRangesMasked) {
+  const int64_t batch = 3, heads = 6, kv_heads = 1, dim = 64, past = 400, cap = past + 1;
+  const Tensor q = random_tensor({batch, 1, heads, dim}, rng_);
+  const Tensor k = random_tensor({batch, kv_heads, cap, dim}, rng_, 0.3f);
+  const Tensor v = random_tensor({batch, kv_heads, cap, dim}, rng_);
+  Tensor mask = Tensor::empty({batch, cap}, DType::i32);
+  for (int64_t t = 0; t < cap; ++t) {
+    mask.data<int32_t>()[t] = t >= 300 ? 1 : 0;      // row 0: the last 101 keys
+    mask.data<int32_t>()[cap + t] = t < 50 ? 1 : 0;  // row 1: the first 50 keys
+    mask.data<int32_t>()[2 * cap + t] = 0;           // row 2: no key
+  }
+  Tensor want = Tensor::empty({batch, 1, heads, dim}, DType::f32);
+  ops::reference::attention({q, k, v, mask, want, past, 0.125f, ops::AttentionImpl::eager});
+  Tensor out = empty({batch, 1, heads, dim});
+  ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_), mask.to(device_), out,
+                  past, 0.125f, ops::AttentionImpl::sdpa});
+  EXPECT_LE(max_abs_diff(out, want), tolerance(2e-5f));
+}
+
 // Graph replay reads positions from device memory and uses a mask as wide as the cache.
 TEST_P(Ops, PositionsFromDeviceMemory) {
   const Tensor src = random_tensor({2, 1, 2, 8}, rng_);
@@ -506,6 +528,30 @@ TEST_P(Ops, FusedOpsMatchTheirComposition) {
       EXPECT_LE(max_abs_diff(qd, qr), tolerance(3e-5f)) << dim << " norms " << norms;
       EXPECT_LE(max_abs_diff(kc, kw), tolerance(3e-5f)) << dim << " norms " << norms;
       EXPECT_LE(max_abs_diff(vc, vw), tolerance(0.0f));
+    }
+  }
+}
+
+// linear_add (the residual added by the product's own tasks on the CPU) gives exactly what the
+// product followed by the add gives, for every weight type and for the decode and prefill paths.
+TEST_P(Ops, LinearAddMatchesProductThenAdd) {
+  if (device_.type != DeviceType::cpu) GTEST_SKIP() << "checks the CPU's fused epilogue";
+  for (DType w : {DType::f32, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_1}) {
+    if (!has(ops::kLinear, w)) continue;
+    for (int64_t n : {1, 3, 9}) {
+      const Tensor x = random_tensor({n, 256}, rng_), bias = random_tensor({72}, rng_);
+      const Tensor weight = is_quantized(w) ? random_blocks(w, 72, 256, rng_)
+                                            : random_tensor({72, 256}, rng_, 0.1f).to(w);
+      const Tensor resid0 = random_tensor({n, 72}, rng_);
+      Tensor resid = on_device(Tensor::from_f32(resid0.to_f32_vector(), resid0.shape()), act_);
+      Tensor scratch = empty({n, 72});
+      ops::linear_add(
+          {on_device(x, act_), weight.to(device_), on_device(bias, act_), resid, scratch});
+      Tensor want = on_device(Tensor::from_f32(resid0.to_f32_vector(), resid0.shape()), act_);
+      Tensor prod = empty({n, 72});
+      ops::linear(on_device(x, act_), weight.to(device_), on_device(bias, act_), prod);
+      ops::add(want, prod, want);
+      EXPECT_LE(max_abs_diff(resid, want), 0.0f) << dtype_name(w) << " rows " << n;
     }
   }
 }

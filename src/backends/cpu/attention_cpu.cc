@@ -133,6 +133,78 @@ void eager(const ops::AttentionArgs& a) {
   });
 }
 
+// AVX-512 decode (a group's query rows fit one task): tasks of (batch row, KV head, range of
+// keys), each running every query row of the group over its keys, merged at the end
+// (flash-decoding). Splitting the keys rather than the heads keeps every K/V byte read once per
+// step however few KV heads there are (with 2-3 KV heads, splitting heads read each K/V twice).
+constexpr int64_t kMaxDecodeRows = 16;
+constexpr int64_t kMinKeysPerPart = 64;
+
+void sdpa_decode_avx512(const ops::AttentionArgs& a) {
+  const Geometry g(a);
+  const float* q = a.q.data<float>();
+  const float* kc = a.k_cache.data<float>();
+  const float* vc = a.v_cache.data<float>();
+  const int32_t* mask = a.key_mask.data<int32_t>();
+  float* out = a.out.data<float>();
+  const int64_t rows = g.seq * g.group, heads_total = g.batch * g.kv_heads;
+  // Enough tasks for every thread twice over (claimed dynamically), none shorter than
+  // kMinKeysPerPart keys.
+  const int64_t want = (2 * threads() + heads_total - 1) / heads_total;
+  const int64_t parts = std::clamp<int64_t>(g.total / kMinKeysPerPart, 1, want);
+  const int64_t per_part = (g.total + parts - 1) / parts;
+  const int64_t tasks = heads_total * parts;
+  const int64_t state = rows * (g.dim + 2);  // acc, m, l of one task
+  thread_local std::vector<float> partial;
+  if (partial.size() < static_cast<size_t>(tasks * state)) {
+    partial.resize(static_cast<size_t>(tasks * state));
+  }
+  float* states = partial.data();
+  auto task = [&](int64_t id) {
+    const int64_t part = id % parts, bh = id / parts, kh = bh % g.kv_heads, b = bh / g.kv_heads;
+    const float* qs[kMaxDecodeRows];
+    int64_t last[kMaxDecodeRows];
+    for (int64_t s = 0; s < g.seq; ++s) {
+      for (int64_t i = 0; i < g.group; ++i) {
+        qs[s * g.group + i] = q + ((b * g.seq + s) * g.heads + kh * g.group + i) * g.dim;
+        last[s * g.group + i] = a.past + s;
+      }
+    }
+    alignas(64) float scratch[kMaxDecodeRows * 16];
+    float* st = states + id * state;
+    attention_rows_partial_avx512(
+        static_cast<int>(rows), qs, last, kc + (b * g.kv_heads + kh) * g.cap * g.dim,
+        vc + (b * g.kv_heads + kh) * g.cap * g.dim, mask + b * g.total, part * per_part,
+        std::min(g.total, (part + 1) * per_part), g.dim, a.scale, st, st + rows * g.dim,
+        st + rows * g.dim + rows, scratch);
+  };
+  run_tasks(tasks, TaskRef(task));
+  // Merge the key ranges: out = sum_p e^(m_p - m) acc_p / sum_p e^(m_p - m) l_p, m = max_p m_p.
+  for (int64_t bh = 0; bh < heads_total; ++bh) {
+    const int64_t kh = bh % g.kv_heads, b = bh / g.kv_heads;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t s = r / g.group, h = kh * g.group + r % g.group;
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t p = 0; p < parts; ++p) {
+        m = std::max(m, states[(bh * parts + p) * state + rows * g.dim + r]);
+      }
+      float* o = out + ((b * g.seq + s) * g.heads + h) * g.dim;
+      std::fill(o, o + g.dim, 0.0f);
+      if (m == -std::numeric_limits<float>::infinity()) continue;  // sees no key: zeros
+      float l = 0;
+      for (int64_t p = 0; p < parts; ++p) {
+        const float* st = states + (bh * parts + p) * state;
+        const float w = std::exp(st[rows * g.dim + r] - m);  // 0 for a range with no visible key
+        if (w == 0.0f) continue;
+        l += w * st[rows * g.dim + rows + r];
+        for (int64_t d = 0; d < g.dim; ++d) o[d] += w * st[r * g.dim + d];
+      }
+      const float inv = 1.0f / l;
+      for (int64_t d = 0; d < g.dim; ++d) o[d] *= inv;
+    }
+  }
+}
+
 // AVX-512: tasks of (batch row, KV head, tile of queries, share of the group's heads); all the
 // query rows of a task go through each key block together, so K and V are read once per task
 // (once per step in decode, once per 16 queries in a prefill: memory traffic is not quadratic).
@@ -190,7 +262,11 @@ void sdpa_avx512(const ops::AttentionArgs& a) {
 
 void attention_kernel(const ops::AttentionArgs& a) {
   if (a.impl == ops::AttentionImpl::sdpa && isa() == Isa::avx512) {
-    sdpa_avx512(a);
+    if (a.q.size(1) * (a.q.size(2) / a.k_cache.size(1)) <= kMaxDecodeRows) {
+      sdpa_decode_avx512(a);
+    } else {
+      sdpa_avx512(a);
+    }
   } else if (a.impl == ops::AttentionImpl::eager) {
     eager(a);
   } else {

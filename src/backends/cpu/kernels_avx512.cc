@@ -582,31 +582,88 @@ inline __m512 exp512(__m512 x) {
   return _mm512_maskz_mov_ps(static_cast<__mmask16>(~neg_inf), _mm512_scalef_ps(p, n));
 }
 
-inline float dot_dim(const float* a, const float* b, int64_t dim) {
-  __m512 acc = _mm512_setzero_ps();
-  int64_t d = 0;
-  for (; d + 16 <= dim; d += 16)
-    acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + d), _mm512_loadu_ps(b + d), acc);
-  if (d < dim) {
-    const auto m = static_cast<__mmask16>((1u << (dim - d)) - 1);
-    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + d), _mm512_maskz_loadu_ps(m, b + d), acc);
+// Sums of 4 vectors' lanes, one per lane of the result: a transpose-add tree (independent of
+// the next keys' FMAs, where 4 horizontal reductions were each a serial chain).
+inline __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  const auto half = [](__m512 v) {
+    return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  };
+  const __m256 h =
+      _mm256_hadd_ps(_mm256_hadd_ps(half(a0), half(a1)), _mm256_hadd_ps(half(a2), half(a3)));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// The dot products of q with keys [0, nt) of k (nt <= 16, keys dim floats apart), in lanes
+// 0..nt-1 (the other lanes repeat the last key). Four keys at a time, each its own FMA chain.
+inline __m512 scores16(const float* q, const float* k, int nt, int64_t dim) {
+  alignas(64) float sc[16];
+  for (int t = 0; t < 16; t += 4) {
+    const float* k0 = k + std::min(t, nt - 1) * dim;
+    const float* k1 = k + std::min(t + 1, nt - 1) * dim;
+    const float* k2 = k + std::min(t + 2, nt - 1) * dim;
+    const float* k3 = k + std::min(t + 3, nt - 1) * dim;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t d = 0; d < dim; d += 16) {
+      const auto m = dim - d >= 16 ? static_cast<__mmask16>(0xffff)
+                                   : static_cast<__mmask16>((1u << (dim - d)) - 1);
+      const __m512 qd = _mm512_maskz_loadu_ps(m, q + d);
+      a0 = _mm512_fmadd_ps(qd, _mm512_maskz_loadu_ps(m, k0 + d), a0);
+      a1 = _mm512_fmadd_ps(qd, _mm512_maskz_loadu_ps(m, k1 + d), a1);
+      a2 = _mm512_fmadd_ps(qd, _mm512_maskz_loadu_ps(m, k2 + d), a2);
+      a3 = _mm512_fmadd_ps(qd, _mm512_maskz_loadu_ps(m, k3 + d), a3);
+    }
+    _mm_store_ps(sc + t, hsum4(a0, a1, a2, a3));
   }
-  return _mm512_reduce_add_ps(acc);
+  return _mm512_load_ps(sc);
+}
+
+// acc[0, NC * 16) += sum_t p[t] v[t] for t < nt (value vectors `dim` apart): the NC column
+// chunks as independent FMA chains in registers (as one chain per chunk, each chunk waited on
+// its 16 dependent FMAs). Same order of additions per element as the plain loop.
+template <int NC>
+void accumulate_values_nc(const float* p, const float* v, int nt, int64_t dim, float* acc) {
+  __m512 a[NC];
+  for (int c = 0; c < NC; ++c) a[c] = _mm512_loadu_ps(acc + 16 * c);
+  for (int t = 0; t < nt; ++t) {
+    const __m512 pt = _mm512_set1_ps(p[t]);
+    for (int c = 0; c < NC; ++c)
+      a[c] = _mm512_fmadd_ps(pt, _mm512_loadu_ps(v + t * dim + 16 * c), a[c]);
+  }
+  for (int c = 0; c < NC; ++c) _mm512_storeu_ps(acc + 16 * c, a[c]);
+}
+
+// dim a multiple of 16, at most 128.
+inline void accumulate_values(const float* p, const float* v, int nt, int64_t dim, float* acc) {
+  switch (dim / 16) {
+    case 1:
+      return accumulate_values_nc<1>(p, v, nt, dim, acc);
+    case 2:
+      return accumulate_values_nc<2>(p, v, nt, dim, acc);
+    case 3:
+      return accumulate_values_nc<3>(p, v, nt, dim, acc);
+    case 4:
+      return accumulate_values_nc<4>(p, v, nt, dim, acc);
+    case 5:
+      return accumulate_values_nc<5>(p, v, nt, dim, acc);
+    case 6:
+      return accumulate_values_nc<6>(p, v, nt, dim, acc);
+    case 7:
+      return accumulate_values_nc<7>(p, v, nt, dim, acc);
+    default:
+      return accumulate_values_nc<8>(p, v, nt, dim, acc);
+  }
 }
 
 }  // namespace
 
 // Few rows (decode): one row at a time, a dot product and a horizontal sum per key; the
-// 16-lane version below would compute 16 lanes for 1-4 rows.
-static void attention_rows_few(int rows, const float* const* q, float* const* out,
-                               const int64_t* last, const float* k, const float* v,
-                               const int32_t* key_mask, int64_t n_keys, int64_t dim, float scale,
-                               float* scratch) {
+// 16-lane version below would compute 16 lanes for 1-4 rows. Keys [begin, end) only; leaves the
+// unnormalised state (acc, m, l) of every row for the caller.
+static void attention_rows_range(int rows, const float* const* q, const int64_t* last,
+                                 const float* k, const float* v, const int32_t* key_mask,
+                                 int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
+                                 float* m, float* l, float* p) {
   constexpr int kBlock = 16;
-  float* acc = scratch;         // rows * dim
-  float* m = acc + rows * dim;  // rows
-  float* l = m + rows;          // rows
-  float* p = l + rows;          // rows * 16
   for (int r = 0; r < rows; ++r) {
     m[r] = -std::numeric_limits<float>::infinity();
     l[r] = 0;
@@ -614,9 +671,9 @@ static void attention_rows_few(int rows, const float* const* q, float* const* ou
   }
   int64_t max_last = -1;
   for (int r = 0; r < rows; ++r) max_last = std::max(max_last, last[r]);
-  const int64_t end = std::min(n_keys, max_last + 1);
+  end = std::min(end, max_last + 1);
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  for (int64_t t0 = 0; t0 < end; t0 += kBlock) {
+  for (int64_t t0 = begin; t0 < end; t0 += kBlock) {
     const int nt = static_cast<int>(std::min<int64_t>(kBlock, end - t0));
     // Keys of this block that no mask hides.
     uint32_t open = 0;
@@ -631,11 +688,9 @@ static void attention_rows_few(int rows, const float* const* q, float* const* ou
         _mm512_storeu_ps(pr, _mm512_setzero_ps());
         continue;
       }
-      alignas(64) float sc[kBlock];
-      for (int t = 0; t < kBlock; ++t) {
-        sc[t] = (keep >> t) & 1 ? dot_dim(q[r], k + (t0 + t) * dim, dim) * scale : 0.0f;
-      }
-      const __m512 s = _mm512_mask_mov_ps(neg_inf, keep, _mm512_load_ps(sc));
+      const __m512 s = _mm512_mask_mov_ps(
+          neg_inf, keep,
+          _mm512_mul_ps(scores16(q[r], k + t0 * dim, nt, dim), _mm512_set1_ps(scale)));
       const float m_new = std::max(m[r], _mm512_reduce_max_ps(s));
       const float corr = std::exp(m[r] - m_new);  // 0 when m was -inf
       const __m512 e = exp512(_mm512_sub_ps(s, _mm512_set1_ps(m_new)));
@@ -651,6 +706,10 @@ static void attention_rows_few(int rows, const float* const* q, float* const* ou
     for (int r = 0; r < rows; ++r) {
       const float* pr = p + r * kBlock;
       float* ar = acc + r * dim;
+      if (dim % 16 == 0 && dim <= 128) {
+        accumulate_values(pr, v + t0 * dim, nt, dim, ar);
+        continue;
+      }
       int64_t d = 0;
       for (; d + 16 <= dim; d += 16) {
         __m512 a = _mm512_loadu_ps(ar + d);
@@ -666,6 +725,24 @@ static void attention_rows_few(int rows, const float* const* q, float* const* ou
       }
     }
   }
+}
+
+void attention_rows_partial_avx512(int rows, const float* const* q, const int64_t* last,
+                                   const float* k, const float* v, const int32_t* key_mask,
+                                   int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
+                                   float* m, float* l, float* scratch) {
+  attention_rows_range(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l, scratch);
+}
+
+static void attention_rows_few(int rows, const float* const* q, float* const* out,
+                               const int64_t* last, const float* k, const float* v,
+                               const int32_t* key_mask, int64_t n_keys, int64_t dim, float scale,
+                               float* scratch) {
+  float* acc = scratch;         // rows * dim
+  float* m = acc + rows * dim;  // rows
+  float* l = m + rows;          // rows
+  float* p = l + rows;          // rows * 16
+  attention_rows_range(rows, q, last, k, v, key_mask, 0, n_keys, dim, scale, acc, m, l, p);
   for (int r = 0; r < rows; ++r) {
     const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
     for (int64_t d = 0; d < dim; ++d) out[r][d] = acc[r * dim + d] * inv;

@@ -153,8 +153,19 @@ const bool kUsePacked = std::getenv("ANVIL_NO_REPACK") == nullptr;
 // Decode: 4 chunks per thread, so a thread slowed by another process on its core takes fewer.
 constexpr int kDecodeChunks = 4;
 
+// residual[j, r] += out[j, r] for output features [r0, r1) of every activation row: a task adds
+// the features it just wrote while they are in its cache (linear_add's epilogue).
+inline void add_rows(float* residual, const float* out, int64_t n, int64_t o, int64_t r0,
+                     int64_t r1) {
+  if (!residual) return;
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t r = r0; r < r1; ++r) residual[j * o + r] += out[j * o + r];
+  }
+}
+
 // AVX-512: quantized weights through int8 activations and VNNI; f32 / bf16 through FMA tiles.
-bool linear_avx512(const ops::LinearArgs& a) {
+// With `residual`, each task also adds its part of the product into it (linear_add).
+bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
   const DType wt = a.weight.dtype();
   const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
   const float* x = a.x.data<float>();
@@ -185,6 +196,7 @@ bool linear_avx512(const ops::LinearArgs& a) {
           [&](int64_t g0, int64_t g1) {
             gemm_packed_avx512(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out,
                                o);
+            add_rows(residual, out, n, o, g0 * 8, std::min(o, g1 * 8));
           },
           n == 1 ? kDecodeChunks : 8);
       return true;
@@ -194,6 +206,7 @@ bool linear_avx512(const ops::LinearArgs& a) {
     split_rows(o, n, [&](int64_t r0, int64_t r1) {
       gemm_quant_avx512(kind, w + static_cast<size_t>(r0) * row_bytes, row_bytes, r1 - r0, xq, n,
                         bias ? bias + r0 : nullptr, out + r0, o);
+      add_rows(residual, out, n, o, r0, r1);
     });
     return true;
   }
@@ -207,6 +220,7 @@ bool linear_avx512(const ops::LinearArgs& a) {
         gemm_bf16_avx512(static_cast<const uint16_t*>(a.weight.raw()) + r0 * k, r1 - r0, x, n, k,
                          bias ? bias + r0 : nullptr, out + r0, o);
       }
+      add_rows(residual, out, n, o, r0, r1);
     });
     return true;
   }
@@ -292,6 +306,22 @@ void linear_swiglu_kernel(const ops::LinearSwigluArgs& a) {
   ops::swiglu(a.out, a.scratch, a.out);
 }
 
+// residual += x @ W^T + b: on AVX-512 the add runs in the product's own parallel region (the
+// composed op is a second pass and a second dispatch, over data already evicted by the weights);
+// the sum is the same float addition the composed op makes.
+void linear_add_kernel(const ops::LinearAddArgs& a) {
+  const auto* res = static_cast<const uint8_t*>(a.residual.raw());
+  const auto* x = static_cast<const uint8_t*>(a.x.raw());
+  // Tasks would update the residual while others still read x: only for separate buffers.
+  const bool separate = res + a.residual.nbytes() <= x || x + a.x.nbytes() <= res;
+  if (separate && isa() == Isa::avx512 &&
+      linear_avx512({a.x, a.weight, a.bias, a.scratch}, a.residual.data<float>())) {
+    return;
+  }
+  ops::linear(a.x, a.weight, a.bias, a.scratch);
+  ops::add(a.residual, a.scratch, a.residual);
+}
+
 template <class W>
 void linear_kernel(const ops::LinearArgs& a) {
   if (isa() == Isa::avx512 && linear_avx512(a)) return;
@@ -351,6 +381,14 @@ void register_cpu_linear() {
   for (DType w : cpu::kCpuQuantTypes) {
     register_kernel<ops::LinearArgs>(ops::kLinear, DeviceType::cpu, DType::f32, w,
                                      &cpu::linear_kernel<void>);
+  }
+  for (DType w : cpu::kCpuWeightTypes) {
+    register_kernel<ops::LinearAddArgs>(ops::kLinearAdd, DeviceType::cpu, DType::f32, w,
+                                        &cpu::linear_add_kernel);
+  }
+  for (DType w : cpu::kCpuQuantTypes) {
+    register_kernel<ops::LinearAddArgs>(ops::kLinearAdd, DeviceType::cpu, DType::f32, w,
+                                        &cpu::linear_add_kernel);
   }
   // Grouped products for the types the repacked VNNI kernels take; other types run composed.
   for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1}) {
