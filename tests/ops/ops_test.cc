@@ -59,7 +59,9 @@ class Ops : public ::testing::TestWithParam<DeviceType> {
 TEST_P(Ops, Linear) {
   for (DType w : kWeightTypes) {
     if (!has(ops::kLinear, w)) continue;
-    for (auto [n, k, o] : {std::tuple{1, 64, 96}, {5, 160, 33}, {17, 7, 1000}}) {
+    // Decode shapes (up to four rows) with k not a multiple of 4 and odd o, then larger ones.
+    for (auto [n, k, o] :
+         {std::tuple{1, 64, 96}, {3, 7, 10}, {4, 70, 9}, {5, 160, 33}, {17, 7, 1000}}) {
       const Tensor x = random_tensor({n, k}, rng_);
       const Tensor weight = random_tensor({o, k}, rng_, 0.1f).to(w);
       const Tensor bias = random_tensor({o}, rng_).to(w);
@@ -228,7 +230,7 @@ TEST_P(Ops, AttentionBothImplementationsGqaMaskedCausal) {
   for (const Case c :
        {Case{2, 5, 0, 4, 2, 16}, Case{2, 3, 4, 4, 2, 16}, Case{3, 1, 9, 4, 2, 16},
         Case{2, 37, 0, 14, 2, 24}, Case{1, 1, 50, 14, 2, 64}, Case{2, 20, 13, 3, 1, 72},
-        Case{2, 70, 6, 4, 2, 16}}) {  // 70 queries: devices take their prefill path
+        Case{1, 3, 2, 2, 1, 6}, Case{2, 70, 6, 4, 2, 16}}) {  // 70 queries: prefill paths
     const int64_t heads = c.heads, kv_heads = c.kv_heads, dim = c.dim;
     const int64_t batch = c.batch, seq = c.seq, past = c.past;
     const int64_t cap = past + seq + 3, total = past + seq;

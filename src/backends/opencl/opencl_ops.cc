@@ -13,6 +13,7 @@ namespace anvil::opencl {
 namespace {
 
 constexpr size_t kGroup = 128;  // work-group size of the reducing kernels (a power of two)
+constexpr long long kFeaturesPerGroup = kGroup / 32;  // linear_rows: a team of 32 per feature
 
 const Tensor& placeholder(Device device) {
   static std::map<int, Tensor> tensors;
@@ -123,8 +124,8 @@ void product(const ops::LinearArgs& a, bool accumulate) {
         .i32(k)
         .i32(o)
         .i32(accumulate)
-        .local(kGroup * sizeof(float))
-        .run(static_cast<size_t>(o) * kGroup, kGroup);
+        .local(4 * kGroup * sizeof(float))
+        .run(static_cast<size_t>((o + kFeaturesPerGroup - 1) / kFeaturesPerGroup) * kGroup, kGroup);
     return;
   }
   Launch(a.x.device(), "linear_tiled", a.weight.dtype())
@@ -226,15 +227,28 @@ void store_kv(const ops::StoreKvArgs& a) {
       .run(static_cast<size_t>(a.src.numel()), 64);
 }
 
+// Attention's score rows: one buffer per device, grown when a call needs more (the queue is in
+// order, so a later call may reuse it).
+const Tensor& score_scratch(Device device, long long floats) {
+  static std::map<int, Tensor> buffers;
+  Tensor& t = buffers[static_cast<int>(device.type) * 1024 + device.ordinal()];
+  if (!t.defined() || t.numel() < floats) t = Tensor::empty({floats}, DType::f32, device);
+  return t;
+}
+
 void attention(const ops::AttentionArgs& a) {
   const long long batch = a.q.size(0), seq = a.q.size(1), heads = a.q.size(2);
   // Replayed steps read the past length on the device: size the scores for the whole cache.
   const long long keys = a.past_on_device.defined() ? a.k_cache.size(2) : a.past + seq;
   const long long items = batch * seq * heads;
   if (items == 0) return;
+  if (a.q.size(3) > 256) {
+    throw Error("attention: head_dim " + std::to_string(a.q.size(3)) +
+                " exceeds the OpenCL kernel's 256");
+  }
   // One row of scores per query, in device memory (a prefill of S tokens holds S x keys floats
-  // per head).
-  const Tensor scores = Tensor::empty({items, keys}, DType::f32, a.q.device());
+  // per head); the buffer is kept and grown, not allocated per call.
+  const Tensor& scores = score_scratch(a.q.device(), items * keys);
   Launch(a.q.device(), "attention")
       .tensor(a.q)
       .tensor(a.k_cache)
@@ -253,7 +267,7 @@ void attention(const ops::AttentionArgs& a) {
       .f32(a.scale)
       .maybe(a.past_on_device)
       .i32(a.past_on_device.defined())
-      .local(kGroup * sizeof(float))
+      .local((2 * kGroup + 256) * sizeof(float))  // reductions, value partials, q (dim <= 256)
       .run(static_cast<size_t>(items) * kGroup, kGroup);
 }
 

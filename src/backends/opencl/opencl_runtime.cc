@@ -1,6 +1,7 @@
 // OpenCL devices, queues, programs and stand-in addressed memory.
 #include "backends/opencl/opencl_runtime.h"
 
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -77,8 +78,8 @@ struct Inventory {
         r.gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
         r.fp16 = ext.find("cl_khr_fp16") != std::string::npos;
         r.bf16 = ext.find("cl_intel_bfloat16_conversions") != std::string::npos;
-        r.subgroups = ext.find("cl_khr_subgroups") != std::string::npos ||
-                      ext.find("cl_intel_subgroups") != std::string::npos;
+        r.subgroups_khr = ext.find("cl_khr_subgroups") != std::string::npos;
+        r.subgroups = r.subgroups_khr || ext.find("cl_intel_subgroups") != std::string::npos;
         r.pci_bus_id = pci_address(d, ext);
         devices.push_back(r);
       }
@@ -215,6 +216,23 @@ Location locate(const void* address) {
   throw Error("internal error: an OpenCL kernel was given an address that is no OpenCL buffer");
 }
 
+// anvil's OpenCL C sources built for q's device with `opts`; null (and the build log in `log`)
+// when the build fails.
+static cl_program build_program(Queue& q, const std::string& opts, std::string& log) {
+  cl_int err = CL_SUCCESS;
+  const char* src = kOpenClSource;
+  cl_program prog = clCreateProgramWithSource(q.context, 1, &src, nullptr, &err);
+  check(err, "clCreateProgramWithSource");
+  err = clBuildProgram(prog, 1, &q.record->id, opts.c_str(), nullptr, nullptr);
+  if (err == CL_SUCCESS) return prog;
+  size_t n = 0;
+  clGetProgramBuildInfo(prog, q.record->id, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+  log.assign(n, '\0');
+  clGetProgramBuildInfo(prog, q.record->id, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+  clReleaseProgram(prog);
+  return nullptr;
+}
+
 cl_kernel kernel(Device device, const std::string& name, const std::string& options) {
   static std::mutex mu;
   static std::map<std::tuple<int, std::string>, cl_program> programs;
@@ -226,21 +244,28 @@ cl_kernel kernel(Device device, const std::string& name, const std::string& opti
   if (kit != kernels.end()) return kit->second;
   cl_program& prog = programs[{i, options}];
   if (!prog) {
-    cl_int err = CL_SUCCESS;
-    const char* src = kOpenClSource;
-    prog = clCreateProgramWithSource(q.context, 1, &src, nullptr, &err);
-    check(err, "clCreateProgramWithSource");
-    const std::string opts = "-cl-std=CL1.2 " + options;
-    err = clBuildProgram(prog, 1, &q.record->id, opts.c_str(), nullptr, nullptr);
-    if (err != CL_SUCCESS) {
-      size_t n = 0;
-      clGetProgramBuildInfo(prog, q.record->id, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-      std::string log(n, '\0');
-      clGetProgramBuildInfo(prog, q.record->id, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-      clReleaseProgram(prog);
-      prog = nullptr;
-      throw Error("building anvil's OpenCL kernels for " + q.record->name + " (" + opts +
-                  ") failed:\n" + log);
+    // Subgroup reductions where the device reports them (cl_khr_subgroups is OpenCL C 2.0); a
+    // driver that then fails to build them gets the plain work-group reductions instead, with a
+    // note, rather than no kernels at all.
+    const DeviceRecord& r = *q.record;
+    std::string log;
+    if (r.subgroups) {
+      const std::string std_opts = r.subgroups_khr ? "-cl-std=CL2.0" : "-cl-std=CL1.2";
+      prog = build_program(q, std_opts + " -DUSE_SUBGROUPS " + options, log);
+      if (!prog) {
+        std::fprintf(stderr,
+                     "anvil: %s: OpenCL subgroup kernels did not build; using work-group "
+                     "reductions\n",
+                     r.name.c_str());
+      }
+    }
+    if (!prog) {
+      const std::string opts = "-cl-std=CL1.2 " + options;
+      prog = build_program(q, opts, log);
+      if (!prog) {
+        throw Error("building anvil's OpenCL kernels for " + r.name + " (" + opts + ") failed:\n" +
+                    log);
+      }
     }
   }
   cl_int err = CL_SUCCESS;

@@ -27,9 +27,10 @@ struct DeviceRecord {
   std::string name, vendor, platform_name, version;
   cl_uint vendor_id = 0;
   bool gpu = false;
-  bool fp16 = false;       ///< cl_khr_fp16
-  bool bf16 = false;       ///< cl_intel_bfloat16_conversions
-  bool subgroups = false;  ///< cl_khr_subgroups or cl_intel_subgroups
+  bool fp16 = false;           ///< cl_khr_fp16
+  bool bf16 = false;           ///< cl_intel_bfloat16_conversions
+  bool subgroups = false;      ///< cl_khr_subgroups or cl_intel_subgroups
+  bool subgroups_khr = false;  ///< cl_khr_subgroups (its built-ins need OpenCL C 2.0)
   uint64_t memory = 0;
   std::string pci_bus_id;  ///< from cl_khr_pci_bus_info, "" when the driver does not tell
 };

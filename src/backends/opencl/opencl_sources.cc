@@ -9,17 +9,49 @@ const char* const kOpenClSource = R"CLC(
 #if defined(W_BF16)
 typedef ushort wstore;
 inline float wload(__global const wstore* p, size_t i) { return as_float(((uint)p[i]) << 16); }
+// Four consecutive weights p[i..i+3] (element alignment is all vloadn asks).
+inline float4 wload4(__global const wstore* p, size_t i) {
+  return as_float4(convert_uint4(vload4(0, p + i)) << 16);
+}
 #elif defined(W_F16)
 typedef half wstore;
 inline float wload(__global const wstore* p, size_t i) { return vload_half(i, p); }
+inline float4 wload4(__global const wstore* p, size_t i) { return vload_half4(0, p + i); }
 #else
 typedef float wstore;
 inline float wload(__global const wstore* p, size_t i) { return p[i]; }
+inline float4 wload4(__global const wstore* p, size_t i) { return vload4(0, p + i); }
 #endif
 
 #define AT(type, buf, off) ((__global type*)((__global char*)(buf) + (off)))
 
-// Work-group reductions over `n` = get_local_size(0) values in local memory.
+// Work-group reductions. With subgroups (USE_SUBGROUPS, set where the device has them) each
+// subgroup reduces in registers and only the subgroups' results meet in local memory; without,
+// a tree over `n` = get_local_size(0) values in local memory. Every work-item must call them.
+#if defined(USE_SUBGROUPS)
+#if defined(cl_khr_subgroups)
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#endif
+inline float group_sum(__local float* tmp, float v) {
+  const float part = sub_group_reduce_add(v);
+  if (get_sub_group_local_id() == 0) tmp[get_sub_group_id()] = part;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float r = 0.0f;
+  for (uint i = 0; i < get_num_sub_groups(); ++i) r += tmp[i];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+inline float group_max(__local float* tmp, float v) {
+  const float part = sub_group_reduce_max(v);
+  if (get_sub_group_local_id() == 0) tmp[get_sub_group_id()] = part;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float r = -INFINITY;
+  for (uint i = 0; i < get_num_sub_groups(); ++i) r = fmax(r, tmp[i]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+#else
 inline float group_sum(__local float* tmp, float v) {
   const int lid = get_local_id(0), n = get_local_size(0);
   tmp[lid] = v;
@@ -46,6 +78,8 @@ inline float group_max(__local float* tmp, float v) {
   return r;
 }
 
+#endif
+
 __kernel void embedding(__global const char* ids_b, ulong ids_o, __global const char* table_b,
                         ulong table_o, __global char* out_b, ulong out_o, long hidden) {
   const long i = get_global_id(0), r = get_global_id(1);
@@ -69,24 +103,48 @@ __kernel void rms_norm(__global const char* x_b, ulong x_o, __global const char*
   for (int i = lid; i < dim; i += n) out[i] = wload(w, i) * (x[i] * r);
 }
 
-// Decoding (a few rows): one work-group per output feature, its threads splitting k.
-// With `accumulate`, out += product (a residual add) instead of out = product.
+// Decoding (up to four rows): a team of TEAM work-items per output feature, several features
+// per work-group, each work-item reading four consecutive weights per load and every activation
+// row against them; the team's sums meet in local memory. (One work-group per feature spent most
+// of its time in a work-group-wide reduction per feature.) With `accumulate`, out += product (a
+// residual add) instead of out = product.
+#define TEAM 32
 __kernel void linear_rows(__global const char* x_b, ulong x_o, __global const char* w_b, ulong w_o,
                           __global const char* b_b, ulong b_o, int has_bias, __global char* out_b,
                           ulong out_o, int rows, int k, int o, int accumulate,
                           __local float* tmp) {
-  const int col = get_group_id(0);
   const int lid = get_local_id(0), n = get_local_size(0);
+  const int lane = lid % TEAM;
+  const long col = (long)get_group_id(0) * (n / TEAM) + lid / TEAM;
+  const bool active = col < o;
   __global const float* x = AT(const float, x_b, x_o);
-  __global const wstore* w = AT(const wstore, w_b, w_o) + (long)col * k;
-  const float bias = has_bias ? wload(AT(const wstore, b_b, b_o), col) : 0.0f;
-  for (int r = 0; r < rows; ++r) {
-    float acc = 0.0f;
-    for (int i = lid; i < k; i += n) acc += wload(w, i) * x[(long)r * k + i];
-    const float total = group_sum(tmp, acc);
-    if (lid == 0) {
+  __global const wstore* w = AT(const wstore, w_b, w_o) + (active ? col : 0) * (long)k;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (active) {
+    const int k4 = k / 4 * 4;
+    for (int i = lane * 4; i < k4; i += TEAM * 4) {
+      const float4 wv = wload4(w, i);
+      for (int r = 0; r < rows; ++r) acc[r] += dot(wv, vload4(0, x + (long)r * k + i));
+    }
+    for (int i = k4 + lane; i < k; i += TEAM) {
+      const float wv = wload(w, i);
+      for (int r = 0; r < rows; ++r) acc[r] += wv * x[(long)r * k + i];
+    }
+  }
+  for (int r = 0; r < rows; ++r) tmp[r * n + lid] = acc[r];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = TEAM / 2; s > 0; s >>= 1) {
+    if (lane < s) {
+      for (int r = 0; r < rows; ++r) tmp[r * n + lid] += tmp[r * n + lid + s];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (active && lane == 0) {
+    const float bias = has_bias ? wload(AT(const wstore, b_b, b_o), col) : 0.0f;
+    for (int r = 0; r < rows; ++r) {
       __global float* dst = AT(float, out_b, out_o) + (long)r * o + col;
-      *dst = accumulate ? *dst + (total + bias) : total + bias;
+      const float total = tmp[r * n + lid] + bias;
+      *dst = accumulate ? *dst + total : total;
     }
   }
 }
@@ -226,7 +284,9 @@ __kernel void store_kv(__global const char* src_b, ulong src_o, __global char* c
 }
 
 // One work-group per (b, s, h) query: scores of every key into `scores` (global scratch, one
-// row of `keys` per query), then the softmax and the value product, each split across the group.
+// row of `keys` per query; q staged in local memory, keys read four floats at a time), then the
+// softmax, then the value product with the keys split across n / dim sub-groups of work-items
+// whose partial sums meet in local memory. Local memory: 2 n + dim floats.
 __kernel void attention(__global const char* q_b, ulong q_o, __global const char* k_b, ulong k_o,
                         __global const char* v_b, ulong v_o, __global const char* m_b, ulong m_o,
                         __global char* out_b, ulong out_o, __global char* sc_b, ulong sc_o,
@@ -240,20 +300,27 @@ __kernel void attention(__global const char* q_b, ulong q_o, __global const char
   const long s = bs % seq, b = bs / seq;
   const int kh = h / (heads / kv_heads);
   const int lid = get_local_id(0), n = get_local_size(0);
+  __local float* part = tmp + n;    // [n / dim][dim] partial value sums
+  __local float* qs = tmp + 2 * n;  // [dim]
   __global const float* q = AT(const float, q_b, q_o) + item * dim;
   const long base = (b * kv_heads + kh) * cap;
   __global const float* kc = AT(const float, k_b, k_o) + base * dim;
   __global const float* vc = AT(const float, v_b, v_o) + base * dim;
   __global const int* mrow = AT(const int, m_b, m_o) + b * mask_width;
   __global float* sc = AT(float, sc_b, sc_o) + item * keys;
+  for (int d = lid; d < dim; d += n) qs[d] = q[d];
+  barrier(CLK_LOCAL_MEM_FENCE);
   const long limit = past + s;  // causal: keys [0, past + s]
+  const int dim4 = dim / 4 * 4;
   float m = -INFINITY;
   for (long t = lid; t <= limit; t += n) {
     float score = -INFINITY;
     if (mrow[t] != 0) {
-      float dot = 0.0f;
-      for (int d = 0; d < dim; ++d) dot += q[d] * kc[t * dim + d];
-      score = dot * scale;
+      __global const float* kr = kc + t * dim;
+      float dsum = 0.0f;
+      for (int d = 0; d < dim4; d += 4) dsum += dot(vload4(0, qs + d), vload4(0, kr + d));
+      for (int d = dim4; d < dim; ++d) dsum += qs[d] * kr[d];
+      score = dsum * scale;
     }
     sc[t] = score;
     m = fmax(m, score);
@@ -265,13 +332,30 @@ __kernel void attention(__global const char* q_b, ulong q_o, __global const char
     sc[t] = p;
     l += p;
   }
-  l = group_sum(tmp, l);  // its barriers also order the writes to sc[] before the reads below
+  barrier(CLK_GLOBAL_MEM_FENCE);  // every work-item's probabilities before anyone reads them all
+  l = group_sum(tmp, l);
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // a query that sees no key gets zeros
   __global float* out = AT(float, out_b, out_o) + item * dim;
-  for (int d = lid; d < dim; d += n) {
-    float acc = 0.0f;
-    for (long t = 0; t <= limit; ++t) acc += sc[t] * vc[t * dim + d];
-    out[d] = acc * inv;
+  const int groups = n / dim;
+  if (groups >= 2) {
+    const int g = lid / dim, d = lid % dim;
+    if (g < groups) {
+      float acc = 0.0f;
+      for (long t = g; t <= limit; t += groups) acc += sc[t] * vc[t * dim + d];
+      part[g * dim + d] = acc;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int e = lid; e < dim; e += n) {
+      float sum = 0.0f;
+      for (int j = 0; j < groups; ++j) sum += part[j * dim + e];
+      out[e] = sum * inv;
+    }
+  } else {
+    for (int d = lid; d < dim; d += n) {
+      float acc = 0.0f;
+      for (long t = 0; t <= limit; ++t) acc += sc[t] * vc[t * dim + d];
+      out[d] = acc * inv;
+    }
   }
 }
 
