@@ -269,20 +269,27 @@ void add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& weight, fl
 }
 
 // The input norm of a fused product: fused only when its weight has the activations' dtype.
-static bool norm_fusable(const Tensor& x, const Tensor& norm_weight, const Tensor& normed) {
+// A fused kernel takes the norm weight, and biases, stored as the activations or as the weights
+// (a device with float32 activations and bf16 weights keeps its norms in bf16).
+static bool small_operand_fusable(const Tensor& t, const Tensor& x, DType weights) {
+  return !t.defined() || t.dtype() == x.dtype() || t.dtype() == weights;
+}
+
+static bool norm_fusable(const Tensor& x, const Tensor& norm_weight, const Tensor& normed,
+                         DType weights) {
   if (!norm_weight.defined()) return true;
   expect_shape("rms_norm", "weight", norm_weight, {x.size(1)});
   expect_shape("rms_norm", "normed", normed, x.shape());
-  return norm_weight.dtype() == x.dtype();
+  return small_operand_fusable(norm_weight, x, weights);
 }
 
 void linear_group(const LinearGroupArgs& a) {
   if (a.count < 1 || a.count > 3) fail(kLinearGroup, "between one and three products");
   const Tensor& x = a.x;
-  bool fused = norm_fusable(x, a.norm_weight, a.normed);
+  const DType wt = a.weights[0].dtype();
+  bool fused = norm_fusable(x, a.norm_weight, a.normed, wt);
   for (int i = 0; i < a.count; ++i) {
-    fused = fused && a.weights[i].dtype() == a.weights[0].dtype() &&
-            (!a.biases[i].defined() || a.biases[i].dtype() == x.dtype());
+    fused = fused && a.weights[i].dtype() == wt && small_operand_fusable(a.biases[i], x, wt);
   }
   auto k = fused ? find_kernel_raw(kLinearGroup, x.device().type, x.dtype(), a.weights[0].dtype())
                  : nullptr;
@@ -314,9 +321,10 @@ void linear_group(const LinearGroupArgs& a) {
 }
 
 void linear_swiglu(const LinearSwigluArgs& a) {
-  const bool same = norm_fusable(a.x, a.norm_weight, a.normed) && a.gate.dtype() == a.up.dtype() &&
-                    (!a.gate_bias.defined() || a.gate_bias.dtype() == a.x.dtype()) &&
-                    (!a.up_bias.defined() || a.up_bias.dtype() == a.x.dtype());
+  const DType wt = a.gate.dtype();
+  const bool same = norm_fusable(a.x, a.norm_weight, a.normed, wt) && a.up.dtype() == wt &&
+                    small_operand_fusable(a.gate_bias, a.x, wt) &&
+                    small_operand_fusable(a.up_bias, a.x, wt);
   auto k = same ? find_kernel_raw(kLinearSwiglu, a.x.device().type, a.x.dtype(), a.gate.dtype())
                 : nullptr;
   if (!k) {

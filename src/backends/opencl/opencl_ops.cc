@@ -1,5 +1,6 @@
 // The ops on OpenCL devices: each launcher turns tensors into (buffer, offset) arguments and
 // enqueues one kernel of opencl_sources.cc on the device's in-order queue.
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -13,7 +14,21 @@ namespace anvil::opencl {
 namespace {
 
 constexpr size_t kGroup = 128;  // work-group size of the reducing kernels (a power of two)
-constexpr long long kFeaturesPerGroup = kGroup / 32;  // linear_rows: a team of 32 per feature
+constexpr long long kFeaturesPerGroup = kGroup / 32;       // linear_rows: a team of 32 per feature
+constexpr size_t kTeamLocal = 4 * kGroup * sizeof(float);  // the team sums of four rows
+constexpr long long kMaxTeamRows = 4;                      // rows the team kernels take
+
+// Work-items of a team kernel: one work-group per kFeaturesPerGroup features; `capped`, at most
+// eight per compute unit, the work-groups then walking the remaining features, so the fused
+// kernels' norm is computed a few times per compute unit rather than once per four features.
+// (Plain products are not capped: PoCL runs a work-group loop around barriers more slowly.)
+size_t team_groups(Device device, long long features, bool capped = true) {
+  const long long cap =
+      capped ? 8LL * devices()[static_cast<size_t>(record_index(device))].compute_units : 1LL << 40;
+  long long groups = (features + kFeaturesPerGroup - 1) / kFeaturesPerGroup;
+  if (groups > cap) groups = cap;
+  return static_cast<size_t>(groups) * kGroup;
+}
 
 const Tensor& placeholder(Device device) {
   static std::map<int, Tensor> tensors;
@@ -113,7 +128,7 @@ void product(const ops::LinearArgs& a, bool accumulate) {
                 std::string(dtype_name(a.weight.dtype())) + "), got " +
                 std::string(dtype_name(a.bias.dtype())));
   }
-  if (n <= 4) {
+  if (n <= kMaxTeamRows) {
     Launch(a.x.device(), "linear_rows", a.weight.dtype())
         .tensor(a.x)
         .tensor(a.weight)
@@ -124,8 +139,8 @@ void product(const ops::LinearArgs& a, bool accumulate) {
         .i32(k)
         .i32(o)
         .i32(accumulate)
-        .local(4 * kGroup * sizeof(float))
-        .run(static_cast<size_t>((o + kFeaturesPerGroup - 1) / kFeaturesPerGroup) * kGroup, kGroup);
+        .local(kTeamLocal)
+        .run(team_groups(a.x.device(), o, false), kGroup);
     return;
   }
   Launch(a.x.device(), "linear_tiled", a.weight.dtype())
@@ -148,6 +163,105 @@ void linear(const ops::LinearArgs& a) {
 // The output projection with its residual add: the product is added into the residual.
 void linear_add(const ops::LinearAddArgs& a) {
   product({a.x, a.weight, a.bias, a.residual}, true);
+}
+
+// How a fused kernel reads the norm weight: 0 none, 1 float32, 2 stored as the weights.
+int norm_mode(const Tensor& norm_weight) {
+  if (!norm_weight.defined()) return 0;
+  return norm_weight.dtype() == DType::f32 ? 1 : 2;
+}
+
+// Biases of a fused product come as float32 or as the weights' type (ops.cc allows both);
+// they must agree with each other.
+int biases_f32(std::initializer_list<const Tensor*> biases, const char* op) {
+  int f32 = -1;
+  for (const Tensor* b : biases) {
+    if (!b->defined()) continue;
+    const int is = b->dtype() == DType::f32;
+    if (f32 >= 0 && f32 != is) throw Error(std::string(op) + ": biases of mixed dtypes on opencl");
+    f32 = is;
+  }
+  return f32 == 1;
+}
+
+// The fused products pay where each launch costs the host several microseconds (GPU drivers,
+// no graph replay in OpenCL); on CPU devices the composed ops measured faster (PoCL here, default
+// model f32 decode 10.2-10.6 tok/s composed against 8.3-9.0 fused), so they run composed there.
+// ANVIL_OPENCL_FUSED=1 or 0 forces either way (the tests force 1 on PoCL).
+bool fused_products(Device device) {
+  static const char* env = std::getenv("ANVIL_OPENCL_FUSED");
+  if (env && *env) return env[0] == '1';
+  return devices()[static_cast<size_t>(record_index(device))].gpu;
+}
+
+// q, k and v (with the input norm) in one launch for decode rows; composed above four rows.
+void linear_group(const ops::LinearGroupArgs& a) {
+  const long long n = a.x.size(0), k = a.x.size(1);
+  const DType w = a.weights[0].dtype();
+  if (n > kMaxTeamRows || !fused_products(a.x.device()) ||
+      (norm_mode(a.norm_weight) == 2 && a.norm_weight.dtype() != w)) {
+    const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
+    if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
+    for (int i = 0; i < a.count; ++i) ops::linear(in, a.weights[i], a.biases[i], a.outs[i]);
+    return;
+  }
+  Launch l(a.x.device(), "linear_group_rows", w);
+  l.tensor(a.x);
+  for (int i = 0; i < 3; ++i) l.maybe(i < a.count ? a.weights[i] : Tensor());
+  int mask = 0;
+  for (int i = 0; i < 3; ++i) {
+    const bool has = i < a.count && a.biases[i].defined();
+    mask |= has ? 1 << i : 0;
+    l.maybe(has ? a.biases[i] : Tensor());
+  }
+  for (int i = 0; i < 3; ++i) l.maybe(i < a.count ? a.outs[i] : Tensor());
+  long long total = 0;
+  for (int i = 0; i < 3; ++i) {
+    const long long o = i < a.count ? a.weights[i].size(0) : 0;
+    total += o;
+    l.i32(o);
+  }
+  l.i32(mask)
+      .i32(biases_f32({&a.biases[0], &a.biases[1], &a.biases[2]}, "linear_group"))
+      .maybe(a.norm_weight)
+      .i32(norm_mode(a.norm_weight))
+      .f32(a.eps)
+      .i32(n)
+      .i32(k)
+      .local(kTeamLocal)
+      .run(team_groups(a.x.device(), total), kGroup);
+}
+
+// gate, up and SwiGLU (with the norm) in one launch for decode rows; composed above four rows.
+void linear_swiglu(const ops::LinearSwigluArgs& a) {
+  const long long n = a.x.size(0), k = a.x.size(1), o = a.gate.size(0);
+  const DType w = a.gate.dtype();
+  if (n > kMaxTeamRows || !fused_products(a.x.device()) ||
+      (norm_mode(a.norm_weight) == 2 && a.norm_weight.dtype() != w)) {
+    const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
+    if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
+    ops::linear(in, a.gate, a.gate_bias, a.out);
+    ops::linear(in, a.up, a.up_bias, a.scratch);
+    ops::swiglu(a.out, a.scratch, a.out);
+    return;
+  }
+  Launch(a.x.device(), "linear_swiglu_rows", w)
+      .tensor(a.x)
+      .tensor(a.gate)
+      .tensor(a.up)
+      .maybe(a.gate_bias)
+      .maybe(a.up_bias)
+      .i32((a.gate_bias.defined() ? 1 : 0) | (a.up_bias.defined() ? 2 : 0))
+      .i32(biases_f32({&a.gate_bias, &a.up_bias}, "linear_swiglu"))
+      .tensor(a.out)
+      .maybe(a.norm_weight)
+      .i32(norm_mode(a.norm_weight))
+      .f32(a.eps)
+      .i32(n)
+      .i32(k)
+      .i32(o)
+      .local(kTeamLocal)
+      .run(team_groups(a.x.device(), o), kGroup);
 }
 
 void rope_store(const ops::RopeStoreArgs& a) {
@@ -313,6 +427,9 @@ void register_opencl_kernels() {
     for (DType w : {DType::f32, DType::bf16, DType::f16}) {
       register_kernel<ops::LinearAddArgs>(ops::kLinearAdd, dev, DType::f32, w, &linear_add);
       register_kernel<ops::RopeStoreArgs>(ops::kRopeStore, dev, DType::f32, w, &rope_store);
+      register_kernel<ops::LinearGroupArgs>(ops::kLinearGroup, dev, DType::f32, w, &linear_group);
+      register_kernel<ops::LinearSwigluArgs>(ops::kLinearSwiglu, dev, DType::f32, w,
+                                             &linear_swiglu);
     }
     register_kernel<ops::MaskColumnArgs>(ops::kMaskColumn, dev, DType::i32, DType::i32,
                                          &write_mask_column);

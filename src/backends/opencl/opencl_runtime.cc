@@ -75,6 +75,9 @@ struct Inventory {
         cl_ulong mem = 0;
         clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, nullptr);
         r.memory = mem;
+        clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof r.compute_units, &r.compute_units,
+                        nullptr);
+        if (r.compute_units == 0) r.compute_units = 1;
         r.gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
         r.fp16 = ext.find("cl_khr_fp16") != std::string::npos;
         r.bf16 = ext.find("cl_intel_bfloat16_conversions") != std::string::npos;

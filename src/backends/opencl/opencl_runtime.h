@@ -32,7 +32,8 @@ struct DeviceRecord {
   bool subgroups = false;      ///< cl_khr_subgroups or cl_intel_subgroups
   bool subgroups_khr = false;  ///< cl_khr_subgroups (its built-ins need OpenCL C 2.0)
   uint64_t memory = 0;
-  std::string pci_bus_id;  ///< from cl_khr_pci_bus_info, "" when the driver does not tell
+  cl_uint compute_units = 1;  ///< CL_DEVICE_MAX_COMPUTE_UNITS
+  std::string pci_bus_id;     ///< from cl_khr_pci_bus_info, "" when the driver does not tell
 };
 
 /// Every OpenCL device, in the order of platforms and of devices within each (opencl:N).

@@ -106,31 +106,59 @@ __kernel void rms_norm(__global const char* x_b, ulong x_o, __global const char*
 // Decoding (up to four rows): a team of TEAM work-items per output feature, several features
 // per work-group, each work-item reading four consecutive weights per load and every activation
 // row against them; the team's sums meet in local memory. (One work-group per feature spent most
-// of its time in a work-group-wide reduction per feature.) With `accumulate`, out += product (a
-// residual add) instead of out = product.
+// of its time in a work-group-wide reduction per feature.)
 #define TEAM 32
-__kernel void linear_rows(__global const char* x_b, ulong x_o, __global const char* w_b, ulong w_o,
-                          __global const char* b_b, ulong b_o, int has_bias, __global char* out_b,
-                          ulong out_o, int rows, int k, int o, int accumulate,
-                          __local float* tmp) {
+
+// A norm weight or bias element stored as float32 (is_f32) or as the weights' type.
+inline float either(__global const char* b, ulong o, int is_f32, long i) {
+  return is_f32 ? AT(const float, b, o)[i] : wload(AT(const wstore, b, o), i);
+}
+
+// scale[r] = 1/sqrt(mean(x_r^2) + eps) for each of the rows, computed as rms_norm does (same
+// work-item split and reduction), so the fused products see rms_norm's values exactly.
+inline void norm_scales(__global const float* x, int rows, int k, float eps, __local float* tmp,
+                        float* scale) {
   const int lid = get_local_id(0), n = get_local_size(0);
-  const int lane = lid % TEAM;
-  const long col = (long)get_group_id(0) * (n / TEAM) + lid / TEAM;
-  const bool active = col < o;
-  __global const float* x = AT(const float, x_b, x_o);
-  __global const wstore* w = AT(const wstore, w_b, w_o) + (active ? col : 0) * (long)k;
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  if (active) {
-    const int k4 = k / 4 * 4;
-    for (int i = lane * 4; i < k4; i += TEAM * 4) {
-      const float4 wv = wload4(w, i);
-      for (int r = 0; r < rows; ++r) acc[r] += dot(wv, vload4(0, x + (long)r * k + i));
-    }
-    for (int i = k4 + lane; i < k; i += TEAM) {
-      const float wv = wload(w, i);
-      for (int r = 0; r < rows; ++r) acc[r] += wv * x[(long)r * k + i];
+  for (int r = 0; r < rows; ++r) {
+    float ss = 0.0f;
+    for (int i = lid; i < k; i += n) ss += x[(long)r * k + i] * x[(long)r * k + i];
+    scale[r] = rsqrt(group_sum(tmp, ss) / k + eps);
+  }
+}
+
+// acc[r] += this work-item's share of weight row w . activation row r, the activations
+// RMS-normalised on the way (norm weight * (x * scale[r]), rms_norm's order) when norm_mode is
+// 1 (float32 norm weight) or 2 (stored as the weights).
+inline void team_dot(__global const wstore* w, __global const float* x, int rows, int k,
+                     __global const char* nb, ulong no, int norm_mode, const float* scale,
+                     float* acc) {
+  const int lane = get_local_id(0) % TEAM;
+  const int k4 = k / 4 * 4;
+  for (int i = lane * 4; i < k4; i += TEAM * 4) {
+    const float4 wv = wload4(w, i);
+    float4 nw = (float4)(1.0f);
+    if (norm_mode == 1) nw = vload4(0, AT(const float, nb, no) + i);
+    if (norm_mode == 2) nw = wload4(AT(const wstore, nb, no), i);
+    for (int r = 0; r < rows; ++r) {
+      float4 xv = vload4(0, x + (long)r * k + i);
+      if (norm_mode) xv = nw * (xv * scale[r]);
+      acc[r] += dot(wv, xv);
     }
   }
+  for (int i = k4 + lane; i < k; i += TEAM) {
+    const float wv = wload(w, i);
+    const float nw = norm_mode ? either(nb, no, norm_mode == 1, i) : 1.0f;
+    for (int r = 0; r < rows; ++r) {
+      const float xv = x[(long)r * k + i];
+      acc[r] += wv * (norm_mode ? nw * (xv * scale[r]) : xv);
+    }
+  }
+}
+
+// Sums acc[0..rows) over each team's work-items through tmp (rows * n floats at `tmp`); the
+// team's first work-item ends with the totals. Every work-item must call it.
+inline void team_reduce(__local float* tmp, float* acc, int rows) {
+  const int lid = get_local_id(0), n = get_local_size(0), lane = lid % TEAM;
   for (int r = 0; r < rows; ++r) tmp[r * n + lid] = acc[r];
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int s = TEAM / 2; s > 0; s >>= 1) {
@@ -139,13 +167,113 @@ __kernel void linear_rows(__global const char* x_b, ulong x_o, __global const ch
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (active && lane == 0) {
-    const float bias = has_bias ? wload(AT(const wstore, b_b, b_o), col) : 0.0f;
-    for (int r = 0; r < rows; ++r) {
-      __global float* dst = AT(float, out_b, out_o) + (long)r * o + col;
-      const float total = tmp[r * n + lid] + bias;
-      *dst = accumulate ? *dst + total : total;
+  for (int r = 0; r < rows; ++r) acc[r] = tmp[r * n + lid];
+  barrier(CLK_LOCAL_MEM_FENCE);  // tmp is reused
+}
+
+// out (= or, with `accumulate`, +=) x @ w^T + bias for up to four rows of x.
+__kernel void linear_rows(__global const char* x_b, ulong x_o, __global const char* w_b, ulong w_o,
+                          __global const char* b_b, ulong b_o, int has_bias, __global char* out_b,
+                          ulong out_o, int rows, int k, int o, int accumulate,
+                          __local float* tmp) {
+  const int lid = get_local_id(0), n = get_local_size(0);
+  const long step = (long)get_num_groups(0) * (n / TEAM);
+  __global const float* x = AT(const float, x_b, x_o);
+  const float none[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  for (long f0 = (long)get_group_id(0) * (n / TEAM); f0 < o; f0 += step) {
+    const long col = f0 + lid / TEAM;
+    const bool active = col < o;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (active) {
+      team_dot(AT(const wstore, w_b, w_o) + col * k, x, rows, k, b_b, b_o, 0, none, acc);
     }
+    team_reduce(tmp, acc, rows);
+    if (active && lid % TEAM == 0) {
+      const float bias = has_bias ? wload(AT(const wstore, b_b, b_o), col) : 0.0f;
+      for (int r = 0; r < rows; ++r) {
+        __global float* dst = AT(float, out_b, out_o) + (long)r * o + col;
+        *dst = accumulate ? *dst + (acc[r] + bias) : acc[r] + bias;
+      }
+    }
+  }
+}
+
+// linear_group for up to four rows: the q, k and v products (segments of o0, o1, o2 features)
+// of one input in one launch, the input RMS-normalised on the way when norm_mode is set. Bit
+// `i` of bias_mask says segment i has a bias; bias_f32: biases are float32 (else weight type).
+__kernel void linear_group_rows(
+    __global const char* x_b, ulong x_o, __global const char* w0_b, ulong w0_o,
+    __global const char* w1_b, ulong w1_o, __global const char* w2_b, ulong w2_o,
+    __global const char* b0_b, ulong b0_o, __global const char* b1_b, ulong b1_o,
+    __global const char* b2_b, ulong b2_o, __global char* y0_b, ulong y0_o,
+    __global char* y1_b, ulong y1_o, __global char* y2_b, ulong y2_o, int o0, int o1, int o2,
+    int bias_mask, int bias_f32, __global const char* nw_b, ulong nw_o, int norm_mode, float eps,
+    int rows, int k, __local float* tmp) {
+  const int lid = get_local_id(0), n = get_local_size(0);
+  const long total = (long)o0 + o1 + o2, step = (long)get_num_groups(0) * (n / TEAM);
+  __global const float* x = AT(const float, x_b, x_o);
+  float scale[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  if (norm_mode) norm_scales(x, rows, k, eps, tmp, scale);  // once per work-group
+  for (long f0 = (long)get_group_id(0) * (n / TEAM); f0 < total; f0 += step) {
+  long row = f0 + lid / TEAM;
+  const bool active = row < total;
+  int seg = 0;
+  if (row >= o0) {
+    row -= o0;
+    seg = 1;
+    if (row >= o1) {
+      row -= o1;
+      seg = 2;
+    }
+  }
+  __global const char* wb = seg == 0 ? w0_b : (seg == 1 ? w1_b : w2_b);
+  const ulong wo = seg == 0 ? w0_o : (seg == 1 ? w1_o : w2_o);
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (active) team_dot(AT(const wstore, wb, wo) + row * k, x, rows, k, nw_b, nw_o, norm_mode, scale, acc);
+  team_reduce(tmp, acc, rows);
+  if (active && lid % TEAM == 0) {
+    __global const char* bb = seg == 0 ? b0_b : (seg == 1 ? b1_b : b2_b);
+    const ulong bo = seg == 0 ? b0_o : (seg == 1 ? b1_o : b2_o);
+    __global char* yb = seg == 0 ? y0_b : (seg == 1 ? y1_b : y2_b);
+    const ulong yo = seg == 0 ? y0_o : (seg == 1 ? y1_o : y2_o);
+    const int o = seg == 0 ? o0 : (seg == 1 ? o1 : o2);
+    const float bias = (bias_mask >> seg) & 1 ? either(bb, bo, bias_f32, row) : 0.0f;
+    for (int r = 0; r < rows; ++r) AT(float, yb, yo)[(long)r * o + row] = acc[r] + bias;
+  }
+  }
+}
+
+// linear_swiglu for up to four rows: out = silu(x' @ gate^T + gate_bias) * (x' @ up^T + up_bias),
+// x' the RMS-normalised input when norm_mode is set; each team takes one feature of both.
+__kernel void linear_swiglu_rows(__global const char* x_b, ulong x_o, __global const char* g_b,
+                                 ulong g_o, __global const char* u_b, ulong u_o,
+                                 __global const char* gb_b, ulong gb_o, __global const char* ub_b,
+                                 ulong ub_o, int bias_mask, int bias_f32, __global char* out_b,
+                                 ulong out_o, __global const char* nw_b, ulong nw_o, int norm_mode,
+                                 float eps, int rows, int k, int o, __local float* tmp) {
+  const int lid = get_local_id(0), n = get_local_size(0);
+  const long step = (long)get_num_groups(0) * (n / TEAM);
+  __global const float* x = AT(const float, x_b, x_o);
+  float scale[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  if (norm_mode) norm_scales(x, rows, k, eps, tmp, scale);  // once per work-group
+  for (long f0 = (long)get_group_id(0) * (n / TEAM); f0 < o; f0 += step) {
+  const long col = f0 + lid / TEAM;
+  const bool active = col < o;
+  float g[4] = {0.0f, 0.0f, 0.0f, 0.0f}, u[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (active) {
+    team_dot(AT(const wstore, g_b, g_o) + col * k, x, rows, k, nw_b, nw_o, norm_mode, scale, g);
+    team_dot(AT(const wstore, u_b, u_o) + col * k, x, rows, k, nw_b, nw_o, norm_mode, scale, u);
+  }
+  team_reduce(tmp, g, rows);
+  team_reduce(tmp, u, rows);
+  if (active && lid % TEAM == 0) {
+    const float gbias = bias_mask & 1 ? either(gb_b, gb_o, bias_f32, col) : 0.0f;
+    const float ubias = bias_mask & 2 ? either(ub_b, ub_o, bias_f32, col) : 0.0f;
+    for (int r = 0; r < rows; ++r) {
+      const float gv = g[r] + gbias;
+      AT(float, out_b, out_o)[(long)r * o + col] = gv / (1.0f + exp(-gv)) * (u[r] + ubias);
+    }
+  }
   }
 }
 
