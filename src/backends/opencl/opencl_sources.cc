@@ -177,23 +177,22 @@ __kernel void linear_rows(__global const char* x_b, ulong x_o, __global const ch
                           ulong out_o, int rows, int k, int o, int accumulate,
                           __local float* tmp) {
   const int lid = get_local_id(0), n = get_local_size(0);
-  const long step = (long)get_num_groups(0) * (n / TEAM);
+  // One group of features per work-group, no loop: PoCL runs barriers inside a loop markedly
+  // slower (the fused kernels below loop, to compute their norm once per work-group).
+  const long col = (long)get_group_id(0) * (n / TEAM) + lid / TEAM;
+  const bool active = col < o;
   __global const float* x = AT(const float, x_b, x_o);
   const float none[4] = {1.0f, 1.0f, 1.0f, 1.0f};
-  for (long f0 = (long)get_group_id(0) * (n / TEAM); f0 < o; f0 += step) {
-    const long col = f0 + lid / TEAM;
-    const bool active = col < o;
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (active) {
-      team_dot(AT(const wstore, w_b, w_o) + col * k, x, rows, k, b_b, b_o, 0, none, acc);
-    }
-    team_reduce(tmp, acc, rows);
-    if (active && lid % TEAM == 0) {
-      const float bias = has_bias ? wload(AT(const wstore, b_b, b_o), col) : 0.0f;
-      for (int r = 0; r < rows; ++r) {
-        __global float* dst = AT(float, out_b, out_o) + (long)r * o + col;
-        *dst = accumulate ? *dst + (acc[r] + bias) : acc[r] + bias;
-      }
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (active) {
+    team_dot(AT(const wstore, w_b, w_o) + col * k, x, rows, k, b_b, b_o, 0, none, acc);
+  }
+  team_reduce(tmp, acc, rows);
+  if (active && lid % TEAM == 0) {
+    const float bias = has_bias ? wload(AT(const wstore, b_b, b_o), col) : 0.0f;
+    for (int r = 0; r < rows; ++r) {
+      __global float* dst = AT(float, out_b, out_o) + (long)r * o + col;
+      *dst = accumulate ? *dst + (acc[r] + bias) : acc[r] + bias;
     }
   }
 }
