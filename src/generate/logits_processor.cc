@@ -13,16 +13,48 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-std::vector<double> softmax(std::span<const float> s) {
-  const float m = *std::max_element(s.begin(), s.end());
-  std::vector<double> p(s.size());
-  double sum = 0;
+// The tokens still in play (finite score), in index order. After top-k these are a handful of
+// a vocabulary of 150k, so the warpers and the draw below work on them alone: a whole-vocabulary
+// sort and double-precision softmax per token cost ~5 ms, more than a GPU's decode step. Every
+// sum still runs in index order and every sort is the same stable sort, so the results are those
+// of the whole-vocabulary definitions (a -inf entry only ever adds 0 or sorts first).
+std::vector<int64_t> live_tokens(std::span<const float> s) {
+  std::vector<int64_t> live;
   for (size_t i = 0; i < s.size(); ++i) {
-    p[i] = s[i] == kNegInf ? 0.0 : std::exp(static_cast<double>(s[i]) - m);
-    sum += p[i];
+    if (s[i] != kNegInf) live.push_back(static_cast<int64_t>(i));
+  }
+  return live;
+}
+
+// softmax(scores) at the live tokens (every other token's probability is 0): exp(s - max) in
+// double, summed in index order, as over the whole row.
+std::vector<double> live_softmax(std::span<const float> s, const std::vector<int64_t>& live) {
+  std::vector<double> p(live.size());
+  if (live.empty()) return p;
+  float m = kNegInf;
+  for (int64_t i : live) m = std::max(m, s[i]);
+  double sum = 0;
+  for (size_t j = 0; j < live.size(); ++j) {
+    p[j] = std::exp(static_cast<double>(s[live[j]]) - m);
+    sum += p[j];
   }
   for (double& v : p) v /= sum;
   return p;
+}
+
+// The k-th largest of all scores (duplicates counted, -inf included), by a min-heap of the k
+// largest seen: one comparison for most of a vocabulary.
+float kth_largest(std::span<const float> s, int64_t k) {
+  std::vector<float> heap(s.begin(), s.begin() + k);
+  std::make_heap(heap.begin(), heap.end(), std::greater<float>());
+  for (size_t i = static_cast<size_t>(k); i < s.size(); ++i) {
+    if (s[i] > heap.front()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<float>());
+      heap.back() = s[i];
+      std::push_heap(heap.begin(), heap.end(), std::greater<float>());
+    }
+  }
+  return heap.front();
 }
 
 }  // namespace
@@ -52,38 +84,35 @@ void apply_warpers(std::span<float> scores, const SamplingParams& p) {
     for (float& s : scores) s /= p.temperature;
   }
   if (p.top_k > 0 && p.top_k < n) {
-    std::vector<float> sorted(scores.begin(), scores.end());
-    std::nth_element(sorted.begin(), sorted.begin() + (p.top_k - 1), sorted.end(),
-                     std::greater<float>());
-    const float threshold = sorted[p.top_k - 1];
+    const float threshold = kth_largest(scores, p.top_k);
     for (float& s : scores) {
       if (s < threshold) s = kNegInf;
     }
   }
-  if (p.top_p < 1.0f) {
-    std::vector<int64_t> order(n);
-    std::iota(order.begin(), order.end(), 0);
+  std::vector<int64_t> live = live_tokens(scores);
+  if (p.top_p < 1.0f && !live.empty()) {
+    // Ascending by score, ties in index order (a stable sort of the index-ordered live tokens):
+    // drop the low tail whose cumulative mass stays <= 1 - top_p, but never the last (most
+    // likely) token. Removed tokens ahead of them (-inf) add no mass.
+    const std::vector<double> probs = live_softmax(scores, live);
+    std::vector<size_t> order(live.size());
+    std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return scores[a] < scores[b]; });
-    const std::vector<double> probs = softmax(scores);
+                     [&](size_t a, size_t b) { return scores[live[a]] < scores[live[b]]; });
     double cumulative = 0;
-    // Ascending order: drop the low tail whose cumulative mass stays <= 1 - top_p, but never
-    // the last (most likely) token.
-    for (int64_t i = 0; i < n - 1; ++i) {
+    for (size_t i = 0; i + 1 < order.size(); ++i) {
       cumulative += probs[order[i]];
-      if (cumulative <= 1.0 - p.top_p) {
-        scores[order[i]] = kNegInf;
-      } else {
-        break;
-      }
+      if (cumulative > 1.0 - p.top_p) break;
+      scores[live[order[i]]] = kNegInf;
     }
+    live = live_tokens(scores);
   }
-  if (p.min_p > 0.0f) {
-    const std::vector<double> probs = softmax(scores);
+  if (p.min_p > 0.0f && !live.empty()) {
+    const std::vector<double> probs = live_softmax(scores, live);
     const double top = *std::max_element(probs.begin(), probs.end());
     const double threshold = p.min_p * top;
-    for (int64_t i = 0; i < n; ++i) {
-      if (probs[i] < threshold) scores[i] = kNegInf;
+    for (size_t j = 0; j < live.size(); ++j) {
+      if (probs[j] < threshold) scores[live[j]] = kNegInf;
     }
   }
 }
@@ -93,14 +122,15 @@ int64_t argmax(std::span<const float> scores) {
 }
 
 int64_t sample(std::span<const float> scores, std::mt19937_64& rng) {
-  const std::vector<double> probs = softmax(scores);
+  const std::vector<int64_t> live = live_tokens(scores);
+  const std::vector<double> probs = live_softmax(scores, live);
   const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
   double cumulative = 0;
   int64_t last = 0;
-  for (size_t i = 0; i < probs.size(); ++i) {
-    if (probs[i] == 0.0) continue;
-    cumulative += probs[i];
-    last = static_cast<int64_t>(i);
+  for (size_t j = 0; j < live.size(); ++j) {
+    if (probs[j] == 0.0) continue;
+    cumulative += probs[j];
+    last = live[j];
     if (u < cumulative) return last;
   }
   return last;  // rounding left u above the total: the last token with mass

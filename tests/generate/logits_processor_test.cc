@@ -1,8 +1,11 @@
 // transformers' logits processors, one behaviour at a time.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <random>
 
 #include "generate/logits_processor.h"
 
@@ -77,6 +80,101 @@ TEST(LogitsProcessor, SampleFollowsTheDistribution) {
   int zeros = 0;
   for (int i = 0; i < 20000; ++i) zeros += sample(t, rng) == 0;
   EXPECT_NEAR(zeros / 20000.0, 0.75, 0.02);
+}
+
+// The warpers and the draw written over the whole vocabulary, as transformers defines them: the
+// library works on the live tokens only and must give exactly these scores and these draws.
+std::vector<double> whole_softmax(const std::vector<float>& s) {
+  const float m = *std::max_element(s.begin(), s.end());
+  std::vector<double> p(s.size());
+  double sum = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    p[i] = s[i] == kNegInf ? 0.0 : std::exp(static_cast<double>(s[i]) - m);
+    sum += p[i];
+  }
+  for (double& v : p) v /= sum;
+  return p;
+}
+
+void whole_warpers(std::vector<float>& scores, const SamplingParams& p) {
+  const auto n = static_cast<int64_t>(scores.size());
+  if (p.temperature != 1.0f) {
+    for (float& s : scores) s /= p.temperature;
+  }
+  if (p.top_k > 0 && p.top_k < n) {
+    std::vector<float> sorted(scores);
+    std::nth_element(sorted.begin(), sorted.begin() + (p.top_k - 1), sorted.end(),
+                     std::greater<float>());
+    const float threshold = sorted[p.top_k - 1];
+    for (float& s : scores) {
+      if (s < threshold) s = kNegInf;
+    }
+  }
+  if (p.top_p < 1.0f) {
+    std::vector<int64_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return scores[a] < scores[b]; });
+    const std::vector<double> probs = whole_softmax(scores);
+    double cumulative = 0;
+    for (int64_t i = 0; i < n - 1; ++i) {
+      cumulative += probs[order[i]];
+      if (cumulative > 1.0 - p.top_p) break;
+      scores[order[i]] = kNegInf;
+    }
+  }
+  if (p.min_p > 0.0f) {
+    const std::vector<double> probs = whole_softmax(scores);
+    const double top = *std::max_element(probs.begin(), probs.end());
+    for (int64_t i = 0; i < n; ++i) {
+      if (probs[i] < p.min_p * top) scores[i] = kNegInf;
+    }
+  }
+}
+
+int64_t whole_sample(const std::vector<float>& scores, std::mt19937_64& rng) {
+  const std::vector<double> probs = whole_softmax(scores);
+  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+  double cumulative = 0;
+  int64_t last = 0;
+  for (size_t i = 0; i < probs.size(); ++i) {
+    if (probs[i] == 0.0) continue;
+    cumulative += probs[i];
+    last = static_cast<int64_t>(i);
+    if (u < cumulative) return last;
+  }
+  return last;
+}
+
+TEST(LogitsProcessor, WarpersAndDrawMatchTheWholeVocabularyDefinitions) {
+  std::mt19937_64 gen(11);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t n = 1 + static_cast<int64_t>(gen() % 3000);
+    std::vector<float> scores(static_cast<size_t>(n));
+    std::normal_distribution<float> d(0.0f, 1.0f + static_cast<float>(trial % 7));
+    for (float& v : scores) v = d(gen);
+    // Ties (rounded scores), tokens already removed, and sometimes a huge spread.
+    if (trial % 3 == 0) {
+      for (float& v : scores) v = std::round(v * 2.0f) / 2.0f;
+    }
+    for (int64_t i = 0; i < n / 10; ++i) scores[gen() % n] = kNegInf;
+    scores[gen() % n] = 5.0f;  // at least one live token
+    if (trial % 11 == 0) scores[gen() % n] = 900.0f;
+    SamplingParams p;
+    p.do_sample = true;
+    p.temperature = trial % 4 == 0 ? 1.0f : 0.3f + 0.2f * static_cast<float>(trial % 5);
+    p.top_k = trial % 5 == 0 ? 0 : 1 + static_cast<int64_t>(gen() % 80);
+    p.top_p = trial % 3 == 1 ? 1.0f : 0.05f + 0.9f * static_cast<float>(gen() % 100) / 100.0f;
+    p.min_p = trial % 4 == 2 ? 0.05f : 0.0f;
+    std::vector<float> fast(scores), whole(scores);
+    apply_warpers(fast, p);
+    whole_warpers(whole, p);
+    ASSERT_EQ(fast, whole) << "trial " << trial;
+    std::mt19937_64 r1(static_cast<uint64_t>(trial)), r2(static_cast<uint64_t>(trial));
+    for (int draw = 0; draw < 20; ++draw) {
+      ASSERT_EQ(sample(fast, r1), whole_sample(whole, r2)) << "trial " << trial;
+    }
+  }
 }
 
 }  // namespace
