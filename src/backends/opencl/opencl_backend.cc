@@ -8,6 +8,7 @@
 #include <string>
 
 #include "anvil/error.h"
+#include "backends/opencl/command_buffer.h"
 #include "backends/opencl/opencl_runtime.h"
 
 namespace anvil {
@@ -55,18 +56,21 @@ class OpenClBackend : public Backend {
   }
 
   void copy_to_host(void* dst, const void* src, size_t n, Device device) override {
+    not_recording(device, "copy to the host");
     const auto loc = opencl::locate(src);
     opencl::check(clEnqueueReadBuffer(opencl::queue(device).queue, loc.mem, CL_TRUE, loc.offset, n,
                                       dst, 0, nullptr, nullptr),
                   "clEnqueueReadBuffer");
   }
   void copy_from_host(void* dst, const void* src, size_t n, Device device) override {
+    not_recording(device, "copy from the host");
     const auto loc = opencl::locate(dst);
     opencl::check(clEnqueueWriteBuffer(opencl::queue(device).queue, loc.mem, CL_TRUE, loc.offset, n,
                                        src, 0, nullptr, nullptr),
                   "clEnqueueWriteBuffer");
   }
   void copy_on_device(void* dst, const void* src, size_t n, Device device) override {
+    not_recording(device, "copy on the device");
     const auto d = opencl::locate(dst), s = opencl::locate(src);
     opencl::check(clEnqueueCopyBuffer(opencl::queue(device).queue, s.mem, d.mem, s.offset, d.offset,
                                       n, 0, nullptr, nullptr),
@@ -75,6 +79,21 @@ class OpenClBackend : public Backend {
   void synchronize(Device device) override {
     opencl::check(clFinish(opencl::queue(device).queue), "clFinish");
   }
+  std::unique_ptr<StepGraph> capture(Device device, const std::function<void()>& body) override {
+    return opencl::record_step(device, body);
+  }
+
+ private:
+  // A recorded step holds kernel launches only (Backend::capture's contract): a copy would run
+  // at record time instead of at each replay.
+  static void not_recording(Device device, const char* what) {
+    if (opencl::recording(opencl::queue(device))) {
+      throw Error(std::string("internal error: a ") + what + " while recording a step on " +
+                  device.str());
+    }
+  }
+
+ public:
   // Float32 activations on every OpenCL device: half-precision weights are storage, widened on
   // load, so devices without fp16/bf16 arithmetic run the same kernels.
   DType activation_dtype(DType) const override { return DType::f32; }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "anvil/error.h"
+#include "backends/opencl/command_buffer.h"
 #include "backends/opencl/opencl_backend.h"
 #include "backends/opencl/opencl_runtime.h"
 #include "core/kernels.h"
@@ -54,7 +55,10 @@ std::string weight_define(DType w) {
 class Launch {
  public:
   Launch(Device device, const std::string& name, DType weights = DType::f32)
-      : device_(device), k_(kernel(device, name, weight_define(weights))), name_(name) {}
+      : device_(device), k_(kernel(device, name, weight_define(weights))), name_(name) {
+    Queue& q = queue(device);
+    if (recording(q)) k_ = kernel_for_recording(q, k_);
+  }
 
   Launch& tensor(const Tensor& t) {
     const Location loc = locate(t.raw());
@@ -84,7 +88,12 @@ class Launch {
     const size_t g[2] = {(global0 + local0 - 1) / local0 * local0,
                          (global1 + local1 - 1) / local1 * local1};
     const size_t l[2] = {local0, local1};
-    check(clEnqueueNDRangeKernel(queue(device_).queue, k_, 2, nullptr, g, l, 0, nullptr, nullptr),
+    Queue& q = queue(device_);
+    if (recording(q)) {
+      record_launch(q, k_, g, l);
+      return;
+    }
+    check(clEnqueueNDRangeKernel(q.queue, k_, 2, nullptr, g, l, 0, nullptr, nullptr),
           name_.c_str());
   }
 

@@ -82,6 +82,15 @@ struct Inventory {
         r.fp16 = ext.find("cl_khr_fp16") != std::string::npos;
         r.bf16 = ext.find("cl_intel_bfloat16_conversions") != std::string::npos;
         r.subgroups_khr = ext.find("cl_khr_subgroups") != std::string::npos;
+        r.command_buffer = ext.find("cl_khr_command_buffer") != std::string::npos;
+        if (r.command_buffer) {
+          cl_device_command_buffer_capabilities_khr caps = 0;
+          if (clGetDeviceInfo(d, CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR, sizeof caps, &caps,
+                              nullptr) == CL_SUCCESS) {
+            r.command_buffer_simultaneous =
+                (caps & CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR) != 0;
+          }
+        }
         r.subgroups = r.subgroups_khr || ext.find("cl_intel_subgroups") != std::string::npos;
         r.pci_bus_id = pci_address(d, ext);
         devices.push_back(r);

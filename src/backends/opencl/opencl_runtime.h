@@ -10,6 +10,7 @@
 
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
+#include <CL/cl_ext.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -32,8 +33,10 @@ struct DeviceRecord {
   bool subgroups = false;      ///< cl_khr_subgroups or cl_intel_subgroups
   bool subgroups_khr = false;  ///< cl_khr_subgroups (its built-ins need OpenCL C 2.0)
   uint64_t memory = 0;
-  cl_uint compute_units = 1;  ///< CL_DEVICE_MAX_COMPUTE_UNITS
-  std::string pci_bus_id;     ///< from cl_khr_pci_bus_info, "" when the driver does not tell
+  cl_uint compute_units = 1;                 ///< CL_DEVICE_MAX_COMPUTE_UNITS
+  bool command_buffer = false;               ///< cl_khr_command_buffer
+  bool command_buffer_simultaneous = false;  ///< its buffers may be enqueued while pending
+  std::string pci_bus_id;  ///< from cl_khr_pci_bus_info, "" when the driver does not tell
 };
 
 /// Every OpenCL device, in the order of platforms and of devices within each (opencl:N).
@@ -50,6 +53,8 @@ struct Queue {
   cl_context context = nullptr;
   cl_command_queue queue = nullptr;
   const DeviceRecord* record = nullptr;
+  /// While a step is being recorded (command_buffer.h), launches go here instead of running.
+  cl_command_buffer_khr recording = nullptr;
 };
 /// The context and queue of a device, made on first use.
 Queue& queue(Device device);
