@@ -42,7 +42,8 @@ class OpenClBackend : public Backend {
       info.bf16 = r.bf16;
       info.pci_bus_id = r.pci_bus_id;
       info.details = r.platform_name + ", " + r.version + ", fp16 " + (r.fp16 ? "yes" : "no") +
-                     ", subgroups " + (r.subgroups ? "yes" : "no");
+                     ", subgroups " + (r.subgroups ? "yes" : "no") + ", command buffers " +
+                     (r.command_buffer ? "yes" : "no");
       if (type_ == DeviceType::xpu) info.details += ", opencl:" + std::to_string(indices[n]);
       if (r.vendor_id == 0x8086 && r.gpu) info.details += ", " + xpu_environment_note();
       out.push_back(info);
