@@ -283,6 +283,20 @@ static bool norm_fusable(const Tensor& x, const Tensor& norm_weight, const Tenso
   return small_operand_fusable(norm_weight, x, weights);
 }
 
+void composed_linear_group(const LinearGroupArgs& a) {
+  const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
+  if (a.norm_weight.defined()) rms_norm(a.x, a.norm_weight, a.eps, a.normed);
+  for (int i = 0; i < a.count; ++i) linear(in, a.weights[i], a.biases[i], a.outs[i]);
+}
+
+void composed_linear_swiglu(const LinearSwigluArgs& a) {
+  const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
+  if (a.norm_weight.defined()) rms_norm(a.x, a.norm_weight, a.eps, a.normed);
+  linear(in, a.gate, a.gate_bias, a.out);
+  linear(in, a.up, a.up_bias, a.scratch);
+  swiglu(a.out, a.scratch, a.out);
+}
+
 void linear_group(const LinearGroupArgs& a) {
   if (a.count < 1 || a.count > 3) fail(kLinearGroup, "between one and three products");
   const Tensor& x = a.x;
@@ -294,9 +308,7 @@ void linear_group(const LinearGroupArgs& a) {
   auto k = fused ? find_kernel_raw(kLinearGroup, x.device().type, x.dtype(), a.weights[0].dtype())
                  : nullptr;
   if (!k) {
-    const Tensor& in = a.norm_weight.defined() ? a.normed : x;
-    if (a.norm_weight.defined()) rms_norm(x, a.norm_weight, a.eps, a.normed);
-    for (int i = 0; i < a.count; ++i) linear(in, a.weights[i], a.biases[i], a.outs[i]);
+    composed_linear_group(a);
     return;
   }
   expect_rank(kLinearGroup, "x", x, 2);
@@ -328,11 +340,7 @@ void linear_swiglu(const LinearSwigluArgs& a) {
   auto k = same ? find_kernel_raw(kLinearSwiglu, a.x.device().type, a.x.dtype(), a.gate.dtype())
                 : nullptr;
   if (!k) {
-    const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
-    if (a.norm_weight.defined()) rms_norm(a.x, a.norm_weight, a.eps, a.normed);
-    linear(in, a.gate, a.gate_bias, a.out);
-    linear(in, a.up, a.up_bias, a.scratch);
-    swiglu(a.out, a.scratch, a.out);
+    composed_linear_swiglu(a);
     return;
   }
   expect_rank(kLinearSwiglu, "x", a.x, 2);

@@ -141,6 +141,12 @@ struct LinearSwigluArgs {
 };
 void linear_swiglu(const LinearSwigluArgs& args);
 
+/// linear_group and linear_swiglu written in the unfused ops (norm into `normed`, one product
+/// each, SwiGLU over `scratch`): what runs where no fused kernel is registered, and what a fused
+/// kernel runs for the cases it does not take.
+void composed_linear_group(const LinearGroupArgs& args);
+void composed_linear_swiglu(const LinearSwigluArgs& args);
+
 /// residual += x @ weight^T + bias, the product rounded to the activation type before the add (a
 /// block's output projection and its residual connection). `scratch` ([N, O]) holds the product
 /// where the op is composed.

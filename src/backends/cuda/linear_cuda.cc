@@ -151,9 +151,7 @@ void linear_group(const ops::LinearGroupArgs& a) {
   int checked = a.count;
   if (a.norm_weight.defined()) ws[checked++] = a.norm_weight.raw();
   if (!gemv_fits(a.x.dtype(), a.x.raw(), ws, checked, static_cast<int>(n), static_cast<int>(k))) {
-    const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
-    if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
-    for (int i = 0; i < a.count; ++i) linear({in, a.weights[i], a.biases[i], a.outs[i]});
+    ops::composed_linear_group(a);
     return;
   }
   GemvSegments seg;
@@ -177,11 +175,7 @@ void linear_swiglu(const ops::LinearSwigluArgs& a) {
   const void* ws[3] = {a.gate.raw(), a.up.raw(),
                        a.norm_weight.defined() ? a.norm_weight.raw() : a.gate.raw()};
   if (!gemv_fits(a.x.dtype(), a.x.raw(), ws, 3, static_cast<int>(n), static_cast<int>(k))) {
-    const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
-    if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
-    linear({in, a.gate, a.gate_bias, a.out});
-    linear({in, a.up, a.up_bias, a.scratch});
-    ops::swiglu(a.out, a.scratch, a.out);
+    ops::composed_linear_swiglu(a);
     return;
   }
   gemv_swiglu(a.x.dtype(), a.x.raw(), ws[0], a.gate_bias.defined() ? a.gate_bias.raw() : nullptr,

@@ -1,5 +1,6 @@
 // The ops on OpenCL devices: each launcher turns tensors into (buffer, offset) arguments and
 // enqueues one kernel of opencl_sources.cc on the device's in-order queue.
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -19,16 +20,18 @@ constexpr long long kFeaturesPerGroup = kGroup / 32;       // linear_rows: a tea
 constexpr size_t kTeamLocal = 4 * kGroup * sizeof(float);  // the team sums of four rows
 constexpr long long kMaxTeamRows = 4;                      // rows the team kernels take
 
-// Work-items of a team kernel: one work-group per kFeaturesPerGroup features; `capped`, at most
-// eight per compute unit, the work-groups then walking the remaining features, so the fused
-// kernels' norm is computed a few times per compute unit rather than once per four features.
-// (Plain products are not capped: PoCL runs a work-group loop around barriers more slowly.)
-size_t team_groups(Device device, long long features, bool capped = true) {
-  const long long cap =
-      capped ? 8LL * devices()[static_cast<size_t>(record_index(device))].compute_units : 1LL << 40;
-  long long groups = (features + kFeaturesPerGroup - 1) / kFeaturesPerGroup;
-  if (groups > cap) groups = cap;
-  return static_cast<size_t>(groups) * kGroup;
+// Work-groups of a team kernel: one per kFeaturesPerGroup features.
+long long feature_groups(long long features) {
+  return (features + kFeaturesPerGroup - 1) / kFeaturesPerGroup;
+}
+
+// Work-items of a fused team kernel: at most eight work-groups per compute unit, which then walk
+// the remaining features, so the norm each computes at its start is computed a few times per
+// compute unit rather than once per four features. (The plain product is not capped: PoCL runs
+// a work-group loop around barriers more slowly.)
+size_t capped_team_items(Device device, long long features) {
+  const long long cap = 8LL * devices()[static_cast<size_t>(record_index(device))].compute_units;
+  return static_cast<size_t>(std::min(feature_groups(features), cap)) * kGroup;
 }
 
 const Tensor& placeholder(Device device) {
@@ -137,23 +140,9 @@ void product(const ops::LinearArgs& a, bool accumulate) {
                 std::string(dtype_name(a.weight.dtype())) + "), got " +
                 std::string(dtype_name(a.bias.dtype())));
   }
-  if (n <= kMaxTeamRows) {
-    Launch(a.x.device(), "linear_rows", a.weight.dtype())
-        .tensor(a.x)
-        .tensor(a.weight)
-        .maybe(a.bias)
-        .i32(a.bias.defined())
-        .tensor(a.out)
-        .i32(n)
-        .i32(k)
-        .i32(o)
-        .i32(accumulate)
-        .local(kTeamLocal)
-        .run(team_groups(a.x.device(), o, false), kGroup);
-    return;
-  }
-  Launch(a.x.device(), "linear_tiled", a.weight.dtype())
-      .tensor(a.x)
+  const bool rows = n <= kMaxTeamRows;
+  Launch l(a.x.device(), rows ? "linear_rows" : "linear_tiled", a.weight.dtype());
+  l.tensor(a.x)
       .tensor(a.weight)
       .maybe(a.bias)
       .i32(a.bias.defined())
@@ -161,8 +150,12 @@ void product(const ops::LinearArgs& a, bool accumulate) {
       .i32(n)
       .i32(k)
       .i32(o)
-      .i32(accumulate)
-      .run(static_cast<size_t>(o), 16, static_cast<size_t>(n), 16);
+      .i32(accumulate);
+  if (rows) {
+    l.local(kTeamLocal).run(static_cast<size_t>(feature_groups(o)) * kGroup, kGroup);
+  } else {
+    l.run(static_cast<size_t>(o), 16, static_cast<size_t>(n), 16);
+  }
 }
 
 void linear(const ops::LinearArgs& a) {
@@ -209,9 +202,7 @@ void linear_group(const ops::LinearGroupArgs& a) {
   const DType w = a.weights[0].dtype();
   if (n > kMaxTeamRows || !fused_products(a.x.device()) ||
       (norm_mode(a.norm_weight) == 2 && a.norm_weight.dtype() != w)) {
-    const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
-    if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
-    for (int i = 0; i < a.count; ++i) ops::linear(in, a.weights[i], a.biases[i], a.outs[i]);
+    ops::composed_linear_group(a);
     return;
   }
   Launch l(a.x.device(), "linear_group_rows", w);
@@ -238,7 +229,7 @@ void linear_group(const ops::LinearGroupArgs& a) {
       .i32(n)
       .i32(k)
       .local(kTeamLocal)
-      .run(team_groups(a.x.device(), total), kGroup);
+      .run(capped_team_items(a.x.device(), total), kGroup);
 }
 
 // gate, up and SwiGLU (with the norm) in one launch for decode rows; composed above four rows.
@@ -247,11 +238,7 @@ void linear_swiglu(const ops::LinearSwigluArgs& a) {
   const DType w = a.gate.dtype();
   if (n > kMaxTeamRows || !fused_products(a.x.device()) ||
       (norm_mode(a.norm_weight) == 2 && a.norm_weight.dtype() != w)) {
-    const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
-    if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
-    ops::linear(in, a.gate, a.gate_bias, a.out);
-    ops::linear(in, a.up, a.up_bias, a.scratch);
-    ops::swiglu(a.out, a.scratch, a.out);
+    ops::composed_linear_swiglu(a);
     return;
   }
   Launch(a.x.device(), "linear_swiglu_rows", w)
@@ -270,7 +257,7 @@ void linear_swiglu(const ops::LinearSwigluArgs& a) {
       .i32(k)
       .i32(o)
       .local(kTeamLocal)
-      .run(team_groups(a.x.device(), o), kGroup);
+      .run(capped_team_items(a.x.device(), o), kGroup);
 }
 
 void rope_store(const ops::RopeStoreArgs& a) {
