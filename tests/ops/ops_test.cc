@@ -302,6 +302,42 @@ TEST_P(Ops, HalfPrecisionActivations) {
   }
 }
 
+// Prefill attention in half precision over 64-query tiles and 64-key tiles (the CUDA flash
+// kernel's shapes: head_dim 64 and 128, GQA, a partial last tile, keys already cached, left
+// padding whose queries see no key at all), against the float32 reference on the same rounded
+// inputs.
+TEST_P(Ops, HalfPrecisionPrefillAttention) {
+  for (DType half : {DType::bf16, DType::f16}) {
+    if (backend_for(device_).activation_dtype(half) != half) continue;
+    const float tol = half == DType::bf16 ? 3e-2f : 5e-3f;
+    for (auto [seq, past, dim] :
+         {std::tuple{130, 0, 64}, {70, 37, 128}, {64, 5, 64}, {300, 20, 128}}) {
+      const int64_t batch = 2, heads = 8, kv_heads = 2, cap = past + seq + 9;
+      const auto rounded = [&](const Shape& shape, float scale) {
+        return random_tensor(shape, rng_, scale).to(half).to(DType::f32);
+      };
+      const Tensor q = rounded({batch, seq, heads, dim}, 1.0f);
+      const Tensor k = rounded({batch, kv_heads, cap, dim}, 0.3f);
+      const Tensor v = rounded({batch, kv_heads, cap, dim}, 1.0f);
+      // One mask column per key so far (the cache holds more rows than that).
+      const int64_t total = past + seq;
+      Tensor mask = Tensor::empty({batch, total}, DType::i32);
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t t = 0; t < total; ++t) {
+          mask.data<int32_t>()[b * total + t] = b == 1 && t < past + 3 ? 0 : 1;  // row 1 padded
+        }
+      }
+      Tensor want = Tensor::empty({batch, seq, heads, dim}, DType::f32);
+      ops::reference::attention({q, k, v, mask, want, past, 0.09f, ops::AttentionImpl::eager});
+      Tensor out = Tensor::empty({batch, seq, heads, dim}, half, device_);
+      ops::attention({q.to(half).to(device_), k.to(half).to(device_), v.to(half).to(device_),
+                      mask.to(device_), out, past, 0.09f, ops::AttentionImpl::sdpa});
+      EXPECT_LE(max_abs_diff(out, want), tol)
+          << dtype_name(half) << " seq " << seq << " past " << past << " dim " << dim;
+    }
+  }
+}
+
 // Decode over many keys and with a head size no vector width divides: devices switch kernels
 // at such sizes, and every path must match the reference.
 TEST_P(Ops, AttentionLongContextsAndOddHeadSizes) {

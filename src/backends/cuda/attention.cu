@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_types.cuh"
+#include "backends/cuda/flash_prefill.h"
 #include "backends/cuda/launch.cuh"
 #include "core/kernels.h"
 #include "ops/ops.h"
@@ -434,6 +435,7 @@ void attention(const ops::AttentionArgs& a) {
     return;
   }
   if (!g.past_dev && g.seq >= kGemmMinQueries) {
+    if (flash_prefill(a)) return;
     dispatch_float(a.q.dtype(), "attention", [&](auto t) { prefill_attention<decltype(t)>(a, g); });
     return;
   }

@@ -11,6 +11,7 @@ target_sources(anvil PRIVATE
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/norm.cu
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/rope.cu
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/attention.cu
+  ${CMAKE_SOURCE_DIR}/src/backends/cuda/flash_prefill.cu
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/sampling.cu
 )
 target_compile_definitions(anvil PRIVATE ANVIL_HAVE_CUDA)
