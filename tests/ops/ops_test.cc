@@ -198,16 +198,27 @@ TEST_P(Ops, Rope) {
   EXPECT_LE(max_abs_diff(got, want), tolerance(2e-5f));
 }
 
+// Shapes whose element count no vector width divides, and views that start mid-vector: devices
+// move several elements per thread where the memory is aligned, one where it is not.
 TEST_P(Ops, SwigluAndAdd) {
-  const Tensor g = random_tensor({4, 40}, rng_, 2.0f), u = random_tensor({4, 40}, rng_);
-  Tensor out = empty({4, 40});
-  ops::swiglu(on_device(g, act_), on_device(u, act_), out);
-  Tensor want = Tensor::empty({4, 40}, DType::f32);
-  ops::reference::swiglu({g, u, want});
-  EXPECT_LE(max_abs_diff(out, want), tolerance(1e-5f));
-  ops::add(on_device(g, act_), on_device(u, act_), out);
-  ops::reference::add({g, u, want});
-  EXPECT_LE(max_abs_diff(out, want), tolerance(1e-6f));
+  for (int64_t start : {0, 1}) {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4, 40}, {3, 37}}) {
+      const Tensor g = random_tensor({rows + 1, cols}, rng_, 2.0f);
+      const Tensor u = random_tensor({rows + 1, cols}, rng_);
+      // Rows [start, start + rows) of a larger tensor: an offset of start * cols elements.
+      const auto part = [&](const Tensor& t) { return t.narrow(0, start, rows); };
+      const Tensor gd = on_device(g, act_), ud = on_device(u, act_);
+      Tensor out_full = empty({rows + 1, cols});
+      Tensor out = part(out_full);
+      ops::swiglu(part(gd), part(ud), out);
+      Tensor want = Tensor::empty({rows, cols}, DType::f32);
+      ops::reference::swiglu({part(g).contiguous(), part(u).contiguous(), want});
+      EXPECT_LE(max_abs_diff(out, want), tolerance(1e-5f)) << rows << "x" << cols << " +" << start;
+      ops::add(part(gd), part(ud), out);
+      ops::reference::add({part(g).contiguous(), part(u).contiguous(), want});
+      EXPECT_LE(max_abs_diff(out, want), tolerance(1e-6f)) << rows << "x" << cols << " +" << start;
+    }
+  }
 }
 
 TEST_P(Ops, StoreKv) {

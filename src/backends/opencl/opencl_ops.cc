@@ -1,6 +1,7 @@
 // The ops on OpenCL devices: each launcher turns tensors into (buffer, offset) arguments and
 // enqueues one kernel of opencl_sources.cc on the device's in-order queue.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -9,6 +10,7 @@
 #include "backends/opencl/command_buffer.h"
 #include "backends/opencl/opencl_backend.h"
 #include "backends/opencl/opencl_runtime.h"
+#include "backends/opencl/profile.h"
 #include "core/kernels.h"
 #include "ops/ops.h"
 
@@ -58,7 +60,9 @@ std::string weight_define(DType w) {
 class Launch {
  public:
   Launch(Device device, const std::string& name, DType weights = DType::f32)
-      : device_(device), k_(kernel(device, name, weight_define(weights))), name_(name) {
+      : device_(device), name_(name) {
+    if (profiling()) start_ = std::chrono::steady_clock::now();
+    k_ = kernel(device, name, weight_define(weights));
     Queue& q = queue(device);
     if (recording(q)) k_ = kernel_for_recording(q, k_);
   }
@@ -96,8 +100,14 @@ class Launch {
       record_launch(q, k_, g, l);
       return;
     }
-    check(clEnqueueNDRangeKernel(q.queue, k_, 2, nullptr, g, l, 0, nullptr, nullptr),
+    cl_event event = nullptr;
+    check(clEnqueueNDRangeKernel(q.queue, k_, 2, nullptr, g, l, 0, nullptr,
+                                 profiling() ? &event : nullptr),
           name_.c_str());
+    if (event) {
+      const std::chrono::duration<double> host = std::chrono::steady_clock::now() - start_;
+      profile_launch(name_, event, host.count());
+    }
   }
 
  private:
@@ -106,9 +116,10 @@ class Launch {
     return *this;
   }
   Device device_;
-  cl_kernel k_;
+  cl_kernel k_ = nullptr;
   std::string name_;
   cl_uint arg_ = 0;
+  std::chrono::steady_clock::time_point start_;
 };
 
 void embedding(const ops::EmbeddingArgs& a) {

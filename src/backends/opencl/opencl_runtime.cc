@@ -8,6 +8,7 @@
 
 #include "anvil/error.h"
 #include "backends/opencl/opencl_sources.h"
+#include "backends/opencl/profile.h"
 
 namespace anvil::opencl {
 
@@ -185,7 +186,8 @@ Queue& queue(Device device) {
                                            reinterpret_cast<cl_context_properties>(r.platform), 0};
     q.context = clCreateContext(props, 1, &r.id, nullptr, nullptr, &err);
     check(err, "clCreateContext");
-    q.queue = clCreateCommandQueue(q.context, r.id, 0, &err);
+    q.queue =
+        clCreateCommandQueue(q.context, r.id, profiling() ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
     check(err, "clCreateCommandQueue");
     q.record = &r;
   }
