@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "anvil/backend.h"
@@ -431,14 +432,19 @@ TEST_P(Ops, CastArgmaxAndMaskColumn) {
     EXPECT_EQ(half.to_f32_vector(), x.to(DType::bf16).to_f32_vector());
   }
   if (supports(ops::kArgmax, device_.type, DType::f32, DType::f32)) {
-    Tensor x = random_tensor({3, 70000}, rng_);
+    // Devices split long rows into parts: ties and NaN must resolve across parts as in torch.
+    Tensor x = random_tensor({4, 70000}, rng_);
     x.data<float>()[12345] = 100.0f;
+    x.data<float>()[60000] = 100.0f;  // a tie in another part: the first index wins
     x.data<float>()[70000 + 69999] = 100.0f;
     x.data<float>()[140000 + 5] = 100.0f;
     x.data<float>()[140000 + 6] = 100.0f;  // a tie: the first index wins
-    Tensor ids = Tensor::empty({3}, DType::i64, device_);
+    x.data<float>()[210000 + 10] = 100.0f;
+    x.data<float>()[210000 + 50000] = std::numeric_limits<float>::quiet_NaN();  // NaN wins
+    x.data<float>()[210000 + 60000] = std::numeric_limits<float>::quiet_NaN();
+    Tensor ids = Tensor::empty({4}, DType::i64, device_);
     ops::argmax(x.to(device_), ids);
-    EXPECT_EQ(ids.to_i64_vector(), (std::vector<int64_t>{12345, 69999, 5}));
+    EXPECT_EQ(ids.to_i64_vector(), (std::vector<int64_t>{12345, 69999, 5, 50000}));
   }
   if (supports(ops::kMaskColumn, device_.type, DType::i32, DType::i32)) {
     Tensor mask = Tensor::zeros({2, 5}, DType::i32, device_);

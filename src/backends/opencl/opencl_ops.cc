@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "anvil/error.h"
 #include "backends/opencl/command_buffer.h"
@@ -348,12 +349,13 @@ void store_kv(const ops::StoreKvArgs& a) {
       .run(static_cast<size_t>(a.src.numel()), 64);
 }
 
-// Attention's score rows: one buffer per device, grown when a call needs more (the queue is in
-// order, so a later call may reuse it).
-const Tensor& score_scratch(Device device, long long floats) {
-  static std::map<int, Tensor> buffers;
-  Tensor& t = buffers[static_cast<int>(device.type) * 1024 + device.ordinal()];
-  if (!t.defined() || t.numel() < floats) t = Tensor::empty({floats}, DType::f32, device);
+// Scratch memory of the kernels (attention's score rows, argmax's partial results): one buffer
+// per device and use, grown when a call needs more. The queue is in order, so a later call may
+// reuse it.
+const Tensor& scratch(Device device, const char* use, DType dtype, long long elements) {
+  static std::map<std::pair<int, std::string>, Tensor> buffers;
+  Tensor& t = buffers[{static_cast<int>(device.type) * 1024 + device.ordinal(), use}];
+  if (!t.defined() || t.numel() < elements) t = Tensor::empty({elements}, dtype, device);
   return t;
 }
 
@@ -369,7 +371,7 @@ void attention(const ops::AttentionArgs& a) {
   }
   // One row of scores per query, in device memory (a prefill of S tokens holds S x keys floats
   // per head); the buffer is kept and grown, not allocated per call.
-  const Tensor& scores = score_scratch(a.q.device(), items * keys);
+  const Tensor& scores = scratch(a.q.device(), "attention scores", DType::f32, items * keys);
   Launch(a.q.device(), "attention")
       .tensor(a.q)
       .tensor(a.k_cache)
@@ -388,18 +390,33 @@ void attention(const ops::AttentionArgs& a) {
       .f32(a.scale)
       .maybe(a.past_on_device)
       .i32(a.past_on_device.defined())
-      .local((2 * kGroup + 256) * sizeof(float))  // reductions, value partials, q (dim <= 256)
+      .local((5 * kGroup + 256) * sizeof(float))  // reductions, value partials, q (dim <= 256)
       .run(static_cast<size_t>(items) * kGroup, kGroup);
 }
 
 void argmax(const ops::ArgmaxArgs& a) {
-  Launch(a.x.device(), "argmax")
+  constexpr long long kSpan = 2048;  // columns per work-group of the first pass
+  const long long rows = a.x.size(0), cols = a.x.size(1);
+  const long long parts = std::max<long long>(1, (cols + kSpan - 1) / kSpan);
+  const Tensor& values = scratch(a.x.device(), "argmax values", DType::f32, rows * parts);
+  const Tensor& indices = scratch(a.x.device(), "argmax indices", DType::i64, rows * parts);
+  Launch(a.x.device(), "argmax_parts")
       .tensor(a.x)
-      .tensor(a.out)
-      .i64(a.x.size(1))
+      .tensor(values)
+      .tensor(indices)
+      .i64(cols)
+      .i64(kSpan)
       .local(kGroup * sizeof(float))
       .local(kGroup * sizeof(cl_long))
-      .run(static_cast<size_t>(a.x.size(0)) * kGroup, kGroup);
+      .run(static_cast<size_t>(parts) * kGroup, kGroup, static_cast<size_t>(rows), 1);
+  Launch(a.x.device(), "argmax_final")
+      .tensor(values)
+      .tensor(indices)
+      .tensor(a.out)
+      .i32(parts)
+      .local(kGroup * sizeof(float))
+      .local(kGroup * sizeof(cl_long))
+      .run(static_cast<size_t>(rows) * kGroup, kGroup);
 }
 
 void write_mask_column(const ops::MaskColumnArgs& a) {

@@ -2,6 +2,7 @@
 #include "backends/opencl/opencl_runtime.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -17,6 +18,9 @@ namespace anvil::opencl {
 }
 
 namespace {
+
+constexpr cl_uint kIntelVendorId = 0x8086;
+constexpr cl_uint kNvidiaVendorId = 0x10de;
 
 std::string device_string(cl_device_id d, cl_device_info what) {
   size_t n = 0;
@@ -151,7 +155,7 @@ std::vector<int> intel_gpus() {
   std::vector<int> out;
   const auto& d = devices();
   for (size_t i = 0; i < d.size(); ++i) {
-    if (d[i].gpu && d[i].vendor_id == 0x8086) out.push_back(static_cast<int>(i));
+    if (d[i].gpu && d[i].vendor_id == kIntelVendorId) out.push_back(static_cast<int>(i));
   }
   return out;
 }
@@ -263,7 +267,19 @@ cl_kernel kernel(Device device, const std::string& name, const std::string& opti
     // note, rather than no kernels at all.
     const DeviceRecord& r = *q.record;
     std::string log;
-    if (r.subgroups) {
+    // NVIDIA's driver has no subgroups but takes inline PTX: warp shuffles instead (see
+    // NV_WARP_SHUFFLE in opencl_sources.cc). ANVIL_OPENCL_NO_WARP_SHUFFLE=1 turns them off.
+    static const bool no_shuffle = std::getenv("ANVIL_OPENCL_NO_WARP_SHUFFLE") != nullptr;
+    if (!r.subgroups && r.gpu && r.vendor_id == kNvidiaVendorId && !no_shuffle) {
+      prog = build_program(q, "-cl-std=CL1.2 -DNV_WARP_SHUFFLE " + options, log);
+      if (!prog) {
+        std::fprintf(stderr,
+                     "anvil: %s: OpenCL warp-shuffle kernels did not build; using work-group "
+                     "reductions\n",
+                     r.name.c_str());
+      }
+    }
+    if (!prog && r.subgroups) {
       const std::string std_opts = r.subgroups_khr ? "-cl-std=CL2.0" : "-cl-std=CL1.2";
       prog = build_program(q, std_opts + " -DUSE_SUBGROUPS " + options, log);
       if (!prog) {

@@ -28,7 +28,46 @@ inline float4 wload4(__global const wstore* p, size_t i) { return vload4(0, p + 
 // Work-group reductions. With subgroups (USE_SUBGROUPS, set where the device has them) each
 // subgroup reduces in registers and only the subgroups' results meet in local memory; without,
 // a tree over `n` = get_local_size(0) values in local memory. Every work-item must call them.
-#if defined(USE_SUBGROUPS)
+#if defined(NV_WARP_SHUFFLE)
+// NVIDIA's OpenCL reports no subgroups, but its work-items run in warps of 32 consecutive local
+// ids and its compiler takes inline PTX: warp shuffles do what sub_group_reduce does elsewhere.
+// Local sizes are multiples of 32 wherever these are called.
+inline float warp_xor(float v, int lane_mask) {
+  float r;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(lane_mask));
+  return r;
+}
+inline float warp_sum(float v) {
+  for (int m = 16; m > 0; m >>= 1) v += warp_xor(v, m);
+  return v;
+}
+inline float warp_max(float v) {
+  for (int m = 16; m > 0; m >>= 1) v = fmax(v, warp_xor(v, m));
+  return v;
+}
+
+inline float group_sum(__local float* tmp, float v) {
+  const int lid = get_local_id(0), warps = get_local_size(0) / 32;
+  const float part = warp_sum(v);
+  if (lid % 32 == 0) tmp[lid / 32] = part;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float r = 0.0f;
+  for (int i = 0; i < warps; ++i) r += tmp[i];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+inline float group_max(__local float* tmp, float v) {
+  const int lid = get_local_id(0), warps = get_local_size(0) / 32;
+  const float part = warp_max(v);
+  if (lid % 32 == 0) tmp[lid / 32] = part;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float r = -INFINITY;
+  for (int i = 0; i < warps; ++i) r = fmax(r, tmp[i]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+#elif defined(USE_SUBGROUPS)
 #if defined(cl_khr_subgroups)
 #pragma OPENCL EXTENSION cl_khr_subgroups : enable
 #endif
@@ -158,6 +197,11 @@ inline void team_dot(__global const wstore* w, __global const float* x, int rows
 // Sums acc[0..rows) over each team's work-items through tmp (rows * n floats at `tmp`); the
 // team's first work-item ends with the totals. Every work-item must call it.
 inline void team_reduce(__local float* tmp, float* acc, int rows) {
+#if defined(NV_WARP_SHUFFLE)
+  // A team is a warp: its sums meet in registers, and every lane ends with the totals.
+  for (int r = 0; r < rows; ++r) acc[r] = warp_sum(acc[r]);
+  return;
+#endif
   const int lid = get_local_id(0), n = get_local_size(0), lane = lid % TEAM;
   for (int r = 0; r < rows; ++r) tmp[r * n + lid] = acc[r];
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -412,8 +456,8 @@ __kernel void store_kv(__global const char* src_b, ulong src_o, __global char* c
 
 // One work-group per (b, s, h) query: scores of every key into `scores` (global scratch, one
 // row of `keys` per query; q staged in local memory, keys read four floats at a time), then the
-// softmax, then the value product with the keys split across n / dim sub-groups of work-items
-// whose partial sums meet in local memory. Local memory: 2 n + dim floats.
+// softmax, then the value product with the keys split across groups of work-items whose
+// partial sums meet in local memory. Local memory: 5 n + dim floats.
 __kernel void attention(__global const char* q_b, ulong q_o, __global const char* k_b, ulong k_o,
                         __global const char* v_b, ulong v_o, __global const char* m_b, ulong m_o,
                         __global char* out_b, ulong out_o, __global char* sc_b, ulong sc_o,
@@ -427,8 +471,8 @@ __kernel void attention(__global const char* q_b, ulong q_o, __global const char
   const long s = bs % seq, b = bs / seq;
   const int kh = h / (heads / kv_heads);
   const int lid = get_local_id(0), n = get_local_size(0);
-  __local float* part = tmp + n;    // [n / dim][dim] partial value sums
-  __local float* qs = tmp + 2 * n;  // [dim]
+  __local float* part = tmp + n;    // [4 n / dim][dim] partial value sums
+  __local float* qs = tmp + 5 * n;  // [dim]
   __global const float* q = AT(const float, q_b, q_o) + item * dim;
   const long base = (b * kv_heads + kh) * cap;
   __global const float* kc = AT(const float, k_b, k_o) + base * dim;
@@ -463,13 +507,21 @@ __kernel void attention(__global const char* q_b, ulong q_o, __global const char
   l = group_sum(tmp, l);
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // a query that sees no key gets zeros
   __global float* out = AT(float, out_b, out_o) + item * dim;
-  const int groups = n / dim;
-  if (groups >= 2) {
-    const int g = lid / dim, d = lid % dim;
+  if (dim % 4 == 0 && 4 * n / dim >= 2) {
+    // Each work-item takes four adjacent dimensions of every groups-th key, two keys in flight:
+    // the keys are walked by 4n / dim groups at once (one row of V per step was a long chain of
+    // dependent loads at decode, with only a handful of work-groups in the whole launch).
+    const int groups = 4 * n / dim, cols = dim / 4;
+    const int g = lid / cols, c = lid % cols;
     if (g < groups) {
-      float acc = 0.0f;
-      for (long t = g; t <= limit; t += groups) acc += sc[t] * vc[t * dim + d];
-      part[g * dim + d] = acc;
+      float4 acc0 = (float4)(0.0f), acc1 = (float4)(0.0f);
+      long t = g;
+      for (; t + groups <= limit; t += 2 * groups) {
+        acc0 += sc[t] * vload4(c, vc + t * dim);
+        acc1 += sc[t + groups] * vload4(c, vc + (t + groups) * dim);
+      }
+      if (t <= limit) acc0 += sc[t] * vload4(c, vc + t * dim);
+      vstore4(acc0 + acc1, c, part + g * dim);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int e = lid; e < dim; e += n) {
@@ -495,41 +547,72 @@ __kernel void mask_column(__global char* m_b, ulong m_o, __global const char* v_
   }
 }
 
-// One work-group per row; ties and NaN as torch.argmax (first index; NaN wins).
-__kernel void argmax(__global const char* x_b, ulong x_o, __global char* out_b, ulong out_o,
-                     long cols, __local float* vals, __local long* idx) {
-  const long row = get_group_id(0);
+// Whether candidate (v, vi) beats (b, bi) under torch.argmax's rule: NaN beats any number, the
+// larger value wins, ties go to the lower index; an index < 0 is no candidate.
+inline bool argmax_beats(float v, long vi, float b, long bi) {
+  if (vi < 0) return false;
+  if (bi < 0) return true;
+  if (isnan(v) || isnan(b)) return isnan(v) && (!isnan(b) || vi < bi);
+  return v > b || (v == b && vi < bi);
+}
+
+// The work-group's best candidate, left in vals[0] / idx[0].
+inline void argmax_group(__local float* vals, __local long* idx, float best, long bi) {
   const int lid = get_local_id(0), n = get_local_size(0);
-  __global const float* x = AT(const float, x_b, x_o) + row * cols;
-  float best = 0.0f;
-  long bi = -1;
-  for (long c = lid; c < cols; c += n) {
-    const float v = x[c];
-    const bool take = bi < 0 || (isnan(v) && !isnan(best)) || (!isnan(best) && v > best);
-    if (take) {
-      best = v;
-      bi = c;
-    }
-  }
   vals[lid] = best;
   idx[lid] = bi;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int s = n / 2; s > 0; s >>= 1) {
-    if (lid < s && idx[lid + s] >= 0) {
-      const float v = vals[lid + s], b = vals[lid];
-      const long vi = idx[lid + s], cur = idx[lid];
-      bool take = cur < 0;
-      if (!take) {
-        if (isnan(v) || isnan(b)) take = isnan(v) && (!isnan(b) || vi < cur);
-        else take = v > b || (v == b && vi < cur);
-      }
-      if (take) {
-        vals[lid] = v;
-        idx[lid] = vi;
-      }
+    if (lid < s && argmax_beats(vals[lid + s], idx[lid + s], vals[lid], idx[lid])) {
+      vals[lid] = vals[lid + s];
+      idx[lid] = idx[lid + s];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+}
+
+// Argmax in two passes, so that a 150k-column row is read by many work-groups: work-group
+// (part, row) takes columns [part * span, (part + 1) * span) and leaves its candidate in
+// (pv, pi)[row * parts + part]; argmax_final picks each row's winner among them.
+__kernel void argmax_parts(__global const char* x_b, ulong x_o, __global char* pv_b, ulong pv_o,
+                           __global char* pi_b, ulong pi_o, long cols, long span,
+                           __local float* vals, __local long* idx) {
+  const long part = get_group_id(0), row = get_group_id(1), parts = get_num_groups(0);
+  const int lid = get_local_id(0), n = get_local_size(0);
+  __global const float* x = AT(const float, x_b, x_o) + row * cols;
+  const long end = min(cols, (part + 1) * span);
+  float best = 0.0f;
+  long bi = -1;
+  for (long c = part * span + lid; c < end; c += n) {
+    const float v = x[c];
+    if (argmax_beats(v, c, best, bi)) {
+      best = v;
+      bi = c;
+    }
+  }
+  argmax_group(vals, idx, best, bi);
+  if (lid == 0) {
+    AT(float, pv_b, pv_o)[row * parts + part] = vals[0];
+    AT(long, pi_b, pi_o)[row * parts + part] = idx[0];
+  }
+}
+
+__kernel void argmax_final(__global const char* pv_b, ulong pv_o, __global const char* pi_b,
+                           ulong pi_o, __global char* out_b, ulong out_o, int parts,
+                           __local float* vals, __local long* idx) {
+  const long row = get_group_id(0);
+  const int lid = get_local_id(0), n = get_local_size(0);
+  __global const float* pv = AT(const float, pv_b, pv_o) + row * parts;
+  __global const long* pi = AT(const long, pi_b, pi_o) + row * parts;
+  float best = 0.0f;
+  long bi = -1;
+  for (int j = lid; j < parts; j += n) {
+    if (argmax_beats(pv[j], pi[j], best, bi)) {
+      best = pv[j];
+      bi = pi[j];
+    }
+  }
+  argmax_group(vals, idx, best, bi);
   if (lid == 0) AT(long, out_b, out_o)[row] = idx[0];
 }
 )CLC";
