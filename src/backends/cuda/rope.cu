@@ -49,7 +49,7 @@ __global__ void store_kv_kernel(const T* src, T* cache, long long n, int seq, in
   cache[((b * heads + h) * cap + base + s) * dim + d] = src[i];
 }
 
-constexpr int kRopeWarps = 2;
+constexpr int kRopeWarps = 8;  // a block shares its token's cos/sin table among 8 heads
 constexpr int kMaxHeadDim = 256;
 
 // One warp per head of one token: q heads first, then kv heads. A head's vector goes through
@@ -63,9 +63,21 @@ __global__ void __launch_bounds__(kRopeWarps * 32)
                       long long start, const int* start_dev) {
   pdl_wait();
   __shared__ float buf[kRopeWarps][kMaxHeadDim];
+  // cos/sin of this token's angles, once per block rather than once per head: at prefill the
+  // per-element sincosf was most of the kernel's time.
+  __shared__ float cos_t[kMaxHeadDim / 2], sin_t[kMaxHeadDim / 2];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int head = blockIdx.y * kRopeWarps + warp;
   const long long n = blockIdx.x;  // token b * seq + s
+  const int half = dim / 2;
+  const float pos = static_cast<float>(positions[n]);
+  for (int j = threadIdx.x; j < half; j += blockDim.x) {
+    float sn, cs;
+    sincosf(pos * inv_freq[j], &sn, &cs);
+    cos_t[j] = cs * scaling;
+    sin_t[j] = sn * scaling;
+  }
+  __syncthreads();
   if (head >= heads + kv_heads) return;
   const bool is_q = head < heads;
   const int h = is_q ? head : head - heads;
@@ -85,17 +97,12 @@ __global__ void __launch_bounds__(kRopeWarps * 32)
     }
   }
   __syncwarp();
-  const int half = dim / 2;
-  const float pos = static_cast<float>(positions[n]);
   const long long b = n / seq, s = n % seq;
   const long long base = start_dev ? *start_dev : start;
   T* dst = is_q ? q + (n * heads + h) * dim : k_cache + ((b * kv_heads + h) * cap + base + s) * dim;
   for (int i = lane; i < dim; i += 32) {
     const int j = i < half ? i : i - half;
-    float sn, cs;
-    sincosf(pos * inv_freq[j], &sn, &cs);
-    cs *= scaling;
-    sn *= scaling;
+    const float cs = cos_t[j], sn = sin_t[j];
     const float out =
         i < half ? vals[i] * cs - vals[i + half] * sn : vals[i] * cs + vals[i - half] * sn;
     dst[i] = from_float<T>(out);
