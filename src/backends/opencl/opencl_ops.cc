@@ -102,12 +102,15 @@ class Launch {
       return;
     }
     cl_event event = nullptr;
+    const auto enqueue_start =
+        profiling() ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     check(clEnqueueNDRangeKernel(q.queue, k_, 2, nullptr, g, l, 0, nullptr,
                                  profiling() ? &event : nullptr),
           name_.c_str());
     if (event) {
-      const std::chrono::duration<double> host = std::chrono::steady_clock::now() - start_;
-      profile_launch(name_, event, host.count());
+      const auto end = std::chrono::steady_clock::now();
+      const std::chrono::duration<double> host = end - start_, enqueue = end - enqueue_start;
+      profile_launch(name_, event, host.count(), enqueue.count());
     }
   }
 

@@ -172,8 +172,29 @@ inline void team_dot(__global const wstore* w, __global const float* x, int rows
                      __global const char* nb, ulong no, int norm_mode, const float* scale,
                      float* acc) {
   const int lane = get_local_id(0) % TEAM;
-  const int k4 = k / 4 * 4;
-  for (int i = lane * 4; i < k4; i += TEAM * 4) {
+  const int k4 = k / 4 * 4, stride = TEAM * 4;
+  int i = lane * 4;
+  // Four loads of weights in flight per work-item before any is used: one at a time, a GPU's
+  // few resident teams per compute unit kept too few bytes in flight to stream the weights.
+  for (; i + 3 * stride < k4; i += 4 * stride) {
+    float4 wv[4], nw[4];
+    for (int u = 0; u < 4; ++u) wv[u] = wload4(w, i + u * stride);
+    for (int u = 0; u < 4; ++u) {
+      nw[u] = (float4)(1.0f);
+      if (norm_mode == 1) nw[u] = vload4(0, AT(const float, nb, no) + i + u * stride);
+      if (norm_mode == 2) nw[u] = wload4(AT(const wstore, nb, no), i + u * stride);
+    }
+    for (int r = 0; r < rows; ++r) {
+      float sum = 0.0f;
+      for (int u = 0; u < 4; ++u) {
+        float4 xv = vload4(0, x + (long)r * k + i + u * stride);
+        if (norm_mode) xv = nw[u] * (xv * scale[r]);
+        sum += dot(wv[u], xv);
+      }
+      acc[r] += sum;
+    }
+  }
+  for (; i < k4; i += stride) {
     const float4 wv = wload4(w, i);
     float4 nw = (float4)(1.0f);
     if (norm_mode == 1) nw = vload4(0, AT(const float, nb, no) + i);
@@ -184,11 +205,11 @@ inline void team_dot(__global const wstore* w, __global const float* x, int rows
       acc[r] += dot(wv, xv);
     }
   }
-  for (int i = k4 + lane; i < k; i += TEAM) {
-    const float wv = wload(w, i);
-    const float nw = norm_mode ? either(nb, no, norm_mode == 1, i) : 1.0f;
+  for (int j = k4 + lane; j < k; j += TEAM) {
+    const float wv = wload(w, j);
+    const float nw = norm_mode ? either(nb, no, norm_mode == 1, j) : 1.0f;
     for (int r = 0; r < rows; ++r) {
-      const float xv = x[(long)r * k + i];
+      const float xv = x[(long)r * k + j];
       acc[r] += wv * (norm_mode ? nw * (xv * scale[r]) : xv);
     }
   }

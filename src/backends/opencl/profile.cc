@@ -13,7 +13,7 @@ namespace {
 
 struct KernelTotals {
   long long launches = 0;
-  double device_s = 0, host_s = 0;
+  double device_s = 0, host_s = 0, enqueue_s = 0;
 };
 
 struct Profile {
@@ -52,13 +52,13 @@ struct Profile {
                  "opencl profile (ANVIL_OPENCL_PROFILE): %.1f ms on the device, %.1f ms "
                  "on the host enqueueing\n",
                  device * 1e3, host * 1e3);
-    std::fprintf(stderr, "%-28s %10s %12s %10s %12s %7s\n", "kernel", "launches", "device ms",
-                 "device us", "host us", "share");
+    std::fprintf(stderr, "%-28s %10s %12s %10s %10s %12s %7s\n", "kernel", "launches", "device ms",
+                 "device us", "host us", "enqueue us", "share");
     for (const auto& [name, t] : rows) {
       const double n = static_cast<double>(t.launches);
-      std::fprintf(stderr, "%-28s %10lld %12.2f %10.2f %12.2f %6.1f%%\n", name.c_str(), t.launches,
-                   t.device_s * 1e3, t.device_s * 1e6 / n, t.host_s * 1e6 / n,
-                   device > 0 ? 100 * t.device_s / device : 0.0);
+      std::fprintf(stderr, "%-28s %10lld %12.2f %10.2f %10.2f %12.2f %6.1f%%\n", name.c_str(),
+                   t.launches, t.device_s * 1e3, t.device_s * 1e6 / n, t.host_s * 1e6 / n,
+                   t.enqueue_s * 1e6 / n, device > 0 ? 100 * t.device_s / device : 0.0);
     }
   }
 };
@@ -79,12 +79,14 @@ bool profiling() {
   return on;
 }
 
-void profile_launch(const std::string& kernel, cl_event event, double host_seconds) {
+void profile_launch(const std::string& kernel, cl_event event, double host_seconds,
+                    double enqueue_seconds) {
   Profile& p = profile();
   std::lock_guard<std::mutex> lock(p.mu);
   KernelTotals& t = p.totals[kernel];
   ++t.launches;
   t.host_s += host_seconds;
+  t.enqueue_s += enqueue_seconds;
   p.pending.emplace_back(kernel, event);
   // Events hold driver resources: read them in batches rather than all at exit.
   if (p.pending.size() >= 4096) p.drain();

@@ -14,7 +14,10 @@ namespace anvil::opencl {
 /// Whether ANVIL_OPENCL_PROFILE is set.
 bool profiling();
 
-/// Records a launch: its event (released here once read) and the host seconds it took.
-void profile_launch(const std::string& kernel, cl_event event, double host_seconds);
+/// Records a launch: its event (released here once read), the host seconds from looking up the
+/// kernel to the end of its enqueue, and those of the clEnqueueNDRangeKernel call alone (which
+/// include making the profiling event).
+void profile_launch(const std::string& kernel, cl_event event, double host_seconds,
+                    double enqueue_seconds);
 
 }  // namespace anvil::opencl
