@@ -141,12 +141,12 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
                        eps,
                        normed});
     // Qwen3 normalises each head's q and k before RoPE; the others have no q/k norm.
-    ops::rope_store({q.view({n, nh, hd}), k.view({b, s, nkv, hd}), v.view({b, s, nkv, hd}),
-                     c.qk_norm ? L.q_norm : Tensor(), c.qk_norm ? L.k_norm : Tensor(), eps,
-                     in.positions, inv_freq_, rope_scaling_, cache.keys[li], cache.values[li], past,
-                     in.past});
-    ops::attention({q.view({b, s, nh, hd}), cache.keys[li], cache.values[li], in.key_mask,
-                    attn.view({b, s, nh, hd}), past, scale, attention_, in.past});
+    ops::rope_attention(
+        {{q.view({n, nh, hd}), k.view({b, s, nkv, hd}), v.view({b, s, nkv, hd}),
+          c.qk_norm ? L.q_norm : Tensor(), c.qk_norm ? L.k_norm : Tensor(), eps, in.positions,
+          inv_freq_, rope_scaling_, cache.keys[li], cache.values[li], past, in.past},
+         {q.view({b, s, nh, hd}), cache.keys[li], cache.values[li], in.key_mask,
+          attn.view({b, s, nh, hd}), past, scale, attention_, in.past}});
     ops::linear_add({attn, L.o_proj, L.o_bias, x, proj});
     // MLP block.
     ops::linear_swiglu({x, L.gate_proj, L.gate_bias, L.up_proj, L.up_bias, gate, up,

@@ -170,7 +170,9 @@ void store_kv(const Tensor& src, const Tensor& cache, int64_t start,
                           src.dtype())({src, cache, start, start_on_device});
 }
 
-void attention(const AttentionArgs& a) {
+namespace {
+
+void check_attention(const AttentionArgs& a) {
   expect_rank(kAttention, "q", a.q, 4);
   expect_rank(kAttention, "k_cache", a.k_cache, 4);
   const int64_t batch = a.q.size(0), seq = a.q.size(1), heads = a.q.size(2), dim = a.q.size(3);
@@ -210,6 +212,12 @@ void attention(const AttentionArgs& a) {
     expect_contiguous(kAttention, "operand", *t);
     expect_same_device(kAttention, a.q, *t);
   }
+}
+
+}  // namespace
+
+void attention(const AttentionArgs& a) {
+  check_attention(a);
   get_kernel<AttentionArgs>(kAttention, a.q.device().type, a.q.dtype(), a.q.dtype())(a);
 }
 
@@ -389,26 +397,12 @@ void linear_add(const LinearAddArgs& a) {
   reinterpret_cast<void (*)(const LinearAddArgs&)>(k)(a);
 }
 
-void rope_store(const RopeStoreArgs& a) {
-  const bool norms = a.q_norm.defined() && a.k_norm.defined();
-  if (a.q_norm.defined() != a.k_norm.defined()) fail(kRopeStore, "q_norm and k_norm go together");
-  auto k = find_kernel_raw(kRopeStore, a.q.device().type, a.q.dtype(),
-                           norms ? a.q_norm.dtype() : a.q.dtype());
-  if (norms && a.k_norm.dtype() != a.q_norm.dtype()) k = nullptr;
-  const int64_t n = a.q.size(0), heads = a.q.size(1), dim = a.q.size(2);
-  const int64_t kv_heads = a.k.size(2);
-  if (!k) {
-    if (norms) {
-      rms_norm(a.q.view({n * heads, dim}), a.q_norm, a.eps, a.q.view({n * heads, dim}));
-      rms_norm(a.k.view({n * kv_heads, dim}), a.k_norm, a.eps, a.k.view({n * kv_heads, dim}));
-    }
-    rope(a.q, a.positions, a.inv_freq, a.scaling);
-    rope(a.k.view({n, kv_heads, dim}), a.positions, a.inv_freq, a.scaling);
-    store_kv(a.k, a.k_cache, a.start, a.start_on_device);
-    store_kv(a.v, a.v_cache, a.start, a.start_on_device);
-    return;
-  }
-  // The checks of the composed ops, once.
+namespace {
+
+// The checks of rope_store's composed ops, once (for its fused kernels).
+void check_rope_store(const RopeStoreArgs& a) {
+  const bool norms = a.q_norm.defined();
+  const int64_t n = a.q.size(0), dim = a.q.size(2), kv_heads = a.k.size(2);
   expect_rank(kRopeStore, "q", a.q, 3);
   expect_rank(kRopeStore, "k", a.k, 4);
   expect_shape(kRopeStore, "v", a.v, a.k.shape());
@@ -446,7 +440,60 @@ void rope_store(const RopeStoreArgs& a) {
   for (const Tensor* t : {&a.q_norm, &a.k_norm, &a.positions, &a.inv_freq}) {
     expect_same_device(kRopeStore, a.q, *t);
   }
+}
+
+}  // namespace
+
+void rope_store(const RopeStoreArgs& a) {
+  const bool norms = a.q_norm.defined() && a.k_norm.defined();
+  if (a.q_norm.defined() != a.k_norm.defined()) fail(kRopeStore, "q_norm and k_norm go together");
+  auto k = find_kernel_raw(kRopeStore, a.q.device().type, a.q.dtype(),
+                           norms ? a.q_norm.dtype() : a.q.dtype());
+  if (norms && a.k_norm.dtype() != a.q_norm.dtype()) k = nullptr;
+  const int64_t n = a.q.size(0), heads = a.q.size(1), dim = a.q.size(2);
+  const int64_t kv_heads = a.k.size(2);
+  if (!k) {
+    if (norms) {
+      rms_norm(a.q.view({n * heads, dim}), a.q_norm, a.eps, a.q.view({n * heads, dim}));
+      rms_norm(a.k.view({n * kv_heads, dim}), a.k_norm, a.eps, a.k.view({n * kv_heads, dim}));
+    }
+    rope(a.q, a.positions, a.inv_freq, a.scaling);
+    rope(a.k.view({n, kv_heads, dim}), a.positions, a.inv_freq, a.scaling);
+    store_kv(a.k, a.k_cache, a.start, a.start_on_device);
+    store_kv(a.v, a.v_cache, a.start, a.start_on_device);
+    return;
+  }
+  check_rope_store(a);
   reinterpret_cast<void (*)(const RopeStoreArgs&)>(k)(a);
+}
+
+void composed_rope_attention(const RopeAttentionArgs& a) {
+  rope_store(a.rope);
+  attention(a.attention);
+}
+
+void rope_attention(const RopeAttentionArgs& a) {
+  const RopeStoreArgs& r = a.rope;
+  const AttentionArgs& t = a.attention;
+  const bool norms = r.q_norm.defined() && r.k_norm.defined();
+  auto k = find_kernel_raw(kRopeAttention, r.q.device().type, r.q.dtype(),
+                           norms ? r.q_norm.dtype() : r.q.dtype());
+  if (norms && r.k_norm.dtype() != r.q_norm.dtype()) k = nullptr;
+  // A device's fused kernel assumes the two halves describe one layer's attention; anything
+  // else runs as the two ops it is.
+  const bool one_layer =
+      t.q.raw() == r.q.raw() && t.k_cache.raw() == r.k_cache.raw() &&
+      t.v_cache.raw() == r.v_cache.raw() && t.past == r.start &&
+      t.past_on_device.defined() == r.start_on_device.defined() &&
+      (!t.past_on_device.defined() || t.past_on_device.raw() == r.start_on_device.raw()) &&
+      r.q.defined() && t.q.numel() == r.q.numel();
+  if (!k || !one_layer || r.q_norm.defined() != r.k_norm.defined()) {
+    composed_rope_attention(a);
+    return;
+  }
+  check_rope_store(r);
+  check_attention(t);
+  reinterpret_cast<void (*)(const RopeAttentionArgs&)>(k)(a);
 }
 
 }  // namespace anvil::ops

@@ -169,6 +169,18 @@ struct RopeStoreArgs {
 };
 void rope_store(const RopeStoreArgs& args);
 
+/// A layer's attention from its q/k/v products: rope_store, then attention of the rotated q over
+/// the caches. One op so that a device can do both in one launch at decode, where the launch is
+/// the cost. The attention's q must be the rope's q (viewed [B, S, heads, D]), its caches the
+/// rope's caches, and its past the rope's start (from the same device scalar, if any); q's
+/// contents afterwards are unspecified (the composed definition leaves the rotated q there).
+struct RopeAttentionArgs {
+  RopeStoreArgs rope;
+  AttentionArgs attention;
+};
+void rope_attention(const RopeAttentionArgs& args);
+void composed_rope_attention(const RopeAttentionArgs& args);
+
 /// Op names as registered in the kernel table.
 inline constexpr const char* kEmbedding = "embedding";
 inline constexpr const char* kRmsNorm = "rms_norm";
@@ -186,5 +198,6 @@ inline constexpr const char* kLinearGroup = "linear_group";
 inline constexpr const char* kLinearSwiglu = "linear_swiglu";
 inline constexpr const char* kLinearAdd = "linear_add";
 inline constexpr const char* kRopeStore = "rope_store";
+inline constexpr const char* kRopeAttention = "rope_attention";
 
 }  // namespace anvil::ops

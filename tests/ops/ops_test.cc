@@ -587,6 +587,78 @@ TEST_P(Ops, FusedOpsMatchTheirComposition) {
   }
 }
 
+// rope_attention (rope_store then attention as one op; OpenCL fuses it for decode rows on GPUs,
+// and ctest forces the fused kernels on PoCL): one decode token per row over a cache with keys
+// already in it, with and without q/k norms, GQA, a padded row, the past from the host or from
+// device memory (graph replay), against the reference ops composed on the CPU.
+TEST_P(Ops, RopeAttentionDecode) {
+  const float eps = 1e-6f;
+  for (int64_t dim : {64, 128}) {
+    for (bool norms : {false, true}) {
+      for (bool past_on_device : {false, true}) {
+        if (past_on_device && device_.type == DeviceType::cpu) continue;
+        const int64_t b = 2, heads = 8, kv = 2, past = 37, cap = past + 5;
+        const Tensor q = random_tensor({b, heads, dim}, rng_);
+        const Tensor k = random_tensor({b, 1, kv, dim}, rng_),
+                     v = random_tensor({b, 1, kv, dim}, rng_);
+        const Tensor qn = random_tensor({dim}, rng_), kn = random_tensor({dim}, rng_);
+        const Tensor k0 = random_tensor({b, kv, cap, dim}, rng_, 0.3f);
+        const Tensor v0 = random_tensor({b, kv, cap, dim}, rng_);
+        std::vector<float> freq(static_cast<size_t>(dim / 2));
+        for (size_t i = 0; i < freq.size(); ++i)
+          freq[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(dim));
+        const Tensor inv = Tensor::from_f32(freq, {dim / 2});
+        const Tensor pos = Tensor::from_i64({past, past + 3}, {b}).to(DType::i32);
+        // Graph replay keeps a mask as wide as the cache; otherwise one column per key so far.
+        const int64_t width = past_on_device ? cap : past + 1;
+        Tensor mask = Tensor::empty({b, width}, DType::i32);
+        for (int64_t r = 0; r < b; ++r) {
+          for (int64_t t = 0; t < width; ++t) {
+            mask.data<int32_t>()[r * width + t] = (r == 1 && t < 3) || t > past ? 0 : 1;
+          }
+        }
+        const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+
+        // Copies: on the CPU a tensor already in place is not copied, and the op writes q and k.
+        const auto fresh = [&](const Tensor& t) {
+          return on_device(Tensor::from_f32(t.to_f32_vector(), t.shape()), act_);
+        };
+        Tensor qd = fresh(q), kc = fresh(k0), vc = fresh(v0);
+        Tensor out = empty({b, 1, heads, dim});
+        const Tensor past_dev =
+            past_on_device ? Tensor::from_i64({past}, {1}).to(DType::i32).to(device_) : Tensor();
+        ops::rope_attention({{qd, fresh(k), fresh(v), norms ? on_device(qn, act_) : Tensor(),
+                              norms ? on_device(kn, act_) : Tensor(), eps, pos.to(device_),
+                              inv.to(device_), 1.0f, kc, vc, past, past_dev},
+                             {qd.view({b, 1, heads, dim}), kc, vc, mask.to(device_), out, past,
+                              scale, ops::AttentionImpl::sdpa, past_dev}});
+
+        Tensor qr = Tensor::from_f32(q.to_f32_vector(), q.shape());
+        Tensor kr = Tensor::from_f32(k.to_f32_vector(), {b, kv, dim});
+        if (norms) {
+          ops::reference::rms_norm({qr.view({b * heads, dim}), qn, qr.view({b * heads, dim}), eps});
+          ops::reference::rms_norm({kr.view({b * kv, dim}), kn, kr.view({b * kv, dim}), eps});
+        }
+        ops::reference::rope({qr, pos, inv, 1.0f});
+        ops::reference::rope({kr, pos, inv, 1.0f});
+        Tensor kw = Tensor::from_f32(k0.to_f32_vector(), k0.shape());
+        Tensor vw = Tensor::from_f32(v0.to_f32_vector(), v0.shape());
+        ops::reference::store_kv({kr.view({b, 1, kv, dim}), kw, past});
+        ops::reference::store_kv({v, vw, past});
+        Tensor want = Tensor::empty({b, 1, heads, dim}, DType::f32);
+        ops::reference::attention({qr.view({b, 1, heads, dim}), kw, vw,
+                                   mask.narrow(1, 0, past + 1).contiguous(), want, past, scale,
+                                   ops::AttentionImpl::eager});
+        const std::string what = "dim " + std::to_string(dim) + (norms ? " norms" : "") +
+                                 (past_on_device ? " past on device" : "");
+        EXPECT_LE(max_abs_diff(out, want), tolerance(5e-5f)) << what;
+        EXPECT_LE(max_abs_diff(kc, kw), tolerance(3e-5f)) << what;
+        EXPECT_LE(max_abs_diff(vc, vw), tolerance(0.0f)) << what;
+      }
+    }
+  }
+}
+
 // linear_add (the residual added by the product's own tasks on the CPU) gives exactly what the
 // product followed by the add gives, for every weight type and for the decode and prefill paths.
 TEST_P(Ops, LinearAddMatchesProductThenAdd) {

@@ -397,6 +397,53 @@ void attention(const ops::AttentionArgs& a) {
       .run(static_cast<size_t>(items) * kGroup, kGroup);
 }
 
+// rope_store and attention in one launch for one decode token per row, on the devices that take
+// the fused products (a launch fewer per layer where each launch costs the host ~10 us); other
+// shapes and devices run the two ops.
+void rope_attention(const ops::RopeAttentionArgs& a) {
+  const ops::RopeStoreArgs& r = a.rope;
+  const ops::AttentionArgs& t = a.attention;
+  const long long batch = t.q.size(0), seq = t.q.size(1), heads = t.q.size(2), dim = t.q.size(3);
+  // ANVIL_OPENCL_NO_ROPE_ATTENTION=1 keeps the two launches (for measuring one against the other).
+  static const bool off = std::getenv("ANVIL_OPENCL_NO_ROPE_ATTENTION") != nullptr;
+  if (off || seq != 1 || dim > 256 || !fused_products(t.q.device())) {
+    ops::composed_rope_attention(a);
+    return;
+  }
+  const long long keys = t.past_on_device.defined() ? t.k_cache.size(2) : t.past + seq;
+  const long long items = batch * heads;
+  const Tensor& scores = scratch(t.q.device(), "attention scores", DType::f32, items * keys);
+  const bool norm = r.q_norm.defined();
+  Launch(t.q.device(), "rope_attention", norm ? r.q_norm.dtype() : DType::f32)
+      .tensor(r.q)
+      .tensor(r.k)
+      .tensor(r.v)
+      .maybe(r.q_norm)
+      .maybe(r.k_norm)
+      .i32(norm)
+      .f32(r.eps)
+      .tensor(r.positions)
+      .tensor(r.inv_freq)
+      .f32(r.scaling)
+      .tensor(r.k_cache)
+      .tensor(r.v_cache)
+      .tensor(t.key_mask)
+      .tensor(t.out)
+      .tensor(scores)
+      .i32(heads)
+      .i32(t.k_cache.size(1))
+      .i32(dim)
+      .i64(t.k_cache.size(2))
+      .i64(t.past)
+      .i32(t.key_mask.size(1))
+      .i64(keys)
+      .f32(t.scale)
+      .maybe(t.past_on_device)
+      .i32(t.past_on_device.defined())
+      .local(5 * kGroup * sizeof(float))
+      .run(static_cast<size_t>(items) * kGroup, kGroup);
+}
+
 void argmax(const ops::ArgmaxArgs& a) {
   constexpr long long kSpan = 2048;  // columns per work-group of the first pass
   const long long rows = a.x.size(0), cols = a.x.size(1);
@@ -454,6 +501,8 @@ void register_opencl_kernels() {
     for (DType w : {DType::f32, DType::bf16, DType::f16}) {
       register_kernel<ops::LinearAddArgs>(ops::kLinearAdd, dev, DType::f32, w, &linear_add);
       register_kernel<ops::RopeStoreArgs>(ops::kRopeStore, dev, DType::f32, w, &rope_store);
+      register_kernel<ops::RopeAttentionArgs>(ops::kRopeAttention, dev, DType::f32, w,
+                                              &rope_attention);
       register_kernel<ops::LinearGroupArgs>(ops::kLinearGroup, dev, DType::f32, w, &linear_group);
       register_kernel<ops::LinearSwigluArgs>(ops::kLinearSwiglu, dev, DType::f32, w,
                                              &linear_swiglu);

@@ -387,6 +387,41 @@ __kernel void rope(__global char* x_b, ulong x_o, __global const char* pos_b, ul
   v[j + half_dim] = b * c + a * s;
 }
 
+// One head's vector (dim <= 256) into `vals` in local memory, RMS-normalised with weight `w`
+// when has_norm (Qwen3's q/k norm) and rotated by RoPE at position `pos`. Every work-item of the
+// work-group must call it; tmp: get_local_size(0) floats.
+inline void head_rope(__local float* vals, __global const float* src, int has_norm,
+                      __global const wstore* w, float eps, float pos,
+                      __global const float* inv_freq, float scaling, int dim, __local float* tmp) {
+  const int lid = get_local_id(0), nt = get_local_size(0);
+  float ss = 0.0f;
+  for (int i = lid; i < dim; i += nt) {
+    vals[i] = src[i];
+    ss += vals[i] * vals[i];
+  }
+  ss = group_sum(tmp, ss);  // its barriers also publish vals[]
+  if (has_norm) {
+    const float r = rsqrt(ss / dim + eps);
+    for (int i = lid; i < dim; i += nt) vals[i] = wload(w, i) * (vals[i] * r);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const int half_dim = dim / 2;
+  float out[8];  // dim <= 256 with >= 32 threads
+  int m = 0;
+  for (int i = lid; i < dim; i += nt, ++m) {
+    const int j = i < half_dim ? i : i - half_dim;
+    float c;
+    const float sn = sincos(pos * inv_freq[j], &c) * scaling;
+    c *= scaling;
+    out[m] = i < half_dim ? vals[i] * c - vals[i + half_dim] * sn
+                          : vals[i] * c + vals[i - half_dim] * sn;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);  // rotated in place: every read above comes first
+  m = 0;
+  for (int i = lid; i < dim; i += nt, ++m) vals[i] = out[m];
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
 // A step's attention inputs in one launch: one work-group per (token, head) over q heads then kv
 // heads: the optional per-head RMSNorm (Qwen3), RoPE, and for kv heads the cache writes of k and
 // v at start + s (start from device memory when has_dev). head_dim <= 256.
@@ -407,37 +442,14 @@ __kernel void rope_store(__global char* q_b, ulong q_o, __global const char* k_b
   const int h = is_q ? head : head - heads;
   __global const float* src = is_q ? AT(const float, q_b, q_o) + (n * heads + h) * dim
                                    : AT(const float, k_b, k_o) + (n * kv_heads + h) * dim;
-  float ss = 0.0f;
-  for (int i = lid; i < dim; i += nt) {
-    vals[i] = src[i];
-    ss += vals[i] * vals[i];
-  }
-  ss = group_sum(tmp, ss);  // its barriers also publish vals[]
-  if (has_norm) {
-    const float r = rsqrt(ss / dim + eps);
-    __global const wstore* w = is_q ? AT(const wstore, qn_b, qn_o) : AT(const wstore, kn_b, kn_o);
-    for (int i = lid; i < dim; i += nt) vals[i] = wload(w, i) * (vals[i] * r);
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  const int half_dim = dim / 2;
-  const float pos = (float)AT(const int, pos_b, pos_o)[n];
+  __global const wstore* w = is_q ? AT(const wstore, qn_b, qn_o) : AT(const wstore, kn_b, kn_o);
+  head_rope(vals, src, has_norm, w, eps, (float)AT(const int, pos_b, pos_o)[n],
+            AT(const float, f_b, f_o), scaling, dim, tmp);
   if (has_dev) start = AT(const int, st_b, st_o)[0];
   const long b = n / seq, s = n % seq;
   __global float* dst = is_q ? AT(float, q_b, q_o) + (n * heads + h) * dim
                              : AT(float, kc_b, kc_o) + ((b * kv_heads + h) * cap + start + s) * dim;
-  float out[8];  // dim <= 256 with >= 32 threads
-  int m = 0;
-  for (int i = lid; i < dim; i += nt, ++m) {
-    const int j = i < half_dim ? i : i - half_dim;
-    float c;
-    const float sn = sincos(pos * AT(const float, f_b, f_o)[j], &c) * scaling;
-    c *= scaling;
-    out[m] = i < half_dim ? vals[i] * c - vals[i + half_dim] * sn
-                          : vals[i] * c + vals[i - half_dim] * sn;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);  // q is rotated in place: every read above comes first
-  m = 0;
-  for (int i = lid; i < dim; i += nt, ++m) dst[i] = out[m];
+  for (int i = lid; i < dim; i += nt) dst[i] = vals[i];
   if (!is_q) {
     __global const float* vs = AT(const float, v_b, v_o) + (n * kv_heads + h) * dim;
     __global float* vd = AT(float, vc_b, vc_o) + ((b * kv_heads + h) * cap + start + s) * dim;
@@ -475,43 +487,31 @@ __kernel void store_kv(__global const char* src_b, ulong src_o, __global char* c
   AT(float, c_b, c_o)[((b * heads + h) * cap + start + s) * dim + d] = AT(const float, src_b, src_o)[i];
 }
 
-// One work-group per (b, s, h) query: scores of every key into `scores` (global scratch, one
-// row of `keys` per query; q staged in local memory, keys read four floats at a time), then the
-// softmax, then the value product with the keys split across groups of work-items whose
-// partial sums meet in local memory. Local memory: 5 n + dim floats.
-__kernel void attention(__global const char* q_b, ulong q_o, __global const char* k_b, ulong k_o,
-                        __global const char* v_b, ulong v_o, __global const char* m_b, ulong m_o,
-                        __global char* out_b, ulong out_o, __global char* sc_b, ulong sc_o,
-                        int seq, int heads, int kv_heads, int dim, long cap, long past,
-                        int mask_width, long keys, float scale, __global const char* p_b,
-                        ulong p_o, int has_dev, __local float* tmp) {
-  if (has_dev) past = AT(const int, p_b, p_o)[0];
-  const long item = get_group_id(0);  // (b * seq + s) * heads + h
-  const int h = item % heads;
-  const long bs = item / heads;
-  const long s = bs % seq, b = bs / seq;
-  const int kh = h / (heads / kv_heads);
+// Attention of one query, q in local memory, over keys [0, limit] of one kv head (kc, vc: its
+// cache rows): scores into `sc` (global scratch, keys read four floats at a time), the softmax,
+// then the value product with the keys split across groups of work-items whose partial sums
+// meet in local memory. With `newest`, the key and value at `limit` come from local memory
+// (knew, vnew) instead of the cache. tmp: 5 get_local_size(0) floats.
+inline void attend(__local const float* qs, __global const float* kc, __global const float* vc,
+                   __global const int* mrow, __global float* sc, __global float* out, long limit,
+                   int dim, float scale, int newest, __local const float* knew,
+                   __local const float* vnew, __local float* tmp) {
   const int lid = get_local_id(0), n = get_local_size(0);
-  __local float* part = tmp + n;    // [4 n / dim][dim] partial value sums
-  __local float* qs = tmp + 5 * n;  // [dim]
-  __global const float* q = AT(const float, q_b, q_o) + item * dim;
-  const long base = (b * kv_heads + kh) * cap;
-  __global const float* kc = AT(const float, k_b, k_o) + base * dim;
-  __global const float* vc = AT(const float, v_b, v_o) + base * dim;
-  __global const int* mrow = AT(const int, m_b, m_o) + b * mask_width;
-  __global float* sc = AT(float, sc_b, sc_o) + item * keys;
-  for (int d = lid; d < dim; d += n) qs[d] = q[d];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const long limit = past + s;  // causal: keys [0, past + s]
+  __local float* part = tmp + n;  // [4 n / dim][dim] partial value sums
   const int dim4 = dim / 4 * 4;
   float m = -INFINITY;
   for (long t = lid; t <= limit; t += n) {
     float score = -INFINITY;
     if (mrow[t] != 0) {
-      __global const float* kr = kc + t * dim;
       float dsum = 0.0f;
-      for (int d = 0; d < dim4; d += 4) dsum += dot(vload4(0, qs + d), vload4(0, kr + d));
-      for (int d = dim4; d < dim; ++d) dsum += qs[d] * kr[d];
+      if (newest && t == limit) {
+        for (int d = 0; d < dim4; d += 4) dsum += dot(vload4(0, qs + d), vload4(0, knew + d));
+        for (int d = dim4; d < dim; ++d) dsum += qs[d] * knew[d];
+      } else {
+        __global const float* kr = kc + t * dim;
+        for (int d = 0; d < dim4; d += 4) dsum += dot(vload4(0, qs + d), vload4(0, kr + d));
+        for (int d = dim4; d < dim; ++d) dsum += qs[d] * kr[d];
+      }
       score = dsum * scale;
     }
     sc[t] = score;
@@ -527,7 +527,7 @@ __kernel void attention(__global const char* q_b, ulong q_o, __global const char
   barrier(CLK_GLOBAL_MEM_FENCE);  // every work-item's probabilities before anyone reads them all
   l = group_sum(tmp, l);
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // a query that sees no key gets zeros
-  __global float* out = AT(float, out_b, out_o) + item * dim;
+  const long last = newest ? limit - 1 : limit;   // the last key read from the cache
   if (dim % 4 == 0 && 4 * n / dim >= 2) {
     // Each work-item takes four adjacent dimensions of every groups-th key, two keys in flight:
     // the keys are walked by 4n / dim groups at once (one row of V per step was a long chain of
@@ -537,11 +537,12 @@ __kernel void attention(__global const char* q_b, ulong q_o, __global const char
     if (g < groups) {
       float4 acc0 = (float4)(0.0f), acc1 = (float4)(0.0f);
       long t = g;
-      for (; t + groups <= limit; t += 2 * groups) {
+      for (; t + groups <= last; t += 2 * groups) {
         acc0 += sc[t] * vload4(c, vc + t * dim);
         acc1 += sc[t + groups] * vload4(c, vc + (t + groups) * dim);
       }
-      if (t <= limit) acc0 += sc[t] * vload4(c, vc + t * dim);
+      if (t <= last) acc0 += sc[t] * vload4(c, vc + t * dim);
+      if (newest && g == 0) acc0 += sc[limit] * vload4(c, vnew);
       vstore4(acc0 + acc1, c, part + g * dim);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -553,10 +554,77 @@ __kernel void attention(__global const char* q_b, ulong q_o, __global const char
   } else {
     for (int d = lid; d < dim; d += n) {
       float acc = 0.0f;
-      for (long t = 0; t <= limit; ++t) acc += sc[t] * vc[t * dim + d];
+      for (long t = 0; t <= last; ++t) acc += sc[t] * vc[t * dim + d];
+      if (newest) acc += sc[limit] * vnew[d];
       out[d] = acc * inv;
     }
   }
+}
+
+// One work-group per (b, s, h) query; local memory 5 n + dim floats (attend's, then q).
+__kernel void attention(__global const char* q_b, ulong q_o, __global const char* k_b, ulong k_o,
+                        __global const char* v_b, ulong v_o, __global const char* m_b, ulong m_o,
+                        __global char* out_b, ulong out_o, __global char* sc_b, ulong sc_o,
+                        int seq, int heads, int kv_heads, int dim, long cap, long past,
+                        int mask_width, long keys, float scale, __global const char* p_b,
+                        ulong p_o, int has_dev, __local float* tmp) {
+  if (has_dev) past = AT(const int, p_b, p_o)[0];
+  const long item = get_group_id(0);  // (b * seq + s) * heads + h
+  const int h = item % heads;
+  const long bs = item / heads;
+  const long s = bs % seq, b = bs / seq;
+  const int kh = h / (heads / kv_heads);
+  const int lid = get_local_id(0), n = get_local_size(0);
+  __local float* qs = tmp + 5 * n;  // [dim]
+  __global const float* q = AT(const float, q_b, q_o) + item * dim;
+  const long base = (b * kv_heads + kh) * cap;
+  for (int d = lid; d < dim; d += n) qs[d] = q[d];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  attend(qs, AT(const float, k_b, k_o) + base * dim, AT(const float, v_b, v_o) + base * dim,
+         AT(const int, m_b, m_o) + b * mask_width, AT(float, sc_b, sc_o) + item * keys,
+         AT(float, out_b, out_o) + item * dim, past + s, dim, scale, 0, qs, qs, tmp);
+}
+
+// rope_store and attention of one decode token per row in one launch: one work-group per
+// (b, h) q head rotates its q, and the new k of its kv head, in local memory and attends over
+// the cached keys plus that new one (read from local memory: the cache write, by the first q
+// head of each kv head, is not visible to the other work-groups within the launch).
+__kernel void rope_attention(
+    __global const char* q_b, ulong q_o, __global const char* k_b, ulong k_o,
+    __global const char* v_b, ulong v_o, __global const char* qn_b, ulong qn_o,
+    __global const char* kn_b, ulong kn_o, int has_norm, float eps, __global const char* pos_b,
+    ulong pos_o, __global const char* f_b, ulong f_o, float scaling, __global char* kc_b,
+    ulong kc_o, __global char* vc_b, ulong vc_o, __global const char* m_b, ulong m_o,
+    __global char* out_b, ulong out_o, __global char* sc_b, ulong sc_o, int heads, int kv_heads,
+    int dim, long cap, long past, int mask_width, long keys, float scale,
+    __global const char* p_b, ulong p_o, int has_dev, __local float* tmp) {
+  __local float qs[256], knew[256], vnew[256];
+  if (has_dev) past = AT(const int, p_b, p_o)[0];
+  const long item = get_group_id(0);  // b * heads + h
+  const int h = item % heads;
+  const long b = item / heads;
+  const int group = heads / kv_heads, kh = h / group;
+  const int lid = get_local_id(0), n = get_local_size(0);
+  const float pos = (float)AT(const int, pos_b, pos_o)[b];
+  __global const float* freqs = AT(const float, f_b, f_o);
+  head_rope(qs, AT(const float, q_b, q_o) + item * dim, has_norm, AT(const wstore, qn_b, qn_o),
+            eps, pos, freqs, scaling, dim, tmp);
+  head_rope(knew, AT(const float, k_b, k_o) + (b * kv_heads + kh) * dim, has_norm,
+            AT(const wstore, kn_b, kn_o), eps, pos, freqs, scaling, dim, tmp);
+  __global const float* vsrc = AT(const float, v_b, v_o) + (b * kv_heads + kh) * dim;
+  for (int i = lid; i < dim; i += n) vnew[i] = vsrc[i];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const long base = (b * kv_heads + kh) * cap;
+  __global float* kc = AT(float, kc_b, kc_o) + base * dim;
+  __global float* vc = AT(float, vc_b, vc_o) + base * dim;
+  if (h % group == 0) {
+    for (int i = lid; i < dim; i += n) {
+      kc[past * dim + i] = knew[i];
+      vc[past * dim + i] = vnew[i];
+    }
+  }
+  attend(qs, kc, vc, AT(const int, m_b, m_o) + b * mask_width, AT(float, sc_b, sc_o) + item * keys,
+         AT(float, out_b, out_o) + item * dim, past, dim, scale, 1, knew, vnew, tmp);
 }
 
 __kernel void mask_column(__global char* m_b, ulong m_o, __global const char* v_b, ulong v_o,
