@@ -209,11 +209,32 @@ constexpr int kDecodeThreads = 256;
 constexpr int kDecodeMaxKeys = 8192;
 constexpr int kUnroll = 4;
 
-template <class T>
+// The fused rope_attention's inputs beside the kernel's q (then q before RoPE): the step's new k
+// and v rows [B, kv_heads, D], the q/k norm weights (null for none), positions and frequencies,
+// and the caches the first q head of each kv head writes the new row into.
+template <class T, class W>
+struct RopeInputs {
+  const T* k_new = nullptr;
+  const T* v_new = nullptr;
+  const W* q_norm = nullptr;
+  const W* k_norm = nullptr;
+  float eps = 0;
+  const int* positions = nullptr;
+  const float* inv_freq = nullptr;
+  float scaling = 1;
+  T* k_cache = nullptr;
+  T* v_cache = nullptr;
+};
+
+// With Rope (rope_attention), the block first does rope_store's work for its q head and its kv
+// head's new key (the norms by one warp each in rope_store's order and rounding, so the values
+// are the ones the two ops would produce), and reads the newest key and value from shared memory:
+// the cache row it writes is not visible to the other blocks within the launch.
+template <class T, class W, bool Rope>
 __global__ void __launch_bounds__(kDecodeThreads)
-    decode_attention_kernel(const T* __restrict__ q, const T* __restrict__ kc,
-                            const T* __restrict__ vc, const int* __restrict__ mask,
-                            T* __restrict__ out, Geometry g) {
+    decode_attention_kernel(const T* __restrict__ q, const T* kc, const T* vc,
+                            const int* __restrict__ mask, T* __restrict__ out, Geometry g,
+                            RopeInputs<T, W> r) {
   constexpr int V = 16 / sizeof(T);
   {  // the cached keys and values before this step's, before waiting for the step's kernels
     const long long past = g.past_dev ? *g.past_dev : g.past;
@@ -235,9 +256,64 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const long long past = g.past_dev ? *g.past_dev : g.past;
   const long long keys = past + 1;
   const T* qrow = q + (static_cast<long long>(b) * g.heads + h) * g.dim;
-  for (int d = threadIdx.x; d < g.dim; d += kDecodeThreads) qs[d] = to_float(qrow[d]) * g.scale;
-  __syncthreads();
   const long long head_base = (static_cast<long long>(b) * g.kv_heads + kh) * g.cap;
+  const float* knew = nullptr;  // Rope: the newest key and value, rotated / as stored
+  const float* vnew = nullptr;
+  if constexpr (Rope) {
+    __shared__ float rq[32 * kMaxDimPerLane], rk[32 * kMaxDimPerLane];
+    __shared__ float kn[32 * kMaxDimPerLane], vn[32 * kMaxDimPerLane];
+    __shared__ float cos_t[16 * kMaxDimPerLane], sin_t[16 * kMaxDimPerLane];
+    knew = kn;
+    vnew = vn;
+    const int half = g.dim / 2;
+    const float pos = static_cast<float>(r.positions[b]);
+    for (int j = threadIdx.x; j < half; j += kDecodeThreads) {
+      float sn, cs;
+      sincosf(pos * r.inv_freq[j], &sn, &cs);
+      cos_t[j] = cs * r.scaling;
+      sin_t[j] = sn * r.scaling;
+    }
+    const long long new_row = (static_cast<long long>(b) * g.kv_heads + kh) * g.dim;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (warp < 2) {  // warp 0 normalises q's head, warp 1 the new key's
+      const T* src = warp == 0 ? qrow : r.k_new + new_row;
+      const W* norm = warp == 0 ? r.q_norm : r.k_norm;
+      float* vals = warp == 0 ? rq : rk;
+      float ss = 0.0f;
+      for (int i = lane; i < g.dim; i += 32) {
+        const float x = to_float(src[i]);
+        vals[i] = x;
+        ss += x * x;
+      }
+      if (norm) {
+        const float rs = rsqrtf(warp_sum(ss) / static_cast<float>(g.dim) + r.eps);
+        for (int i = lane; i < g.dim; i += 32) {
+          vals[i] =
+              to_float(from_float<T>(to_float(norm[i]) * to_float(from_float<T>(vals[i] * rs))));
+        }
+      }
+    }
+    __syncthreads();
+    for (int d = threadIdx.x; d < g.dim; d += kDecodeThreads) {
+      const int j = d < half ? d : d - half;
+      const float c = cos_t[j], sn = sin_t[j];
+      const T qt =
+          from_float<T>(d < half ? rq[d] * c - rq[d + half] * sn : rq[d] * c + rq[d - half] * sn);
+      const T kt =
+          from_float<T>(d < half ? rk[d] * c - rk[d + half] * sn : rk[d] * c + rk[d - half] * sn);
+      const T vt = r.v_new[new_row + d];
+      qs[d] = to_float(qt) * g.scale;
+      kn[d] = to_float(kt);
+      vn[d] = to_float(vt);
+      if (h % g.group == 0) {
+        r.k_cache[(head_base + past) * g.dim + d] = kt;
+        r.v_cache[(head_base + past) * g.dim + d] = vt;
+      }
+    }
+  } else {
+    for (int d = threadIdx.x; d < g.dim; d += kDecodeThreads) qs[d] = to_float(qrow[d]) * g.scale;
+  }
+  __syncthreads();
   const int* mrow = mask + static_cast<long long>(b) * g.mask_width;
   float qv[V];
 #pragma unroll
@@ -252,16 +328,19 @@ __global__ void __launch_bounds__(kDecodeThreads)
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const long long t = t0 + slot + u * per_pass;
-      raw[u] =
-          t < keys ? *reinterpret_cast<const uint4*>(kc + (head_base + t) * g.dim + sub * V) : zero;
+      const bool fresh = Rope && t == past;
+      raw[u] = t < keys && !fresh
+                   ? *reinterpret_cast<const uint4*>(kc + (head_base + t) * g.dim + sub * V)
+                   : zero;
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const long long t = t0 + slot + u * per_pass;
+      const bool fresh = Rope && t == past;
       const T* kv = reinterpret_cast<const T*>(&raw[u]);
       float dot = 0.0f;
 #pragma unroll
-      for (int i = 0; i < V; ++i) dot += qv[i] * to_float(kv[i]);
+      for (int i = 0; i < V; ++i) dot += qv[i] * (fresh ? knew[sub * V + i] : to_float(kv[i]));
       for (int o = chunks / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
       if (t < keys) {
         const float score = mrow[t] != 0 ? dot : -FLT_MAX;
@@ -282,11 +361,13 @@ __global__ void __launch_bounds__(kDecodeThreads)
   for (long long t0 = slot; t0 < keys; t0 += kUnroll * per_pass) {
     uint4 raw[kUnroll];
     float p[kUnroll];
+    bool fresh[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const long long t = t0 + u * per_pass;
       p[u] = t < keys ? scores[t] : 0.0f;
-      raw[u] = p[u] != 0.0f
+      fresh[u] = Rope && t == past;
+      raw[u] = p[u] != 0.0f && !fresh[u]
                    ? *reinterpret_cast<const uint4*>(vc + (head_base + t) * g.dim + sub * V)
                    : zero;
     }
@@ -294,7 +375,9 @@ __global__ void __launch_bounds__(kDecodeThreads)
     for (int u = 0; u < kUnroll; ++u) {
       const T* vv = reinterpret_cast<const T*>(&raw[u]);
 #pragma unroll
-      for (int i = 0; i < V; ++i) acc[i] += p[u] * to_float(vv[i]);
+      for (int i = 0; i < V; ++i) {
+        acc[i] += p[u] * (fresh[u] ? vnew[sub * V + i] : to_float(vv[i]));
+      }
     }
   }
 #pragma unroll
@@ -399,7 +482,7 @@ void prefill_attention(const ops::AttentionArgs& a, const Geometry& g) {
   }
 }
 
-void attention(const ops::AttentionArgs& a) {
+Geometry geometry_of(const ops::AttentionArgs& a) {
   Geometry g{};
   g.batch = static_cast<int>(a.q.size(0));
   g.seq = static_cast<int>(a.q.size(1));
@@ -412,6 +495,11 @@ void attention(const ops::AttentionArgs& a) {
   g.past = a.past;
   g.past_dev = a.past_on_device.defined() ? a.past_on_device.data<int>() : nullptr;
   g.scale = a.scale;
+  return g;
+}
+
+void attention(const ops::AttentionArgs& a) {
+  Geometry g = geometry_of(a);
   if (g.dim > 32 * kMaxDimPerLane) {
     throw Error("attention: head_dim " + std::to_string(g.dim) + " exceeds the CUDA kernel's " +
                 std::to_string(32 * kMaxDimPerLane));
@@ -426,10 +514,11 @@ void attention(const ops::AttentionArgs& a) {
   if (!force_split && decode_kernel_fits(g, all_keys, esize)) {
     dispatch_float(a.q.dtype(), "attention", [&](auto t) {
       using T = decltype(t);
-      launch(decode_attention_kernel<T>,
+      launch(decode_attention_kernel<T, T, false>,
              dim3(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch)), kDecodeThreads,
              decode_smem_bytes(g, esize), stream_of(a.q.device()), a.q.data<T>(),
-             a.k_cache.data<T>(), a.v_cache.data<T>(), a.key_mask.data<int>(), a.out.data<T>(), g);
+             a.k_cache.data<T>(), a.v_cache.data<T>(), a.key_mask.data<int>(), a.out.data<T>(), g,
+             RopeInputs<T, T>{});
     });
     ANVIL_CUDA_CHECK_LAUNCH();
     return;
@@ -468,6 +557,47 @@ void attention(const ops::AttentionArgs& a) {
   });
 }
 
+// rope_store and decode attention in one launch (one query per row, keys within the one-pass
+// kernel's reach): a launch and a kernel boundary fewer per layer. Other shapes run the two ops.
+// ANVIL_CUDA_NO_ROPE_ATTENTION=1 keeps them apart (for measuring one against the other).
+void rope_attention(const ops::RopeAttentionArgs& a) {
+  static const bool off = std::getenv("ANVIL_CUDA_NO_ROPE_ATTENTION") != nullptr;
+  const ops::RopeStoreArgs& r = a.rope;
+  const ops::AttentionArgs& t = a.attention;
+  Geometry g = geometry_of(t);
+  const long long all_keys = g.past_dev ? g.cap : t.past + g.seq;
+  const size_t esize = dtype_size(t.q.dtype());
+  if (off || g.dim % 2 != 0 || g.dim > 32 * kMaxDimPerLane ||
+      !decode_kernel_fits(g, all_keys, esize) || g.batch == 0) {
+    ops::composed_rope_attention(a);
+    return;
+  }
+  dispatch_float(t.q.dtype(), "rope_attention", [&](auto act) {
+    const DType nd = r.q_norm.defined() ? r.q_norm.dtype() : t.q.dtype();
+    dispatch_float(nd, "rope_attention", [&](auto w) {
+      using T = decltype(act);
+      using W = decltype(w);
+      RopeInputs<T, W> in;
+      in.k_new = r.k.data<T>();
+      in.v_new = r.v.data<T>();
+      in.q_norm = r.q_norm.defined() ? r.q_norm.data<W>() : nullptr;
+      in.k_norm = r.k_norm.defined() ? r.k_norm.data<W>() : nullptr;
+      in.eps = r.eps;
+      in.positions = r.positions.data<int>();
+      in.inv_freq = r.inv_freq.data<float>();
+      in.scaling = r.scaling;
+      in.k_cache = r.k_cache.data<T>();
+      in.v_cache = r.v_cache.data<T>();
+      launch(decode_attention_kernel<T, W, true>,
+             dim3(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch)), kDecodeThreads,
+             decode_smem_bytes(g, esize), stream_of(t.q.device()), r.q.data<T>(),
+             t.k_cache.data<T>(), t.v_cache.data<T>(), t.key_mask.data<int>(), t.out.data<T>(), g,
+             in);
+    });
+  });
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 }  // namespace anvil::cuda
 
@@ -477,6 +607,11 @@ void register_cuda_attention() {
   for (DType act : cuda::kFloatTypes) {
     register_kernel<ops::AttentionArgs>(ops::kAttention, DeviceType::cuda, act, act,
                                         &cuda::attention);
+    // Keyed by the q/k norms' dtype (the activations' when there are none), as rope_store.
+    for (DType norm : cuda::kFloatTypes) {
+      register_kernel<ops::RopeAttentionArgs>(ops::kRopeAttention, DeviceType::cuda, act, norm,
+                                              &cuda::rope_attention);
+    }
   }
 }
 
