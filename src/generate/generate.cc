@@ -2,7 +2,10 @@
 #include "generate/generate.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
 #include <random>
+#include <span>
 
 #include "anvil/error.h"
 #include "generate/logits_processor.h"
@@ -76,6 +79,38 @@ SamplingParams sampling_params(const GenerationConfig& gen, const GenerateOption
 
 }  // namespace
 
+namespace {
+
+// The largest top-k + 1 of this many candidates a device's top_k kernel is asked for.
+constexpr int64_t kMaxCandidates = 512;
+
+struct Candidates {
+  std::vector<float> values;     // [rows, K], largest first
+  std::vector<int64_t> indices;  // [rows, K]
+};
+
+// Whether sampling with top-k can read the candidates from the logits' device: a device (the
+// host reads its own logits in place) with a top_k kernel, and a top-k it can return.
+// ANVIL_SAMPLE_ON_HOST=1 reads whole rows instead (for measuring, and the tests' comparison).
+bool device_candidates(const Tensor& logits, int64_t top_k) {
+  const Device d = logits.device();
+  if (std::getenv("ANVIL_SAMPLE_ON_HOST") != nullptr) return false;
+  return d.type != DeviceType::cpu && top_k >= 1 && top_k + 1 <= kMaxCandidates &&
+         top_k + 1 <= logits.size(-1) && logits.dtype() == DType::f32 &&
+         supports(ops::kTopK, d.type, DType::f32, DType::f32);
+}
+
+// Each row's k largest logits and their indices, on the host.
+Candidates top_candidates(const Tensor& logits, int64_t k) {
+  const int64_t vocab = logits.size(-1), rows = logits.numel() / vocab;
+  Tensor values = Tensor::empty({rows, k}, DType::f32, logits.device());
+  Tensor indices = Tensor::empty({rows, k}, DType::i64, logits.device());
+  ops::top_k(logits.view({rows, vocab}), values, indices);
+  return {values.to_f32_vector(), indices.to_i64_vector()};
+}
+
+}  // namespace
+
 std::vector<int64_t> greedy_tokens(const Tensor& logits) {
   const int64_t vocab = logits.size(-1), rows = logits.numel() / vocab;
   const Tensor flat = logits.view({rows, vocab});
@@ -135,20 +170,35 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   std::vector<int64_t> chosen(rows);
   for (int64_t t = 0; t < max_new; ++t) {
     const Tensor step_logits = decoder.forward(step, cache);
-    // Plain greedy steps pick on the device; anything that edits the scores runs on the host.
-    const bool plain_greedy =
-        !sp.do_sample && sp.repetition_penalty == 1.0f && t >= opts.min_new_tokens;
+    // Plain greedy steps pick on the device; plain top-k sampling reads each row's top_k + 1
+    // candidates from the device; anything else that edits the scores runs on the whole row on
+    // the host.
+    const bool plain = sp.repetition_penalty == 1.0f && t >= opts.min_new_tokens;
+    const bool plain_greedy = plain && !sp.do_sample;
     std::vector<int64_t> greedy;
     std::vector<float> logits;
+    Candidates candidates;
     if (plain_greedy) {
       greedy = greedy_tokens(step_logits);
+    } else if (plain && sp.do_sample && device_candidates(step_logits, sp.top_k)) {
+      candidates = top_candidates(step_logits, sp.top_k + 1);
     } else {
       logits = step_logits.to_f32_vector();
     }
     for (int64_t r = 0; r < rows; ++r) {
       int64_t token;
+      std::optional<int64_t> picked;
+      if (!candidates.values.empty()) {
+        const size_t k1 = static_cast<size_t>(sp.top_k + 1), at = static_cast<size_t>(r) * k1;
+        picked = sample_from_candidates(std::span(candidates.values).subspan(at, k1),
+                                        std::span(candidates.indices).subspan(at, k1), sp, rng);
+        // Undecided from the candidates (a tie at the cut, NaN): the whole logits, once.
+        if (!picked && logits.empty()) logits = step_logits.to_f32_vector();
+      }
       if (plain_greedy) {
         token = greedy[r];
+      } else if (picked) {
+        token = *picked;
       } else {
         std::vector<float> scores(logits.begin() + r * vocab, logits.begin() + (r + 1) * vocab);
         apply_repetition_penalty(scores, sequences[r], sp.repetition_penalty);

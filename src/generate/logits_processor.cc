@@ -7,6 +7,10 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
+#include <vector>
+
+#include "anvil/error.h"
 
 namespace anvil {
 namespace {
@@ -134,6 +138,36 @@ int64_t sample(std::span<const float> scores, std::mt19937_64& rng) {
     if (u < cumulative) return last;
   }
   return last;  // rounding left u above the total: the last token with mass
+}
+
+std::optional<int64_t> sample_from_candidates(std::span<const float> values,
+                                              std::span<const int64_t> indices,
+                                              const SamplingParams& p, std::mt19937_64& rng) {
+  const auto k = static_cast<size_t>(p.top_k);
+  if (p.top_k < 1 || values.size() != k + 1 || indices.size() != k + 1) {
+    throw Error("sample_from_candidates: expected top_k + 1 = " + std::to_string(k + 1) +
+                " candidates, got " + std::to_string(values.size()));
+  }
+  for (float v : values) {
+    if (std::isnan(v)) return std::nullopt;
+  }
+  // apply_warpers divides every score by the temperature before top-k: two different logits
+  // may become equal, and then the whole row's top-k keeps both.
+  float kth = values[k - 1], next = values[k];
+  if (p.temperature != 1.0f) {
+    kth /= p.temperature;
+    next /= p.temperature;
+  }
+  if (kth == next) return std::nullopt;
+  // The k survivors in index order, as the whole row's live tokens would be.
+  std::vector<size_t> order(k);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return indices[a] < indices[b]; });
+  std::vector<float> scores(k);
+  for (size_t j = 0; j < k; ++j) scores[j] = values[order[j]];
+  apply_warpers(scores, p);  // top-k keeps all k here; temperature, top-p, min-p as on the row
+  return indices[order[static_cast<size_t>(sample(scores, rng))]];
 }
 
 }  // namespace anvil

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <span>
 #include <vector>
@@ -31,5 +32,15 @@ void apply_warpers(std::span<float> scores, const SamplingParams& p);
 int64_t argmax(std::span<const float> scores);
 /// Draws from softmax(scores).
 int64_t sample(std::span<const float> scores, std::mt19937_64& rng);
+
+/// The warpers and the draw over a row's top-k candidates instead of the whole row: `values` /
+/// `indices` hold its top_k + 1 largest scores, largest first (ops::top_k). Gives the token
+/// apply_warpers + sample would give on the whole row, with the same draw from `rng`; returns
+/// nothing (and draws nothing) when the candidates cannot decide that: a NaN among them, or the
+/// top_k-th and (top_k + 1)-th scores equal after the temperature (top-k would keep both).
+/// Needs p.do_sample and p.top_k >= 1.
+std::optional<int64_t> sample_from_candidates(std::span<const float> values,
+                                              std::span<const int64_t> indices,
+                                              const SamplingParams& p, std::mt19937_64& rng);
 
 }  // namespace anvil

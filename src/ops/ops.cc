@@ -242,6 +242,25 @@ void argmax(const Tensor& x, const Tensor& out) {
   get_kernel<ArgmaxArgs>(kArgmax, x.device().type, x.dtype(), x.dtype())({x, out});
 }
 
+void top_k(const Tensor& x, const Tensor& values, const Tensor& indices) {
+  expect_rank(kTopK, "x", x, 2);
+  expect_dtype(kTopK, "x", x, DType::f32);
+  expect_rank(kTopK, "values", values, 2);
+  const int64_t k = values.size(1);
+  if (k < 1 || k > x.size(1)) {
+    fail(kTopK, "K = " + std::to_string(k) + " must lie in [1, " + std::to_string(x.size(1)) + "]");
+  }
+  expect_shape(kTopK, "values", values, {x.size(0), k});
+  expect_dtype(kTopK, "values", values, DType::f32);
+  expect_shape(kTopK, "indices", indices, {x.size(0), k});
+  expect_dtype(kTopK, "indices", indices, DType::i64);
+  for (const Tensor* t : {&x, &values, &indices}) {
+    expect_contiguous(kTopK, "operand", *t);
+    expect_same_device(kTopK, x, *t);
+  }
+  get_kernel<TopKArgs>(kTopK, x.device().type, DType::f32, DType::f32)({x, values, indices});
+}
+
 void write_mask_column(const Tensor& mask, const Tensor& values, const Tensor& index) {
   expect_rank(kMaskColumn, "mask", mask, 2);
   expect_dtype(kMaskColumn, "mask", mask, DType::i32);

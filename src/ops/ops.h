@@ -98,6 +98,16 @@ struct ArgmaxArgs {
 };
 void argmax(const Tensor& x, const Tensor& out);
 
+/// values[n], indices[n] = the K = values.size(1) largest entries of row n of x, largest first,
+/// equal values in index order; NaN counts as larger than any number (torch.topk). Which of
+/// several entries equal to the K-th largest are returned is unspecified (their values are
+/// not). Sampling reads a step's candidates instead of its whole vocabulary of logits.
+/// x: [N, V] f32 with 1 <= K <= V; values: [N, K] f32; indices: [N, K] i64.
+struct TopKArgs {
+  Tensor x, values, indices;
+};
+void top_k(const Tensor& x, const Tensor& values, const Tensor& indices);
+
 /// mask[b, index] = values[b] with the column index read from device memory (graph replay
 /// appends a key column per step without a host round trip). mask: [B, W] i32; values: [B] i32;
 /// index: [1] i32.
@@ -192,6 +202,7 @@ inline constexpr const char* kStoreKv = "store_kv";
 inline constexpr const char* kAttention = "attention";
 inline constexpr const char* kCast = "cast";
 inline constexpr const char* kArgmax = "argmax";
+inline constexpr const char* kTopK = "top_k";
 inline constexpr const char* kMaskColumn = "write_mask_column";
 inline constexpr const char* kAddRmsNorm = "add_rms_norm";
 inline constexpr const char* kLinearGroup = "linear_group";

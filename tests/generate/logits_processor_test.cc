@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "generate/logits_processor.h"
@@ -175,6 +176,66 @@ TEST(LogitsProcessor, WarpersAndDrawMatchTheWholeVocabularyDefinitions) {
       ASSERT_EQ(sample(fast, r1), whole_sample(whole, r2)) << "trial " << trial;
     }
   }
+}
+
+// Sampling from a row's top_k + 1 candidates (what a device returns) gives the whole row's token
+// with the same draws, or declines when the candidates cannot decide (a tie at the cut after the
+// temperature, NaN); rows with many ties and low temperatures make both cases frequent.
+TEST(LogitsProcessor, CandidatesGiveTheWholeRowsToken) {
+  std::mt19937_64 gen(5);
+  int decided = 0, declined = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int64_t n = 30 + static_cast<int64_t>(gen() % 2000);
+    std::vector<float> scores(static_cast<size_t>(n));
+    std::normal_distribution<float> d(0.0f, 2.0f);
+    for (float& v : scores) v = d(gen);
+    if (trial % 2 == 0) {
+      for (float& v : scores) v = std::round(v * 4.0f) / 4.0f;  // many ties
+    }
+    for (int64_t i = 0; i < n / 20; ++i) scores[gen() % n] = kNegInf;
+    if (trial % 37 == 0) scores[gen() % n] = std::numeric_limits<float>::quiet_NaN();
+    SamplingParams p;
+    p.do_sample = true;
+    p.temperature = trial % 3 == 0 ? 1.0f : 0.2f + 0.3f * static_cast<float>(trial % 4);
+    p.top_k = 1 + static_cast<int64_t>(gen() % 25);
+    p.top_p = trial % 2 == 1 ? 1.0f : 0.1f + 0.85f * static_cast<float>(gen() % 100) / 100.0f;
+    p.min_p = trial % 5 == 3 ? 0.05f : 0.0f;
+    // The candidates as ops::top_k defines them: largest first, equal values in index order,
+    // NaN above every number.
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), int64_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      const bool na = std::isnan(scores[a]), nb = std::isnan(scores[b]);
+      if (na || nb) return na && !nb;
+      return scores[a] > scores[b];
+    });
+    const auto k1 = static_cast<size_t>(p.top_k + 1);
+    std::vector<float> values(k1);
+    std::vector<int64_t> indices(order.begin(), order.begin() + static_cast<int64_t>(k1));
+    for (size_t j = 0; j < k1; ++j) values[j] = scores[indices[j]];
+
+    std::mt19937_64 r1(static_cast<uint64_t>(trial)), r2(static_cast<uint64_t>(trial));
+    const std::optional<int64_t> got = sample_from_candidates(values, indices, p, r1);
+    if (!got) {
+      ++declined;
+      float kth = values[k1 - 2], next = values[k1 - 1];
+      if (p.temperature != 1.0f) {
+        kth /= p.temperature;
+        next /= p.temperature;
+      }
+      const bool nan =
+          std::any_of(values.begin(), values.end(), [](float v) { return std::isnan(v); });
+      EXPECT_TRUE(nan || kth == next) << "declined without a reason, trial " << trial;
+      continue;
+    }
+    ++decided;
+    std::vector<float> whole(scores);
+    apply_warpers(whole, p);
+    EXPECT_EQ(*got, sample(whole, r2)) << "trial " << trial;
+    EXPECT_EQ(r1(), r2()) << "the draws went out of step, trial " << trial;
+  }
+  EXPECT_GT(decided, 200);
+  EXPECT_GT(declined, 5);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <tuple>
 
@@ -111,6 +112,30 @@ TEST_P(DeviceDecode, SecondGenerationOnSameModelMatches) {
   o.do_sample = false;
   EXPECT_EQ(dev.generate(b, o), test::id_rows(golden, "gen_a"));
   EXPECT_EQ(dev.generate(b, o), test::id_rows(golden, "gen_a"));
+}
+
+// Sampling with top-k on a device reads each row's candidates (ops::top_k) instead of its whole
+// logits: the same tokens, draw for draw, as the whole rows on the host.
+TEST_P(DeviceDecode, TopKSamplingFromCandidatesMatchesWholeRows) {
+  const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
+  const CausalLM dev = load(test::device_name(std::get<1>(GetParam())));
+  if (!supports(ops::kTopK, dev.device().type, DType::f32, DType::f32)) {
+    GTEST_SKIP() << "no top_k kernel on " << std::get<1>(GetParam()) << ": sampling reads rows";
+  }
+  Batch b;
+  b.input_ids = test::id_rows(golden, "input_ids_a");
+  GenerateOptions o;
+  o.max_new_tokens = 24;
+  o.do_sample = true;
+  o.temperature = 0.7f;
+  o.top_k = 20;
+  o.top_p = 0.9f;
+  o.seed = 7;
+  const auto from_candidates = dev.generate(b, o);
+  setenv("ANVIL_SAMPLE_ON_HOST", "1", 1);
+  const auto from_rows = dev.generate(b, o);
+  unsetenv("ANVIL_SAMPLE_ON_HOST");
+  EXPECT_EQ(from_candidates, from_rows);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DeviceDecode,

@@ -587,6 +587,58 @@ TEST_P(Ops, FusedOpsMatchTheirComposition) {
   }
 }
 
+// top_k against the definition (a stable sort of the whole row): long and short rows, ties at
+// and inside the cut, -inf, NaN, K from 1 to 512. Which entries equal to the K-th are returned is
+// unspecified, so indices are compared where the value differs from the K-th value.
+TEST_P(Ops, TopK) {
+  if (!supports(ops::kTopK, device_.type, DType::f32, DType::f32))
+    GTEST_SKIP() << "no top_k kernel";
+  std::mt19937_64 gen(3);
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3, 151936}, {4, 37}, {2, 600}}) {
+    std::vector<float> x(static_cast<size_t>(rows * cols));
+    std::normal_distribution<float> d(0.0f, 3.0f);
+    for (float& v : x) v = std::round(d(gen) * 8.0f) / 8.0f;  // many ties
+    x[5] = -std::numeric_limits<float>::infinity();
+    x[static_cast<size_t>(cols) + 7] = std::numeric_limits<float>::quiet_NaN();
+    x[static_cast<size_t>(cols) + 3] = -0.0f;
+    const Tensor xt = Tensor::from_f32(x, {rows, cols});
+    for (int64_t k : {int64_t{1}, int64_t{21}, int64_t{37}, int64_t{512}}) {
+      if (k > cols) continue;
+      Tensor values = Tensor::empty({rows, k}, DType::f32, device_);
+      Tensor indices = Tensor::empty({rows, k}, DType::i64, device_);
+      ops::top_k(xt.to(device_), values, indices);
+      const auto v = values.to_f32_vector();
+      const auto ix = indices.to_i64_vector();
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* row = x.data() + r * cols;
+        std::vector<int64_t> order(static_cast<size_t>(cols));
+        std::iota(order.begin(), order.end(), int64_t{0});
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+          const bool na = std::isnan(row[a]), nb = std::isnan(row[b]);
+          if (na || nb) return na && !nb;
+          return row[a] > row[b];
+        });
+        const float last = row[order[static_cast<size_t>(k - 1)]];
+        for (int64_t j = 0; j < k; ++j) {
+          const float want = row[order[static_cast<size_t>(j)]];
+          const size_t at = static_cast<size_t>(r * k + j);
+          const bool same_value = (std::isnan(want) && std::isnan(v[at])) || want == v[at];
+          ASSERT_TRUE(same_value) << rows << "x" << cols << " K " << k << " row " << r << " at "
+                                  << j << ": " << v[at] << " vs " << want;
+          if (!(want == last) && !std::isnan(want)) {
+            EXPECT_EQ(ix[at], order[static_cast<size_t>(j)])
+                << "K " << k << " row " << r << " at " << j;
+          }
+          EXPECT_TRUE(ix[at] >= 0 && ix[at] < cols && (row[ix[at]] == v[at] || std::isnan(v[at])));
+          if (j > 0 && v[at] == v[at - 1]) {
+            EXPECT_LT(ix[at - 1], ix[at]) << "ties in index order";
+          }
+        }
+      }
+    }
+  }
+}
+
 // rope_attention (rope_store then attention as one op; OpenCL fuses it for decode rows on GPUs,
 // and ctest forces the fused kernels on PoCL): one decode token per row over a cache with keys
 // already in it, with and without q/k norms, GQA, a padded row, the past from the host or from

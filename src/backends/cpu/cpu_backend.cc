@@ -149,6 +149,7 @@ void register_cpu_kernels() {
   register_cpu_linear();
   register_cpu_norm();
   register_cpu_rope();
+  register_cpu_top_k();
   register_cpu_attention();
   register_cpu_elementwise();
 }

@@ -1,11 +1,13 @@
-// Greedy selection on the device: argmax per row, so a decode step returns 8 bytes per row to
-// the host instead of the whole vocabulary of logits.
+// Selection on the device: argmax per row for greedy decoding, so a decode step returns 8 bytes
+// per row to the host instead of the whole vocabulary of logits, and the top-K candidates per
+// row for sampling with top-k.
 #include <cfloat>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "anvil/error.h"
 #include "backends/cuda/cuda_allocator.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
@@ -119,12 +121,117 @@ void argmax(const ops::ArgmaxArgs& a) {
   ANVIL_CUDA_CHECK_LAUNCH();
 }
 
+// Top-K per row (sampling's candidates): one block per row finds the K-th largest value by a
+// radix select over order-preserving 32-bit keys (four passes of 8-bit digits over the row,
+// which the head's product has just left in L2), gathers the entries above it and enough of
+// those equal to it, and sorts them by (value desc, index asc) in shared memory.
+constexpr int kTopKThreads = 1024;
+constexpr int kTopKMax = 512;
+
+// Larger values give larger keys; NaN above everything (torch.topk); -0 and +0 one key.
+__device__ __forceinline__ unsigned order_key(float v) {
+  if (v != v) return 0xffffffffu;
+  const unsigned u = v == 0.0f ? 0u : __float_as_uint(v);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+__global__ void __launch_bounds__(kTopKThreads)
+    top_k_kernel(const float* __restrict__ x, long long cols, int k, float* __restrict__ values,
+                 long long* __restrict__ indices) {
+  pdl_wait();
+  __shared__ unsigned hist[256];
+  // (key << 32) | (~index): descending order is (value desc, index asc).
+  __shared__ unsigned long long picked[kTopKMax];
+  __shared__ unsigned prefix_s;
+  __shared__ int need_s, above_n, tie_n;
+  const float* xr = x + static_cast<long long>(blockIdx.x) * cols;
+  unsigned prefix = 0, mask = 0;
+  int need = k;  // how many of the K are still to be found at or below the prefix
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
+    __syncthreads();
+    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {
+      const unsigned key = order_key(xr[c]);
+      if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      int d = 255;
+      unsigned above = 0;
+      while (d > 0 && above + hist[d] < static_cast<unsigned>(need)) above += hist[d--];
+      prefix_s = prefix | (static_cast<unsigned>(d) << shift);
+      need_s = need - static_cast<int>(above);
+    }
+    __syncthreads();
+    prefix = prefix_s;
+    need = need_s;
+    mask |= 255u << shift;
+  }
+  // prefix is now the K-th largest key: K - need entries lie above it, and `need` are taken
+  // from those equal to it.
+  if (threadIdx.x == 0) above_n = tie_n = 0;
+  __syncthreads();
+  const int greater = k - need;
+  for (long long c = threadIdx.x; c < cols; c += blockDim.x) {
+    const unsigned key = order_key(xr[c]);
+    const unsigned long long packed =
+        (static_cast<unsigned long long>(key) << 32) | (0xffffffffu - static_cast<unsigned>(c));
+    if (key > prefix) {
+      picked[atomicAdd(&above_n, 1)] = packed;
+    } else if (key == prefix) {
+      const int t = atomicAdd(&tie_n, 1);
+      if (t < need) picked[greater + t] = packed;
+    }
+  }
+  int n = 1;
+  while (n < k) n <<= 1;
+  for (int i = k + threadIdx.x; i < n; i += blockDim.x) picked[i] = 0;  // key 0: below -inf
+  __syncthreads();
+  for (int size = 2; size <= n; size <<= 1) {  // bitonic sort, descending
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const int j = i ^ stride;
+        if (j > i) {
+          const bool descending = (i & size) == 0;
+          const unsigned long long a = picked[i], b = picked[j];
+          if ((a < b) == descending) {
+            picked[i] = b;
+            picked[j] = a;
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+  for (int j = threadIdx.x; j < k; j += blockDim.x) {
+    const unsigned c = 0xffffffffu - static_cast<unsigned>(picked[j] & 0xffffffffu);
+    values[static_cast<long long>(blockIdx.x) * k + j] = xr[c];
+    indices[static_cast<long long>(blockIdx.x) * k + j] = c;
+  }
+}
+
+void top_k(const ops::TopKArgs& a) {
+  const long long rows = a.x.size(0), cols = a.x.size(1), k = a.values.size(1);
+  if (rows == 0) return;
+  if (k > kTopKMax || cols >= 0xffffffffLL) {
+    throw Error("top_k: K = " + std::to_string(k) + " over " + std::to_string(cols) +
+                " columns exceeds the CUDA kernel's " + std::to_string(kTopKMax) +
+                " (and 2^32 - 1 columns)");
+  }
+  launch(top_k_kernel, static_cast<unsigned>(rows), kTopKThreads, 0, stream_of(a.x.device()),
+         a.x.data<float>(), cols, static_cast<int>(k), a.values.data<float>(),
+         a.indices.data<long long>());
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 }  // namespace anvil::cuda
 
 namespace anvil {
 
 void register_cuda_sampling() {
+  register_kernel<ops::TopKArgs>(ops::kTopK, DeviceType::cuda, DType::f32, DType::f32,
+                                 &cuda::top_k);
   for (DType act : cuda::kFloatTypes) {
     register_kernel<ops::ArgmaxArgs>(ops::kArgmax, DeviceType::cuda, act, act, &cuda::argmax);
   }
