@@ -152,7 +152,13 @@ __global__ void __launch_bounds__(kTopKThreads)
     __syncthreads();
     for (long long c = threadIdx.x; c < cols; c += blockDim.x) {
       const unsigned key = order_key(xr[c]);
-      if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+      // Logits share their top key bits: one shared atomic per distinct digit in a warp, not
+      // one per lane (the lanes of a digit were serialised on its counter).
+      const unsigned digit = (key & mask) == prefix ? (key >> shift) & 255u : 256u;
+      const unsigned peers = __match_any_sync(__activemask(), digit);
+      if (digit != 256u && static_cast<int>(threadIdx.x % 32) == __ffs(peers) - 1) {
+        atomicAdd(&hist[digit], static_cast<unsigned>(__popc(peers)));
+      }
     }
     __syncthreads();
     if (threadIdx.x == 0) {
