@@ -10,16 +10,14 @@
 #include "backends/cuda/cuda_allocator.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
-#include "backends/cuda/l2_plan.h"
 
 namespace anvil {
 namespace {
 
 class CudaGraph : public StepGraph {
  public:
-  CudaGraph(cudaGraphExec_t exec, cudaGraph_t graph, Device device,
-            std::unique_ptr<cuda::L2Plan> plan)
-      : exec_(exec), graph_(graph), device_(device), plan_(std::move(plan)) {}
+  CudaGraph(cudaGraphExec_t exec, cudaGraph_t graph, Device device)
+      : exec_(exec), graph_(graph), device_(device) {}
   ~CudaGraph() override {
     (void)cudaGraphExecDestroy(exec_);
     (void)cudaGraphDestroy(graph_);
@@ -30,7 +28,6 @@ class CudaGraph : public StepGraph {
   cudaGraphExec_t exec_;
   cudaGraph_t graph_;
   Device device_;
-  std::unique_ptr<cuda::L2Plan> plan_;  // its table is read by the replayed kernels
 };
 
 class CudaBackend : public Backend {
@@ -88,15 +85,12 @@ class CudaBackend : public Backend {
 
   std::unique_ptr<StepGraph> capture(Device device, const std::function<void()>& body) override {
     cuda::Context& ctx = cuda::context(device);
-    auto plan = cuda::l2_plan_enabled() ? std::make_unique<cuda::L2Plan>(device) : nullptr;
     ANVIL_CUDA_CHECK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal));
     ctx.capturing = true;
-    ctx.plan = plan.get();
     try {
       body();
     } catch (...) {
       ctx.capturing = false;
-      ctx.plan = nullptr;
       cudaGraph_t broken = nullptr;
       (void)cudaStreamEndCapture(ctx.stream, &broken);
       if (broken) (void)cudaGraphDestroy(broken);
@@ -104,13 +98,11 @@ class CudaBackend : public Backend {
       throw;
     }
     ctx.capturing = false;
-    ctx.plan = nullptr;
     cudaGraph_t graph = nullptr;
     ANVIL_CUDA_CHECK(cudaStreamEndCapture(ctx.stream, &graph));
     cudaGraphExec_t exec = nullptr;
     ANVIL_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    if (plan) plan->finish();
-    return std::make_unique<CudaGraph>(exec, graph, device, std::move(plan));
+    return std::make_unique<CudaGraph>(exec, graph, device);
   }
 };
 

@@ -12,8 +12,6 @@
 
 namespace anvil::cuda {
 
-class L2Plan;
-
 /// The activation (and weight) types the CUDA kernels are registered for.
 inline constexpr DType kFloatTypes[] = {DType::f32, DType::bf16, DType::f16};
 
@@ -25,7 +23,6 @@ struct Context {
   size_t workspace_bytes = 0;
   int sm_count = 0;
   bool capturing = false;  ///< a graph is being captured on `stream`
-  L2Plan* plan = nullptr;  ///< the capture's L2 plan (l2_plan.h), while capturing
 };
 
 /// The context of `device` (created on first use), with that device made current.

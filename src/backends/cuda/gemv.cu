@@ -247,27 +247,9 @@ __device__ __forceinline__ void prefetch_share(const T* w, int row, int k) {
               end - begin, static_cast<int>(threadIdx.x % 32), 32);
 }
 
-// The next product's weights into L2, spread over every thread of the grid (l2_plan.h). They
-// are only read, and the table is written before the first replay: no wait needed.
-__device__ __forceinline__ void prefetch_next(const L2Ranges* next) {
-  if (!next) return;
-  const long long threads = static_cast<long long>(gridDim.x) * blockDim.x;
-  const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-#pragma unroll
-  for (int i = 0; i < 3; ++i) {
-    const char* p = next->ptr[i];
-    const long long bytes = next->bytes[i];
-    if (!p) continue;
-    for (long long off = tid * 128; off < bytes; off += threads * 128) {
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(p + off));
-    }
-  }
-}
-
 template <class T, int R, int S, bool kStaged>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    gemv_kernel(const T* __restrict__ x_in, GemvSegments seg, int k, int groups,
-                const L2Ranges* next) {
+    gemv_kernel(const T* __restrict__ x_in, GemvSegments seg, int k, int groups) {
   constexpr int kRowsPerBlock = kWarpsPerBlock / S;
   const int total = seg.rows[0] + seg.rows[1] + seg.rows[2];
   const T* norm_w = static_cast<const T*>(seg.norm_w);
@@ -278,7 +260,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     while (i < seg.count - 1 && row >= seg.rows[i]) row -= seg.rows[i++];
     if (row < seg.rows[i]) prefetch_share<T, S>(static_cast<const T*>(seg.w[i]), row, k);
   }
-  prefetch_next(next);
   pdl_wait();
   float scale[R];
   const T* x = prepare_x<T, R, kStaged>(x_in, k, norm_w, seg.eps, scale);
@@ -309,7 +290,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemv_swiglu_kernel(const T* __restrict__ x_in, const T* __restrict__ gate,
                        const T* __restrict__ gate_bias, const T* __restrict__ up,
                        const T* __restrict__ up_bias, T* __restrict__ out, int k, int o, int groups,
-                       const T* norm_w, float eps, const L2Ranges* next) {
+                       const T* norm_w, float eps) {
   constexpr int kRowsPerBlock = kWarpsPerBlock / S;
   const T* const w[2] = {gate, up};
   {  // the first row group's weights, before waiting for x
@@ -319,7 +300,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       prefetch_share<T, S>(up, row, k);
     }
   }
-  prefetch_next(next);
   pdl_wait();
   float scale[R];
   const T* x = prepare_x<T, R, kStaged>(x_in, k, norm_w, eps, scale);
@@ -379,22 +359,21 @@ void by_split(int s, bool staged, F&& f) {
 }
 
 template <class T, int R>
-void launch_plain(int s, const void* x, const GemvSegments& seg, int k, int sms, cudaStream_t st,
-                  const L2Ranges* next) {
+void launch_plain(int s, const void* x, const GemvSegments& seg, int k, int sms, cudaStream_t st) {
   const int total = seg.rows[0] + seg.rows[1] + seg.rows[2];
   const size_t smem = staged_bytes(R, k, sizeof(T));
   by_split(s, smem > 0, [&](auto split, auto staged) {
     constexpr int S = decltype(split)::value;
     const int groups = (total + kWarpsPerBlock / S - 1) / (kWarpsPerBlock / S);
     launch(gemv_kernel<T, R, S, decltype(staged)::value>, grid_for(groups, sms),
-           kWarpsPerBlock * 32, smem, st, static_cast<const T*>(x), seg, k, groups, next);
+           kWarpsPerBlock * 32, smem, st, static_cast<const T*>(x), seg, k, groups);
   });
 }
 
 template <class T, int R>
 void launch_swiglu(int s, const void* x, const void* gate, const void* gb, const void* up,
                    const void* ub, void* out, int k, int o, const void* norm_w, float eps, int sms,
-                   cudaStream_t st, const L2Ranges* next) {
+                   cudaStream_t st) {
   const size_t smem = staged_bytes(R, k, sizeof(T));
   by_split(s, smem > 0, [&](auto split, auto staged) {
     constexpr int S = decltype(split)::value;
@@ -402,7 +381,7 @@ void launch_swiglu(int s, const void* x, const void* gate, const void* gb, const
     launch(gemv_swiglu_kernel<T, R, S, decltype(staged)::value>, grid_for(groups, sms),
            kWarpsPerBlock * 32, smem, st, static_cast<const T*>(x), static_cast<const T*>(gate),
            static_cast<const T*>(gb), static_cast<const T*>(up), static_cast<const T*>(ub),
-           static_cast<T*>(out), k, o, groups, static_cast<const T*>(norm_w), eps, next);
+           static_cast<T*>(out), k, o, groups, static_cast<const T*>(norm_w), eps);
   });
 }
 
@@ -431,12 +410,12 @@ bool gemv_fits(DType dtype, const void* x, const void* const* weights, int nweig
 }
 
 void gemv(DType dtype, const void* x, const GemvSegments& seg, int n, int k, int sm_count,
-          cudaStream_t stream, const L2Ranges* next) {
+          cudaStream_t stream) {
   const int esize = dtype == DType::f32 ? 4 : 2;
   const int s = warps_per_row(seg.rows[0] + seg.rows[1] + seg.rows[2], k, esize, sm_count);
   dispatch_float(dtype, "linear", [&](auto t) {
     by_rows(n, [&](auto r) {
-      launch_plain<decltype(t), decltype(r)::value>(s, x, seg, k, sm_count, stream, next);
+      launch_plain<decltype(t), decltype(r)::value>(s, x, seg, k, sm_count, stream);
     });
   });
   ANVIL_CUDA_CHECK_LAUNCH();
@@ -444,14 +423,13 @@ void gemv(DType dtype, const void* x, const GemvSegments& seg, int n, int k, int
 
 void gemv_swiglu(DType dtype, const void* x, const void* gate, const void* gate_bias,
                  const void* up, const void* up_bias, void* out, int n, int k, int o,
-                 const void* norm_w, float eps, int sm_count, cudaStream_t stream,
-                 const L2Ranges* next) {
+                 const void* norm_w, float eps, int sm_count, cudaStream_t stream) {
   const int esize = dtype == DType::f32 ? 4 : 2;
   const int s = warps_per_row(o, k, esize, sm_count);
   dispatch_float(dtype, "linear_swiglu", [&](auto t) {
     by_rows(n, [&](auto r) {
       launch_swiglu<decltype(t), decltype(r)::value>(s, x, gate, gate_bias, up, up_bias, out, k, o,
-                                                     norm_w, eps, sm_count, stream, next);
+                                                     norm_w, eps, sm_count, stream);
     });
   });
   ANVIL_CUDA_CHECK_LAUNCH();

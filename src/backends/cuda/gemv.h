@@ -5,7 +5,6 @@
 #include <cuda_runtime.h>
 
 #include "anvil/dtype.h"
-#include "backends/cuda/l2_plan.h"
 
 namespace anvil::cuda {
 
@@ -30,16 +29,13 @@ struct GemvSegments {
 bool gemv_fits(DType dtype, const void* x, const void* const* weights, int nweights, int n, int k);
 
 /// out_i[r, o] = sum_k x[r, k] w_i[o, k] (+ bias_i[o]) for every segment.
-/// `next` (may be null): where the kernel reads the next product's weights from, to prefetch
-/// them into L2 (l2_plan.h).
 void gemv(DType dtype, const void* x, const GemvSegments& seg, int n, int k, int sm_count,
-          cudaStream_t stream, const L2Ranges* next);
+          cudaStream_t stream);
 
 /// out[r, o] = silu(g) * u with g, u the products of x with gate row o and up row o (+ biases),
 /// each rounded to the activation type first; x RMS-normalised with norm_w first when set.
 void gemv_swiglu(DType dtype, const void* x, const void* gate, const void* gate_bias,
                  const void* up, const void* up_bias, void* out, int n, int k, int o,
-                 const void* norm_w, float eps, int sm_count, cudaStream_t stream,
-                 const L2Ranges* next);
+                 const void* norm_w, float eps, int sm_count, cudaStream_t stream);
 
 }  // namespace anvil::cuda

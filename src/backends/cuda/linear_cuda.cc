@@ -100,17 +100,6 @@ const Plan& plan_for(Context& ctx, const PlanKey& key) {
   return it->second;
 }
 
-// While a decode step is captured, records a product's weights in the step's L2 plan and returns
-// where its kernel finds the next product's (l2_plan.h); null otherwise.
-const L2Ranges* l2_next(const Context& ctx, const void* const* weights, const long long* bytes,
-                        int count) {
-  return ctx.plan ? ctx.plan->add(weights, bytes, count) : nullptr;
-}
-
-long long bytes_of(const Tensor& t) {
-  return static_cast<long long>(t.nbytes());
-}
-
 void linear(const ops::LinearArgs& a) {
   const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
   if (n == 0 || o == 0) return;
@@ -129,9 +118,8 @@ void linear(const ops::LinearArgs& a) {
     seg.out[0] = a.out.raw();
     seg.rows[0] = static_cast<int>(o);
     seg.count = 1;
-    const long long bytes = bytes_of(a.weight);
     gemv(a.x.dtype(), a.x.raw(), seg, static_cast<int>(n), static_cast<int>(k), ctx.sm_count,
-         ctx.stream, l2_next(ctx, &w, &bytes, 1));
+         ctx.stream);
     return;
   }
   const PlanKey key{ctx.ordinal,
@@ -177,10 +165,8 @@ void linear_group(const ops::LinearGroupArgs& a) {
   seg.norm_w = a.norm_weight.defined() ? a.norm_weight.raw() : nullptr;
   seg.eps = a.eps;
   const Context& ctx = context(a.x.device());
-  long long bytes[3] = {};
-  for (int i = 0; i < a.count; ++i) bytes[i] = bytes_of(a.weights[i]);
   gemv(a.x.dtype(), a.x.raw(), seg, static_cast<int>(n), static_cast<int>(k), ctx.sm_count,
-       ctx.stream, l2_next(ctx, ws, bytes, a.count));
+       ctx.stream);
 }
 
 // gate, up and SwiGLU in one launch when the GEMV applies, else cuBLASLt twice and SwiGLU.
@@ -192,13 +178,11 @@ void linear_swiglu(const ops::LinearSwigluArgs& a) {
     ops::composed_linear_swiglu(a);
     return;
   }
-  const Context& ctx = context(a.x.device());
-  const long long bytes[2] = {bytes_of(a.gate), bytes_of(a.up)};
   gemv_swiglu(a.x.dtype(), a.x.raw(), ws[0], a.gate_bias.defined() ? a.gate_bias.raw() : nullptr,
               ws[1], a.up_bias.defined() ? a.up_bias.raw() : nullptr, a.out.raw(),
               static_cast<int>(n), static_cast<int>(k), static_cast<int>(o),
-              a.norm_weight.defined() ? a.norm_weight.raw() : nullptr, a.eps, ctx.sm_count,
-              ctx.stream, l2_next(ctx, ws, bytes, 2));
+              a.norm_weight.defined() ? a.norm_weight.raw() : nullptr, a.eps,
+              context(a.x.device()).sm_count, context(a.x.device()).stream);
 }
 
 // The output projection with its residual add in the GEMV's epilogue; composed otherwise.
@@ -218,9 +202,8 @@ void linear_add(const ops::LinearAddArgs& a) {
   seg.count = 1;
   seg.accumulate = true;
   const Context& ctx = context(a.x.device());
-  const long long bytes = bytes_of(a.weight);
   gemv(a.x.dtype(), a.x.raw(), seg, static_cast<int>(n), static_cast<int>(k), ctx.sm_count,
-       ctx.stream, l2_next(ctx, &w, &bytes, 1));
+       ctx.stream);
 }
 
 }  // namespace

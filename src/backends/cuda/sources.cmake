@@ -7,7 +7,6 @@ target_sources(anvil PRIVATE
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/linear_cuda.cc
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/batched_gemm.cc
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/gemv.cu
-  ${CMAKE_SOURCE_DIR}/src/backends/cuda/l2_plan.cc
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/elementwise.cu
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/norm.cu
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/rope.cu
