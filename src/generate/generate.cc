@@ -2,6 +2,8 @@
 #include "generate/generate.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <random>
@@ -168,8 +170,18 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   std::mt19937_64 rng(opts.seed);
   std::vector<bool> finished(rows, false);
   std::vector<int64_t> chosen(rows);
+  // ANVIL_GENERATE_TRACE=1: where a decode step's time goes on the host (queueing the step,
+  // picking the tokens, the rest of the loop), printed at the end; as ANVIL_BENCH_TRACE.
+  const bool trace = std::getenv("ANVIL_GENERATE_TRACE") != nullptr;
+  using Clock = std::chrono::steady_clock;
+  double t_forward = 0, t_pick = 0, t_rest = 0;
+  int64_t traced = 0;
+  auto t_end = Clock::now();
   for (int64_t t = 0; t < max_new; ++t) {
+    const auto t_begin = Clock::now();
+    if (t > 0) t_rest += std::chrono::duration<double>(t_begin - t_end).count();
     const Tensor step_logits = decoder.forward(step, cache);
+    const auto t_queued = Clock::now();
     // Plain greedy steps pick on the device; plain top-k sampling reads each row's top_k + 1
     // candidates from the device; anything else that edits the scores runs on the whole row on
     // the host.
@@ -184,6 +196,11 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
       candidates = top_candidates(step_logits, sp.top_k + 1);
     } else {
       logits = step_logits.to_f32_vector();
+    }
+    if (t > 0) {  // decode steps only (the first is the prefill)
+      t_forward += std::chrono::duration<double>(t_queued - t_begin).count();
+      t_pick += std::chrono::duration<double>(Clock::now() - t_queued).count();
+      ++traced;
     }
     for (int64_t r = 0; r < rows; ++r) {
       int64_t token;
@@ -232,6 +249,15 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     for (int64_t r = 0; r < rows; ++r) {
       step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
     }
+    t_end = Clock::now();
+  }
+  if (trace && traced > 0) {
+    const double n = static_cast<double>(traced);
+    std::fprintf(stderr,
+                 "trace: per decode step %.1f us queueing the step, %.1f us picking the tokens, "
+                 "%.1f us in the rest of the loop (%lld steps)\n",
+                 1e6 * t_forward / n, 1e6 * t_pick / n, 1e6 * t_rest / n,
+                 static_cast<long long>(traced));
   }
   return sequences;
 }
