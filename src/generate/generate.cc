@@ -84,7 +84,7 @@ SamplingParams sampling_params(const GenerationConfig& gen, const GenerateOption
 namespace {
 
 // The largest top-k + 1 of this many candidates a device's top_k kernel is asked for.
-constexpr int64_t kMaxCandidates = 128;
+constexpr int64_t kMaxCandidates = 512;
 
 struct Candidates {
   std::vector<float> values;     // [rows, K], largest first
