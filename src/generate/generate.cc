@@ -178,12 +178,13 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   using Clock = std::chrono::steady_clock;
   double t_forward = 0, t_pick = 0, t_rest = 0;
   int64_t traced = 0;
-  auto t_end = Clock::now();
+  const auto now = [trace] { return trace ? Clock::now() : Clock::time_point(); };
+  auto t_end = now();
   for (int64_t t = 0; t < max_new; ++t) {
-    const auto t_begin = Clock::now();
+    const auto t_begin = now();
     if (t > 0) t_rest += std::chrono::duration<double>(t_begin - t_end).count();
     const Tensor step_logits = decoder.forward(step, cache);
-    const auto t_queued = Clock::now();
+    const auto t_queued = now();
     // Plain greedy steps pick on the device; plain top-k sampling reads each row's top_k + 1
     // candidates from the device; anything else that edits the scores runs on the whole row on
     // the host.
@@ -201,7 +202,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     }
     if (t > 0) {  // decode steps only (the first is the prefill)
       t_forward += std::chrono::duration<double>(t_queued - t_begin).count();
-      t_pick += std::chrono::duration<double>(Clock::now() - t_queued).count();
+      t_pick += std::chrono::duration<double>(now() - t_queued).count();
       ++traced;
     }
     for (int64_t r = 0; r < rows; ++r) {
@@ -251,7 +252,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     for (int64_t r = 0; r < rows; ++r) {
       step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
     }
-    t_end = Clock::now();
+    t_end = now();
   }
   if (trace && traced > 0) {
     const double n = static_cast<double>(traced);

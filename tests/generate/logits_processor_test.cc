@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 
+#include "descending_order.h"
 #include "generate/logits_processor.h"
 
 namespace anvil {
@@ -200,15 +201,8 @@ TEST(LogitsProcessor, CandidatesGiveTheWholeRowsToken) {
     p.top_k = 1 + static_cast<int64_t>(gen() % 25);
     p.top_p = trial % 2 == 1 ? 1.0f : 0.1f + 0.85f * static_cast<float>(gen() % 100) / 100.0f;
     p.min_p = trial % 5 == 3 ? 0.05f : 0.0f;
-    // The candidates as ops::top_k defines them: largest first, equal values in index order,
-    // NaN above every number.
-    std::vector<int64_t> order(static_cast<size_t>(n));
-    std::iota(order.begin(), order.end(), int64_t{0});
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      const bool na = std::isnan(scores[a]), nb = std::isnan(scores[b]);
-      if (na || nb) return na && !nb;
-      return scores[a] > scores[b];
-    });
+    // The candidates as ops::top_k defines them.
+    const std::vector<int64_t> order = test::descending_order(scores.data(), n);
     const auto k1 = static_cast<size_t>(p.top_k + 1);
     std::vector<float> values(k1);
     std::vector<int64_t> indices(order.begin(), order.begin() + static_cast<int64_t>(k1));

@@ -10,6 +10,7 @@
 #include "anvil/backend.h"
 #include "anvil/error.h"
 #include "backends/cpu/cpu_isa.h"
+#include "descending_order.h"
 #include "ops/ops.h"
 #include "ops/reference.h"
 #include "test_data.h"
@@ -611,13 +612,7 @@ TEST_P(Ops, TopK) {
       const auto ix = indices.to_i64_vector();
       for (int64_t r = 0; r < rows; ++r) {
         const float* row = x.data() + r * cols;
-        std::vector<int64_t> order(static_cast<size_t>(cols));
-        std::iota(order.begin(), order.end(), int64_t{0});
-        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-          const bool na = std::isnan(row[a]), nb = std::isnan(row[b]);
-          if (na || nb) return na && !nb;
-          return row[a] > row[b];
-        });
+        const std::vector<int64_t> order = test::descending_order(row, cols);
         const float last = row[order[static_cast<size_t>(k - 1)]];
         for (int64_t j = 0; j < k; ++j) {
           const float want = row[order[static_cast<size_t>(j)]];
