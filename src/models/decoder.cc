@@ -129,30 +129,21 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
   ops::embedding(in.ids, weights_.embed_tokens, x);
   // Norms are fused into the products that read them and residual adds into the products that
   // feed them; where a device has no fused kernel, the ops run composed (normed, proj scratch).
+  // Qwen3 normalises each head's q and k before RoPE; the others have no q/k norm.
+  ops::DecodeLayersArgs layers{x, {}, b, s, nh, nkv, hd, eps, scale, in.positions, inv_freq_,
+                               rope_scaling_, in.key_mask, past, in.past, attention_,
+                               normed, q, k, v, attn, proj, gate, up};
+  layers.layers.reserve(weights_.layers.size());
   for (size_t li = 0; li < weights_.layers.size(); ++li) {
     const LayerWeights& L = weights_.layers[li];
-    // Self-attention block: input norm, q/k/v, (q/k norm,) RoPE, cache write, attention.
-    ops::linear_group({x,
-                       {L.q_proj, L.k_proj, L.v_proj},
-                       {L.q_bias, L.k_bias, L.v_bias},
-                       {q, k, v},
-                       3,
-                       L.input_layernorm,
-                       eps,
-                       normed});
-    // Qwen3 normalises each head's q and k before RoPE; the others have no q/k norm.
-    ops::rope_attention(
-        {{q.view({n, nh, hd}), k.view({b, s, nkv, hd}), v.view({b, s, nkv, hd}),
-          c.qk_norm ? L.q_norm : Tensor(), c.qk_norm ? L.k_norm : Tensor(), eps, in.positions,
-          inv_freq_, rope_scaling_, cache.keys[li], cache.values[li], past, in.past},
-         {q.view({b, s, nh, hd}), cache.keys[li], cache.values[li], in.key_mask,
-          attn.view({b, s, nh, hd}), past, scale, attention_, in.past}});
-    ops::linear_add({attn, L.o_proj, L.o_bias, x, proj});
-    // MLP block.
-    ops::linear_swiglu({x, L.gate_proj, L.gate_bias, L.up_proj, L.up_bias, gate, up,
-                        L.post_attention_layernorm, eps, normed});
-    ops::linear_add({gate, L.down_proj, L.down_bias, x, proj});
+    layers.layers.push_back({L.input_layernorm, L.q_proj, L.k_proj, L.v_proj, L.q_bias, L.k_bias,
+                             L.v_bias, c.qk_norm ? L.q_norm : Tensor(),
+                             c.qk_norm ? L.k_norm : Tensor(), L.o_proj, L.o_bias,
+                             L.post_attention_layernorm, L.gate_proj, L.gate_bias, L.up_proj,
+                             L.up_bias, L.down_proj, L.down_bias, cache.keys[li],
+                             cache.values[li]});
   }
+  ops::decode_layers(layers);
 
   // Only the rows whose logits are wanted go through the final norm and the (large) head.
   Tensor rows = x;

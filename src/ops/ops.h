@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "anvil/tensor.h"
 
@@ -191,6 +192,38 @@ struct RopeAttentionArgs {
 void rope_attention(const RopeAttentionArgs& args);
 void composed_rope_attention(const RopeAttentionArgs& args);
 
+/// One decoder layer's weights (biases, q/k norms undefined where the architecture has none)
+/// and its KV caches, as decode_layers reads them.
+struct DecoderLayerTensors {
+  Tensor input_norm, q, k, v, q_bias, k_bias, v_bias, q_norm, k_norm, o, o_bias;
+  Tensor post_norm, gate, gate_bias, up, up_bias, down, down_bias;
+  Tensor k_cache, v_cache;
+};
+
+/// Every layer of a Llama/Qwen-style decoder over the residual stream x ([B * S, hidden],
+/// updated in place): per layer linear_group (input norm, q/k/v), rope_attention, linear_add
+/// (o), linear_swiglu (post-attention norm, gate/up) and linear_add (down), with the inputs of
+/// rope_store and attention as in those ops. One op so that a device can run a whole decode
+/// step's layers as one launch, where launches and the gaps between them are the cost. The
+/// scratch tensors (normed [N, hidden], q/attn [N, heads * D], k/v [N, kv_heads * D], proj
+/// [N, hidden], gate/up [N, intermediate]) are what the composed definition works in; their
+/// contents afterwards are unspecified.
+struct DecodeLayersArgs {
+  Tensor x;
+  std::vector<DecoderLayerTensors> layers;
+  int64_t batch, seq, heads, kv_heads, head_dim;
+  float eps, scale;
+  Tensor positions, inv_freq;
+  float rope_scaling;
+  Tensor key_mask;
+  int64_t past;
+  Tensor past_on_device;
+  AttentionImpl impl;
+  Tensor normed, q, k, v, attn, proj, gate, up;
+};
+void decode_layers(const DecodeLayersArgs& args);
+void composed_decode_layers(const DecodeLayersArgs& args);
+
 /// Op names as registered in the kernel table.
 inline constexpr const char* kEmbedding = "embedding";
 inline constexpr const char* kRmsNorm = "rms_norm";
@@ -210,5 +243,6 @@ inline constexpr const char* kLinearSwiglu = "linear_swiglu";
 inline constexpr const char* kLinearAdd = "linear_add";
 inline constexpr const char* kRopeStore = "rope_store";
 inline constexpr const char* kRopeAttention = "rope_attention";
+inline constexpr const char* kDecodeLayers = "decode_layers";
 
 }  // namespace anvil::ops

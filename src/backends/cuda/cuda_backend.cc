@@ -122,6 +122,7 @@ void register_cuda_kernels() {
   register_cuda_norm();
   register_cuda_rope();
   register_cuda_attention();
+  register_cuda_decode_layers();
   register_cuda_sampling();
 }
 

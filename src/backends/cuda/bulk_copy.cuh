@@ -1,0 +1,107 @@
+// Hopper's bulk copies (the 1-D form of the tensor memory accelerator): one thread asks for a
+// contiguous range of global memory to be copied into shared memory, and an mbarrier in shared
+// memory completes when its bytes have landed. The copy engine streams while the block's
+// threads compute or wait, which is how the persistent decode kernel keeps HBM busy across its
+// grid barriers. sm_90 only; callers check the device before launching such a kernel.
+#pragma once
+
+#include <cstdint>
+
+namespace anvil::cuda {
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+/// Makes `bar` an mbarrier expecting one arrival per phase (the thread that issues the copies).
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bar)) : "memory");
+#endif
+}
+
+/// Orders the mbarrier initialisations before their use by the copy engine (async proxy).
+__device__ __forceinline__ void mbarrier_init_fence() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+/// Orders this block's earlier reads of shared memory before copies issued after it overwrite
+/// the same bytes (generic proxy, then async proxy).
+__device__ __forceinline__ void async_proxy_fence() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+/// Arrives on `bar` announcing `bytes` of copies that will complete its current phase.
+__device__ __forceinline__ void mbarrier_expect_bytes(uint64_t* bar, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)),
+               "r"(bytes)
+               : "memory");
+#endif
+}
+
+/// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to shared
+/// memory, completing on `bar`.
+__device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, unsigned bytes,
+                                                    uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(shared_address(dst)),
+      "l"(src), "r"(bytes), "r"(shared_address(bar))
+      : "memory");
+#endif
+}
+
+/// Waits until the phase of `bar` with the given parity (0, 1, 0, ... per reuse) has completed.
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, unsigned parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
+        "selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(shared_address(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
+
+/// A barrier across every block of a grid whose blocks are all resident (a cooperative
+/// launch), on two words of device memory that start at zero: an arrival count, which the last
+/// arriver resets, and a generation, which it then advances and the others wait on. The words
+/// return to (0, generation + 1), so the next launch may use them as they are.
+__device__ __forceinline__ void grid_barrier(unsigned* count, unsigned* generation,
+                                             unsigned blocks) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned gen;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(gen) : "l"(generation) : "memory");
+    __threadfence();  // the block's writes (ordered by __syncthreads) before the arrival
+    const unsigned arrived = atomicAdd(count, 1u) + 1;
+    if (arrived == blocks) {
+      *reinterpret_cast<volatile unsigned*>(count) = 0;
+      __threadfence();
+      asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(generation), "r"(gen + 1)
+                   : "memory");
+    } else {
+      unsigned now;
+      do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+                     : "=r"(now)
+                     : "l"(generation)
+                     : "memory");
+      } while (now == gen);
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+}  // namespace anvil::cuda

@@ -1,0 +1,870 @@
+// Every layer of a batch-1 decode step in one persistent launch: a block per SM, all resident
+// (a cooperative launch), walking each layer's five phases with a grid-wide barrier between
+// them:
+//
+//   1. input RMSNorm of the residual (every block, redundantly) and its slice of q/k/v rows;
+//   2. attention: (q head, key split) items, each doing rope_store's work for its head (q/k
+//      norm, RoPE, the cache write by one item per kv head), the last split of a head to finish
+//      combining the head's partial results;
+//   3. its slice of o_proj rows, added to the residual;
+//   4. post-attention RMSNorm and its slice of gate/up rows with SwiGLU;
+//   5. its slice of down_proj rows, added to the residual.
+//
+// The weights never wait for the activations: each block streams the rows of its slices, layer
+// after layer, into a ring of shared-memory slots with bulk copies issued by one thread as soon
+// as a slot is consumed, so HBM keeps streaming through the barriers and the attention phase,
+// and a phase computes from shared memory. Every rounding is the separate kernels' (products
+// rounded to the activation type, then added; norms rounded twice), so results differ from the
+// composed ops only by float summation order.
+#include <cfloat>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "anvil/backend.h"
+#include "anvil/error.h"
+#include "backends/cuda/bulk_copy.cuh"
+#include "backends/cuda/cuda_allocator.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_context.h"
+#include "backends/cuda/cuda_types.cuh"
+#include "backends/cuda/launch.cuh"
+#include "core/kernels.h"
+#include "ops/ops.h"
+
+namespace anvil::cuda {
+namespace {
+
+constexpr int kThreads = 512;
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxLayers = 128;
+constexpr int kMaxChunkRows = 64;
+constexpr int kMaxSlots = 64;
+constexpr int kMinSlotBytes = 16 * 1024;
+constexpr int kMaxDim = 128;
+constexpr int kRoundKeys = 2048;  // scores per round; also holds kWarps * kMaxDim partial sums
+constexpr int kMaxHeads = 4096;
+static_assert(kWarps * kMaxDim <= kRoundKeys);
+
+enum Phase : int { kQkv = 0, kOut = 1, kGateUp = 2, kDown = 3, kPhases = 4 };
+
+struct LayerPointers {
+  const void *input_norm, *wq, *wk, *wv, *bq, *bk, *bv, *q_norm, *k_norm, *wo, *bo;
+  const void *post_norm, *wg, *bg, *wu, *bu, *wd, *bd;
+  void *k_cache, *v_cache;
+};
+
+struct Params {
+  int layers, hidden, inter, heads, kv_heads, dim, group, splits;
+  long long cap;
+  float eps, scale, rope_scaling;
+  const int* positions;
+  const float* inv_freq;
+  const int* mask;
+  const int* past_dev;  // graph replay: the past length in device memory (else past_host)
+  long long past_host;
+  void *x, *q, *k, *v, *attn, *act;
+  float* partials;  // [heads][splits][dim + 2]: running max, sum, then the accumulators
+  unsigned* sync;   // barrier count, generation, then an arrival count per head
+  int slot_bytes, slots, xs_bytes;
+  int chunk_rows[kPhases];
+  LayerPointers layer[kMaxLayers];
+};
+
+// Shared memory: mbarriers, reduction scratch, the attention item's arrays, the staged
+// activation vector, then the ring of weight slots.
+constexpr int kBarBytes = kMaxSlots * 8;
+constexpr int kRedBytes = 1024;
+constexpr int kAttnBytes = (kRoundKeys + 6 * kMaxDim) * 4;
+constexpr int kFixedBytes = kBarBytes + kRedBytes + kAttnBytes;
+static_assert(kFixedBytes % 128 == 0);
+
+struct Shared {
+  uint64_t* bars;
+  float *red0, *red1, *reduce;
+  int* flag;
+  float *scores, *qs, *kn, *vn, *rq, *rk, *cs, *sn;
+  void* xs;
+  char* ring;
+};
+
+__device__ Shared carve(const Params& p, char* smem) {
+  Shared s;
+  s.bars = reinterpret_cast<uint64_t*>(smem);
+  float* red = reinterpret_cast<float*>(smem + kBarBytes);
+  s.red0 = red;
+  s.red1 = red + kMaxChunkRows;
+  s.reduce = red + 2 * kMaxChunkRows;
+  s.flag = reinterpret_cast<int*>(s.reduce + kWarps);
+  float* at = reinterpret_cast<float*>(smem + kBarBytes + kRedBytes);
+  s.scores = at;
+  s.qs = at + kRoundKeys;
+  s.kn = s.qs + kMaxDim;
+  s.vn = s.kn + kMaxDim;
+  s.rq = s.vn + kMaxDim;
+  s.rk = s.rq + kMaxDim;
+  s.cs = s.rk + kMaxDim;
+  s.sn = s.cs + kMaxDim / 2;
+  s.xs = smem + kFixedBytes;
+  s.ring = smem + kFixedBytes + p.xs_bytes;
+  return s;
+}
+
+template <class T>
+__device__ __forceinline__ T load_cg(const T* p) {
+  // Data other blocks wrote within this launch: read at L2, never from a stale L1 line.
+  const unsigned short bits = __ldcg(reinterpret_cast<const unsigned short*>(p));
+  T v;
+  memcpy(&v, &bits, sizeof bits);
+  return v;
+}
+
+template <class T>
+__device__ __forceinline__ void widen8(const uint4& raw, float* f) {
+  const T* v = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) f[i] = to_float(v[i]);
+}
+
+template <class T>
+__device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc) {
+  float wf[8], xf[8];
+  widen8<T>(w, wf);
+  widen8<T>(x, xf);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) acc = fmaf(wf[i], xf[i], acc);
+  return acc;
+}
+
+__device__ float block_sum(float v, float* scratch) {
+  v = warp_sum(v);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) total += scratch[w];
+  __syncthreads();  // scratch is reused by the next reduction
+  return total;
+}
+
+__device__ float block_max(float v, float* scratch) {
+  v = warp_max(v);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float m = -FLT_MAX;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) m = fmaxf(m, scratch[w]);
+  __syncthreads();
+  return m;
+}
+
+// ---- The weight stream -------------------------------------------------------------------
+
+__device__ __forceinline__ int phase_rows(const Params& p, int phase) {
+  switch (phase) {
+    case kQkv:
+      return (p.heads + 2 * p.kv_heads) * p.dim;
+    case kGateUp:
+      return p.inter;
+    default:
+      return p.hidden;
+  }
+}
+
+__device__ __forceinline__ int phase_k(const Params& p, int phase) {
+  switch (phase) {
+    case kOut:
+      return p.heads * p.dim;
+    case kDown:
+      return p.inter;
+    default:
+      return p.hidden;
+  }
+}
+
+// This block's rows of a phase: an even share of them, the same share in every layer.
+__device__ __forceinline__ void slice_of(int rows, int& begin, int& end) {
+  begin = static_cast<int>(static_cast<long long>(rows) * blockIdx.x / gridDim.x);
+  end = static_cast<int>(static_cast<long long>(rows) * (blockIdx.x + 1) / gridDim.x);
+}
+
+struct Cursor {
+  int layer = 0, phase = 0, row = 0;
+};
+struct Chunk {
+  int layer, phase, row, rows;
+};
+
+// The block's chunks in the order they are consumed: layer by layer, phase by phase, up to
+// chunk_rows rows of one matrix each (q, k and v rows never share a chunk).
+__device__ bool next_chunk(const Params& p, Cursor& c, Chunk& out) {
+  while (c.layer < p.layers) {
+    int begin, end;
+    slice_of(phase_rows(p, c.phase), begin, end);
+    const int r = begin + c.row;
+    if (r < end) {
+      if (c.phase == kQkv) {
+        const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
+        const int seg_end = r < nq ? nq : (r < nq + nk ? nq + nk : nq + 2 * nk);
+        end = min(end, seg_end);
+      }
+      const int rows = min(end - r, p.chunk_rows[c.phase]);
+      out = Chunk{c.layer, c.phase, r, rows};
+      c.row += rows;
+      return true;
+    }
+    c.row = 0;
+    if (++c.phase == kPhases) {
+      c.phase = 0;
+      ++c.layer;
+    }
+  }
+  return false;
+}
+
+template <class T>
+__device__ void issue_chunk(const Params& p, const Chunk& ch, char* dst, uint64_t* bar) {
+  const LayerPointers& L = p.layer[ch.layer];
+  const int k = phase_k(p, ch.phase);
+  const unsigned bytes = static_cast<unsigned>(ch.rows) * k * sizeof(T);
+  const long long at = static_cast<long long>(ch.row) * k;
+  if (ch.phase == kGateUp) {  // gate rows, then the same up rows
+    mbarrier_expect_bytes(bar, 2 * bytes);
+    bulk_copy_to_shared(dst, static_cast<const T*>(L.wg) + at, bytes, bar);
+    bulk_copy_to_shared(dst + bytes, static_cast<const T*>(L.wu) + at, bytes, bar);
+    return;
+  }
+  const T* src;
+  if (ch.phase == kQkv) {
+    const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
+    if (ch.row < nq) {
+      src = static_cast<const T*>(L.wq) + at;
+    } else if (ch.row < nq + nk) {
+      src = static_cast<const T*>(L.wk) + static_cast<long long>(ch.row - nq) * k;
+    } else {
+      src = static_cast<const T*>(L.wv) + static_cast<long long>(ch.row - nq - nk) * k;
+    }
+  } else {
+    src = static_cast<const T*>(ch.phase == kOut ? L.wo : L.wd) + at;
+  }
+  mbarrier_expect_bytes(bar, bytes);
+  bulk_copy_to_shared(dst, src, bytes, bar);
+}
+
+struct Pipeline {
+  Cursor producer, consumer;  // producer: thread 0's only
+  int issued = 0, consumed = 0;
+};
+
+// Thread 0 keeps every free slot loading the next chunk of the stream.
+template <class T>
+__device__ void refill(const Params& p, Pipeline& pl, const Shared& sh) {
+  if (threadIdx.x != 0) return;
+  async_proxy_fence();
+  Chunk ch;
+  while (pl.issued < pl.consumed + p.slots && next_chunk(p, pl.producer, ch)) {
+    const int slot = pl.issued % p.slots;
+    issue_chunk<T>(p, ch, sh.ring + static_cast<long long>(slot) * p.slot_bytes, &sh.bars[slot]);
+    ++pl.issued;
+  }
+}
+
+// Consumes the block's chunks of (layer, phase): each row's product with the staged vector,
+// split across warps when a chunk has fewer rows than warps, then epilogue(row, gate-or-only
+// sum, up sum) by one thread per row.
+template <class T, class Epilogue>
+__device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, int layer,
+                              int phase, Epilogue&& epilogue) {
+  const int vecs = phase_k(p, phase) / 8;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint4* xs = static_cast<const uint4*>(sh.xs);
+  for (;;) {
+    Cursor peek = pl.consumer;
+    Chunk ch;
+    if (!next_chunk(p, peek, ch) || ch.layer != layer || ch.phase != phase) break;
+    pl.consumer = peek;
+    const int slot = pl.consumed % p.slots;
+    mbarrier_wait(&sh.bars[slot], static_cast<unsigned>(pl.consumed / p.slots) & 1u);
+    const uint4* w = reinterpret_cast<const uint4*>(sh.ring + static_cast<long long>(slot) *
+                                                                  p.slot_bytes);
+    const int parts = max(1, kWarps / ch.rows);
+    const int units = ch.rows * parts;
+    for (int u = warp; u < units; u += kWarps) {
+      const int row = u / parts, part = u % parts;
+      const int cb = vecs * part / parts, ce = vecs * (part + 1) / parts;
+      const uint4* w0 = w + static_cast<long long>(row) * vecs;
+      float a0 = 0.0f, a1 = 0.0f;
+      if (phase == kGateUp) {
+        const uint4* w1 = w + static_cast<long long>(ch.rows + row) * vecs;
+        for (int c = cb + lane; c < ce; c += 32) {
+          const uint4 xv = xs[c];
+          a0 = dot8<T>(w0[c], xv, a0);
+          a1 = dot8<T>(w1[c], xv, a1);
+        }
+        a1 = warp_sum(a1);
+      } else {
+        float b0 = 0.0f;
+        int c = cb + lane;
+        for (; c + 32 < ce; c += 64) {
+          a0 = dot8<T>(w0[c], xs[c], a0);
+          b0 = dot8<T>(w0[c + 32], xs[c + 32], b0);
+        }
+        if (c < ce) a0 = dot8<T>(w0[c], xs[c], a0);
+        a0 += b0;
+      }
+      a0 = warp_sum(a0);
+      if (lane == 0) {
+        sh.red0[u] = a0;
+        sh.red1[u] = a1;
+      }
+    }
+    __syncthreads();
+    if (static_cast<int>(threadIdx.x) < ch.rows) {
+      float s0 = 0.0f, s1 = 0.0f;
+      for (int q = 0; q < parts; ++q) {
+        s0 += sh.red0[threadIdx.x * parts + q];
+        s1 += sh.red1[threadIdx.x * parts + q];
+      }
+      epilogue(ch.row + static_cast<int>(threadIdx.x), s0, s1);
+    }
+    __syncthreads();  // the slot is free, and red0/red1 too
+    ++pl.consumed;
+    refill<T>(p, pl, sh);
+  }
+}
+
+// ---- Activation staging -----------------------------------------------------------------
+
+// xs = rms_norm(x) * weight over n values, rounded as the separate norm kernel rounds.
+template <class T>
+__device__ void stage_normed(const Params& p, const Shared& sh, const T* x, const T* weight,
+                             int n) {
+  const int vecs = n / 8;
+  uint4* xs = static_cast<uint4*>(sh.xs);
+  float ss = 0.0f;
+  for (int c = threadIdx.x; c < vecs; c += kThreads) {
+    const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(x) + c);
+    xs[c] = raw;
+    float f[8];
+    widen8<T>(raw, f);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) ss += f[i] * f[i];
+  }
+  const float scale = rsqrtf(block_sum(ss, sh.reduce) / static_cast<float>(n) + p.eps);
+  for (int c = threadIdx.x; c < vecs; c += kThreads) {  // the vectors this thread copied
+    float f[8], nf[8];
+    widen8<T>(xs[c], f);
+    widen8<T>(__ldg(reinterpret_cast<const uint4*>(weight) + c), nf);
+    uint4 packed;
+    T* out = reinterpret_cast<T*>(&packed);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) out[i] = from_float<T>(nf[i] * to_float(from_float<T>(f[i] * scale)));
+    xs[c] = packed;
+  }
+  __syncthreads();
+}
+
+template <class T>
+__device__ void stage_plain(const Shared& sh, const T* src, int n) {
+  uint4* xs = static_cast<uint4*>(sh.xs);
+  for (int c = threadIdx.x; c < n / 8; c += kThreads) {
+    xs[c] = __ldcg(reinterpret_cast<const uint4*>(src) + c);
+  }
+  __syncthreads();
+}
+
+// ---- Attention -------------------------------------------------------------------------
+
+__device__ __forceinline__ void split_range(const Params& p, long long keys, int split,
+                                            long long& t0, long long& t1) {
+  const long long per = (keys + p.splits - 1) / p.splits;
+  t0 = min(keys, split * per);
+  t1 = min(keys, t0 + per);
+}
+
+// Asks L2 for the cached keys and values (rows before this step's) the block's attention
+// items of this layer will read, two phases before it reads them.
+template <class T>
+__device__ void prefetch_kv(const Params& p, const LayerPointers& L, long long past) {
+  for (int it = blockIdx.x; it < p.heads * p.splits; it += gridDim.x) {
+    const int h = it / p.splits, split = it % p.splits, kh = h / p.group;
+    long long t0, t1;
+    split_range(p, past + 1, split, t0, t1);
+    t1 = min(t1, past);
+    if (t1 <= t0) continue;
+    const long long at = (static_cast<long long>(kh) * p.cap + t0) * p.dim;
+    const long long bytes = (t1 - t0) * p.dim * static_cast<long long>(sizeof(T));
+    prefetch_l2(static_cast<const T*>(L.k_cache) + at, bytes, threadIdx.x, kThreads);
+    prefetch_l2(static_cast<const T*>(L.v_cache) + at, bytes, threadIdx.x, kThreads);
+  }
+}
+
+// One (q head, key split) item: rope_store's work for the head (as the fused decode attention
+// kernel does it), an online softmax over the split's keys in rounds of kRoundKeys, the
+// partial result to global memory; the last split of the head to arrive combines them.
+template <class T>
+__device__ void attention_item(const Params& p, const LayerPointers& L, int h, int split,
+                               long long past, const Shared& sh) {
+  const int dim = p.dim, half = dim / 2, kh = h / p.group;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const T* qrow = static_cast<const T*>(p.q) + static_cast<long long>(h) * dim;
+  const T* krow = static_cast<const T*>(p.k) + static_cast<long long>(kh) * dim;
+  const T* vrow = static_cast<const T*>(p.v) + static_cast<long long>(kh) * dim;
+  const float pos = static_cast<float>(p.positions[0]);
+  for (int j = tid; j < half; j += kThreads) {
+    float sn, cs;
+    sincosf(pos * p.inv_freq[j], &sn, &cs);
+    sh.cs[j] = cs * p.rope_scaling;
+    sh.sn[j] = sn * p.rope_scaling;
+  }
+  if (warp < 2) {  // warp 0 normalises the q head, warp 1 the new key
+    const T* src = warp == 0 ? qrow : krow;
+    const T* norm = static_cast<const T*>(warp == 0 ? L.q_norm : L.k_norm);
+    float* vals = warp == 0 ? sh.rq : sh.rk;
+    float ss = 0.0f;
+    for (int i = lane; i < dim; i += 32) {
+      const float x = to_float(load_cg(src + i));
+      vals[i] = x;
+      ss += x * x;
+    }
+    if (norm) {
+      const float rs = rsqrtf(warp_sum(ss) / static_cast<float>(dim) + p.eps);
+      for (int i = lane; i < dim; i += 32) {
+        vals[i] =
+            to_float(from_float<T>(to_float(norm[i]) * to_float(from_float<T>(vals[i] * rs))));
+      }
+    }
+  }
+  __syncthreads();
+  T* kc = static_cast<T*>(L.k_cache) + static_cast<long long>(kh) * p.cap * dim;
+  T* vc = static_cast<T*>(L.v_cache) + static_cast<long long>(kh) * p.cap * dim;
+  const bool writes_cache = split == 0 && h % p.group == 0;
+  for (int d = tid; d < dim; d += kThreads) {
+    const int j = d < half ? d : d - half;
+    const float c = sh.cs[j], sn = sh.sn[j];
+    const float* rq = sh.rq;
+    const float* rk = sh.rk;
+    const T qt =
+        from_float<T>(d < half ? rq[d] * c - rq[d + half] * sn : rq[d] * c + rq[d - half] * sn);
+    const T kt =
+        from_float<T>(d < half ? rk[d] * c - rk[d + half] * sn : rk[d] * c + rk[d - half] * sn);
+    const T vt = load_cg(vrow + d);
+    sh.qs[d] = to_float(qt) * p.scale;
+    sh.kn[d] = to_float(kt);
+    sh.vn[d] = to_float(vt);
+    if (writes_cache) {
+      kc[past * dim + d] = kt;
+      vc[past * dim + d] = vt;
+    }
+  }
+  __syncthreads();
+
+  long long t0, t1;
+  split_range(p, past + 1, split, t0, t1);
+  const int chunks = dim / 8, per_pass = kThreads / chunks;
+  const int sub = tid % chunks, slot = tid / chunks;
+  float qv[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) qv[i] = sh.qs[sub * 8 + i];
+  float m_run = -FLT_MAX, l_run = 0.0f, acc[8] = {};
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  for (long long r0 = t0; r0 < t1; r0 += kRoundKeys) {
+    const long long r1 = min(r0 + kRoundKeys, t1);
+    float m_loc = -FLT_MAX;
+    for (long long base = r0; base < r1; base += 2 * per_pass) {  // uniform: shuffles inside
+      uint4 raw[2];
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const long long t = base + slot + u * per_pass;
+        raw[u] = t < r1 && t != past ? *reinterpret_cast<const uint4*>(kc + t * dim + sub * 8)
+                                     : zero;
+      }
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const long long t = base + slot + u * per_pass;
+        const bool fresh = t == past;
+        float kf[8];
+        widen8<T>(raw[u], kf);
+        float dot = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) dot += qv[i] * (fresh ? sh.kn[sub * 8 + i] : kf[i]);
+        for (int o = chunks / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+        if (t < r1) {
+          const float score = p.mask[t] != 0 ? dot : -FLT_MAX;
+          if (sub == 0) sh.scores[t - r0] = score;
+          m_loc = fmaxf(m_loc, score);
+        }
+      }
+    }
+    const float m_new = fmaxf(m_run, block_max(m_loc, sh.reduce));  // publishes scores[]
+    float l_loc = 0.0f;
+    for (long long t = r0 + tid; t < r1; t += kThreads) {
+      const float s = sh.scores[t - r0];
+      const float pr = s == -FLT_MAX ? 0.0f : __expf(s - m_new);
+      sh.scores[t - r0] = pr;
+      l_loc += pr;
+    }
+    l_loc = block_sum(l_loc, sh.reduce);  // publishes the probabilities
+    const float rescale = m_run == -FLT_MAX ? 0.0f : __expf(m_run - m_new);
+    l_run = l_run * rescale + l_loc;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[i] *= rescale;
+    m_run = m_new;
+    for (long long base = r0 + slot; base < r1; base += 2 * per_pass) {
+      uint4 raw[2];
+      float pr[2];
+      bool fresh[2];
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const long long t = base + u * per_pass;
+        pr[u] = t < r1 ? sh.scores[t - r0] : 0.0f;
+        fresh[u] = t == past;
+        raw[u] = pr[u] != 0.0f && !fresh[u]
+                     ? *reinterpret_cast<const uint4*>(vc + t * dim + sub * 8)
+                     : zero;
+      }
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        float vf[8];
+        widen8<T>(raw[u], vf);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] += pr[u] * (fresh[u] ? sh.vn[sub * 8 + i] : vf[i]);
+      }
+    }
+    __syncthreads();  // scores[] is rewritten by the next round
+  }
+  // The threads of one dimension chunk: first within the warp, then across warps.
+  for (int o = chunks; o < 32; o <<= 1) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], o);
+  }
+  float* part = sh.scores;  // [kWarps][dim]
+  if (lane < chunks) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) part[warp * dim + lane * 8 + i] = acc[i];
+  }
+  __syncthreads();
+  float* out = p.partials + (static_cast<long long>(h) * p.splits + split) * (dim + 2);
+  for (int d = tid; d < dim; d += kThreads) {
+    float s = 0.0f;
+    for (int w = 0; w < kWarps; ++w) s += part[w * dim + d];
+    out[2 + d] = s;
+  }
+  if (tid == 0) {
+    out[0] = m_run;
+    out[1] = l_run;
+  }
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) {
+    unsigned* arrivals = p.sync + 2 + h;
+    const bool last = atomicAdd(arrivals, 1u) == static_cast<unsigned>(p.splits - 1);
+    if (last) *arrivals = 0;
+    *sh.flag = last;
+  }
+  __syncthreads();
+  if (*sh.flag) {  // every split of the head is in: combine them
+    __threadfence();
+    const float* base = p.partials + static_cast<long long>(h) * p.splits * (dim + 2);
+    float m = -FLT_MAX;
+    for (int s = 0; s < p.splits; ++s) {
+      if (__ldcg(base + s * (dim + 2) + 1) > 0.0f) m = fmaxf(m, __ldcg(base + s * (dim + 2)));
+    }
+    T* attn = static_cast<T*>(p.attn) + static_cast<long long>(h) * dim;
+    for (int d = tid; d < dim; d += kThreads) {
+      float l = 0.0f, a = 0.0f;
+      for (int s = 0; s < p.splits; ++s) {
+        const float* ps = base + s * (dim + 2);
+        const float ls = __ldcg(ps + 1);
+        if (ls == 0.0f) continue;
+        const float c = __expf(__ldcg(ps) - m);
+        l += ls * c;
+        a += __ldcg(ps + 2 + d) * c;
+      }
+      attn[d] = from_float<T>(l > 0.0f ? a / l : 0.0f);  // a query that sees no key gets zeros
+    }
+  }
+  __syncthreads();  // shared memory is reused by the next item
+}
+
+// ---- The kernel ------------------------------------------------------------------------
+
+template <class T>
+__device__ __forceinline__ float bias_at(const void* bias, int row) {
+  return bias ? to_float(static_cast<const T*>(bias)[row]) : 0.0f;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads, 1)
+    decode_layers_kernel(const __grid_constant__ Params p) {
+  extern __shared__ __align__(128) char smem[];
+  const Shared sh = carve(p, smem);
+  Pipeline pl;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < p.slots; ++s) mbarrier_init(&sh.bars[s]);
+    mbarrier_init_fence();
+  }
+  __syncthreads();
+  refill<T>(p, pl, sh);
+  const long long past = p.past_dev ? *p.past_dev : p.past_host;
+  unsigned* count = p.sync;
+  unsigned* generation = p.sync + 1;
+  const unsigned blocks = gridDim.x;
+  T* x = static_cast<T*>(p.x);
+  const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
+  const auto add_to_residual = [&](const void* bias, int row, float sum) {
+    const T product = from_float<T>(sum + bias_at<T>(bias, row));
+    x[row] = from_float<T>(to_float(load_cg(x + row)) + to_float(product));
+  };
+  for (int l = 0; l < p.layers; ++l) {
+    const LayerPointers& L = p.layer[l];
+    prefetch_kv<T>(p, L, past);
+    stage_normed<T>(p, sh, x, static_cast<const T*>(L.input_norm), p.hidden);
+    consume_phase<T>(p, pl, sh, l, kQkv, [&](int row, float s, float) {
+      if (row < nq) {
+        static_cast<T*>(p.q)[row] = from_float<T>(s + bias_at<T>(L.bq, row));
+      } else if (row < nq + nk) {
+        static_cast<T*>(p.k)[row - nq] = from_float<T>(s + bias_at<T>(L.bk, row - nq));
+      } else {
+        static_cast<T*>(p.v)[row - nq - nk] = from_float<T>(s + bias_at<T>(L.bv, row - nq - nk));
+      }
+    });
+    grid_barrier(count, generation, blocks);
+    for (int it = blockIdx.x; it < p.heads * p.splits; it += gridDim.x) {
+      attention_item<T>(p, L, it / p.splits, it % p.splits, past, sh);
+    }
+    grid_barrier(count, generation, blocks);
+    stage_plain<T>(sh, static_cast<const T*>(p.attn), nq);
+    consume_phase<T>(p, pl, sh, l, kOut,
+                     [&](int row, float s, float) { add_to_residual(L.bo, row, s); });
+    grid_barrier(count, generation, blocks);
+    stage_normed<T>(p, sh, x, static_cast<const T*>(L.post_norm), p.hidden);
+    consume_phase<T>(p, pl, sh, l, kGateUp, [&](int row, float g, float u) {
+      const float gv = to_float(from_float<T>(g + bias_at<T>(L.bg, row)));
+      const float uv = to_float(from_float<T>(u + bias_at<T>(L.bu, row)));
+      static_cast<T*>(p.act)[row] = from_float<T>(gv / (1.0f + __expf(-gv)) * uv);
+    });
+    grid_barrier(count, generation, blocks);
+    stage_plain<T>(sh, static_cast<const T*>(p.act), p.inter);
+    consume_phase<T>(p, pl, sh, l, kDown,
+                     [&](int row, float s, float) { add_to_residual(L.bd, row, s); });
+    if (l + 1 < p.layers) grid_barrier(count, generation, blocks);
+  }
+}
+
+// ---- Host side -------------------------------------------------------------------------
+
+// Why the stack cannot run as one launch (empty when it can).
+std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
+  const DType t = a.x.dtype();
+  if (major < 9) return "needs compute capability 9.0 (bulk copies)";
+  if (a.batch * a.seq != 1) return "one token per step only";
+  if (t != DType::bf16 && t != DType::f16) return "bf16/f16 activations only";
+  if (static_cast<int>(a.layers.size()) > kMaxLayers) return "more than 128 layers";
+  const int64_t hd = a.head_dim, nh = a.heads, nkv = a.kv_heads;
+  if (hd % 8 != 0 || hd > kMaxDim || 32 % (hd / 8) != 0) return "head_dim must be 8-128, 2^k";
+  if (nkv <= 0 || nh % nkv != 0 || nh > kMaxHeads) return "heads must be a multiple of kv_heads";
+  const int64_t hidden = a.x.size(1), inter = a.gate.size(1);
+  if (hidden % 8 != 0 || inter % 8 != 0) return "hidden and intermediate sizes must be x8";
+  if (!a.positions.defined() || a.positions.numel() != 1) return "one position";
+  const auto aligned = [](const Tensor& x) {
+    return !x.defined() || reinterpret_cast<uintptr_t>(x.raw()) % 16 == 0;
+  };
+  const auto is = [&](const Tensor& x, const Shape& shape) {
+    return x.defined() && x.dtype() == t && x.shape() == shape && x.is_contiguous() &&
+           aligned(x);
+  };
+  const auto maybe = [&](const Tensor& x, int64_t n) { return !x.defined() || is(x, {n}); };
+  for (const ops::DecoderLayerTensors& L : a.layers) {
+    if (!L.k_cache.defined() || L.k_cache.dim() != 4 || !a.layers[0].k_cache.defined()) {
+      return "caches of rank 4";
+    }
+    const bool ok =
+        is(L.input_norm, {hidden}) && is(L.post_norm, {hidden}) && is(L.q, {nh * hd, hidden}) &&
+        is(L.k, {nkv * hd, hidden}) && is(L.v, {nkv * hd, hidden}) &&
+        is(L.o, {hidden, nh * hd}) && is(L.gate, {inter, hidden}) && is(L.up, {inter, hidden}) &&
+        is(L.down, {hidden, inter}) && maybe(L.q_bias, nh * hd) && maybe(L.k_bias, nkv * hd) &&
+        maybe(L.v_bias, nkv * hd) && maybe(L.o_bias, hidden) && maybe(L.gate_bias, inter) &&
+        maybe(L.up_bias, inter) && maybe(L.down_bias, hidden) && maybe(L.q_norm, hd) &&
+        maybe(L.k_norm, hd) && L.q_norm.defined() == L.k_norm.defined() &&
+        is(L.k_cache, {1, nkv, L.k_cache.size(2), hd}) && is(L.v_cache, L.k_cache.shape()) &&
+        L.k_cache.size(2) == a.layers[0].k_cache.size(2);
+    if (!ok) return "a layer's weights or caches are not all " + std::string(dtype_name(t)) +
+                    " and contiguous in the decoder's shapes";
+  }
+  const int64_t cap = a.layers[0].k_cache.size(2);
+  if (a.past < 0 || a.past + 1 > cap || a.key_mask.size(1) < a.past + 1) return "past length";
+  for (const Tensor* s : {&a.x, &a.q, &a.k, &a.v, &a.attn, &a.gate}) {
+    if (!aligned(*s) || !s->is_contiguous() || s->dtype() != t) return "scratch layout";
+  }
+  return "";
+}
+
+struct DeviceState {
+  std::shared_ptr<Buffer> sync;  // zeroed once; the kernel leaves it as it finds it
+  std::vector<std::shared_ptr<Buffer>> partials;  // outgrown ones kept: graphs may use them
+  int smem_optin = 0, major = 0;
+  bool cooperative = false;
+  size_t smem_set = 0;
+};
+
+DeviceState& state_of(Device device) {
+  static std::map<int, DeviceState> states;
+  DeviceState& s = states[device.ordinal()];
+  if (!s.sync) {
+    cudaDeviceProp prop{};
+    ANVIL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device.ordinal()));
+    s.smem_optin = static_cast<int>(prop.sharedMemPerBlockOptin);
+    s.major = prop.major;
+    s.cooperative = prop.cooperativeLaunch != 0;
+    const size_t bytes = (2 + kMaxHeads) * sizeof(unsigned);
+    s.sync = allocate(device, bytes);
+    ANVIL_CUDA_CHECK(cudaMemsetAsync(s.sync->data(), 0, bytes, stream_of(device)));
+    ANVIL_CUDA_CHECK(cudaStreamSynchronize(stream_of(device)));
+  }
+  return s;
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+template <class T>
+void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context& ctx) {
+  Params p{};
+  const int64_t hidden = a.x.size(1), inter = a.gate.size(1);
+  p.layers = static_cast<int>(a.layers.size());
+  p.hidden = static_cast<int>(hidden);
+  p.inter = static_cast<int>(inter);
+  p.heads = static_cast<int>(a.heads);
+  p.kv_heads = static_cast<int>(a.kv_heads);
+  p.dim = static_cast<int>(a.head_dim);
+  p.group = p.heads / p.kv_heads;
+  p.cap = a.layers[0].k_cache.size(2);
+  p.eps = a.eps;
+  p.scale = a.scale;
+  p.rope_scaling = a.rope_scaling;
+  p.positions = a.positions.data<int>();
+  p.inv_freq = a.inv_freq.data<float>();
+  p.mask = a.key_mask.data<int>();
+  p.past_dev = a.past_on_device.defined() ? a.past_on_device.data<int>() : nullptr;
+  p.past_host = a.past;
+  p.x = a.x.raw();
+  p.q = a.q.raw();
+  p.k = a.k.raw();
+  p.v = a.v.raw();
+  p.attn = a.attn.raw();
+  p.act = a.gate.raw();
+  const int blocks = ctx.sm_count;
+  // Enough (head, split) items to give most blocks one; ANVIL_CUDA_DECODE_SPLITS for tests.
+  p.splits = env_int("ANVIL_CUDA_DECODE_SPLITS", std::max(1, blocks / p.heads));
+  p.splits = std::max(1, p.splits);
+  const size_t floats = static_cast<size_t>(p.heads) * p.splits * (p.dim + 2);
+  if (st.partials.empty() || st.partials.back()->nbytes() < floats * sizeof(float)) {
+    if (ctx.capturing) throw Error("decode_layers: workspace grown during graph capture");
+    st.partials.push_back(allocate(a.x.device(), floats * sizeof(float)));
+  }
+  p.partials = static_cast<float*>(st.partials.back()->data());
+  p.sync = static_cast<unsigned*>(st.sync->data());
+
+  const int es = static_cast<int>(sizeof(T));
+  const int unit[kPhases] = {p.hidden * es, p.heads * p.dim * es, 2 * p.hidden * es,
+                             p.inter * es};
+  int largest = 0;
+  for (int u : unit) largest = std::max(largest, u);
+  p.slot_bytes = std::max(kMinSlotBytes, (largest + 127) / 128 * 128);
+  for (int i = 0; i < kPhases; ++i) {
+    p.chunk_rows[i] = std::min(kMaxChunkRows, p.slot_bytes / unit[i]);
+  }
+  const int staged = std::max({p.hidden, p.inter, p.heads * p.dim}) * es;
+  p.xs_bytes = (staged + 127) / 128 * 128;
+  p.slots = std::min(kMaxSlots, (st.smem_optin - kFixedBytes - p.xs_bytes) / p.slot_bytes);
+  const size_t smem = kFixedBytes + static_cast<size_t>(p.xs_bytes) +
+                      static_cast<size_t>(p.slots) * p.slot_bytes;
+  for (size_t i = 0; i < a.layers.size(); ++i) {
+    const ops::DecoderLayerTensors& L = a.layers[i];
+    const auto ptr = [](const Tensor& t) -> const void* { return t.defined() ? t.raw() : nullptr; };
+    p.layer[i] = LayerPointers{ptr(L.input_norm), ptr(L.q),       ptr(L.k),      ptr(L.v),
+                               ptr(L.q_bias),     ptr(L.k_bias),  ptr(L.v_bias), ptr(L.q_norm),
+                               ptr(L.k_norm),     ptr(L.o),       ptr(L.o_bias), ptr(L.post_norm),
+                               ptr(L.gate),       ptr(L.gate_bias), ptr(L.up),   ptr(L.up_bias),
+                               ptr(L.down),       ptr(L.down_bias), L.k_cache.raw(),
+                               L.v_cache.raw()};
+  }
+  const auto kernel = decode_layers_kernel<T>;
+  if (st.smem_set != smem) {
+    ANVIL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(smem)));
+    int per_sm = 0;
+    ANVIL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+    if (per_sm < 1) throw Error("decode_layers: the kernel does not fit an SM");
+    st.smem_set = smem;
+  }
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = smem;
+  config.stream = ctx.stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  ANVIL_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
+}
+
+// ANVIL_CUDA_DECODE_KERNEL=off runs the layers as separate ops (for measuring one against the
+// other); =require makes a stack the kernel cannot take an error naming why (for tests).
+void decode_layers(const ops::DecodeLayersArgs& a) {
+  const char* mode = std::getenv("ANVIL_CUDA_DECODE_KERNEL");
+  const std::string m = mode ? mode : "";
+  if (m == "off") {
+    ops::composed_decode_layers(a);
+    return;
+  }
+  Context& ctx = context(a.x.device());
+  DeviceState& st = state_of(a.x.device());
+  std::string why = unfit_reason(a, st.major);
+  if (why.empty() && !st.cooperative) why = "the device has no cooperative launch";
+  if (why.empty()) {
+    const int es = static_cast<int>(dtype_size(a.x.dtype()));
+    const int largest = static_cast<int>(std::max({a.x.size(1) * 2, a.gate.size(1),
+                                                   a.heads * a.head_dim}) * es);
+    const int slot = std::max(kMinSlotBytes, (largest + 127) / 128 * 128);
+    const int staged = static_cast<int>(std::max({a.x.size(1), a.gate.size(1),
+                                                  a.heads * a.head_dim}) * es);
+    if ((st.smem_optin - kFixedBytes - (staged + 127) / 128 * 128) / slot < 2) {
+      why = "rows too long for two shared-memory slots";
+    }
+  }
+  if (!why.empty()) {
+    if (m == "require") throw Error("decode_layers: the one-launch kernel cannot run: " + why);
+    ops::composed_decode_layers(a);
+    return;
+  }
+  dispatch_float(a.x.dtype(), "decode_layers", [&](auto t) {
+    using T = decltype(t);
+    if constexpr (sizeof(T) == 2) launch_stack<T>(a, st, ctx);
+  });
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+}  // namespace anvil::cuda
+
+namespace anvil {
+
+void register_cuda_decode_layers() {
+  for (DType act : {DType::bf16, DType::f16}) {
+    register_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayers, DeviceType::cuda, act, act,
+                                           &cuda::decode_layers);
+  }
+}
+
+}  // namespace anvil

@@ -1,0 +1,248 @@
+// decode_layers on a device whose kernel runs a decoder's whole stack in one launch, against the
+// same device's composed ops (the op's definition) from identical inputs: the residual stream
+// and every layer's KV cache after the step. Shapes cover biases, Qwen3's q/k norms, grouped
+// kv heads, head sizes 32-128, an empty past, masked keys (whole splits of them), a past longer
+// than one round of the kernel's scores, and the past read from device memory.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "anvil/backend.h"
+#include "anvil/error.h"
+#include "core/kernels.h"
+#include "ops/ops.h"
+#include "test_data.h"
+
+namespace anvil {
+namespace {
+
+struct StackShape {
+  int64_t hidden, inter, heads, kv_heads, dim, layers, past, cap;
+  bool biases, qk_norm, past_on_device;
+  const char* splits;  // ANVIL_CUDA_DECODE_SPLITS, or nullptr for the kernel's choice
+};
+
+class DecodeLayers : public ::testing::TestWithParam<DeviceType> {
+ protected:
+  void SetUp() override {
+    for (const auto& r : report_backends()) {
+      if (r.type == GetParam() && !r.available) {
+        GTEST_SKIP() << device_type_name(GetParam()) << " tests skipped: " << r.reason;
+      }
+    }
+    if (!supports(ops::kDecodeLayers, GetParam(), DType::bf16, DType::bf16)) {
+      GTEST_SKIP() << device_type_name(GetParam())
+                   << " has no one-launch decode_layers kernel (its ops run composed)";
+    }
+    device_ = Device::parse(test::device_name(std::string(device_type_name(GetParam()))));
+  }
+
+  Tensor random(const Shape& shape, float scale, DType dtype = DType::bf16) {
+    std::normal_distribution<float> dist(0.0f, scale);
+    std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
+    for (float& x : v) x = dist(rng_);
+    return Tensor::from_f32(v, shape).to(dtype).to(device_);
+  }
+  static Tensor clone(const Tensor& t) {
+    Tensor c = Tensor::empty(t.shape(), t.dtype(), t.device());
+    c.copy_from(t);
+    return c;
+  }
+
+  Device device_;
+  std::mt19937 rng_{77};
+};
+
+float max_abs(const Tensor& t) {
+  float m = 0;
+  for (float v : t.to_f32_vector()) m = std::max(m, std::fabs(v));
+  return m;
+}
+
+float max_abs_diff(const Tensor& a, const Tensor& b) {
+  const auto x = a.to_f32_vector(), y = b.to_f32_vector();
+  float m = 0;
+  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::fabs(x[i] - y[i]));
+  return m;
+}
+
+TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
+  const StackShape shapes[] = {
+      {128, 320, 4, 2, 32, 3, 37, 64, true, false, false, nullptr},
+      {256, 512, 8, 4, 128, 2, 300, 512, false, true, true, nullptr},
+      {64, 128, 2, 1, 64, 2, 0, 16, false, true, true, nullptr},
+      {896, 4864, 14, 2, 64, 1, 2500, 2600, true, false, true, "1"},
+  };
+  for (const StackShape& c : shapes) {
+    const std::string what = "hidden " + std::to_string(c.hidden) + " heads " +
+                             std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
+                             " dim " + std::to_string(c.dim) + " past " + std::to_string(c.past);
+    const float wscale = 1.0f / std::sqrt(static_cast<float>(c.hidden));
+    const int64_t nq = c.heads * c.dim, nkv = c.kv_heads * c.dim;
+    std::vector<ops::DecoderLayerTensors> fused_layers, composed_layers;
+    for (int64_t l = 0; l < c.layers; ++l) {
+      ops::DecoderLayerTensors L;
+      L.input_norm = random({c.hidden}, 1.0f);
+      L.post_norm = random({c.hidden}, 1.0f);
+      L.q = random({nq, c.hidden}, wscale);
+      L.k = random({nkv, c.hidden}, wscale);
+      L.v = random({nkv, c.hidden}, wscale);
+      L.o = random({c.hidden, nq}, 1.0f / std::sqrt(static_cast<float>(nq)));
+      L.gate = random({c.inter, c.hidden}, wscale);
+      L.up = random({c.inter, c.hidden}, wscale);
+      L.down = random({c.hidden, c.inter}, 1.0f / std::sqrt(static_cast<float>(c.inter)));
+      if (c.biases) {
+        L.q_bias = random({nq}, 0.1f);
+        L.k_bias = random({nkv}, 0.1f);
+        L.v_bias = random({nkv}, 0.1f);
+        L.o_bias = random({c.hidden}, 0.1f);
+        L.gate_bias = random({c.inter}, 0.1f);
+        L.up_bias = random({c.inter}, 0.1f);
+        L.down_bias = random({c.hidden}, 0.1f);
+      }
+      if (c.qk_norm) {
+        L.q_norm = random({c.dim}, 1.0f);
+        L.k_norm = random({c.dim}, 1.0f);
+      }
+      L.k_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f);
+      L.v_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f);
+      ops::DecoderLayerTensors C = L;
+      C.k_cache = clone(L.k_cache);
+      C.v_cache = clone(L.v_cache);
+      fused_layers.push_back(L);
+      composed_layers.push_back(C);
+    }
+    // Every 5th key masked, and a run of them long enough to cover whole splits.
+    const int64_t width = c.past_on_device ? c.cap : c.past + 1;
+    Tensor mask = Tensor::empty({1, width}, DType::i32);
+    for (int64_t t = 0; t < width; ++t) {
+      const bool masked = t < c.past && (t % 5 == 3 || (t >= 10 && t < 30));
+      mask.data<int32_t>()[t] = t > c.past || masked ? 0 : 1;
+    }
+    std::vector<float> freq(static_cast<size_t>(c.dim / 2));
+    for (size_t i = 0; i < freq.size(); ++i) {
+      freq[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(c.dim));
+    }
+    const Tensor x = random({1, c.hidden}, 1.0f);
+    const auto args = [&](const std::vector<ops::DecoderLayerTensors>& layers, const Tensor& xs) {
+      const auto scratch = [&](int64_t n) { return Tensor::empty({1, n}, DType::bf16, device_); };
+      return ops::DecodeLayersArgs{
+          xs,
+          layers,
+          1,
+          1,
+          c.heads,
+          c.kv_heads,
+          c.dim,
+          1e-6f,
+          1.0f / std::sqrt(static_cast<float>(c.dim)),
+          Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_),
+          Tensor::from_f32(freq, {c.dim / 2}).to(device_),
+          1.0f,
+          mask.to(device_),
+          c.past,
+          c.past_on_device ? Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_)
+                           : Tensor(),
+          ops::AttentionImpl::sdpa,
+          scratch(c.hidden),
+          scratch(nq),
+          scratch(nkv),
+          scratch(nkv),
+          scratch(nq),
+          scratch(c.hidden),
+          scratch(c.inter),
+          scratch(c.inter)};
+    };
+    Tensor fused_x = clone(x), composed_x = clone(x);
+    // The fused run must really be the one-launch kernel: "require" turns a fallback into an error.
+    ::setenv("ANVIL_CUDA_DECODE_KERNEL", "require", 1);
+    if (c.splits) ::setenv("ANVIL_CUDA_DECODE_SPLITS", c.splits, 1);
+    EXPECT_NO_THROW(ops::decode_layers(args(fused_layers, fused_x))) << what;
+    ::unsetenv("ANVIL_CUDA_DECODE_KERNEL");
+    ::unsetenv("ANVIL_CUDA_DECODE_SPLITS");
+    ops::composed_decode_layers(args(composed_layers, composed_x));
+
+    // The two differ by float summation order only, amplified through bf16 roundings.
+    const float scale = std::max(1.0f, max_abs(composed_x));
+    EXPECT_LE(max_abs_diff(fused_x, composed_x), 0.03f * scale) << what;
+    for (int64_t l = 0; l < c.layers; ++l) {
+      const auto& F = fused_layers[static_cast<size_t>(l)];
+      const auto& C = composed_layers[static_cast<size_t>(l)];
+      const float ks = std::max(1.0f, max_abs(C.k_cache));
+      EXPECT_LE(max_abs_diff(F.k_cache, C.k_cache), 0.03f * ks) << what << " layer " << l;
+      EXPECT_LE(max_abs_diff(F.v_cache, C.v_cache), 0.03f * ks) << what << " layer " << l;
+    }
+  }
+}
+
+// The stack's shapes are checked before any launch: one the kernel cannot take (f32 here) runs
+// composed, and "require" names the reason instead.
+TEST_P(DecodeLayers, UnsupportedStacksRunComposedOrSayWhy) {
+  const int64_t hidden = 64, inter = 128, heads = 2, kv = 1, dim = 32;
+  ops::DecoderLayerTensors L;
+  const auto f32 = [&](const Shape& s) { return random(s, 0.1f, DType::f32); };
+  L.input_norm = f32({hidden});
+  L.post_norm = f32({hidden});
+  L.q = f32({heads * dim, hidden});
+  L.k = f32({kv * dim, hidden});
+  L.v = f32({kv * dim, hidden});
+  L.o = f32({hidden, heads * dim});
+  L.gate = f32({inter, hidden});
+  L.up = f32({inter, hidden});
+  L.down = f32({hidden, inter});
+  L.k_cache = f32({1, kv, 8, dim});
+  L.v_cache = f32({1, kv, 8, dim});
+  const Tensor x = f32({1, hidden});
+  const auto scratch = [&](int64_t n) { return Tensor::empty({1, n}, DType::f32, device_); };
+  const ops::DecodeLayersArgs a{x,
+                                {L},
+                                1,
+                                1,
+                                heads,
+                                kv,
+                                dim,
+                                1e-6f,
+                                0.1f,
+                                Tensor::from_i64({0}, {1}).to(DType::i32).to(device_),
+                                random({dim / 2}, 1.0f, DType::f32),
+                                1.0f,
+                                Tensor::from_i64({1}, {1, 1}).to(DType::i32).to(device_),
+                                0,
+                                Tensor(),
+                                ops::AttentionImpl::sdpa,
+                                scratch(hidden),
+                                scratch(heads * dim),
+                                scratch(kv * dim),
+                                scratch(kv * dim),
+                                scratch(heads * dim),
+                                scratch(hidden),
+                                scratch(inter),
+                                scratch(inter)};
+  EXPECT_NO_THROW(ops::decode_layers(a));
+  // f32 has no registered one-launch kernel, so "require" cannot reach it: call the bf16 entry
+  // point with an f32 stack through the registry's lookup instead.
+  auto kernel = get_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayers, GetParam(), DType::bf16,
+                                                  DType::bf16);
+  ::setenv("ANVIL_CUDA_DECODE_KERNEL", "require", 1);
+  try {
+    kernel(a);
+    ADD_FAILURE() << "an f32 stack was taken by the one-launch kernel";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bf16/f16 activations only"), std::string::npos)
+        << e.what();
+  }
+  ::unsetenv("ANVIL_CUDA_DECODE_KERNEL");
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, DecodeLayers,
+                         ::testing::Values(DeviceType::cpu, DeviceType::cuda, DeviceType::opencl),
+                         [](const auto& param_info) {
+                           return std::string(device_type_name(param_info.param));
+                         });
+
+}  // namespace
+}  // namespace anvil
