@@ -74,32 +74,23 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, unsigned parity) {
 }
 
 /// A barrier across every block of a grid whose blocks are all resident (a cooperative
-/// launch), on two words of device memory that start at zero: an arrival count, which the last
-/// arriver resets, and a generation, which it then advances and the others wait on. The words
-/// return to (0, generation + 1), so the next launch may use them as they are.
-__device__ __forceinline__ void grid_barrier(unsigned* count, unsigned* generation,
-                                             unsigned blocks) {
+/// launch), on one 64-bit counter in device memory that only ever grows: each block adds one,
+/// which tells it how many barriers came before (the count divided by the grid size, the same
+/// for every launch of the same grid), and waits for the count to reach the end of its own.
+/// Nothing is reset, so back-to-back launches (graph replays) need no clearing step.
+__device__ __forceinline__ void grid_barrier(unsigned long long* counter, unsigned blocks) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    unsigned gen;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(gen) : "l"(generation) : "memory");
-    __threadfence();  // the block's writes (ordered by __syncthreads) before the arrival
-    const unsigned arrived = atomicAdd(count, 1u) + 1;
-    if (arrived == blocks) {
-      *reinterpret_cast<volatile unsigned*>(count) = 0;
-      __threadfence();
-      asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(generation), "r"(gen + 1)
-                   : "memory");
-    } else {
-      unsigned now;
-      do {
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
-                     : "=r"(now)
-                     : "l"(generation)
-                     : "memory");
-      } while (now == gen);
-    }
-    __threadfence();
+    unsigned long long before;
+    asm volatile("atom.add.release.gpu.global.u64 %0, [%1], 1;"
+                 : "=l"(before)
+                 : "l"(counter)
+                 : "memory");
+    const unsigned long long target = (before / blocks + 1) * blocks;
+    unsigned long long now;
+    do {
+      asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(counter) : "memory");
+    } while (now < target);
   }
   __syncthreads();
 }

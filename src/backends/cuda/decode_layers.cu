@@ -16,12 +16,15 @@
 // and a phase computes from shared memory. Every rounding is the separate kernels' (products
 // rounded to the activation type, then added; norms rounded twice), so results differ from the
 // composed ops only by float summation order.
+#include <algorithm>
 #include <cfloat>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "anvil/backend.h"
 #include "anvil/error.h"
@@ -68,7 +71,9 @@ struct Params {
   long long past_host;
   void *x, *q, *k, *v, *attn, *act;
   float* partials;  // [heads][splits][dim + 2]: running max, sum, then the accumulators
-  unsigned* sync;   // barrier count, generation, then an arrival count per head
+  unsigned* sync;   // the grid barrier's 64-bit count, then an arrival count per head
+  unsigned long long* timeline;  // ANVIL_CUDA_DECODE_PROFILE: per layer, phase and block, the
+                                 // time its work ended and the time its barrier released
   int slot_bytes, slots, xs_bytes;
   int chunk_rows[kPhases];
   LayerPointers layer[kMaxLayers];
@@ -77,15 +82,17 @@ struct Params {
 // Shared memory: mbarriers, reduction scratch, the attention item's arrays, the staged
 // activation vector, then the ring of weight slots.
 constexpr int kBarBytes = kMaxSlots * 8;
-constexpr int kRedBytes = 1024;
+constexpr int kRedBytes = 2048;
 constexpr int kAttnBytes = (kRoundKeys + 6 * kMaxDim) * 4;
 constexpr int kFixedBytes = kBarBytes + kRedBytes + kAttnBytes;
 static_assert(kFixedBytes % 128 == 0);
 
 struct Shared {
   uint64_t* bars;
-  float *red0, *red1, *reduce;
+  float* red;  // [2 buffers][2 sums][kMaxChunkRows]: a chunk's per-unit sums
+  float* reduce;
   int* flag;
+  int* slices;  // [kPhases][2]: this block's rows of each phase
   float *scores, *qs, *kn, *vn, *rq, *rk, *cs, *sn;
   void* xs;
   char* ring;
@@ -94,11 +101,10 @@ struct Shared {
 __device__ Shared carve(const Params& p, char* smem) {
   Shared s;
   s.bars = reinterpret_cast<uint64_t*>(smem);
-  float* red = reinterpret_cast<float*>(smem + kBarBytes);
-  s.red0 = red;
-  s.red1 = red + kMaxChunkRows;
-  s.reduce = red + 2 * kMaxChunkRows;
+  s.red = reinterpret_cast<float*>(smem + kBarBytes);
+  s.reduce = s.red + 4 * kMaxChunkRows;
   s.flag = reinterpret_cast<int*>(s.reduce + kWarps);
+  s.slices = s.flag + 1;
   float* at = reinterpret_cast<float*>(smem + kBarBytes + kRedBytes);
   s.scores = at;
   s.qs = at + kRoundKeys;
@@ -187,10 +193,13 @@ __device__ __forceinline__ int phase_k(const Params& p, int phase) {
   }
 }
 
-// This block's rows of a phase: an even share of them, the same share in every layer.
-__device__ __forceinline__ void slice_of(int rows, int& begin, int& end) {
-  begin = static_cast<int>(static_cast<long long>(rows) * blockIdx.x / gridDim.x);
-  end = static_cast<int>(static_cast<long long>(rows) * (blockIdx.x + 1) / gridDim.x);
+// This block's rows of each phase: an even share, the same in every layer (computed once).
+__device__ void compute_slices(const Params& p, int* slices) {
+  if (threadIdx.x < kPhases) {
+    const long long rows = phase_rows(p, static_cast<int>(threadIdx.x));
+    slices[2 * threadIdx.x] = static_cast<int>(rows * blockIdx.x / gridDim.x);
+    slices[2 * threadIdx.x + 1] = static_cast<int>(rows * (blockIdx.x + 1) / gridDim.x);
+  }
 }
 
 struct Cursor {
@@ -202,10 +211,10 @@ struct Chunk {
 
 // The block's chunks in the order they are consumed: layer by layer, phase by phase, up to
 // chunk_rows rows of one matrix each (q, k and v rows never share a chunk).
-__device__ bool next_chunk(const Params& p, Cursor& c, Chunk& out) {
+__device__ bool next_chunk(const Params& p, const int* slices, Cursor& c, Chunk& out) {
   while (c.layer < p.layers) {
-    int begin, end;
-    slice_of(phase_rows(p, c.phase), begin, end);
+    const int begin = slices[2 * c.phase];
+    int end = slices[2 * c.phase + 1];
     const int r = begin + c.row;
     if (r < end) {
       if (c.phase == kQkv) {
@@ -267,7 +276,7 @@ __device__ void refill(const Params& p, Pipeline& pl, const Shared& sh) {
   if (threadIdx.x != 0) return;
   async_proxy_fence();
   Chunk ch;
-  while (pl.issued < pl.consumed + p.slots && next_chunk(p, pl.producer, ch)) {
+  while (pl.issued < pl.consumed + p.slots && next_chunk(p, sh.slices, pl.producer, ch)) {
     const int slot = pl.issued % p.slots;
     issue_chunk<T>(p, ch, sh.ring + static_cast<long long>(slot) * p.slot_bytes, &sh.bars[slot]);
     ++pl.issued;
@@ -275,32 +284,39 @@ __device__ void refill(const Params& p, Pipeline& pl, const Shared& sh) {
 }
 
 // Consumes the block's chunks of (layer, phase): each row's product with the staged vector,
-// split across warps when a chunk has fewer rows than warps, then epilogue(row, gate-or-only
-// sum, up sum) by one thread per row.
-template <class T, class Epilogue>
+// split across warps when a chunk has fewer rows than warps; then one thread per row runs
+// op.store(row, gate-or-only sum, up sum, op.load(row)), where load fetches the row's bias and
+// residual before the chunk's weights are awaited, so their latency hides behind the wait and
+// the products. One block barrier per chunk: the per-unit sums alternate between two buffers.
+template <class T, class RowOp>
 __device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, int layer,
-                              int phase, Epilogue&& epilogue) {
+                              int phase, const RowOp& op) {
   const int vecs = phase_k(p, phase) / 8;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const uint4* xs = static_cast<const uint4*>(sh.xs);
   for (;;) {
     Cursor peek = pl.consumer;
     Chunk ch;
-    if (!next_chunk(p, peek, ch) || ch.layer != layer || ch.phase != phase) break;
+    if (!next_chunk(p, sh.slices, peek, ch) || ch.layer != layer || ch.phase != phase) break;
     pl.consumer = peek;
+    const bool row_thread = static_cast<int>(threadIdx.x) < ch.rows;
+    const int row = ch.row + static_cast<int>(threadIdx.x);
+    float2 pre = make_float2(0.0f, 0.0f);
+    if (row_thread) pre = op.load(row);
     const int slot = pl.consumed % p.slots;
+    float* red = sh.red + (pl.consumed & 1) * 2 * kMaxChunkRows;
     mbarrier_wait(&sh.bars[slot], static_cast<unsigned>(pl.consumed / p.slots) & 1u);
     const uint4* w = reinterpret_cast<const uint4*>(sh.ring + static_cast<long long>(slot) *
                                                                   p.slot_bytes);
     const int parts = max(1, kWarps / ch.rows);
     const int units = ch.rows * parts;
     for (int u = warp; u < units; u += kWarps) {
-      const int row = u / parts, part = u % parts;
+      const int r = u / parts, part = u % parts;
       const int cb = vecs * part / parts, ce = vecs * (part + 1) / parts;
-      const uint4* w0 = w + static_cast<long long>(row) * vecs;
+      const uint4* w0 = w + static_cast<long long>(r) * vecs;
       float a0 = 0.0f, a1 = 0.0f;
       if (phase == kGateUp) {
-        const uint4* w1 = w + static_cast<long long>(ch.rows + row) * vecs;
+        const uint4* w1 = w + static_cast<long long>(ch.rows + r) * vecs;
         for (int c = cb + lane; c < ce; c += 32) {
           const uint4 xv = xs[c];
           a0 = dot8<T>(w0[c], xv, a0);
@@ -319,51 +335,70 @@ __device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, i
       }
       a0 = warp_sum(a0);
       if (lane == 0) {
-        sh.red0[u] = a0;
-        sh.red1[u] = a1;
+        red[u] = a0;
+        red[kMaxChunkRows + u] = a1;
       }
     }
-    __syncthreads();
-    if (static_cast<int>(threadIdx.x) < ch.rows) {
-      float s0 = 0.0f, s1 = 0.0f;
-      for (int q = 0; q < parts; ++q) {
-        s0 += sh.red0[threadIdx.x * parts + q];
-        s1 += sh.red1[threadIdx.x * parts + q];
-      }
-      epilogue(ch.row + static_cast<int>(threadIdx.x), s0, s1);
-    }
-    __syncthreads();  // the slot is free, and red0/red1 too
+    __syncthreads();  // the sums are in, and the slot is read
     ++pl.consumed;
     refill<T>(p, pl, sh);
+    if (row_thread) {
+      float s0 = 0.0f, s1 = 0.0f;
+      for (int q = 0; q < parts; ++q) {
+        s0 += red[threadIdx.x * parts + q];
+        s1 += red[kMaxChunkRows + threadIdx.x * parts + q];
+      }
+      op.store(row, s0, s1, pre);
+    }
   }
 }
 
 // ---- Activation staging -----------------------------------------------------------------
 
+// A norm weight's vectors for this thread (n <= 8 * kThreads * 4), loaded before the grid
+// barrier that precedes the norm, so their HBM latency hides behind the wait.
+struct NormWeights {
+  uint4 v[4];
+};
+__device__ NormWeights load_norm(const void* weight, int n) {
+  NormWeights w;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+    w.v[i] = c < n / 8 ? __ldg(static_cast<const uint4*>(weight) + c) : make_uint4(0, 0, 0, 0);
+  }
+  return w;
+}
+
 // xs = rms_norm(x) * weight over n values, rounded as the separate norm kernel rounds.
 template <class T>
-__device__ void stage_normed(const Params& p, const Shared& sh, const T* x, const T* weight,
+__device__ void stage_normed(const Params& p, const Shared& sh, const T* x, const NormWeights& nw,
                              int n) {
   const int vecs = n / 8;
   uint4* xs = static_cast<uint4*>(sh.xs);
+  uint4 raw[4];
   float ss = 0.0f;
-  for (int c = threadIdx.x; c < vecs; c += kThreads) {
-    const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(x) + c);
-    xs[c] = raw;
-    float f[8];
-    widen8<T>(raw, f);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) ss += f[i] * f[i];
+  for (int i = 0; i < 4; ++i) {
+    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+    raw[i] = c < vecs ? __ldcg(reinterpret_cast<const uint4*>(x) + c) : make_uint4(0, 0, 0, 0);
+    float f[8];
+    widen8<T>(raw[i], f);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) ss += f[j] * f[j];
   }
   const float scale = rsqrtf(block_sum(ss, sh.reduce) / static_cast<float>(n) + p.eps);
-  for (int c = threadIdx.x; c < vecs; c += kThreads) {  // the vectors this thread copied
-    float f[8], nf[8];
-    widen8<T>(xs[c], f);
-    widen8<T>(__ldg(reinterpret_cast<const uint4*>(weight) + c), nf);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+    if (c >= vecs) break;
+    float f[8], wf[8];
+    widen8<T>(raw[i], f);
+    widen8<T>(nw.v[i], wf);
     uint4 packed;
     T* out = reinterpret_cast<T*>(&packed);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) out[i] = from_float<T>(nf[i] * to_float(from_float<T>(f[i] * scale)));
+    for (int j = 0; j < 8; ++j) out[j] = from_float<T>(wf[j] * to_float(from_float<T>(f[j] * scale)));
     xs[c] = packed;
   }
   __syncthreads();
@@ -599,12 +634,76 @@ __device__ __forceinline__ float bias_at(const void* bias, int row) {
   return bias ? to_float(static_cast<const T*>(bias)[row]) : 0.0f;
 }
 
+// The product epilogues: q/k/v rows with their bias; o/down rows added to the residual; gate/up
+// rows through SwiGLU.
+template <class T>
+struct QkvRows {
+  const Params& p;
+  const LayerPointers& L;
+  __device__ float2 load(int row) const {
+    const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
+    const void* bias = row < nq ? L.bq : (row < nq + nk ? L.bk : L.bv);
+    const int at = row < nq ? row : (row < nq + nk ? row - nq : row - nq - nk);
+    return make_float2(bias_at<T>(bias, at), 0.0f);
+  }
+  __device__ void store(int row, float s, float, float2 pre) const {
+    const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
+    T* out = static_cast<T*>(row < nq ? p.q : (row < nq + nk ? p.k : p.v));
+    const int at = row < nq ? row : (row < nq + nk ? row - nq : row - nq - nk);
+    out[at] = from_float<T>(s + pre.x);
+  }
+};
+
+template <class T>
+struct ResidualRows {
+  T* x;
+  const void* bias;
+  __device__ float2 load(int row) const {
+    return make_float2(bias_at<T>(bias, row), to_float(load_cg(x + row)));
+  }
+  __device__ void store(int row, float s, float, float2 pre) const {
+    x[row] = from_float<T>(pre.y + to_float(from_float<T>(s + pre.x)));
+  }
+};
+
+template <class T>
+struct SwigluRows {
+  T* act;
+  const void *gate_bias, *up_bias;
+  __device__ float2 load(int row) const {
+    return make_float2(bias_at<T>(gate_bias, row), bias_at<T>(up_bias, row));
+  }
+  __device__ void store(int row, float g, float u, float2 pre) const {
+    const float gv = to_float(from_float<T>(g + pre.x));
+    const float uv = to_float(from_float<T>(u + pre.y));
+    act[row] = from_float<T>(gv / (1.0f + __expf(-gv)) * uv);
+  }
+};
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// The grid barrier ending a phase, with the profile's two times when one is kept.
+__device__ __forceinline__ void end_phase(const Params& p, int layer, int phase, bool barrier) {
+  unsigned long long* at = nullptr;
+  if (p.timeline && threadIdx.x == 0) {
+    at = p.timeline + ((static_cast<long long>(layer) * 5 + phase) * 2) * gridDim.x + blockIdx.x;
+    *at = global_ns();
+  }
+  if (barrier) grid_barrier(reinterpret_cast<unsigned long long*>(p.sync), gridDim.x);
+  if (at) at[gridDim.x] = global_ns();
+}
+
 template <class T>
 __global__ void __launch_bounds__(kThreads, 1)
     decode_layers_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(128) char smem[];
   const Shared sh = carve(p, smem);
   Pipeline pl;
+  compute_slices(p, sh.slices);
   if (threadIdx.x == 0) {
     for (int s = 0; s < p.slots; ++s) mbarrier_init(&sh.bars[s]);
     mbarrier_init_fence();
@@ -612,48 +711,30 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   refill<T>(p, pl, sh);
   const long long past = p.past_dev ? *p.past_dev : p.past_host;
-  unsigned* count = p.sync;
-  unsigned* generation = p.sync + 1;
-  const unsigned blocks = gridDim.x;
   T* x = static_cast<T*>(p.x);
-  const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
-  const auto add_to_residual = [&](const void* bias, int row, float sum) {
-    const T product = from_float<T>(sum + bias_at<T>(bias, row));
-    x[row] = from_float<T>(to_float(load_cg(x + row)) + to_float(product));
-  };
+  NormWeights norm = load_norm(p.layer[0].input_norm, p.hidden);
   for (int l = 0; l < p.layers; ++l) {
     const LayerPointers& L = p.layer[l];
     prefetch_kv<T>(p, L, past);
-    stage_normed<T>(p, sh, x, static_cast<const T*>(L.input_norm), p.hidden);
-    consume_phase<T>(p, pl, sh, l, kQkv, [&](int row, float s, float) {
-      if (row < nq) {
-        static_cast<T*>(p.q)[row] = from_float<T>(s + bias_at<T>(L.bq, row));
-      } else if (row < nq + nk) {
-        static_cast<T*>(p.k)[row - nq] = from_float<T>(s + bias_at<T>(L.bk, row - nq));
-      } else {
-        static_cast<T*>(p.v)[row - nq - nk] = from_float<T>(s + bias_at<T>(L.bv, row - nq - nk));
-      }
-    });
-    grid_barrier(count, generation, blocks);
+    stage_normed<T>(p, sh, x, norm, p.hidden);
+    consume_phase<T>(p, pl, sh, l, kQkv, QkvRows<T>{p, L});
+    end_phase(p, l, 0, true);
     for (int it = blockIdx.x; it < p.heads * p.splits; it += gridDim.x) {
       attention_item<T>(p, L, it / p.splits, it % p.splits, past, sh);
     }
-    grid_barrier(count, generation, blocks);
-    stage_plain<T>(sh, static_cast<const T*>(p.attn), nq);
-    consume_phase<T>(p, pl, sh, l, kOut,
-                     [&](int row, float s, float) { add_to_residual(L.bo, row, s); });
-    grid_barrier(count, generation, blocks);
-    stage_normed<T>(p, sh, x, static_cast<const T*>(L.post_norm), p.hidden);
-    consume_phase<T>(p, pl, sh, l, kGateUp, [&](int row, float g, float u) {
-      const float gv = to_float(from_float<T>(g + bias_at<T>(L.bg, row)));
-      const float uv = to_float(from_float<T>(u + bias_at<T>(L.bu, row)));
-      static_cast<T*>(p.act)[row] = from_float<T>(gv / (1.0f + __expf(-gv)) * uv);
-    });
-    grid_barrier(count, generation, blocks);
+    end_phase(p, l, 1, true);
+    stage_plain<T>(sh, static_cast<const T*>(p.attn), p.heads * p.dim);
+    consume_phase<T>(p, pl, sh, l, kOut, ResidualRows<T>{x, L.bo});
+    norm = load_norm(L.post_norm, p.hidden);
+    end_phase(p, l, 2, true);
+    stage_normed<T>(p, sh, x, norm, p.hidden);
+    consume_phase<T>(p, pl, sh, l, kGateUp,
+                     SwigluRows<T>{static_cast<T*>(p.act), L.bg, L.bu});
+    end_phase(p, l, 3, true);
     stage_plain<T>(sh, static_cast<const T*>(p.act), p.inter);
-    consume_phase<T>(p, pl, sh, l, kDown,
-                     [&](int row, float s, float) { add_to_residual(L.bd, row, s); });
-    if (l + 1 < p.layers) grid_barrier(count, generation, blocks);
+    consume_phase<T>(p, pl, sh, l, kDown, ResidualRows<T>{x, L.bd});
+    if (l + 1 < p.layers) norm = load_norm(p.layer[l + 1].input_norm, p.hidden);
+    end_phase(p, l, 4, l + 1 < p.layers);
   }
 }
 
@@ -671,6 +752,7 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   if (nkv <= 0 || nh % nkv != 0 || nh > kMaxHeads) return "heads must be a multiple of kv_heads";
   const int64_t hidden = a.x.size(1), inter = a.gate.size(1);
   if (hidden % 8 != 0 || inter % 8 != 0) return "hidden and intermediate sizes must be x8";
+  if (hidden > 8 * kThreads * 4) return "hidden size above 16384";
   if (!a.positions.defined() || a.positions.numel() != 1) return "one position";
   const auto aligned = [](const Tensor& x) {
     return !x.defined() || reinterpret_cast<uintptr_t>(x.raw()) % 16 == 0;
@@ -706,7 +788,8 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
 }
 
 struct DeviceState {
-  std::shared_ptr<Buffer> sync;  // zeroed once; the kernel leaves it as it finds it
+  std::shared_ptr<Buffer> sync;  // zeroed once; the barrier count only grows
+  std::shared_ptr<Buffer> timeline;
   std::vector<std::shared_ptr<Buffer>> partials;  // outgrown ones kept: graphs may use them
   int smem_optin = 0, major = 0;
   bool cooperative = false;
@@ -733,6 +816,70 @@ DeviceState& state_of(Device device) {
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : fallback;
+}
+
+// ANVIL_CUDA_DECODE_PROFILE=1: after an eager launch, where a layer's time goes, from each
+// block's two times per phase (its work done, its barrier released), layers after the first.
+void print_profile(const unsigned long long* t, int layers, int blocks) {
+  static const char* names[5] = {"norm + q/k/v", "attention", "o_proj", "norm + gate/up",
+                                 "down"};
+  const auto at = [&](int l, int f, int which, int b) {
+    return static_cast<double>(t[((static_cast<long long>(l) * 5 + f) * 2 + which) * blocks + b]);
+  };
+  double work_max[5] = {}, work_mean[5] = {}, barrier[5] = {};
+  int counted = 0;
+  for (int l = 1; l < layers; ++l, ++counted) {
+    for (int f = 0; f < 5; ++f) {
+      const int pl = f == 0 ? l - 1 : l, pf = f == 0 ? 4 : f - 1;
+      double wmax = 0, wsum = 0, done_max = 0, released_min = 1e300;
+      for (int b = 0; b < blocks; ++b) {
+        const double w = at(l, f, 0, b) - at(pl, pf, 1, b);
+        wmax = std::max(wmax, w);
+        wsum += w;
+        done_max = std::max(done_max, at(l, f, 0, b));
+        if (f < 4 || l + 1 < layers) released_min = std::min(released_min, at(l, f, 1, b));
+      }
+      work_max[f] += wmax;
+      work_mean[f] += wsum / blocks;
+      if (released_min < 1e300) barrier[f] += released_min - done_max;
+    }
+  }
+  if (counted == 0) return;
+  double first = 1e300, last = 0;
+  for (int b = 0; b < blocks; ++b) {
+    first = std::min(first, at(0, 0, 0, b));
+    last = std::max(last, at(layers - 1, 4, 0, b));
+  }
+  std::fprintf(stderr, "decode_layers profile: %d layers, %.1f us from the first phase's end to "
+               "the last's (per layer, microseconds):\n", layers, (last - first) / 1e3);
+  for (int f = 0; f < 5; ++f) {
+    std::fprintf(stderr, "  %-16s work mean %6.2f max %6.2f   barrier %5.2f\n", names[f],
+                 work_mean[f] / counted / 1e3, work_max[f] / counted / 1e3,
+                 barrier[f] / counted / 1e3);
+  }
+}
+
+// Shared memory for a stack: slots of at least ANVIL_CUDA_DECODE_SLOT_KB (32 by default) that
+// hold a whole weight row (a gate row and its up row together), as many as fit beside the
+// fixed arrays and the staged activation vector.
+struct Layout {
+  int slot_bytes, xs_bytes, slots;
+  int chunk_rows[kPhases];
+};
+
+Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
+  const int es = static_cast<int>(dtype_size(a.x.dtype()));
+  const int hidden = static_cast<int>(a.x.size(1)), inter = static_cast<int>(a.gate.size(1));
+  const int attn = static_cast<int>(a.heads * a.head_dim);
+  const int unit[kPhases] = {hidden * es, attn * es, 2 * hidden * es, inter * es};
+  Layout lay{};
+  const int largest = *std::max_element(unit, unit + kPhases);
+  const int slot_min = std::max(kMinSlotBytes, env_int("ANVIL_CUDA_DECODE_SLOT_KB", 32) * 1024);
+  lay.slot_bytes = std::max(slot_min, (largest + 127) / 128 * 128);
+  for (int i = 0; i < kPhases; ++i) lay.chunk_rows[i] = std::min(kMaxChunkRows, lay.slot_bytes / unit[i]);
+  lay.xs_bytes = (std::max({hidden, inter, attn}) * es + 127) / 128 * 128;
+  lay.slots = std::min(kMaxSlots, (smem_optin - kFixedBytes - lay.xs_bytes) / lay.slot_bytes);
+  return lay;
 }
 
 template <class T>
@@ -772,19 +919,19 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
   }
   p.partials = static_cast<float*>(st.partials.back()->data());
   p.sync = static_cast<unsigned*>(st.sync->data());
-
-  const int es = static_cast<int>(sizeof(T));
-  const int unit[kPhases] = {p.hidden * es, p.heads * p.dim * es, 2 * p.hidden * es,
-                             p.inter * es};
-  int largest = 0;
-  for (int u : unit) largest = std::max(largest, u);
-  p.slot_bytes = std::max(kMinSlotBytes, (largest + 127) / 128 * 128);
-  for (int i = 0; i < kPhases; ++i) {
-    p.chunk_rows[i] = std::min(kMaxChunkRows, p.slot_bytes / unit[i]);
+  static const bool profile = std::getenv("ANVIL_CUDA_DECODE_PROFILE") != nullptr;
+  const size_t stamps = static_cast<size_t>(p.layers) * 5 * 2 * blocks;
+  if (profile && (!st.timeline || st.timeline->nbytes() < stamps * 8) && !ctx.capturing) {
+    st.timeline = allocate(a.x.device(), stamps * 8);
   }
-  const int staged = std::max({p.hidden, p.inter, p.heads * p.dim}) * es;
-  p.xs_bytes = (staged + 127) / 128 * 128;
-  p.slots = std::min(kMaxSlots, (st.smem_optin - kFixedBytes - p.xs_bytes) / p.slot_bytes);
+  p.timeline = profile && st.timeline ? static_cast<unsigned long long*>(st.timeline->data())
+                                      : nullptr;
+
+  const Layout lay = layout_for(a, st.smem_optin);
+  p.slot_bytes = lay.slot_bytes;
+  p.slots = lay.slots;
+  p.xs_bytes = lay.xs_bytes;
+  for (int i = 0; i < kPhases; ++i) p.chunk_rows[i] = lay.chunk_rows[i];
   const size_t smem = kFixedBytes + static_cast<size_t>(p.xs_bytes) +
                       static_cast<size_t>(p.slots) * p.slot_bytes;
   for (size_t i = 0; i < a.layers.size(); ++i) {
@@ -817,6 +964,13 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
   config.attrs = attr;
   config.numAttrs = 1;
   ANVIL_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
+  if (p.timeline && !ctx.capturing) {
+    std::vector<unsigned long long> host(stamps);
+    ANVIL_CUDA_CHECK(cudaMemcpyAsync(host.data(), p.timeline, stamps * 8, cudaMemcpyDeviceToHost,
+                                     ctx.stream));
+    ANVIL_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    print_profile(host.data(), p.layers, blocks);
+  }
 }
 
 // ANVIL_CUDA_DECODE_KERNEL=off runs the layers as separate ops (for measuring one against the
@@ -832,16 +986,8 @@ void decode_layers(const ops::DecodeLayersArgs& a) {
   DeviceState& st = state_of(a.x.device());
   std::string why = unfit_reason(a, st.major);
   if (why.empty() && !st.cooperative) why = "the device has no cooperative launch";
-  if (why.empty()) {
-    const int es = static_cast<int>(dtype_size(a.x.dtype()));
-    const int largest = static_cast<int>(std::max({a.x.size(1) * 2, a.gate.size(1),
-                                                   a.heads * a.head_dim}) * es);
-    const int slot = std::max(kMinSlotBytes, (largest + 127) / 128 * 128);
-    const int staged = static_cast<int>(std::max({a.x.size(1), a.gate.size(1),
-                                                  a.heads * a.head_dim}) * es);
-    if ((st.smem_optin - kFixedBytes - (staged + 127) / 128 * 128) / slot < 2) {
-      why = "rows too long for two shared-memory slots";
-    }
+  if (why.empty() && layout_for(a, st.smem_optin).slots < 2) {
+    why = "rows too long for two shared-memory slots";
   }
   if (!why.empty()) {
     if (m == "require") throw Error("decode_layers: the one-launch kernel cannot run: " + why);
