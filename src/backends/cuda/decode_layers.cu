@@ -74,7 +74,7 @@ struct Params {
   unsigned* sync;   // the grid barrier's 64-bit count, then an arrival count per head
   unsigned long long* timeline;  // ANVIL_CUDA_DECODE_PROFILE: per layer, phase and block, the
                                  // time its work ended and the time its barrier released
-  int slot_bytes, slots, xs_bytes;
+  int slot_bytes, slots, xs_bytes, piece_bytes;
   int chunk_rows[kPhases];
   LayerPointers layer[kMaxLayers];
 };
@@ -242,10 +242,18 @@ __device__ void issue_chunk(const Params& p, const Chunk& ch, char* dst, uint64_
   const int k = phase_k(p, ch.phase);
   const unsigned bytes = static_cast<unsigned>(ch.rows) * k * sizeof(T);
   const long long at = static_cast<long long>(ch.row) * k;
+  // Copies of at most piece_bytes each: several requests in flight per chunk.
+  const auto copy = [&](char* to, const T* from, unsigned n) {
+    const char* src = reinterpret_cast<const char*>(from);
+    for (unsigned off = 0; off < n; off += p.piece_bytes) {
+      bulk_copy_to_shared(to + off, src + off, min(n - off, static_cast<unsigned>(p.piece_bytes)),
+                          bar);
+    }
+  };
   if (ch.phase == kGateUp) {  // gate rows, then the same up rows
     mbarrier_expect_bytes(bar, 2 * bytes);
-    bulk_copy_to_shared(dst, static_cast<const T*>(L.wg) + at, bytes, bar);
-    bulk_copy_to_shared(dst + bytes, static_cast<const T*>(L.wu) + at, bytes, bar);
+    copy(dst, static_cast<const T*>(L.wg) + at, bytes);
+    copy(dst + bytes, static_cast<const T*>(L.wu) + at, bytes);
     return;
   }
   const T* src;
@@ -262,13 +270,20 @@ __device__ void issue_chunk(const Params& p, const Chunk& ch, char* dst, uint64_
     src = static_cast<const T*>(ch.phase == kOut ? L.wo : L.wd) + at;
   }
   mbarrier_expect_bytes(bar, bytes);
-  bulk_copy_to_shared(dst, src, bytes, bar);
+  copy(dst, src, bytes);
 }
 
 struct Pipeline {
   Cursor producer, consumer;  // producer: thread 0's only
   int issued = 0, consumed = 0;
+  unsigned long long waited = 0;  // profile: thread 0's time in chunk waits this phase
 };
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 // Thread 0 keeps every free slot loading the next chunk of the stream.
 template <class T>
@@ -305,7 +320,9 @@ __device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, i
     if (row_thread) pre = op.load(row);
     const int slot = pl.consumed % p.slots;
     float* red = sh.red + (pl.consumed & 1) * 2 * kMaxChunkRows;
+    const unsigned long long t0 = p.timeline && threadIdx.x == 0 ? global_ns() : 0;
     mbarrier_wait(&sh.bars[slot], static_cast<unsigned>(pl.consumed / p.slots) & 1u);
+    if (t0) pl.waited += global_ns() - t0;
     const uint4* w = reinterpret_cast<const uint4*>(sh.ring + static_cast<long long>(slot) *
                                                                   p.slot_bytes);
     const int parts = max(1, kWarps / ch.rows);
@@ -680,18 +697,15 @@ struct SwigluRows {
   }
 };
 
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// The grid barrier ending a phase, with the profile's two times when one is kept.
-__device__ __forceinline__ void end_phase(const Params& p, int layer, int phase, bool barrier) {
+// The grid barrier ending a phase, with the profile's three numbers when one is kept.
+__device__ __forceinline__ void end_phase(const Params& p, Pipeline& pl, int layer, int phase,
+                                          bool barrier) {
   unsigned long long* at = nullptr;
   if (p.timeline && threadIdx.x == 0) {
-    at = p.timeline + ((static_cast<long long>(layer) * 5 + phase) * 2) * gridDim.x + blockIdx.x;
-    *at = global_ns();
+    at = p.timeline + ((static_cast<long long>(layer) * 5 + phase) * 3) * gridDim.x + blockIdx.x;
+    at[0] = global_ns();
+    at[2 * gridDim.x] = pl.waited;
+    pl.waited = 0;
   }
   if (barrier) grid_barrier(reinterpret_cast<unsigned long long*>(p.sync), gridDim.x);
   if (at) at[gridDim.x] = global_ns();
@@ -718,23 +732,23 @@ __global__ void __launch_bounds__(kThreads, 1)
     prefetch_kv<T>(p, L, past);
     stage_normed<T>(p, sh, x, norm, p.hidden);
     consume_phase<T>(p, pl, sh, l, kQkv, QkvRows<T>{p, L});
-    end_phase(p, l, 0, true);
+    end_phase(p, pl, l, 0, true);
     for (int it = blockIdx.x; it < p.heads * p.splits; it += gridDim.x) {
       attention_item<T>(p, L, it / p.splits, it % p.splits, past, sh);
     }
-    end_phase(p, l, 1, true);
+    end_phase(p, pl, l, 1, true);
     stage_plain<T>(sh, static_cast<const T*>(p.attn), p.heads * p.dim);
     consume_phase<T>(p, pl, sh, l, kOut, ResidualRows<T>{x, L.bo});
     norm = load_norm(L.post_norm, p.hidden);
-    end_phase(p, l, 2, true);
+    end_phase(p, pl, l, 2, true);
     stage_normed<T>(p, sh, x, norm, p.hidden);
     consume_phase<T>(p, pl, sh, l, kGateUp,
                      SwigluRows<T>{static_cast<T*>(p.act), L.bg, L.bu});
-    end_phase(p, l, 3, true);
+    end_phase(p, pl, l, 3, true);
     stage_plain<T>(sh, static_cast<const T*>(p.act), p.inter);
     consume_phase<T>(p, pl, sh, l, kDown, ResidualRows<T>{x, L.bd});
     if (l + 1 < p.layers) norm = load_norm(p.layer[l + 1].input_norm, p.hidden);
-    end_phase(p, l, 4, l + 1 < p.layers);
+    end_phase(p, pl, l, 4, l + 1 < p.layers);
   }
 }
 
@@ -824,9 +838,9 @@ void print_profile(const unsigned long long* t, int layers, int blocks) {
   static const char* names[5] = {"norm + q/k/v", "attention", "o_proj", "norm + gate/up",
                                  "down"};
   const auto at = [&](int l, int f, int which, int b) {
-    return static_cast<double>(t[((static_cast<long long>(l) * 5 + f) * 2 + which) * blocks + b]);
+    return static_cast<double>(t[((static_cast<long long>(l) * 5 + f) * 3 + which) * blocks + b]);
   };
-  double work_max[5] = {}, work_mean[5] = {}, barrier[5] = {};
+  double work_max[5] = {}, work_mean[5] = {}, barrier[5] = {}, waited[5] = {};
   int counted = 0;
   for (int l = 1; l < layers; ++l, ++counted) {
     for (int f = 0; f < 5; ++f) {
@@ -836,6 +850,7 @@ void print_profile(const unsigned long long* t, int layers, int blocks) {
         const double w = at(l, f, 0, b) - at(pl, pf, 1, b);
         wmax = std::max(wmax, w);
         wsum += w;
+        waited[f] += at(l, f, 2, b) / blocks;
         done_max = std::max(done_max, at(l, f, 0, b));
         if (f < 4 || l + 1 < layers) released_min = std::min(released_min, at(l, f, 1, b));
       }
@@ -853,9 +868,10 @@ void print_profile(const unsigned long long* t, int layers, int blocks) {
   std::fprintf(stderr, "decode_layers profile: %d layers, %.1f us from the first phase's end to "
                "the last's (per layer, microseconds):\n", layers, (last - first) / 1e3);
   for (int f = 0; f < 5; ++f) {
-    std::fprintf(stderr, "  %-16s work mean %6.2f max %6.2f   barrier %5.2f\n", names[f],
-                 work_mean[f] / counted / 1e3, work_max[f] / counted / 1e3,
-                 barrier[f] / counted / 1e3);
+    std::fprintf(stderr,
+                 "  %-16s work mean %6.2f max %6.2f (waiting for weights %5.2f)  barrier %5.2f\n",
+                 names[f], work_mean[f] / counted / 1e3, work_max[f] / counted / 1e3,
+                 waited[f] / counted / 1e3, barrier[f] / counted / 1e3);
   }
 }
 
@@ -920,7 +936,7 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
   p.partials = static_cast<float*>(st.partials.back()->data());
   p.sync = static_cast<unsigned*>(st.sync->data());
   static const bool profile = std::getenv("ANVIL_CUDA_DECODE_PROFILE") != nullptr;
-  const size_t stamps = static_cast<size_t>(p.layers) * 5 * 2 * blocks;
+  const size_t stamps = static_cast<size_t>(p.layers) * 5 * 3 * blocks;
   if (profile && (!st.timeline || st.timeline->nbytes() < stamps * 8) && !ctx.capturing) {
     st.timeline = allocate(a.x.device(), stamps * 8);
   }
@@ -932,6 +948,7 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
   p.slots = lay.slots;
   p.xs_bytes = lay.xs_bytes;
   for (int i = 0; i < kPhases; ++i) p.chunk_rows[i] = lay.chunk_rows[i];
+  p.piece_bytes = std::max(1, env_int("ANVIL_CUDA_DECODE_PIECE_KB", 8)) * 1024;
   const size_t smem = kFixedBytes + static_cast<size_t>(p.xs_bytes) +
                       static_cast<size_t>(p.slots) * p.slot_bytes;
   for (size_t i = 0; i < a.layers.size(); ++i) {
