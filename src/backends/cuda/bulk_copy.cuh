@@ -58,6 +58,19 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
 #endif
 }
 
+/// Arrives on `bar` (its one expected arrival): the slot it guards may be refilled.
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
+#endif
+}
+
+/// A barrier among the first `threads` threads of the block (a multiple of 32), on hardware
+/// barrier 1, leaving the rest (a producer warp) free to run on.
+__device__ __forceinline__ void threads_sync(int threads) {
+  asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory");
+}
+
 /// Waits until the phase of `bar` with the given parity (0, 1, 0, ... per reuse) has completed.
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, unsigned parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -78,8 +91,10 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, unsigned parity) {
 /// which tells it how many barriers came before (the count divided by the grid size, the same
 /// for every launch of the same grid), and waits for the count to reach the end of its own.
 /// Nothing is reset, so back-to-back launches (graph replays) need no clearing step.
-__device__ __forceinline__ void grid_barrier(unsigned long long* counter, unsigned blocks) {
-  __syncthreads();
+/// `threads`: the block's threads that take part (the first ones), as threads_sync.
+__device__ __forceinline__ void grid_barrier(unsigned long long* counter, unsigned blocks,
+                                             int threads) {
+  threads_sync(threads);
   if (threadIdx.x == 0) {
     unsigned long long before;
     asm volatile("atom.add.release.gpu.global.u64 %0, [%1], 1;"
@@ -92,7 +107,7 @@ __device__ __forceinline__ void grid_barrier(unsigned long long* counter, unsign
       asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(counter) : "memory");
     } while (now < target);
   }
-  __syncthreads();
+  threads_sync(threads);
 }
 
 }  // namespace anvil::cuda

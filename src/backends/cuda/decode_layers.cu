@@ -41,7 +41,9 @@
 namespace anvil::cuda {
 namespace {
 
-constexpr int kThreads = 512;
+// Fifteen warps compute; the sixteenth issues the weight copies.
+constexpr int kBlockThreads = 512;
+constexpr int kThreads = kBlockThreads - 32;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxLayers = 128;
 constexpr int kMaxChunkRows = 64;
@@ -81,14 +83,15 @@ struct Params {
 
 // Shared memory: mbarriers, reduction scratch, the attention item's arrays, the staged
 // activation vector, then the ring of weight slots.
-constexpr int kBarBytes = kMaxSlots * 8;
+constexpr int kBarBytes = 2 * kMaxSlots * 8;
 constexpr int kRedBytes = 2048;
 constexpr int kAttnBytes = (kRoundKeys + 6 * kMaxDim) * 4;
 constexpr int kFixedBytes = kBarBytes + kRedBytes + kAttnBytes;
 static_assert(kFixedBytes % 128 == 0);
 
 struct Shared {
-  uint64_t* bars;
+  uint64_t* bars;   // per slot: its copies have landed
+  uint64_t* empty;  // per slot: the consumers are done with it
   float* red;  // [2 buffers][2 sums][kMaxChunkRows]: a chunk's per-unit sums
   float* reduce;
   int* flag;
@@ -101,6 +104,7 @@ struct Shared {
 __device__ Shared carve(const Params& p, char* smem) {
   Shared s;
   s.bars = reinterpret_cast<uint64_t*>(smem);
+  s.empty = s.bars + kMaxSlots;
   s.red = reinterpret_cast<float*>(smem + kBarBytes);
   s.reduce = s.red + 4 * kMaxChunkRows;
   s.flag = reinterpret_cast<int*>(s.reduce + kWarps);
@@ -117,6 +121,10 @@ __device__ Shared carve(const Params& p, char* smem) {
   s.xs = smem + kFixedBytes;
   s.ring = smem + kFixedBytes + p.xs_bytes;
   return s;
+}
+
+__device__ __forceinline__ void consumers_sync() {
+  threads_sync(kThreads);
 }
 
 template <class T>
@@ -149,11 +157,11 @@ __device__ float block_sum(float v, float* scratch) {
   v = warp_sum(v);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane == 0) scratch[warp] = v;
-  __syncthreads();
+  consumers_sync();
   float total = 0.0f;
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) total += scratch[w];
-  __syncthreads();  // scratch is reused by the next reduction
+  consumers_sync();  // scratch is reused by the next reduction
   return total;
 }
 
@@ -161,11 +169,11 @@ __device__ float block_max(float v, float* scratch) {
   v = warp_max(v);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane == 0) scratch[warp] = v;
-  __syncthreads();
+  consumers_sync();
   float m = -FLT_MAX;
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) m = fmaxf(m, scratch[w]);
-  __syncthreads();
+  consumers_sync();
   return m;
 }
 
@@ -274,8 +282,8 @@ __device__ void issue_chunk(const Params& p, const Chunk& ch, char* dst, uint64_
 }
 
 struct Pipeline {
-  Cursor producer, consumer;  // producer: thread 0's only
-  int issued = 0, consumed = 0;
+  Cursor consumer;
+  int consumed = 0;
   unsigned long long waited = 0;  // profile: thread 0's time in chunk waits this phase
 };
 
@@ -285,16 +293,19 @@ __device__ __forceinline__ unsigned long long global_ns() {
   return t;
 }
 
-// Thread 0 keeps every free slot loading the next chunk of the stream.
+// The producer warp's first lane: the block's whole chunk stream, each chunk into the next
+// slot as soon as the consumers release it. Blocking here (on a slot, or on the copy engine's
+// queue) delays no computation.
 template <class T>
-__device__ void refill(const Params& p, Pipeline& pl, const Shared& sh) {
-  if (threadIdx.x != 0) return;
-  async_proxy_fence();
+__device__ void produce(const Params& p, const Shared& sh) {
+  if (threadIdx.x % 32 != 0) return;
+  Cursor c;
   Chunk ch;
-  while (pl.issued < pl.consumed + p.slots && next_chunk(p, sh.slices, pl.producer, ch)) {
-    const int slot = pl.issued % p.slots;
+  for (int i = 0; next_chunk(p, sh.slices, c, ch); ++i) {
+    const int slot = i % p.slots;
+    if (i >= p.slots) mbarrier_wait(&sh.empty[slot], static_cast<unsigned>(i / p.slots - 1) & 1u);
+    async_proxy_fence();
     issue_chunk<T>(p, ch, sh.ring + static_cast<long long>(slot) * p.slot_bytes, &sh.bars[slot]);
-    ++pl.issued;
   }
 }
 
@@ -356,9 +367,9 @@ __device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, i
         red[kMaxChunkRows + u] = a1;
       }
     }
-    __syncthreads();  // the sums are in, and the slot is read
+    consumers_sync();  // the sums are in, and the slot is read
+    if (threadIdx.x == 0) mbarrier_arrive(&sh.empty[slot]);
     ++pl.consumed;
-    refill<T>(p, pl, sh);
     if (row_thread) {
       float s0 = 0.0f, s1 = 0.0f;
       for (int q = 0; q < parts; ++q) {
@@ -418,7 +429,7 @@ __device__ void stage_normed(const Params& p, const Shared& sh, const T* x, cons
     for (int j = 0; j < 8; ++j) out[j] = from_float<T>(wf[j] * to_float(from_float<T>(f[j] * scale)));
     xs[c] = packed;
   }
-  __syncthreads();
+  consumers_sync();
 }
 
 template <class T>
@@ -427,7 +438,7 @@ __device__ void stage_plain(const Shared& sh, const T* src, int n) {
   for (int c = threadIdx.x; c < n / 8; c += kThreads) {
     xs[c] = __ldcg(reinterpret_cast<const uint4*>(src) + c);
   }
-  __syncthreads();
+  consumers_sync();
 }
 
 // ---- Attention -------------------------------------------------------------------------
@@ -492,7 +503,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
       }
     }
   }
-  __syncthreads();
+  consumers_sync();
   T* kc = static_cast<T*>(L.k_cache) + static_cast<long long>(kh) * p.cap * dim;
   T* vc = static_cast<T*>(L.v_cache) + static_cast<long long>(kh) * p.cap * dim;
   const bool writes_cache = split == 0 && h % p.group == 0;
@@ -514,7 +525,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
       vc[past * dim + d] = vt;
     }
   }
-  __syncthreads();
+  consumers_sync();
 
   long long t0, t1;
   split_range(p, past + 1, split, t0, t1);
@@ -588,7 +599,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
         for (int i = 0; i < 8; ++i) acc[i] += pr[u] * (fresh[u] ? sh.vn[sub * 8 + i] : vf[i]);
       }
     }
-    __syncthreads();  // scores[] is rewritten by the next round
+    consumers_sync();  // scores[] is rewritten by the next round
   }
   // The threads of one dimension chunk: first within the warp, then across warps.
   for (int o = chunks; o < 32; o <<= 1) {
@@ -600,7 +611,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
 #pragma unroll
     for (int i = 0; i < 8; ++i) part[warp * dim + lane * 8 + i] = acc[i];
   }
-  __syncthreads();
+  consumers_sync();
   float* out = p.partials + (static_cast<long long>(h) * p.splits + split) * (dim + 2);
   for (int d = tid; d < dim; d += kThreads) {
     float s = 0.0f;
@@ -612,14 +623,14 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     out[1] = l_run;
   }
   __threadfence();
-  __syncthreads();
+  consumers_sync();
   if (tid == 0) {
     unsigned* arrivals = p.sync + 2 + h;
     const bool last = atomicAdd(arrivals, 1u) == static_cast<unsigned>(p.splits - 1);
     if (last) *arrivals = 0;
     *sh.flag = last;
   }
-  __syncthreads();
+  consumers_sync();
   if (*sh.flag) {  // every split of the head is in: combine them
     __threadfence();
     const float* base = p.partials + static_cast<long long>(h) * p.splits * (dim + 2);
@@ -641,7 +652,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
       attn[d] = from_float<T>(l > 0.0f ? a / l : 0.0f);  // a query that sees no key gets zeros
     }
   }
-  __syncthreads();  // shared memory is reused by the next item
+  consumers_sync();  // shared memory is reused by the next item
 }
 
 // ---- The kernel ------------------------------------------------------------------------
@@ -707,23 +718,29 @@ __device__ __forceinline__ void end_phase(const Params& p, Pipeline& pl, int lay
     at[2 * gridDim.x] = pl.waited;
     pl.waited = 0;
   }
-  if (barrier) grid_barrier(reinterpret_cast<unsigned long long*>(p.sync), gridDim.x);
+  if (barrier) grid_barrier(reinterpret_cast<unsigned long long*>(p.sync), gridDim.x, kThreads);
   if (at) at[gridDim.x] = global_ns();
 }
 
 template <class T>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kBlockThreads, 1)
     decode_layers_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(128) char smem[];
   const Shared sh = carve(p, smem);
   Pipeline pl;
   compute_slices(p, sh.slices);
   if (threadIdx.x == 0) {
-    for (int s = 0; s < p.slots; ++s) mbarrier_init(&sh.bars[s]);
+    for (int s = 0; s < p.slots; ++s) {
+      mbarrier_init(&sh.bars[s]);
+      mbarrier_init(&sh.empty[s]);
+    }
     mbarrier_init_fence();
   }
   __syncthreads();
-  refill<T>(p, pl, sh);
+  if (threadIdx.x >= kThreads) {
+    produce<T>(p, sh);
+    return;
+  }
   const long long past = p.past_dev ? *p.past_dev : p.past_host;
   T* x = static_cast<T*>(p.x);
   NormWeights norm = load_norm(p.layer[0].input_norm, p.hidden);
@@ -766,7 +783,7 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   if (nkv <= 0 || nh % nkv != 0 || nh > kMaxHeads) return "heads must be a multiple of kv_heads";
   const int64_t hidden = a.x.size(1), inter = a.gate.size(1);
   if (hidden % 8 != 0 || inter % 8 != 0) return "hidden and intermediate sizes must be x8";
-  if (hidden > 8 * kThreads * 4) return "hidden size above 16384";
+  if (hidden > 8 * kThreads * 4) return "hidden size above 15360";
   if (!a.positions.defined() || a.positions.numel() != 1) return "one position";
   const auto aligned = [](const Tensor& x) {
     return !x.defined() || reinterpret_cast<uintptr_t>(x.raw()) % 16 == 0;
@@ -948,7 +965,7 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
   p.slots = lay.slots;
   p.xs_bytes = lay.xs_bytes;
   for (int i = 0; i < kPhases; ++i) p.chunk_rows[i] = lay.chunk_rows[i];
-  p.piece_bytes = std::max(1, env_int("ANVIL_CUDA_DECODE_PIECE_KB", 8)) * 1024;
+  p.piece_bytes = std::max(1, env_int("ANVIL_CUDA_DECODE_PIECE_KB", 32)) * 1024;
   const size_t smem = kFixedBytes + static_cast<size_t>(p.xs_bytes) +
                       static_cast<size_t>(p.slots) * p.slot_bytes;
   for (size_t i = 0; i < a.layers.size(); ++i) {
@@ -966,7 +983,7 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
     ANVIL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(smem)));
     int per_sm = 0;
-    ANVIL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+    ANVIL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlockThreads, smem));
     if (per_sm < 1) throw Error("decode_layers: the kernel does not fit an SM");
     st.smem_set = smem;
   }
@@ -975,7 +992,7 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
   attr[0].val.cooperative = 1;
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
-  config.blockDim = dim3(kThreads);
+  config.blockDim = dim3(kBlockThreads);
   config.dynamicSmemBytes = smem;
   config.stream = ctx.stream;
   config.attrs = attr;
