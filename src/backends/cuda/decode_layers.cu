@@ -138,15 +138,34 @@ __device__ __forceinline__ T load_cg(const T* p) {
   return v;
 }
 
-template <class T>
-__device__ __forceinline__ void widen8(const uint4& raw, float* f) {
-  const T* v = reinterpret_cast<const T*>(&raw);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) f[i] = to_float(v[i]);
+// Eight 16-bit floats from the four 32-bit words of a 16-byte vector, by bit operations on the
+// words: element-wise access through a reinterpreted pointer let the compiler read shared
+// memory as eight 16-bit loads (with bank conflicts) instead of one 16-byte load.
+__device__ __forceinline__ float low_half(unsigned w, __nv_bfloat16) {
+  return __uint_as_float(w << 16);
+}
+__device__ __forceinline__ float high_half(unsigned w, __nv_bfloat16) {
+  return __uint_as_float(w & 0xffff0000u);
+}
+__device__ __forceinline__ float low_half(unsigned w, __half) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(w & 0xffffu)));
+}
+__device__ __forceinline__ float high_half(unsigned w, __half) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(w >> 16)));
 }
 
 template <class T>
-__device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc) {
+__device__ __forceinline__ void widen8(const uint4 raw, float* f) {
+  const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = low_half(words[i], T{});
+    f[2 * i + 1] = high_half(words[i], T{});
+  }
+}
+
+template <class T>
+__device__ __forceinline__ float dot8(const uint4 w, const uint4 x, float acc) {
   float wf[8], xf[8];
   widen8<T>(w, wf);
   widen8<T>(x, xf);
@@ -539,9 +558,13 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
   split_range(p, past + 1, split, t0, t1);
   const int chunks = dim / 8, per_pass = kThreads / chunks;
   const int sub = tid % chunks, slot = tid / chunks;
-  float qv[8];
+  float qv[8], knew[8], vnew[8];  // this thread's dimensions of q and of the new key and value
 #pragma unroll
-  for (int i = 0; i < 8; ++i) qv[i] = sh.qs[sub * 8 + i];
+  for (int i = 0; i < 8; ++i) {
+    qv[i] = sh.qs[sub * 8 + i];
+    knew[i] = sh.kn[sub * 8 + i];
+    vnew[i] = sh.vn[sub * 8 + i];
+  }
   float m_run = -FLT_MAX, l_run = 0.0f, acc[8] = {};
   const uint4 zero = make_uint4(0, 0, 0, 0);
   for (long long r0 = t0; r0 < t1; r0 += kRoundKeys) {
@@ -563,7 +586,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
         widen8<T>(raw[u], kf);
         float dot = 0.0f;
 #pragma unroll
-        for (int i = 0; i < 8; ++i) dot += qv[i] * (fresh ? sh.kn[sub * 8 + i] : kf[i]);
+        for (int i = 0; i < 8; ++i) dot += qv[i] * (fresh ? knew[i] : kf[i]);
         for (int o = chunks / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
         if (t < r1) {
           const float score = p.mask[t] != 0 ? dot : -FLT_MAX;
@@ -604,7 +627,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
         float vf[8];
         widen8<T>(raw[u], vf);
 #pragma unroll
-        for (int i = 0; i < 8; ++i) acc[i] += pr[u] * (fresh[u] ? sh.vn[sub * 8 + i] : vf[i]);
+        for (int i = 0; i < 8; ++i) acc[i] += pr[u] * (fresh[u] ? vnew[i] : vf[i]);
       }
     }
     consumers_sync();  // scores[] is rewritten by the next round
