@@ -663,23 +663,32 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
   }
   consumers_sync();
   if (*sh.flag) {  // every split of the head is in: combine them
+    // Each split's max and sum read in parallel into shared memory (scores[] is free now),
+    // then its weight; the accumulators are read with independent loads.
     __threadfence();
     const float* base = p.partials + static_cast<long long>(h) * p.splits * (dim + 2);
-    float m = -FLT_MAX;
-    for (int s = 0; s < p.splits; ++s) {
-      if (__ldcg(base + s * (dim + 2) + 1) > 0.0f) m = fmaxf(m, __ldcg(base + s * (dim + 2)));
+    float* split_max = sh.scores;
+    float* split_sum = sh.scores + p.splits;
+    float* split_weight = sh.scores + 2 * p.splits;
+    for (int s = tid; s < p.splits; s += kThreads) {
+      const float ls = __ldcg(base + s * (dim + 2) + 1);
+      split_max[s] = ls > 0.0f ? __ldcg(base + s * (dim + 2)) : -FLT_MAX;
+      split_sum[s] = ls;
     }
+    consumers_sync();
+    float m = -FLT_MAX;
+    for (int s = 0; s < p.splits; ++s) m = fmaxf(m, split_max[s]);
+    for (int s = tid; s < p.splits; s += kThreads) {
+      split_weight[s] = split_sum[s] > 0.0f ? __expf(split_max[s] - m) : 0.0f;
+    }
+    consumers_sync();
+    float l = 0.0f;
+    for (int s = 0; s < p.splits; ++s) l += split_sum[s] * split_weight[s];
     T* attn = static_cast<T*>(p.attn) + static_cast<long long>(h) * dim;
     for (int d = tid; d < dim; d += kThreads) {
-      float l = 0.0f, a = 0.0f;
-      for (int s = 0; s < p.splits; ++s) {
-        const float* ps = base + s * (dim + 2);
-        const float ls = __ldcg(ps + 1);
-        if (ls == 0.0f) continue;
-        const float c = __expf(__ldcg(ps) - m);
-        l += ls * c;
-        a += __ldcg(ps + 2 + d) * c;
-      }
+      float a = 0.0f;  // a split without keys holds zeros and weighs 0
+#pragma unroll 4
+      for (int s = 0; s < p.splits; ++s) a += __ldcg(base + s * (dim + 2) + 2 + d) * split_weight[s];
       attn[d] = from_float<T>(l > 0.0f ? a / l : 0.0f);  // a query that sees no key gets zeros
     }
   }
@@ -923,7 +932,7 @@ void print_profile(const unsigned long long* t, int layers, int blocks) {
   }
 }
 
-// Shared memory for a stack: slots of at least ANVIL_CUDA_DECODE_SLOT_KB (32 by default) that
+// Shared memory for a stack: slots of at least ANVIL_CUDA_DECODE_SLOT_KB (64 by default) that
 // hold a whole weight row (a gate row and its up row together), as many as fit beside the
 // fixed arrays and the staged activation vector.
 struct Layout {
@@ -938,9 +947,14 @@ Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
   const int unit[kPhases] = {hidden * es, attn * es, 2 * hidden * es, inter * es};
   Layout lay{};
   const int largest = *std::max_element(unit, unit + kPhases);
-  const int slot_min = std::max(kMinSlotBytes, env_int("ANVIL_CUDA_DECODE_SLOT_KB", 32) * 1024);
+  const int slot_min = std::max(kMinSlotBytes, env_int("ANVIL_CUDA_DECODE_SLOT_KB", 64) * 1024);
   lay.slot_bytes = std::max(slot_min, (largest + 127) / 128 * 128);
-  for (int i = 0; i < kPhases; ++i) lay.chunk_rows[i] = std::min(kMaxChunkRows, lay.slot_bytes / unit[i]);
+  // Rows per chunk: what a slot holds, rounded down to a multiple of the computing warps
+  // where it holds more than one row per warp, so no warp takes a row more than the others.
+  for (int i = 0; i < kPhases; ++i) {
+    const int fit = std::min(kMaxChunkRows, lay.slot_bytes / unit[i]);
+    lay.chunk_rows[i] = fit >= kWarps ? fit / kWarps * kWarps : fit;
+  }
   lay.xs_bytes = (std::max({hidden, inter, attn}) * es + 127) / 128 * 128;
   lay.slots = std::min(kMaxSlots, (smem_optin - kFixedBytes - lay.xs_bytes) / lay.slot_bytes);
   return lay;
@@ -975,7 +989,7 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
   const int blocks = ctx.sm_count;
   // Enough (head, split) items to give most blocks one; ANVIL_CUDA_DECODE_SPLITS for tests.
   p.splits = env_int("ANVIL_CUDA_DECODE_SPLITS", std::max(1, blocks / p.heads));
-  p.splits = std::max(1, p.splits);
+  p.splits = std::clamp(p.splits, 1, kRoundKeys / 3);  // the combine keeps 3 floats per split
   const size_t floats = static_cast<size_t>(p.heads) * p.splits * (p.dim + 2);
   if (st.partials.empty() || st.partials.back()->nbytes() < floats * sizeof(float)) {
     if (ctx.capturing) throw Error("decode_layers: workspace grown during graph capture");
