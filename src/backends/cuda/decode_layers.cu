@@ -333,10 +333,10 @@ __device__ void produce(const Params& p, const Shared& sh) {
 }
 
 // Consumes the block's chunks of (layer, phase): each row's product with the staged vector,
-// split across warps when a chunk has fewer rows than warps; then one thread per row runs
-// op.store(row, gate-or-only sum, up sum, op.load(row)), where load fetches the row's bias and
-// residual before the chunk's weights are awaited, so their latency hides behind the wait and
-// the products. One block barrier per chunk: the per-unit sums alternate between two buffers.
+// split across warps when a chunk has fewer rows than warps; then op(row, gate-or-only sum, up
+// sum) by the thread that owns the row (thread i of the block owns row i of each of its slices,
+// and holds that row's biases and residual in registers). One block barrier per chunk: the
+// per-unit sums alternate between two buffers.
 template <class T, class RowOp>
 __device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, int layer,
                               int phase, const RowOp& op) {
@@ -348,10 +348,8 @@ __device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, i
     Chunk ch;
     if (!next_chunk(p, sh.slices, peek, ch) || ch.layer != layer || ch.phase != phase) break;
     pl.consumer = peek;
-    const bool row_thread = static_cast<int>(threadIdx.x) < ch.rows;
-    const int row = ch.row + static_cast<int>(threadIdx.x);
-    float2 pre = make_float2(0.0f, 0.0f);
-    if (row_thread) pre = op.load(row);
+    const int idx = static_cast<int>(threadIdx.x) - (ch.row - sh.slices[2 * phase]);
+    const bool row_thread = idx >= 0 && idx < ch.rows;
     const int slot = pl.consumed % p.slots;
     float* red = sh.red + (pl.consumed & 1) * 2 * kMaxChunkRows;
     const unsigned long long t0 = p.timeline && threadIdx.x == 0 ? global_ns() : 0;
@@ -400,10 +398,10 @@ __device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, i
     if (row_thread) {
       float s0 = 0.0f, s1 = 0.0f;
       for (int q = 0; q < parts; ++q) {
-        s0 += red[threadIdx.x * parts + q];
-        s1 += red[kMaxChunkRows + threadIdx.x * parts + q];
+        s0 += red[idx * parts + q];
+        s1 += red[kMaxChunkRows + idx * parts + q];
       }
-      op.store(row, s0, s1, pre);
+      op(ch.row + idx, s0, s1);
     }
   }
 }
@@ -702,51 +700,34 @@ __device__ __forceinline__ float bias_at(const void* bias, int row) {
   return bias ? to_float(static_cast<const T*>(bias)[row]) : 0.0f;
 }
 
-// The product epilogues: q/k/v rows with their bias; o/down rows added to the residual; gate/up
-// rows through SwiGLU.
-template <class T>
-struct QkvRows {
-  const Params& p;
-  const LayerPointers& L;
-  __device__ float2 load(int row) const {
-    const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
-    const void* bias = row < nq ? L.bq : (row < nq + nk ? L.bk : L.bv);
-    const int at = row < nq ? row : (row < nq + nk ? row - nq : row - nq - nk);
-    return make_float2(bias_at<T>(bias, at), 0.0f);
-  }
-  __device__ void store(int row, float s, float, float2 pre) const {
-    const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
-    T* out = static_cast<T*>(row < nq ? p.q : (row < nq + nk ? p.k : p.v));
-    const int at = row < nq ? row : (row < nq + nk ? row - nq : row - nq - nk);
-    out[at] = from_float<T>(s + pre.x);
-  }
+// What the thread owning row i of the block's slices keeps in registers: the residual's row
+// (the o and down slices are the same rows of the hidden size) and the layer's biases of its
+// rows, loaded a layer ahead so no epilogue waits on memory.
+struct RowState {
+  float resid = 0.0f, b_qkv = 0.0f, b_o = 0.0f, b_gate = 0.0f, b_up = 0.0f, b_down = 0.0f;
 };
 
 template <class T>
-struct ResidualRows {
-  T* x;
-  const void* bias;
-  __device__ float2 load(int row) const {
-    return make_float2(bias_at<T>(bias, row), to_float(load_cg(x + row)));
+__device__ void load_row_biases(const Params& p, const Shared& sh, const LayerPointers& L,
+                                RowState& st) {
+  const int t = static_cast<int>(threadIdx.x);
+  const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
+  int r = sh.slices[2 * kQkv] + t;
+  if (r < sh.slices[2 * kQkv + 1]) {
+    st.b_qkv = r < nq ? bias_at<T>(L.bq, r)
+                      : (r < nq + nk ? bias_at<T>(L.bk, r - nq) : bias_at<T>(L.bv, r - nq - nk));
   }
-  __device__ void store(int row, float s, float, float2 pre) const {
-    x[row] = from_float<T>(pre.y + to_float(from_float<T>(s + pre.x)));
+  r = sh.slices[2 * kOut] + t;
+  if (r < sh.slices[2 * kOut + 1]) {
+    st.b_o = bias_at<T>(L.bo, r);
+    st.b_down = bias_at<T>(L.bd, r);
   }
-};
-
-template <class T>
-struct SwigluRows {
-  T* act;
-  const void *gate_bias, *up_bias;
-  __device__ float2 load(int row) const {
-    return make_float2(bias_at<T>(gate_bias, row), bias_at<T>(up_bias, row));
+  r = sh.slices[2 * kGateUp] + t;
+  if (r < sh.slices[2 * kGateUp + 1]) {
+    st.b_gate = bias_at<T>(L.bg, r);
+    st.b_up = bias_at<T>(L.bu, r);
   }
-  __device__ void store(int row, float g, float u, float2 pre) const {
-    const float gv = to_float(from_float<T>(g + pre.x));
-    const float uv = to_float(from_float<T>(u + pre.y));
-    act[row] = from_float<T>(gv / (1.0f + __expf(-gv)) * uv);
-  }
-};
+}
 
 // The grid barrier ending a phase, with the profile's three numbers when one is kept.
 __device__ __forceinline__ void end_phase(const Params& p, Pipeline& pl, int layer, int phase,
@@ -783,28 +764,52 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   }
   const long long past = p.past_dev ? *p.past_dev : p.past_host;
   T* x = static_cast<T*>(p.x);
+  const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
+  RowState st;
+  if (sh.slices[2 * kOut] + static_cast<int>(threadIdx.x) < sh.slices[2 * kOut + 1]) {
+    st.resid = to_float(x[sh.slices[2 * kOut] + threadIdx.x]);
+  }
+  load_row_biases<T>(p, sh, p.layer[0], st);
   NormWeights norm = load_norm(p.layer[0].input_norm, p.hidden);
+  const auto qkv_row = [&](int row, float s, float) {
+    T* out = static_cast<T*>(row < nq ? p.q : (row < nq + nk ? p.k : p.v));
+    out[row < nq ? row : (row < nq + nk ? row - nq : row - nq - nk)] = from_float<T>(s + st.b_qkv);
+  };
+  const auto add_residual = [&](int row, float s, float bias) {
+    const T sum = from_float<T>(st.resid + to_float(from_float<T>(s + bias)));
+    st.resid = to_float(sum);
+    x[row] = sum;
+  };
+  const auto o_row = [&](int row, float s, float) { add_residual(row, s, st.b_o); };
+  const auto down_row = [&](int row, float s, float) { add_residual(row, s, st.b_down); };
+  const auto swiglu_row = [&](int row, float g, float u) {
+    const float gv = to_float(from_float<T>(g + st.b_gate));
+    const float uv = to_float(from_float<T>(u + st.b_up));
+    static_cast<T*>(p.act)[row] = from_float<T>(gv / (1.0f + __expf(-gv)) * uv);
+  };
   for (int l = 0; l < p.layers; ++l) {
     const LayerPointers& L = p.layer[l];
     prefetch_kv<T>(p, L, past);
     stage_normed<T>(p, sh, x, norm, p.hidden);
-    consume_phase<T>(p, pl, sh, l, kQkv, QkvRows<T>{p, L});
+    consume_phase<T>(p, pl, sh, l, kQkv, qkv_row);
     end_phase(p, pl, l, 0, true);
     for (int it = blockIdx.x; it < p.heads * p.splits; it += gridDim.x) {
       attention_item<T>(p, L, it / p.splits, it % p.splits, past, sh);
     }
     end_phase(p, pl, l, 1, true);
     stage_plain<T>(sh, static_cast<const T*>(p.attn), p.heads * p.dim);
-    consume_phase<T>(p, pl, sh, l, kOut, ResidualRows<T>{x, L.bo});
+    consume_phase<T>(p, pl, sh, l, kOut, o_row);
     norm = load_norm(L.post_norm, p.hidden);
     end_phase(p, pl, l, 2, true);
     stage_normed<T>(p, sh, x, norm, p.hidden);
-    consume_phase<T>(p, pl, sh, l, kGateUp,
-                     SwigluRows<T>{static_cast<T*>(p.act), L.bg, L.bu});
+    consume_phase<T>(p, pl, sh, l, kGateUp, swiglu_row);
     end_phase(p, pl, l, 3, true);
     stage_plain<T>(sh, static_cast<const T*>(p.act), p.inter);
-    consume_phase<T>(p, pl, sh, l, kDown, ResidualRows<T>{x, L.bd});
-    if (l + 1 < p.layers) norm = load_norm(p.layer[l + 1].input_norm, p.hidden);
+    consume_phase<T>(p, pl, sh, l, kDown, down_row);
+    if (l + 1 < p.layers) {
+      norm = load_norm(p.layer[l + 1].input_norm, p.hidden);
+      load_row_biases<T>(p, sh, p.layer[l + 1], st);
+    }
     end_phase(p, pl, l, 4, l + 1 < p.layers);
   }
 }
@@ -824,6 +829,10 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   const int64_t hidden = a.x.size(1), inter = a.gate.size(1);
   if (hidden % 8 != 0 || inter % 8 != 0) return "hidden and intermediate sizes must be x8";
   if (hidden > 8 * kThreads * 4) return "hidden size above 15360";
+  // A thread per row of a block's slice of each phase.
+  const int64_t blocks = context(a.x.device()).sm_count;
+  const int64_t widest = std::max({(nh + 2 * nkv) * hd, hidden, inter});
+  if ((widest + blocks - 1) / blocks > kThreads) return "more rows per block than threads";
   if (!a.positions.defined() || a.positions.numel() != 1) return "one position";
   const auto aligned = [](const Tensor& x) {
     return !x.defined() || reinterpret_cast<uintptr_t>(x.raw()) % 16 == 0;
