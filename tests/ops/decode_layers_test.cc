@@ -23,7 +23,8 @@ namespace {
 struct StackShape {
   int64_t hidden, inter, heads, kv_heads, dim, layers, past, cap;
   bool biases, qk_norm, past_on_device;
-  const char* splits;  // ANVIL_CUDA_DECODE_SPLITS, or nullptr for the kernel's choice
+  const char* splits;      // ANVIL_CUDA_DECODE_SPLITS, or nullptr for the kernel's choice
+  const char* split_keys;  // ANVIL_CUDA_DECODE_SPLIT_KEYS, or nullptr
 };
 
 class DecodeLayers : public ::testing::TestWithParam<DeviceType> {
@@ -72,10 +73,12 @@ float max_abs_diff(const Tensor& a, const Tensor& b) {
 
 TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
   const StackShape shapes[] = {
-      {128, 320, 4, 2, 32, 3, 37, 64, true, false, false, nullptr},
-      {256, 512, 8, 4, 128, 2, 300, 512, false, true, true, nullptr},
-      {64, 128, 2, 1, 64, 2, 0, 16, false, true, true, nullptr},
-      {896, 4864, 14, 2, 64, 1, 2500, 2600, true, false, true, "1"},
+      // Splits of 4 keys: some wholly masked, combined by the last split to finish.
+      {128, 320, 4, 2, 32, 3, 37, 64, true, false, false, nullptr, "4"},
+      {256, 512, 8, 4, 128, 2, 300, 512, false, true, true, nullptr, nullptr},
+      {64, 128, 2, 1, 64, 2, 0, 16, false, true, true, nullptr, nullptr},
+      // One split over 2,501 keys: two rounds of the kernel's scores.
+      {896, 4864, 14, 2, 64, 1, 2500, 2600, true, false, true, "1", nullptr},
   };
   for (const StackShape& c : shapes) {
     const std::string what = "hidden " + std::to_string(c.hidden) + " heads " +
@@ -161,9 +164,11 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
     // The fused run must really be the one-launch kernel: "require" turns a fallback into an error.
     ::setenv("ANVIL_CUDA_DECODE_KERNEL", "require", 1);
     if (c.splits) ::setenv("ANVIL_CUDA_DECODE_SPLITS", c.splits, 1);
+    if (c.split_keys) ::setenv("ANVIL_CUDA_DECODE_SPLIT_KEYS", c.split_keys, 1);
     EXPECT_NO_THROW(ops::decode_layers(args(fused_layers, fused_x))) << what;
     ::unsetenv("ANVIL_CUDA_DECODE_KERNEL");
     ::unsetenv("ANVIL_CUDA_DECODE_SPLITS");
+    ::unsetenv("ANVIL_CUDA_DECODE_SPLIT_KEYS");
     ops::composed_decode_layers(args(composed_layers, composed_x));
 
     // The two differ by float summation order only, amplified through bf16 roundings.

@@ -77,6 +77,7 @@ struct Params {
   unsigned long long* timeline;  // ANVIL_CUDA_DECODE_PROFILE: per layer, phase and block, the
                                  // time its work ended and the time its barrier released
   int slot_bytes, slots, xs_bytes, piece_bytes;
+  int split_keys;  // keys per attention split to aim for
   unsigned wait_hint_ns;  // mbarrier waits sleep up to this long instead of spinning
   int wait_one;           // one consumer thread waits for a chunk, the rest at a barrier
   int chunk_rows[kPhases];
@@ -468,9 +469,16 @@ __device__ void stage_plain(const Shared& sh, const T* src, int n) {
 
 // ---- Attention -------------------------------------------------------------------------
 
-__device__ __forceinline__ void split_range(const Params& p, long long keys, int split,
-                                            long long& t0, long long& t1) {
-  const long long per = (keys + p.splits - 1) / p.splits;
+// Splits of a head's keys this step: about split_keys keys each, at most p.splits (the
+// workspace's), one for short contexts so that no combine is needed.
+__device__ __forceinline__ int active_splits(const Params& p, long long past) {
+  const long long want = (past + 1 + p.split_keys - 1) / p.split_keys;
+  return static_cast<int>(want < p.splits ? (want < 1 ? 1 : want) : p.splits);
+}
+
+__device__ __forceinline__ void split_range(long long keys, int splits, int split, long long& t0,
+                                            long long& t1) {
+  const long long per = (keys + splits - 1) / splits;
   t0 = min(keys, split * per);
   t1 = min(keys, t0 + per);
 }
@@ -478,11 +486,11 @@ __device__ __forceinline__ void split_range(const Params& p, long long keys, int
 // Asks L2 for the cached keys and values (rows before this step's) the block's attention
 // items of this layer will read, two phases before it reads them.
 template <class T>
-__device__ void prefetch_kv(const Params& p, const LayerPointers& L, long long past) {
-  for (int it = blockIdx.x; it < p.heads * p.splits; it += gridDim.x) {
-    const int h = it / p.splits, split = it % p.splits, kh = h / p.group;
+__device__ void prefetch_kv(const Params& p, const LayerPointers& L, long long past, int splits) {
+  for (int it = blockIdx.x; it < p.heads * splits; it += gridDim.x) {
+    const int h = it / splits, split = it % splits, kh = h / p.group;
     long long t0, t1;
-    split_range(p, past + 1, split, t0, t1);
+    split_range(past + 1, splits, split, t0, t1);
     t1 = min(t1, past);
     if (t1 <= t0) continue;
     const long long at = (static_cast<long long>(kh) * p.cap + t0) * p.dim;
@@ -497,7 +505,7 @@ __device__ void prefetch_kv(const Params& p, const LayerPointers& L, long long p
 // partial result to global memory; the last split of the head to arrive combines them.
 template <class T>
 __device__ void attention_item(const Params& p, const LayerPointers& L, int h, int split,
-                               long long past, const Shared& sh) {
+                               int splits, long long past, const Shared& sh) {
   const int dim = p.dim, half = dim / 2, kh = h / p.group;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const T* qrow = static_cast<const T*>(p.q) + static_cast<long long>(h) * dim;
@@ -553,7 +561,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
   consumers_sync();
 
   long long t0, t1;
-  split_range(p, past + 1, split, t0, t1);
+  split_range(past + 1, splits, split, t0, t1);
   const int chunks = dim / 8, per_pass = kThreads / chunks;
   const int sub = tid % chunks, slot = tid / chunks;
   float qv[8], knew[8], vnew[8];  // this thread's dimensions of q and of the new key and value
@@ -641,7 +649,17 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     for (int i = 0; i < 8; ++i) part[warp * dim + lane * 8 + i] = acc[i];
   }
   consumers_sync();
-  float* out = p.partials + (static_cast<long long>(h) * p.splits + split) * (dim + 2);
+  if (splits == 1) {  // the whole head: its output, no combine
+    T* attn = static_cast<T*>(p.attn) + static_cast<long long>(h) * dim;
+    for (int d = tid; d < dim; d += kThreads) {
+      float s = 0.0f;
+      for (int w = 0; w < kWarps; ++w) s += part[w * dim + d];
+      attn[d] = from_float<T>(l_run > 0.0f ? s / l_run : 0.0f);
+    }
+    consumers_sync();  // shared memory is reused by the next item
+    return;
+  }
+  float* out = p.partials + (static_cast<long long>(h) * splits + split) * (dim + 2);
   for (int d = tid; d < dim; d += kThreads) {
     float s = 0.0f;
     for (int w = 0; w < kWarps; ++w) s += part[w * dim + d];
@@ -655,7 +673,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
   consumers_sync();
   if (tid == 0) {
     unsigned* arrivals = p.sync + 2 + h;
-    const bool last = atomicAdd(arrivals, 1u) == static_cast<unsigned>(p.splits - 1);
+    const bool last = atomicAdd(arrivals, 1u) == static_cast<unsigned>(splits - 1);
     if (last) *arrivals = 0;
     *sh.flag = last;
   }
@@ -664,29 +682,29 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     // Each split's max and sum read in parallel into shared memory (scores[] is free now),
     // then its weight; the accumulators are read with independent loads.
     __threadfence();
-    const float* base = p.partials + static_cast<long long>(h) * p.splits * (dim + 2);
+    const float* base = p.partials + static_cast<long long>(h) * splits * (dim + 2);
     float* split_max = sh.scores;
-    float* split_sum = sh.scores + p.splits;
-    float* split_weight = sh.scores + 2 * p.splits;
-    for (int s = tid; s < p.splits; s += kThreads) {
+    float* split_sum = sh.scores + splits;
+    float* split_weight = sh.scores + 2 * splits;
+    for (int s = tid; s < splits; s += kThreads) {
       const float ls = __ldcg(base + s * (dim + 2) + 1);
       split_max[s] = ls > 0.0f ? __ldcg(base + s * (dim + 2)) : -FLT_MAX;
       split_sum[s] = ls;
     }
     consumers_sync();
     float m = -FLT_MAX;
-    for (int s = 0; s < p.splits; ++s) m = fmaxf(m, split_max[s]);
-    for (int s = tid; s < p.splits; s += kThreads) {
+    for (int s = 0; s < splits; ++s) m = fmaxf(m, split_max[s]);
+    for (int s = tid; s < splits; s += kThreads) {
       split_weight[s] = split_sum[s] > 0.0f ? __expf(split_max[s] - m) : 0.0f;
     }
     consumers_sync();
     float l = 0.0f;
-    for (int s = 0; s < p.splits; ++s) l += split_sum[s] * split_weight[s];
+    for (int s = 0; s < splits; ++s) l += split_sum[s] * split_weight[s];
     T* attn = static_cast<T*>(p.attn) + static_cast<long long>(h) * dim;
     for (int d = tid; d < dim; d += kThreads) {
       float a = 0.0f;  // a split without keys holds zeros and weighs 0
 #pragma unroll 4
-      for (int s = 0; s < p.splits; ++s) a += __ldcg(base + s * (dim + 2) + 2 + d) * split_weight[s];
+      for (int s = 0; s < splits; ++s) a += __ldcg(base + s * (dim + 2) + 2 + d) * split_weight[s];
       attn[d] = from_float<T>(l > 0.0f ? a / l : 0.0f);  // a query that sees no key gets zeros
     }
   }
@@ -765,6 +783,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   const long long past = p.past_dev ? *p.past_dev : p.past_host;
   T* x = static_cast<T*>(p.x);
   const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
+  const int splits = active_splits(p, past);
   RowState st;
   if (sh.slices[2 * kOut] + static_cast<int>(threadIdx.x) < sh.slices[2 * kOut + 1]) {
     st.resid = to_float(x[sh.slices[2 * kOut] + threadIdx.x]);
@@ -789,12 +808,12 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   };
   for (int l = 0; l < p.layers; ++l) {
     const LayerPointers& L = p.layer[l];
-    prefetch_kv<T>(p, L, past);
+    prefetch_kv<T>(p, L, past, splits);
     stage_normed<T>(p, sh, x, norm, p.hidden);
     consume_phase<T>(p, pl, sh, l, kQkv, qkv_row);
     end_phase(p, pl, l, 0, true);
-    for (int it = blockIdx.x; it < p.heads * p.splits; it += gridDim.x) {
-      attention_item<T>(p, L, it / p.splits, it % p.splits, past, sh);
+    for (int it = blockIdx.x; it < p.heads * splits; it += gridDim.x) {
+      attention_item<T>(p, L, it / splits, it % splits, splits, past, sh);
     }
     end_phase(p, pl, l, 1, true);
     stage_plain<T>(sh, static_cast<const T*>(p.attn), p.heads * p.dim);
@@ -999,6 +1018,7 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
   // Enough (head, split) items to give most blocks one; ANVIL_CUDA_DECODE_SPLITS for tests.
   p.splits = env_int("ANVIL_CUDA_DECODE_SPLITS", std::max(1, blocks / p.heads));
   p.splits = std::clamp(p.splits, 1, kRoundKeys / 3);  // the combine keeps 3 floats per split
+  p.split_keys = std::max(1, env_int("ANVIL_CUDA_DECODE_SPLIT_KEYS", 256));
   const size_t floats = static_cast<size_t>(p.heads) * p.splits * (p.dim + 2);
   if (st.partials.empty() || st.partials.back()->nbytes() < floats * sizeof(float)) {
     if (ctx.capturing) throw Error("decode_layers: workspace grown during graph capture");
