@@ -368,24 +368,40 @@ __device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, i
       const int r = u / parts, part = u % parts;
       const int cb = vecs * part / parts, ce = vecs * (part + 1) / parts;
       const uint4* w0 = w + static_cast<long long>(r) * vecs;
+      // Two (gate/up) or four vectors per lane and step, each with its own accumulator: the
+      // loads of a step are in flight together and the FMA chains are short.
       float a0 = 0.0f, a1 = 0.0f;
+      int c = cb + lane;
       if (phase == kGateUp) {
         const uint4* w1 = w + static_cast<long long>(ch.rows + r) * vecs;
-        for (int c = cb + lane; c < ce; c += 32) {
-          const uint4 xv = xs[c];
-          a0 = dot8<T>(w0[c], xv, a0);
-          a1 = dot8<T>(w1[c], xv, a1);
-        }
-        a1 = warp_sum(a1);
-      } else {
-        float b0 = 0.0f;
-        int c = cb + lane;
+        float b0 = 0.0f, b1 = 0.0f;
         for (; c + 32 < ce; c += 64) {
-          a0 = dot8<T>(w0[c], xs[c], a0);
-          b0 = dot8<T>(w0[c + 32], xs[c + 32], b0);
+          const uint4 x0 = xs[c], x1 = xs[c + 32];
+          const uint4 g0 = w0[c], g1 = w0[c + 32], u0 = w1[c], u1 = w1[c + 32];
+          a0 = dot8<T>(g0, x0, a0);
+          b0 = dot8<T>(g1, x1, b0);
+          a1 = dot8<T>(u0, x0, a1);
+          b1 = dot8<T>(u1, x1, b1);
         }
-        if (c < ce) a0 = dot8<T>(w0[c], xs[c], a0);
+        if (c < ce) {
+          const uint4 x0 = xs[c];
+          a0 = dot8<T>(w0[c], x0, a0);
+          a1 = dot8<T>(w1[c], x0, a1);
+        }
         a0 += b0;
+        a1 = warp_sum(a1 + b1);
+      } else {
+        float b0 = 0.0f, c0 = 0.0f, d0 = 0.0f;
+        for (; c + 96 < ce; c += 128) {
+          const uint4 v0 = w0[c], v1 = w0[c + 32], v2 = w0[c + 64], v3 = w0[c + 96];
+          const uint4 x0 = xs[c], x1 = xs[c + 32], x2 = xs[c + 64], x3 = xs[c + 96];
+          a0 = dot8<T>(v0, x0, a0);
+          b0 = dot8<T>(v1, x1, b0);
+          c0 = dot8<T>(v2, x2, c0);
+          d0 = dot8<T>(v3, x3, d0);
+        }
+        for (; c < ce; c += 32) a0 = dot8<T>(w0[c], xs[c], a0);
+        a0 += b0 + c0 + d0;
       }
       a0 = warp_sum(a0);
       if (lane == 0) {
