@@ -130,18 +130,53 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
   // Norms are fused into the products that read them and residual adds into the products that
   // feed them; where a device has no fused kernel, the ops run composed (normed, proj scratch).
   // Qwen3 normalises each head's q and k before RoPE; the others have no q/k norm.
-  ops::DecodeLayersArgs layers{x, {}, b, s, nh, nkv, hd, eps, scale, in.positions, inv_freq_,
-                               rope_scaling_, in.key_mask, past, in.past, attention_,
-                               normed, q, k, v, attn, proj, gate, up};
+  ops::DecodeLayersArgs layers{.x = x,
+                               .layers = {},
+                               .batch = b,
+                               .seq = s,
+                               .heads = nh,
+                               .kv_heads = nkv,
+                               .head_dim = hd,
+                               .eps = eps,
+                               .scale = scale,
+                               .positions = in.positions,
+                               .inv_freq = inv_freq_,
+                               .rope_scaling = rope_scaling_,
+                               .key_mask = in.key_mask,
+                               .past = past,
+                               .past_on_device = in.past,
+                               .impl = attention_,
+                               .normed = normed,
+                               .q = q,
+                               .k = k,
+                               .v = v,
+                               .attn = attn,
+                               .proj = proj,
+                               .gate = gate,
+                               .up = up};
   layers.layers.reserve(weights_.layers.size());
   for (size_t li = 0; li < weights_.layers.size(); ++li) {
     const LayerWeights& L = weights_.layers[li];
-    layers.layers.push_back({L.input_layernorm, L.q_proj, L.k_proj, L.v_proj, L.q_bias, L.k_bias,
-                             L.v_bias, c.qk_norm ? L.q_norm : Tensor(),
-                             c.qk_norm ? L.k_norm : Tensor(), L.o_proj, L.o_bias,
-                             L.post_attention_layernorm, L.gate_proj, L.gate_bias, L.up_proj,
-                             L.up_bias, L.down_proj, L.down_bias, cache.keys[li],
-                             cache.values[li]});
+    layers.layers.push_back({.input_norm = L.input_layernorm,
+                             .q = L.q_proj,
+                             .k = L.k_proj,
+                             .v = L.v_proj,
+                             .q_bias = L.q_bias,
+                             .k_bias = L.k_bias,
+                             .v_bias = L.v_bias,
+                             .q_norm = c.qk_norm ? L.q_norm : Tensor(),
+                             .k_norm = c.qk_norm ? L.k_norm : Tensor(),
+                             .o = L.o_proj,
+                             .o_bias = L.o_bias,
+                             .post_norm = L.post_attention_layernorm,
+                             .gate = L.gate_proj,
+                             .gate_bias = L.gate_bias,
+                             .up = L.up_proj,
+                             .up_bias = L.up_bias,
+                             .down = L.down_proj,
+                             .down_bias = L.down_bias,
+                             .k_cache = cache.keys[li],
+                             .v_cache = cache.values[li]});
   }
   ops::decode_layers(layers);
 

@@ -520,16 +520,22 @@ void composed_decode_layers(const DecodeLayersArgs& a) {
   const int64_t nh = a.heads, nkv = a.kv_heads;
   const Tensor& x = a.x;
   for (const DecoderLayerTensors& L : a.layers) {
-    linear_group({x, {L.q, L.k, L.v}, {L.q_bias, L.k_bias, L.v_bias}, {a.q, a.k, a.v}, 3,
-                  L.input_norm, a.eps, a.normed});
+    linear_group({x,
+                  {L.q, L.k, L.v},
+                  {L.q_bias, L.k_bias, L.v_bias},
+                  {a.q, a.k, a.v},
+                  3,
+                  L.input_norm,
+                  a.eps,
+                  a.normed});
     rope_attention({{a.q.view({n, nh, hd}), a.k.view({b, s, nkv, hd}), a.v.view({b, s, nkv, hd}),
-                     L.q_norm, L.k_norm, a.eps, a.positions, a.inv_freq, a.rope_scaling,
-                     L.k_cache, L.v_cache, a.past, a.past_on_device},
+                     L.q_norm, L.k_norm, a.eps, a.positions, a.inv_freq, a.rope_scaling, L.k_cache,
+                     L.v_cache, a.past, a.past_on_device},
                     {a.q.view({b, s, nh, hd}), L.k_cache, L.v_cache, a.key_mask,
                      a.attn.view({b, s, nh, hd}), a.past, a.scale, a.impl, a.past_on_device}});
     linear_add({a.attn, L.o, L.o_bias, x, a.proj});
-    linear_swiglu({x, L.gate, L.gate_bias, L.up, L.up_bias, a.gate, a.up, L.post_norm, a.eps,
-                   a.normed});
+    linear_swiglu(
+        {x, L.gate, L.gate_bias, L.up, L.up_bias, a.gate, a.up, L.post_norm, a.eps, a.normed});
     linear_add({a.gate, L.down, L.down_bias, x, a.proj});
   }
 }

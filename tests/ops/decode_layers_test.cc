@@ -82,8 +82,8 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
   };
   for (const StackShape& c : shapes) {
     const std::string what = "hidden " + std::to_string(c.hidden) + " heads " +
-                             std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
-                             " dim " + std::to_string(c.dim) + " past " + std::to_string(c.past);
+                             std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " dim " +
+                             std::to_string(c.dim) + " past " + std::to_string(c.past);
     const float wscale = 1.0f / std::sqrt(static_cast<float>(c.hidden));
     const int64_t nq = c.heads * c.dim, nkv = c.kv_heads * c.dim;
     std::vector<ops::DecoderLayerTensors> fused_layers, composed_layers;
@@ -148,8 +148,7 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
           1.0f,
           mask.to(device_),
           c.past,
-          c.past_on_device ? Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_)
-                           : Tensor(),
+          c.past_on_device ? Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_) : Tensor(),
           ops::AttentionImpl::sdpa,
           scratch(c.hidden),
           scratch(nq),
@@ -230,8 +229,8 @@ TEST_P(DecodeLayers, UnsupportedStacksRunComposedOrSayWhy) {
   EXPECT_NO_THROW(ops::decode_layers(a));
   // f32 has no registered one-launch kernel, so "require" cannot reach it: call the bf16 entry
   // point with an f32 stack through the registry's lookup instead.
-  auto kernel = get_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayers, GetParam(), DType::bf16,
-                                                  DType::bf16);
+  auto kernel =
+      get_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayers, GetParam(), DType::bf16, DType::bf16);
   ::setenv("ANVIL_CUDA_DECODE_KERNEL", "require", 1);
   try {
     kernel(a);

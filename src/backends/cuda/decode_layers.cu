@@ -77,7 +77,7 @@ struct Params {
   unsigned long long* timeline;  // ANVIL_CUDA_DECODE_PROFILE: per layer, phase and block, the
                                  // time its work ended and the time its barrier released
   int slot_bytes, slots, xs_bytes, piece_bytes;
-  int split_keys;  // keys per attention split to aim for
+  int split_keys;         // keys per attention split to aim for
   unsigned wait_hint_ns;  // mbarrier waits sleep up to this long instead of spinning
   int wait_one;           // one consumer thread waits for a chunk, the rest at a barrier
   int chunk_rows[kPhases];
@@ -95,7 +95,7 @@ static_assert(kFixedBytes % 128 == 0);
 struct Shared {
   uint64_t* bars;   // per slot: its copies have landed
   uint64_t* empty;  // per slot: the consumers are done with it
-  float* red;  // [2 buffers][2 sums][kMaxChunkRows]: a chunk's per-unit sums
+  float* red;       // [2 buffers][2 sums][kMaxChunkRows]: a chunk's per-unit sums
   float* reduce;
   int* flag;
   int* slices;  // [kPhases][2]: this block's rows of each phase
@@ -339,8 +339,8 @@ __device__ void produce(const Params& p, const Shared& sh) {
 // and holds that row's biases and residual in registers). One block barrier per chunk: the
 // per-unit sums alternate between two buffers.
 template <class T, class RowOp>
-__device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, int layer,
-                              int phase, const RowOp& op) {
+__device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, int layer, int phase,
+                              const RowOp& op) {
   const int vecs = phase_k(p, phase) / 8;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const uint4* xs = static_cast<const uint4*>(sh.xs);
@@ -360,8 +360,8 @@ __device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, i
     }
     if (p.wait_one) consumers_sync();
     if (t0) pl.waited += global_ns() - t0;
-    const uint4* w = reinterpret_cast<const uint4*>(sh.ring + static_cast<long long>(slot) *
-                                                                  p.slot_bytes);
+    const uint4* w =
+        reinterpret_cast<const uint4*>(sh.ring + static_cast<long long>(slot) * p.slot_bytes);
     const int parts = max(1, kWarps / ch.rows);
     const int units = ch.rows * parts;
     for (int u = warp; u < units; u += kWarps) {
@@ -468,7 +468,8 @@ __device__ void stage_normed(const Params& p, const Shared& sh, const T* x, cons
     uint4 packed;
     T* out = reinterpret_cast<T*>(&packed);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) out[j] = from_float<T>(wf[j] * to_float(from_float<T>(f[j] * scale)));
+    for (int j = 0; j < 8; ++j)
+      out[j] = from_float<T>(wf[j] * to_float(from_float<T>(f[j] * scale)));
     xs[c] = packed;
   }
   consumers_sync();
@@ -597,8 +598,8 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
         const long long t = base + slot + u * per_pass;
-        raw[u] = t < r1 && t != past ? *reinterpret_cast<const uint4*>(kc + t * dim + sub * 8)
-                                     : zero;
+        raw[u] =
+            t < r1 && t != past ? *reinterpret_cast<const uint4*>(kc + t * dim + sub * 8) : zero;
       }
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
@@ -873,8 +874,7 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
     return !x.defined() || reinterpret_cast<uintptr_t>(x.raw()) % 16 == 0;
   };
   const auto is = [&](const Tensor& x, const Shape& shape) {
-    return x.defined() && x.dtype() == t && x.shape() == shape && x.is_contiguous() &&
-           aligned(x);
+    return x.defined() && x.dtype() == t && x.shape() == shape && x.is_contiguous() && aligned(x);
   };
   const auto maybe = [&](const Tensor& x, int64_t n) { return !x.defined() || is(x, {n}); };
   for (const ops::DecoderLayerTensors& L : a.layers) {
@@ -883,16 +883,17 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
     }
     const bool ok =
         is(L.input_norm, {hidden}) && is(L.post_norm, {hidden}) && is(L.q, {nh * hd, hidden}) &&
-        is(L.k, {nkv * hd, hidden}) && is(L.v, {nkv * hd, hidden}) &&
-        is(L.o, {hidden, nh * hd}) && is(L.gate, {inter, hidden}) && is(L.up, {inter, hidden}) &&
-        is(L.down, {hidden, inter}) && maybe(L.q_bias, nh * hd) && maybe(L.k_bias, nkv * hd) &&
-        maybe(L.v_bias, nkv * hd) && maybe(L.o_bias, hidden) && maybe(L.gate_bias, inter) &&
-        maybe(L.up_bias, inter) && maybe(L.down_bias, hidden) && maybe(L.q_norm, hd) &&
-        maybe(L.k_norm, hd) && L.q_norm.defined() == L.k_norm.defined() &&
+        is(L.k, {nkv * hd, hidden}) && is(L.v, {nkv * hd, hidden}) && is(L.o, {hidden, nh * hd}) &&
+        is(L.gate, {inter, hidden}) && is(L.up, {inter, hidden}) && is(L.down, {hidden, inter}) &&
+        maybe(L.q_bias, nh * hd) && maybe(L.k_bias, nkv * hd) && maybe(L.v_bias, nkv * hd) &&
+        maybe(L.o_bias, hidden) && maybe(L.gate_bias, inter) && maybe(L.up_bias, inter) &&
+        maybe(L.down_bias, hidden) && maybe(L.q_norm, hd) && maybe(L.k_norm, hd) &&
+        L.q_norm.defined() == L.k_norm.defined() &&
         is(L.k_cache, {1, nkv, L.k_cache.size(2), hd}) && is(L.v_cache, L.k_cache.shape()) &&
         L.k_cache.size(2) == a.layers[0].k_cache.size(2);
-    if (!ok) return "a layer's weights or caches are not all " + std::string(dtype_name(t)) +
-                    " and contiguous in the decoder's shapes";
+    if (!ok)
+      return "a layer's weights or caches are not all " + std::string(dtype_name(t)) +
+             " and contiguous in the decoder's shapes";
   }
   const int64_t cap = a.layers[0].k_cache.size(2);
   if (a.past < 0 || a.past + 1 > cap || a.key_mask.size(1) < a.past + 1) return "past length";
@@ -936,8 +937,7 @@ int env_int(const char* name, int fallback) {
 // ANVIL_CUDA_DECODE_PROFILE=1: after an eager launch, where a layer's time goes, from each
 // block's two times per phase (its work done, its barrier released), layers after the first.
 void print_profile(const unsigned long long* t, int layers, int blocks) {
-  static const char* names[5] = {"norm + q/k/v", "attention", "o_proj", "norm + gate/up",
-                                 "down"};
+  static const char* names[5] = {"norm + q/k/v", "attention", "o_proj", "norm + gate/up", "down"};
   const auto at = [&](int l, int f, int which, int b) {
     return static_cast<double>(t[((static_cast<long long>(l) * 5 + f) * 3 + which) * blocks + b]);
   };
@@ -966,8 +966,10 @@ void print_profile(const unsigned long long* t, int layers, int blocks) {
     first = std::min(first, at(0, 0, 0, b));
     last = std::max(last, at(layers - 1, 4, 0, b));
   }
-  std::fprintf(stderr, "decode_layers profile: %d layers, %.1f us from the first phase's end to "
-               "the last's (per layer, microseconds):\n", layers, (last - first) / 1e3);
+  std::fprintf(stderr,
+               "decode_layers profile: %d layers, %.1f us from the first phase's end to "
+               "the last's (per layer, microseconds):\n",
+               layers, (last - first) / 1e3);
   for (int f = 0; f < 5; ++f) {
     std::fprintf(stderr,
                  "  %-16s work mean %6.2f max %6.2f (waiting for weights %5.2f)  barrier %5.2f\n",
@@ -1047,8 +1049,8 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
   if (profile && (!st.timeline || st.timeline->nbytes() < stamps * 8) && !ctx.capturing) {
     st.timeline = allocate(a.x.device(), stamps * 8);
   }
-  p.timeline = profile && st.timeline ? static_cast<unsigned long long*>(st.timeline->data())
-                                      : nullptr;
+  p.timeline =
+      profile && st.timeline ? static_cast<unsigned long long*>(st.timeline->data()) : nullptr;
 
   const Layout lay = layout_for(a, st.smem_optin);
   p.slot_bytes = lay.slot_bytes;
@@ -1058,24 +1060,24 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
   p.piece_bytes = std::max(1, env_int("ANVIL_CUDA_DECODE_PIECE_KB", 32)) * 1024;
   p.wait_hint_ns = static_cast<unsigned>(env_int("ANVIL_CUDA_DECODE_WAIT_HINT", 0));
   p.wait_one = env_int("ANVIL_CUDA_DECODE_WAIT_ONE", 0);
-  const size_t smem = kFixedBytes + static_cast<size_t>(p.xs_bytes) +
-                      static_cast<size_t>(p.slots) * p.slot_bytes;
+  const size_t smem =
+      kFixedBytes + static_cast<size_t>(p.xs_bytes) + static_cast<size_t>(p.slots) * p.slot_bytes;
   for (size_t i = 0; i < a.layers.size(); ++i) {
     const ops::DecoderLayerTensors& L = a.layers[i];
     const auto ptr = [](const Tensor& t) -> const void* { return t.defined() ? t.raw() : nullptr; };
-    p.layer[i] = LayerPointers{ptr(L.input_norm), ptr(L.q),       ptr(L.k),      ptr(L.v),
-                               ptr(L.q_bias),     ptr(L.k_bias),  ptr(L.v_bias), ptr(L.q_norm),
-                               ptr(L.k_norm),     ptr(L.o),       ptr(L.o_bias), ptr(L.post_norm),
-                               ptr(L.gate),       ptr(L.gate_bias), ptr(L.up),   ptr(L.up_bias),
-                               ptr(L.down),       ptr(L.down_bias), L.k_cache.raw(),
-                               L.v_cache.raw()};
+    p.layer[i] = LayerPointers{
+        ptr(L.input_norm), ptr(L.q),         ptr(L.k),         ptr(L.v),         ptr(L.q_bias),
+        ptr(L.k_bias),     ptr(L.v_bias),    ptr(L.q_norm),    ptr(L.k_norm),    ptr(L.o),
+        ptr(L.o_bias),     ptr(L.post_norm), ptr(L.gate),      ptr(L.gate_bias), ptr(L.up),
+        ptr(L.up_bias),    ptr(L.down),      ptr(L.down_bias), L.k_cache.raw(),  L.v_cache.raw()};
   }
   const auto kernel = decode_layers_kernel<T>;
   if (st.smem_set != smem) {
     ANVIL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(smem)));
     int per_sm = 0;
-    ANVIL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlockThreads, smem));
+    ANVIL_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlockThreads, smem));
     if (per_sm < 1) throw Error("decode_layers: the kernel does not fit an SM");
     st.smem_set = smem;
   }
@@ -1092,8 +1094,8 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
   ANVIL_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
   if (p.timeline && !ctx.capturing) {
     std::vector<unsigned long long> host(stamps);
-    ANVIL_CUDA_CHECK(cudaMemcpyAsync(host.data(), p.timeline, stamps * 8, cudaMemcpyDeviceToHost,
-                                     ctx.stream));
+    ANVIL_CUDA_CHECK(
+        cudaMemcpyAsync(host.data(), p.timeline, stamps * 8, cudaMemcpyDeviceToHost, ctx.stream));
     ANVIL_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
     print_profile(host.data(), p.layers, blocks);
   }
