@@ -84,21 +84,21 @@ SamplingParams sampling_params(const GenerationConfig& gen, const GenerateOption
 namespace {
 
 // The largest top-k + 1 of this many candidates a device's top_k kernel is asked for.
-constexpr int64_t kMaxCandidates = 512;
+constexpr int64_t kMaxCandidates = 128;
 
 struct Candidates {
   std::vector<float> values;     // [rows, K], largest first
   std::vector<int64_t> indices;  // [rows, K]
 };
 
-// Whether sampling with top-k reads the candidates from the logits' device: opt-in
-// (ANVIL_SAMPLE_ON_DEVICE=1), on a device (the host reads its own logits in place) with a top_k
-// kernel and a top-k it can return. Not the default: on the H200 at batch 1 the CUDA kernel (a
-// block per row) cost more than copying the row and running the warpers on the host (a step of
-// 1.27 ms against 1.14 ms; docs/perf.md).
+// Whether sampling with top-k reads the candidates from the logits' device: on a device (the
+// host reads its own logits in place) with a top_k kernel and a top-k it can return, unless
+// ANVIL_SAMPLE_ON_HOST is set (whole rows to the host, for measuring one against the other). On
+// the H200 at batch 1 the two-launch CUDA kernel's step is 0.94 ms against 0.97 ms for copying
+// the row and running the warpers on the host (docs/perf.md).
 bool device_candidates(const Tensor& logits, int64_t top_k) {
   const Device d = logits.device();
-  if (std::getenv("ANVIL_SAMPLE_ON_DEVICE") == nullptr) return false;
+  if (std::getenv("ANVIL_SAMPLE_ON_HOST") != nullptr) return false;
   return d.type != DeviceType::cpu && top_k >= 1 && top_k + 1 <= kMaxCandidates &&
          top_k + 1 <= logits.size(-1) && logits.dtype() == DType::f32 &&
          supports(ops::kTopK, d.type, DType::f32, DType::f32);
