@@ -80,105 +80,110 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
       // One split over 2,501 keys: two rounds of the kernel's scores.
       {896, 4864, 14, 2, 64, 1, 2500, 2600, true, false, true, "1", nullptr},
   };
-  for (const StackShape& c : shapes) {
-    const std::string what = "hidden " + std::to_string(c.hidden) + " heads " +
-                             std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " dim " +
-                             std::to_string(c.dim) + " past " + std::to_string(c.past);
-    const float wscale = 1.0f / std::sqrt(static_cast<float>(c.hidden));
-    const int64_t nq = c.heads * c.dim, nkv = c.kv_heads * c.dim;
-    std::vector<ops::DecoderLayerTensors> fused_layers, composed_layers;
-    for (int64_t l = 0; l < c.layers; ++l) {
-      ops::DecoderLayerTensors L;
-      L.input_norm = random({c.hidden}, 1.0f);
-      L.post_norm = random({c.hidden}, 1.0f);
-      L.q = random({nq, c.hidden}, wscale);
-      L.k = random({nkv, c.hidden}, wscale);
-      L.v = random({nkv, c.hidden}, wscale);
-      L.o = random({c.hidden, nq}, 1.0f / std::sqrt(static_cast<float>(nq)));
-      L.gate = random({c.inter, c.hidden}, wscale);
-      L.up = random({c.inter, c.hidden}, wscale);
-      L.down = random({c.hidden, c.inter}, 1.0f / std::sqrt(static_cast<float>(c.inter)));
-      if (c.biases) {
-        L.q_bias = random({nq}, 0.1f);
-        L.k_bias = random({nkv}, 0.1f);
-        L.v_bias = random({nkv}, 0.1f);
-        L.o_bias = random({c.hidden}, 0.1f);
-        L.gate_bias = random({c.inter}, 0.1f);
-        L.up_bias = random({c.inter}, 0.1f);
-        L.down_bias = random({c.hidden}, 0.1f);
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (const StackShape& c : shapes) {
+      const std::string what = std::string(dtype_name(dt)) + " hidden " + std::to_string(c.hidden) +
+                               " heads " + std::to_string(c.heads) + "/" +
+                               std::to_string(c.kv_heads) + " dim " + std::to_string(c.dim) +
+                               " past " + std::to_string(c.past);
+      const float wscale = 1.0f / std::sqrt(static_cast<float>(c.hidden));
+      const int64_t nq = c.heads * c.dim, nkv = c.kv_heads * c.dim;
+      std::vector<ops::DecoderLayerTensors> fused_layers, composed_layers;
+      for (int64_t l = 0; l < c.layers; ++l) {
+        ops::DecoderLayerTensors L;
+        L.input_norm = random({c.hidden}, 1.0f, dt);
+        L.post_norm = random({c.hidden}, 1.0f, dt);
+        L.q = random({nq, c.hidden}, wscale, dt);
+        L.k = random({nkv, c.hidden}, wscale, dt);
+        L.v = random({nkv, c.hidden}, wscale, dt);
+        L.o = random({c.hidden, nq}, 1.0f / std::sqrt(static_cast<float>(nq)), dt);
+        L.gate = random({c.inter, c.hidden}, wscale, dt);
+        L.up = random({c.inter, c.hidden}, wscale, dt);
+        L.down = random({c.hidden, c.inter}, 1.0f / std::sqrt(static_cast<float>(c.inter)), dt);
+        if (c.biases) {
+          L.q_bias = random({nq}, 0.1f, dt);
+          L.k_bias = random({nkv}, 0.1f, dt);
+          L.v_bias = random({nkv}, 0.1f, dt);
+          L.o_bias = random({c.hidden}, 0.1f, dt);
+          L.gate_bias = random({c.inter}, 0.1f, dt);
+          L.up_bias = random({c.inter}, 0.1f, dt);
+          L.down_bias = random({c.hidden}, 0.1f, dt);
+        }
+        if (c.qk_norm) {
+          L.q_norm = random({c.dim}, 1.0f, dt);
+          L.k_norm = random({c.dim}, 1.0f, dt);
+        }
+        L.k_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f, dt);
+        L.v_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f, dt);
+        ops::DecoderLayerTensors C = L;
+        C.k_cache = clone(L.k_cache);
+        C.v_cache = clone(L.v_cache);
+        fused_layers.push_back(L);
+        composed_layers.push_back(C);
       }
-      if (c.qk_norm) {
-        L.q_norm = random({c.dim}, 1.0f);
-        L.k_norm = random({c.dim}, 1.0f);
+      // Every 5th key masked, and a run of them long enough to cover whole splits.
+      const int64_t width = c.past_on_device ? c.cap : c.past + 1;
+      Tensor mask = Tensor::empty({1, width}, DType::i32);
+      for (int64_t t = 0; t < width; ++t) {
+        const bool masked = t < c.past && (t % 5 == 3 || (t >= 10 && t < 30));
+        mask.data<int32_t>()[t] = t > c.past || masked ? 0 : 1;
       }
-      L.k_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f);
-      L.v_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f);
-      ops::DecoderLayerTensors C = L;
-      C.k_cache = clone(L.k_cache);
-      C.v_cache = clone(L.v_cache);
-      fused_layers.push_back(L);
-      composed_layers.push_back(C);
-    }
-    // Every 5th key masked, and a run of them long enough to cover whole splits.
-    const int64_t width = c.past_on_device ? c.cap : c.past + 1;
-    Tensor mask = Tensor::empty({1, width}, DType::i32);
-    for (int64_t t = 0; t < width; ++t) {
-      const bool masked = t < c.past && (t % 5 == 3 || (t >= 10 && t < 30));
-      mask.data<int32_t>()[t] = t > c.past || masked ? 0 : 1;
-    }
-    std::vector<float> freq(static_cast<size_t>(c.dim / 2));
-    for (size_t i = 0; i < freq.size(); ++i) {
-      freq[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(c.dim));
-    }
-    const Tensor x = random({1, c.hidden}, 1.0f);
-    const auto args = [&](const std::vector<ops::DecoderLayerTensors>& layers, const Tensor& xs) {
-      const auto scratch = [&](int64_t n) { return Tensor::empty({1, n}, DType::bf16, device_); };
-      return ops::DecodeLayersArgs{
-          xs,
-          layers,
-          1,
-          1,
-          c.heads,
-          c.kv_heads,
-          c.dim,
-          1e-6f,
-          1.0f / std::sqrt(static_cast<float>(c.dim)),
-          Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_),
-          Tensor::from_f32(freq, {c.dim / 2}).to(device_),
-          1.0f,
-          mask.to(device_),
-          c.past,
-          c.past_on_device ? Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_) : Tensor(),
-          ops::AttentionImpl::sdpa,
-          scratch(c.hidden),
-          scratch(nq),
-          scratch(nkv),
-          scratch(nkv),
-          scratch(nq),
-          scratch(c.hidden),
-          scratch(c.inter),
-          scratch(c.inter)};
-    };
-    Tensor fused_x = clone(x), composed_x = clone(x);
-    // The fused run must really be the one-launch kernel: "require" turns a fallback into an error.
-    ::setenv("ANVIL_CUDA_DECODE_KERNEL", "require", 1);
-    if (c.splits) ::setenv("ANVIL_CUDA_DECODE_SPLITS", c.splits, 1);
-    if (c.split_keys) ::setenv("ANVIL_CUDA_DECODE_SPLIT_KEYS", c.split_keys, 1);
-    EXPECT_NO_THROW(ops::decode_layers(args(fused_layers, fused_x))) << what;
-    ::unsetenv("ANVIL_CUDA_DECODE_KERNEL");
-    ::unsetenv("ANVIL_CUDA_DECODE_SPLITS");
-    ::unsetenv("ANVIL_CUDA_DECODE_SPLIT_KEYS");
-    ops::composed_decode_layers(args(composed_layers, composed_x));
+      std::vector<float> freq(static_cast<size_t>(c.dim / 2));
+      for (size_t i = 0; i < freq.size(); ++i) {
+        freq[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(c.dim));
+      }
+      const Tensor x = random({1, c.hidden}, 1.0f, dt);
+      const auto args = [&](const std::vector<ops::DecoderLayerTensors>& layers, const Tensor& xs) {
+        const auto scratch = [&](int64_t n) { return Tensor::empty({1, n}, dt, device_); };
+        return ops::DecodeLayersArgs{
+            xs,
+            layers,
+            1,
+            1,
+            c.heads,
+            c.kv_heads,
+            c.dim,
+            1e-6f,
+            1.0f / std::sqrt(static_cast<float>(c.dim)),
+            Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_),
+            Tensor::from_f32(freq, {c.dim / 2}).to(device_),
+            1.0f,
+            mask.to(device_),
+            c.past,
+            c.past_on_device ? Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_)
+                             : Tensor(),
+            ops::AttentionImpl::sdpa,
+            scratch(c.hidden),
+            scratch(nq),
+            scratch(nkv),
+            scratch(nkv),
+            scratch(nq),
+            scratch(c.hidden),
+            scratch(c.inter),
+            scratch(c.inter)};
+      };
+      Tensor fused_x = clone(x), composed_x = clone(x);
+      // The fused run must really be the one-launch kernel: "require" turns a fallback into an
+      // error.
+      ::setenv("ANVIL_CUDA_DECODE_KERNEL", "require", 1);
+      if (c.splits) ::setenv("ANVIL_CUDA_DECODE_SPLITS", c.splits, 1);
+      if (c.split_keys) ::setenv("ANVIL_CUDA_DECODE_SPLIT_KEYS", c.split_keys, 1);
+      EXPECT_NO_THROW(ops::decode_layers(args(fused_layers, fused_x))) << what;
+      ::unsetenv("ANVIL_CUDA_DECODE_KERNEL");
+      ::unsetenv("ANVIL_CUDA_DECODE_SPLITS");
+      ::unsetenv("ANVIL_CUDA_DECODE_SPLIT_KEYS");
+      ops::composed_decode_layers(args(composed_layers, composed_x));
 
-    // The two differ by float summation order only, amplified through bf16 roundings.
-    const float scale = std::max(1.0f, max_abs(composed_x));
-    EXPECT_LE(max_abs_diff(fused_x, composed_x), 0.03f * scale) << what;
-    for (int64_t l = 0; l < c.layers; ++l) {
-      const auto& F = fused_layers[static_cast<size_t>(l)];
-      const auto& C = composed_layers[static_cast<size_t>(l)];
-      const float ks = std::max(1.0f, max_abs(C.k_cache));
-      EXPECT_LE(max_abs_diff(F.k_cache, C.k_cache), 0.03f * ks) << what << " layer " << l;
-      EXPECT_LE(max_abs_diff(F.v_cache, C.v_cache), 0.03f * ks) << what << " layer " << l;
+      // The two differ by float summation order only, amplified through bf16 roundings.
+      const float scale = std::max(1.0f, max_abs(composed_x));
+      EXPECT_LE(max_abs_diff(fused_x, composed_x), 0.03f * scale) << what;
+      for (int64_t l = 0; l < c.layers; ++l) {
+        const auto& F = fused_layers[static_cast<size_t>(l)];
+        const auto& C = composed_layers[static_cast<size_t>(l)];
+        const float ks = std::max(1.0f, max_abs(C.k_cache));
+        EXPECT_LE(max_abs_diff(F.k_cache, C.k_cache), 0.03f * ks) << what << " layer " << l;
+        EXPECT_LE(max_abs_diff(F.v_cache, C.v_cache), 0.03f * ks) << what << " layer " << l;
+      }
     }
   }
 }
