@@ -175,28 +175,26 @@ __device__ __forceinline__ float dot8(const uint4 w, const uint4 x, float acc) {
   return acc;
 }
 
-__device__ float block_sum(float v, float* scratch) {
-  v = warp_sum(v);
+// A sum or max over the computing threads (every one must call it), through `scratch`
+// ([kWarps] floats).
+template <bool kMax>
+__device__ float block_reduce(float v, float* scratch) {
+  v = kMax ? warp_max(v) : warp_sum(v);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane == 0) scratch[warp] = v;
   consumers_sync();
-  float total = 0.0f;
+  float r = kMax ? -FLT_MAX : 0.0f;
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) total += scratch[w];
+  for (int w = 0; w < kWarps; ++w) r = kMax ? fmaxf(r, scratch[w]) : r + scratch[w];
   consumers_sync();  // scratch is reused by the next reduction
-  return total;
+  return r;
 }
 
+__device__ float block_sum(float v, float* scratch) {
+  return block_reduce<false>(v, scratch);
+}
 __device__ float block_max(float v, float* scratch) {
-  v = warp_max(v);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) scratch[warp] = v;
-  consumers_sync();
-  float m = -FLT_MAX;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) m = fmaxf(m, scratch[w]);
-  consumers_sync();
-  return m;
+  return block_reduce<true>(v, scratch);
 }
 
 // ---- The weight stream -------------------------------------------------------------------
