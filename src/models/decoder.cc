@@ -130,8 +130,41 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
   // Norms are fused into the products that read them and residual adds into the products that
   // feed them; where a device has no fused kernel, the ops run composed (normed, proj scratch).
   // Qwen3 normalises each head's q and k before RoPE; the others have no q/k norm.
+  // The weights' part is built once; the caches are this step's, dropped after it so the
+  // decoder holds no cache.
+  if (layer_tensors_.size() != weights_.layers.size()) {
+    layer_tensors_.clear();
+    layer_tensors_.reserve(weights_.layers.size());
+    for (size_t li = 0; li < weights_.layers.size(); ++li) {
+      const LayerWeights& L = weights_.layers[li];
+      layer_tensors_.push_back({.input_norm = L.input_layernorm,
+                                .q = L.q_proj,
+                                .k = L.k_proj,
+                                .v = L.v_proj,
+                                .q_bias = L.q_bias,
+                                .k_bias = L.k_bias,
+                                .v_bias = L.v_bias,
+                                .q_norm = c.qk_norm ? L.q_norm : Tensor(),
+                                .k_norm = c.qk_norm ? L.k_norm : Tensor(),
+                                .o = L.o_proj,
+                                .o_bias = L.o_bias,
+                                .post_norm = L.post_attention_layernorm,
+                                .gate = L.gate_proj,
+                                .gate_bias = L.gate_bias,
+                                .up = L.up_proj,
+                                .up_bias = L.up_bias,
+                                .down = L.down_proj,
+                                .down_bias = L.down_bias,
+                                .k_cache = Tensor(),
+                                .v_cache = Tensor()});
+    }
+  }
+  for (size_t li = 0; li < layer_tensors_.size(); ++li) {
+    layer_tensors_[li].k_cache = cache.keys[li];
+    layer_tensors_[li].v_cache = cache.values[li];
+  }
   ops::DecodeLayersArgs layers{.x = x,
-                               .layers = {},
+                               .layers = layer_tensors_,
                                .batch = b,
                                .seq = s,
                                .heads = nh,
@@ -154,31 +187,8 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
                                .proj = proj,
                                .gate = gate,
                                .up = up};
-  layers.layers.reserve(weights_.layers.size());
-  for (size_t li = 0; li < weights_.layers.size(); ++li) {
-    const LayerWeights& L = weights_.layers[li];
-    layers.layers.push_back({.input_norm = L.input_layernorm,
-                             .q = L.q_proj,
-                             .k = L.k_proj,
-                             .v = L.v_proj,
-                             .q_bias = L.q_bias,
-                             .k_bias = L.k_bias,
-                             .v_bias = L.v_bias,
-                             .q_norm = c.qk_norm ? L.q_norm : Tensor(),
-                             .k_norm = c.qk_norm ? L.k_norm : Tensor(),
-                             .o = L.o_proj,
-                             .o_bias = L.o_bias,
-                             .post_norm = L.post_attention_layernorm,
-                             .gate = L.gate_proj,
-                             .gate_bias = L.gate_bias,
-                             .up = L.up_proj,
-                             .up_bias = L.up_bias,
-                             .down = L.down_proj,
-                             .down_bias = L.down_bias,
-                             .k_cache = cache.keys[li],
-                             .v_cache = cache.values[li]});
-  }
   ops::decode_layers(layers);
+  for (ops::DecoderLayerTensors& L : layer_tensors_) L.k_cache = L.v_cache = Tensor();
 
   // Only the rows whose logits are wanted go through the final norm and the (large) head.
   Tensor rows = x;

@@ -75,6 +75,9 @@ class Decoder {
   Tensor inv_freq_;
   float rope_scaling_ = 1.0f;
   mutable std::map<std::string, Tensor> scratch_;  // grown on demand, reused across steps
+  // Every layer's weights as decode_layers reads them, built once (no allocation per token);
+  // a step sets the caches' fields for its call only.
+  mutable std::vector<ops::DecoderLayerTensors> layer_tensors_;
   mutable std::map<std::string, Tensor> scratch_f32_;
 };
 

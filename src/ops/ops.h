@@ -5,7 +5,7 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <span>
 
 #include "anvil/tensor.h"
 
@@ -210,7 +210,7 @@ struct DecoderLayerTensors {
 /// contents afterwards are unspecified.
 struct DecodeLayersArgs {
   Tensor x;
-  std::vector<DecoderLayerTensors> layers;
+  std::span<const DecoderLayerTensors> layers;  // the caller's, alive for the call
   int64_t batch, seq, heads, kv_heads, head_dim;
   float eps, scale;
   Tensor positions, inv_freq;

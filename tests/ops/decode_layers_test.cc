@@ -207,8 +207,9 @@ TEST_P(DecodeLayers, UnsupportedStacksRunComposedOrSayWhy) {
   L.v_cache = f32({1, kv, 8, dim});
   const Tensor x = f32({1, hidden});
   const auto scratch = [&](int64_t n) { return Tensor::empty({1, n}, DType::f32, device_); };
+  const std::vector<ops::DecoderLayerTensors> stack{L};
   const ops::DecodeLayersArgs a{x,
-                                {L},
+                                stack,
                                 1,
                                 1,
                                 heads,
