@@ -858,8 +858,24 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   if (t != DType::bf16 && t != DType::f16) return "bf16/f16 activations only";
   if (static_cast<int>(a.layers.size()) > kMaxLayers) return "more than 128 layers";
   const int64_t hd = a.head_dim, nh = a.heads, nkv = a.kv_heads;
-  if (hd % 8 != 0 || hd > kMaxDim || 32 % (hd / 8) != 0) return "head_dim must be 8-128, 2^k";
-  if (nkv <= 0 || nh % nkv != 0 || nh > kMaxHeads) return "heads must be a multiple of kv_heads";
+  if (hd < 8 || hd % 8 != 0 || hd > kMaxDim || 32 % (hd / 8) != 0) {
+    return "head_dim must be 8-128, 2^k";
+  }
+  if (nkv <= 0 || nh < nkv || nh % nkv != 0 || nh > kMaxHeads) {
+    return "heads must be a multiple of kv_heads";
+  }
+  // The inputs the composed ops check; a stack that fails here gets their errors.
+  const auto i32 = [](const Tensor& x) { return x.defined() && x.dtype() == DType::i32; };
+  if (!i32(a.positions) || (a.past_on_device.defined() && !i32(a.past_on_device)) ||
+      !i32(a.key_mask) || a.key_mask.dim() != 2 || !a.inv_freq.defined() ||
+      a.inv_freq.dtype() != DType::f32 || a.inv_freq.numel() < hd / 2) {
+    return "positions, past, key mask or frequencies not as the ops take them";
+  }
+  if (a.x.dim() != 2 || a.x.size(0) != 1 || a.gate.dim() != 2 || a.q.numel() < nh * hd ||
+      a.attn.numel() < nh * hd || a.k.numel() < nkv * hd || a.v.numel() < nkv * hd ||
+      a.gate.size(0) != 1) {
+    return "residual or scratch shapes";
+  }
   const int64_t hidden = a.x.size(1), inter = a.gate.size(1);
   if (hidden % 8 != 0 || inter % 8 != 0) return "hidden and intermediate sizes must be x8";
   if (hidden > 8 * kThreads * 4) return "hidden size above 15360";
@@ -907,7 +923,8 @@ struct DeviceState {
   std::vector<std::shared_ptr<Buffer>> partials;  // outgrown ones kept: graphs may use them
   int smem_optin = 0, major = 0;
   bool cooperative = false;
-  size_t smem_set = 0;
+  std::map<const void*, size_t> smem_set;  // per kernel (bf16, f16): its shared-memory limit
+  std::string unusable;  // why an eager launch failed; the stacks then run composed
 };
 
 DeviceState& state_of(Device device) {
@@ -1004,8 +1021,9 @@ Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
   return lay;
 }
 
+// Launches the kernel for the stack; a non-empty result says why it could not be launched.
 template <class T>
-void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context& ctx) {
+std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context& ctx) {
   Params p{};
   const int64_t hidden = a.x.size(1), inter = a.gate.size(1);
   p.layers = static_cast<int>(a.layers.size());
@@ -1047,8 +1065,9 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
   if (profile && (!st.timeline || st.timeline->nbytes() < stamps * 8) && !ctx.capturing) {
     st.timeline = allocate(a.x.device(), stamps * 8);
   }
-  p.timeline =
-      profile && st.timeline ? static_cast<unsigned long long*>(st.timeline->data()) : nullptr;
+  p.timeline = profile && st.timeline && st.timeline->nbytes() >= stamps * 8
+                   ? static_cast<unsigned long long*>(st.timeline->data())
+                   : nullptr;
 
   const Layout lay = layout_for(a, st.smem_optin);
   p.slot_bytes = lay.slot_bytes;
@@ -1070,14 +1089,15 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
         ptr(L.up_bias),    ptr(L.down),      ptr(L.down_bias), L.k_cache.raw(),  L.v_cache.raw()};
   }
   const auto kernel = decode_layers_kernel<T>;
-  if (st.smem_set != smem) {
+  size_t& smem_set = st.smem_set[reinterpret_cast<const void*>(kernel)];
+  if (smem_set != smem) {
     ANVIL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(smem)));
     int per_sm = 0;
     ANVIL_CUDA_CHECK(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlockThreads, smem));
-    if (per_sm < 1) throw Error("decode_layers: the kernel does not fit an SM");
-    st.smem_set = smem;
+    if (per_sm < 1) return "the kernel does not fit an SM";
+    smem_set = smem;
   }
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeCooperative;
@@ -1089,7 +1109,14 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
   config.stream = ctx.stream;
   config.attrs = attr;
   config.numAttrs = 1;
-  ANVIL_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
+  const cudaError_t launched = cudaLaunchKernelEx(&config, kernel, p);
+  if (launched != cudaSuccess) {
+    // Not all blocks resident (an MPS share of the SMs, another context...): said once, then
+    // the composed ops. A graph being captured cannot take a second try.
+    if (ctx.capturing) ANVIL_CUDA_CHECK(launched);
+    (void)cudaGetLastError();
+    return std::string("the cooperative launch failed: ") + cudaGetErrorString(launched);
+  }
   if (p.timeline && !ctx.capturing) {
     std::vector<unsigned long long> host(stamps);
     ANVIL_CUDA_CHECK(
@@ -1097,6 +1124,7 @@ void launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const Context
     ANVIL_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
     print_profile(host.data(), p.layers, blocks);
   }
+  return "";
 }
 
 // ANVIL_CUDA_DECODE_KERNEL=off runs the layers as separate ops (for measuring one against the
@@ -1115,16 +1143,22 @@ void decode_layers(const ops::DecodeLayersArgs& a) {
   if (why.empty() && layout_for(a, st.smem_optin).slots < 2) {
     why = "rows too long for two shared-memory slots";
   }
-  if (!why.empty()) {
-    if (m == "require") throw Error("decode_layers: the one-launch kernel cannot run: " + why);
-    ops::composed_decode_layers(a);
-    return;
+  if (why.empty()) why = st.unusable;
+  if (why.empty()) {
+    dispatch_float(a.x.dtype(), "decode_layers", [&](auto t) {
+      using T = decltype(t);
+      if constexpr (sizeof(T) == 2) why = launch_stack<T>(a, st, ctx);
+    });
+    if (why.empty()) {
+      ANVIL_CUDA_CHECK_LAUNCH();
+      return;
+    }
+    st.unusable = why;
+    std::fprintf(stderr, "anvil: decode steps run as separate kernels on cuda:%d: %s\n",
+                 a.x.device().ordinal(), why.c_str());
   }
-  dispatch_float(a.x.dtype(), "decode_layers", [&](auto t) {
-    using T = decltype(t);
-    if constexpr (sizeof(T) == 2) launch_stack<T>(a, st, ctx);
-  });
-  ANVIL_CUDA_CHECK_LAUNCH();
+  if (m == "require") throw Error("decode_layers: the one-launch kernel cannot run: " + why);
+  ops::composed_decode_layers(a);
 }
 
 }  // namespace
