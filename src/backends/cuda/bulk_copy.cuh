@@ -72,28 +72,16 @@ __device__ __forceinline__ void threads_sync(int threads) {
 }
 
 /// Waits until the phase of `bar` with the given parity (0, 1, 0, ... per reuse) has completed.
-/// With a suspend hint (nanoseconds) the thread sleeps in the hardware until the phase
-/// completes or the hint expires, instead of spinning on shared memory.
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, unsigned parity,
-                                              unsigned suspend_ns = 0) {
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, unsigned parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   unsigned done = 0;
   do {
-    if (suspend_ns) {
-      asm volatile(
-          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3; "
-          "selp.u32 %0, 1, 0, p; }"
-          : "=r"(done)
-          : "r"(shared_address(bar)), "r"(parity), "r"(suspend_ns)
-          : "memory");
-    } else {
-      asm volatile(
-          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
-          "selp.u32 %0, 1, 0, p; }"
-          : "=r"(done)
-          : "r"(shared_address(bar)), "r"(parity)
-          : "memory");
-    }
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
+        "selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(shared_address(bar)), "r"(parity)
+        : "memory");
   } while (!done);
 #endif
 }

@@ -77,9 +77,7 @@ struct Params {
   unsigned long long* timeline;  // ANVIL_CUDA_DECODE_PROFILE: per layer, phase and block, the
                                  // time its work ended and the time its barrier released
   int slot_bytes, slots, xs_bytes, piece_bytes;
-  int split_keys;         // keys per attention split to aim for
-  unsigned wait_hint_ns;  // mbarrier waits sleep up to this long instead of spinning
-  int wait_one;           // one consumer thread waits for a chunk, the rest at a barrier
+  int split_keys;  // keys per attention split to aim for
   int chunk_rows[kPhases];
   LayerPointers layer[kMaxLayers];
 };
@@ -324,7 +322,7 @@ __device__ void produce(const Params& p, const Shared& sh) {
   for (int i = 0; next_chunk(p, sh.slices, c, ch); ++i) {
     const int slot = i % p.slots;
     if (i >= p.slots) {
-      mbarrier_wait(&sh.empty[slot], static_cast<unsigned>(i / p.slots - 1) & 1u, p.wait_hint_ns);
+      mbarrier_wait(&sh.empty[slot], static_cast<unsigned>(i / p.slots - 1) & 1u);
     }
     async_proxy_fence();
     issue_chunk<T>(p, ch, sh.ring + static_cast<long long>(slot) * p.slot_bytes, &sh.bars[slot]);
@@ -352,11 +350,7 @@ __device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, i
     const int slot = pl.consumed % p.slots;
     float* red = sh.red + (pl.consumed & 1) * 2 * kMaxChunkRows;
     const unsigned long long t0 = p.timeline && threadIdx.x == 0 ? global_ns() : 0;
-    if (!p.wait_one || threadIdx.x == 0) {
-      mbarrier_wait(&sh.bars[slot], static_cast<unsigned>(pl.consumed / p.slots) & 1u,
-                    p.wait_hint_ns);
-    }
-    if (p.wait_one) consumers_sync();
+    mbarrier_wait(&sh.bars[slot], static_cast<unsigned>(pl.consumed / p.slots) & 1u);
     if (t0) pl.waited += global_ns() - t0;
     const uint4* w =
         reinterpret_cast<const uint4*>(sh.ring + static_cast<long long>(slot) * p.slot_bytes);
@@ -1075,8 +1069,6 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   p.xs_bytes = lay.xs_bytes;
   for (int i = 0; i < kPhases; ++i) p.chunk_rows[i] = lay.chunk_rows[i];
   p.piece_bytes = std::max(1, env_int("ANVIL_CUDA_DECODE_PIECE_KB", 32)) * 1024;
-  p.wait_hint_ns = static_cast<unsigned>(env_int("ANVIL_CUDA_DECODE_WAIT_HINT", 0));
-  p.wait_one = env_int("ANVIL_CUDA_DECODE_WAIT_ONE", 0);
   const size_t smem =
       kFixedBytes + static_cast<size_t>(p.xs_bytes) + static_cast<size_t>(p.slots) * p.slot_bytes;
   for (size_t i = 0; i < a.layers.size(); ++i) {
