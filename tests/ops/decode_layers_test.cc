@@ -77,7 +77,7 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
       {128, 320, 4, 2, 32, 3, 37, 64, true, false, false, nullptr, "4"},
       {256, 512, 8, 4, 128, 2, 300, 512, false, true, true, nullptr, nullptr},
       {64, 128, 2, 1, 64, 2, 0, 16, false, true, true, nullptr, nullptr},
-      // One split over 2,501 keys: two rounds of the kernel's scores.
+      // One split over 2,501 keys: many rounds of the kernel's keys.
       {896, 4864, 14, 2, 64, 1, 2500, 2600, true, false, true, "1", nullptr},
   };
   // Each shape in bf16 then f16: the two kernels ask for the same shared memory, which each must

@@ -58,6 +58,19 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
 #endif
 }
 
+/// Starts copying 16 bytes from global to shared memory (both 16-byte aligned) without holding
+/// registers; async_copy_commit closes a group of them, async_copy_wait waits for this thread's.
+__device__ __forceinline__ void async_copy_16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(dst)), "l"(src)
+               : "memory");
+}
+__device__ __forceinline__ void async_copy_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+__device__ __forceinline__ void async_copy_wait() {
+  asm volatile("cp.async.wait_all;" ::: "memory");
+}
+
 /// Arrives on `bar` (its one expected arrival): the slot it guards may be refilled.
 __device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

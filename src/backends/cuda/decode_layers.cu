@@ -50,9 +50,9 @@ constexpr int kMaxChunkRows = 64;
 constexpr int kMaxSlots = 64;
 constexpr int kMinSlotBytes = 16 * 1024;
 constexpr int kMaxDim = 128;
-constexpr int kRoundKeys = 2048;  // scores per round; also holds kWarps * kMaxDim partial sums
+constexpr int kAttnScratch = 2048;  // floats: kWarps * kMaxDim partial sums, the combine's arrays
 constexpr int kMaxHeads = 4096;
-static_assert(kWarps * kMaxDim <= kRoundKeys);
+static_assert(kWarps * kMaxDim <= kAttnScratch);
 
 enum Phase : int { kQkv = 0, kOut = 1, kGateUp = 2, kDown = 3, kPhases = 4 };
 
@@ -76,7 +76,7 @@ struct Params {
   unsigned* sync;   // the grid barrier's 64-bit count, then an arrival count per head
   unsigned long long* timeline;  // ANVIL_CUDA_DECODE_PROFILE: per layer, phase and block, the
                                  // time its work ended and the time its barrier released
-  int slot_bytes, slots, xs_bytes, piece_bytes;
+  int slot_bytes, slots, xs_bytes, norm_bytes, piece_bytes;
   int split_keys;  // keys per attention split to aim for
   int chunk_rows[kPhases];
   LayerPointers layer[kMaxLayers];
@@ -86,7 +86,7 @@ struct Params {
 // activation vector, then the ring of weight slots.
 constexpr int kBarBytes = 2 * kMaxSlots * 8;
 constexpr int kRedBytes = 2048;
-constexpr int kAttnBytes = (kRoundKeys + 6 * kMaxDim) * 4;
+constexpr int kAttnBytes = (kAttnScratch + 6 * kMaxDim) * 4;
 constexpr int kFixedBytes = kBarBytes + kRedBytes + kAttnBytes;
 static_assert(kFixedBytes % 128 == 0);
 
@@ -99,6 +99,7 @@ struct Shared {
   int* slices;  // [kPhases][2]: this block's rows of each phase
   float *scores, *qs, *kn, *vn, *rq, *rk, *cs, *sn;
   void* xs;
+  void* norm;  // the next norm's weight, copied in ahead of its use
   char* ring;
 };
 
@@ -112,7 +113,7 @@ __device__ Shared carve(const Params& p, char* smem) {
   s.slices = s.flag + 1;
   float* at = reinterpret_cast<float*>(smem + kBarBytes + kRedBytes);
   s.scores = at;
-  s.qs = at + kRoundKeys;
+  s.qs = at + kAttnScratch;
   s.kn = s.qs + kMaxDim;
   s.vn = s.kn + kMaxDim;
   s.rq = s.vn + kMaxDim;
@@ -120,7 +121,8 @@ __device__ Shared carve(const Params& p, char* smem) {
   s.cs = s.rk + kMaxDim;
   s.sn = s.cs + kMaxDim / 2;
   s.xs = smem + kFixedBytes;
-  s.ring = smem + kFixedBytes + p.xs_bytes;
+  s.norm = smem + kFixedBytes + p.xs_bytes;
+  s.ring = smem + kFixedBytes + p.xs_bytes + p.norm_bytes;
   return s;
 }
 
@@ -417,25 +419,20 @@ __device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, i
 
 // ---- Activation staging -----------------------------------------------------------------
 
-// A norm weight's vectors for this thread (n <= 8 * kThreads * 4), loaded before the grid
-// barrier that precedes the norm, so their HBM latency hides behind the wait.
-struct NormWeights {
-  uint4 v[4];
-};
-__device__ NormWeights load_norm(const void* weight, int n) {
-  NormWeights w;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
-    w.v[i] = c < n / 8 ? __ldg(static_cast<const uint4*>(weight) + c) : make_uint4(0, 0, 0, 0);
+// Starts copying a norm's weight (n values) into shared memory, each thread the vectors it will
+// use in stage_normed, before the grid barrier that precedes the norm, so the copy's latency
+// hides behind the wait. Asynchronous copies hold no registers across the barrier (vectors
+// held in registers there were spilled, and a spill waits for its load).
+__device__ void copy_norm(const Shared& sh, const void* weight, int n) {
+  for (int c = threadIdx.x; c < n / 8; c += kThreads) {
+    async_copy_16(static_cast<uint4*>(sh.norm) + c, static_cast<const uint4*>(weight) + c);
   }
-  return w;
+  async_copy_commit();
 }
 
 // xs = rms_norm(x) * weight over n values, rounded as the separate norm kernel rounds.
 template <class T>
-__device__ void stage_normed(const Params& p, const Shared& sh, const T* x, const NormWeights& nw,
-                             int n) {
+__device__ void stage_normed(const Params& p, const Shared& sh, const T* x, int n) {
   const int vecs = n / 8;
   uint4* xs = static_cast<uint4*>(sh.xs);
   uint4 raw[4];
@@ -450,13 +447,14 @@ __device__ void stage_normed(const Params& p, const Shared& sh, const T* x, cons
     for (int j = 0; j < 8; ++j) ss += f[j] * f[j];
   }
   const float scale = rsqrtf(block_sum(ss, sh.reduce) / static_cast<float>(n) + p.eps);
+  async_copy_wait();  // this thread's vectors of the weight (copy_norm) have landed
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int c = static_cast<int>(threadIdx.x) + i * kThreads;
     if (c >= vecs) break;
     float f[8], wf[8];
     widen8<T>(raw[i], f);
-    widen8<T>(nw.v[i], wf);
+    widen8<T>(static_cast<const uint4*>(sh.norm)[c], wf);
     uint4 packed;
     T* out = reinterpret_cast<T*>(&packed);
 #pragma unroll
@@ -509,25 +507,54 @@ __device__ void prefetch_kv(const Params& p, const LayerPointers& L, long long p
   }
 }
 
+// A round's keys per thread: their key and value vectors are loaded together, before the
+// scores need them, so a round costs one memory latency (the item's first round is loaded
+// before its prologue, overlapping the q/k/v loads).
+constexpr int kKeysPerThread = 2;
+
 // One (q head, key split) item: rope_store's work for the head (as the fused decode attention
-// kernel does it), an online softmax over the split's keys in rounds of kRoundKeys, the
-// partial result to global memory; the last split of the head to arrive combines them.
+// kernel does it), an online softmax over the split's keys in rounds of kKeysPerThread keys
+// per thread, the partial result to global memory; the last split of the head to arrive
+// combines them.
 template <class T>
 __device__ void attention_item(const Params& p, const LayerPointers& L, int h, int split,
                                int splits, long long past, const Shared& sh) {
   const int dim = p.dim, half = dim / 2, kh = h / p.group;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const T* kc = static_cast<const T*>(L.k_cache) + static_cast<long long>(kh) * p.cap * dim;
+  const T* vc = static_cast<const T*>(L.v_cache) + static_cast<long long>(kh) * p.cap * dim;
+  long long t0, t1;
+  split_range(past + 1, splits, split, t0, t1);
+  const int chunks = dim / 8, per_pass = kThreads / chunks;
+  const int sub = tid % chunks, slot = tid / chunks;
+  const long long round_keys = static_cast<long long>(per_pass) * kKeysPerThread;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  // This thread's cached keys and values of the round starting at r0 (zeros past its end and
+  // at this step's own position, which is not in the cache yet).
+  uint4 kraw[kKeysPerThread], vraw[kKeysPerThread];
+  bool seen[kKeysPerThread];  // in the round and not masked
+  const auto load_round = [&](long long r0) {
+    const long long r1 = min(r0 + round_keys, t1);
+#pragma unroll
+    for (int u = 0; u < kKeysPerThread; ++u) {
+      const long long t = r0 + slot + u * per_pass;
+      const bool cached = t < r1 && t != past;
+      kraw[u] = cached ? *reinterpret_cast<const uint4*>(kc + t * dim + sub * 8) : zero;
+      vraw[u] = cached ? *reinterpret_cast<const uint4*>(vc + t * dim + sub * 8) : zero;
+      seen[u] = t < r1 && p.mask[t] != 0;
+    }
+  };
+  if (t0 < t1) load_round(t0);
+
   const T* qrow = static_cast<const T*>(p.q) + static_cast<long long>(h) * dim;
   const T* krow = static_cast<const T*>(p.k) + static_cast<long long>(kh) * dim;
   const T* vrow = static_cast<const T*>(p.v) + static_cast<long long>(kh) * dim;
-  const float pos = static_cast<float>(p.positions[0]);
-  for (int j = tid; j < half; j += kThreads) {
-    float sn, cs;
-    sincosf(pos * p.inv_freq[j], &sn, &cs);
-    sh.cs[j] = cs * p.rope_scaling;
-    sh.sn[j] = sn * p.rope_scaling;
-  }
-  if (warp < 2) {  // warp 0 normalises the q head, warp 1 the new key
+  const bool writes_cache = split == 0 && h % p.group == 0;
+  T* kc_new = static_cast<T*>(L.k_cache) + (static_cast<long long>(kh) * p.cap + past) * dim;
+  T* vc_new = static_cast<T*>(L.v_cache) + (static_cast<long long>(kh) * p.cap + past) * dim;
+  // Warps 0 and 1 normalise the q head and the new key, warp 2 takes the new value, the rest
+  // compute RoPE's angles: every load of the prologue is in flight at once.
+  if (warp < 2) {
     const T* src = warp == 0 ? qrow : krow;
     const T* norm = static_cast<const T*>(warp == 0 ? L.q_norm : L.k_norm);
     float* vals = warp == 0 ? sh.rq : sh.rk;
@@ -544,11 +571,22 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
             to_float(from_float<T>(to_float(norm[i]) * to_float(from_float<T>(vals[i] * rs))));
       }
     }
+  } else if (warp == 2) {
+    for (int d = lane; d < dim; d += 32) {
+      const T vt = load_cg(vrow + d);
+      sh.vn[d] = to_float(vt);
+      if (writes_cache) vc_new[d] = vt;
+    }
+  } else {
+    const float pos = static_cast<float>(p.positions[0]);
+    for (int j = tid - 96; j < half; j += kThreads - 96) {
+      float sn, cs;
+      sincosf(pos * p.inv_freq[j], &sn, &cs);
+      sh.cs[j] = cs * p.rope_scaling;
+      sh.sn[j] = sn * p.rope_scaling;
+    }
   }
   consumers_sync();
-  T* kc = static_cast<T*>(L.k_cache) + static_cast<long long>(kh) * p.cap * dim;
-  T* vc = static_cast<T*>(L.v_cache) + static_cast<long long>(kh) * p.cap * dim;
-  const bool writes_cache = split == 0 && h % p.group == 0;
   for (int d = tid; d < dim; d += kThreads) {
     const int j = d < half ? d : d - half;
     const float c = sh.cs[j], sn = sh.sn[j];
@@ -558,94 +596,62 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
         from_float<T>(d < half ? rq[d] * c - rq[d + half] * sn : rq[d] * c + rq[d - half] * sn);
     const T kt =
         from_float<T>(d < half ? rk[d] * c - rk[d + half] * sn : rk[d] * c + rk[d - half] * sn);
-    const T vt = load_cg(vrow + d);
     sh.qs[d] = to_float(qt) * p.scale;
     sh.kn[d] = to_float(kt);
-    sh.vn[d] = to_float(vt);
-    if (writes_cache) {
-      kc[past * dim + d] = kt;
-      vc[past * dim + d] = vt;
-    }
+    if (writes_cache) kc_new[d] = kt;
   }
   consumers_sync();
 
-  long long t0, t1;
-  split_range(past + 1, splits, split, t0, t1);
-  const int chunks = dim / 8, per_pass = kThreads / chunks;
-  const int sub = tid % chunks, slot = tid / chunks;
-  float qv[8], knew[8], vnew[8];  // this thread's dimensions of q and of the new key and value
+  float qv[8];  // this thread's dimensions of q (the new key and value stay in shared memory)
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    qv[i] = sh.qs[sub * 8 + i];
-    knew[i] = sh.kn[sub * 8 + i];
-    vnew[i] = sh.vn[sub * 8 + i];
-  }
+  for (int i = 0; i < 8; ++i) qv[i] = sh.qs[sub * 8 + i];
   float m_run = -FLT_MAX, l_run = 0.0f, acc[8] = {};
-  const uint4 zero = make_uint4(0, 0, 0, 0);
-  for (long long r0 = t0; r0 < t1; r0 += kRoundKeys) {
-    const long long r1 = min(r0 + kRoundKeys, t1);
-    float m_loc = -FLT_MAX;
-    for (long long base = r0; base < r1; base += 2 * per_pass) {  // uniform: shuffles inside
-      uint4 raw[2];
+  for (long long r0 = t0; r0 < t1; r0 += round_keys) {
+    if (r0 != t0) load_round(r0);
+    float m_loc = -FLT_MAX, score[kKeysPerThread];
 #pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        const long long t = base + slot + u * per_pass;
-        raw[u] =
-            t < r1 && t != past ? *reinterpret_cast<const uint4*>(kc + t * dim + sub * 8) : zero;
+    for (int u = 0; u < kKeysPerThread; ++u) {  // uniform: shuffles inside
+      const long long t = r0 + slot + u * per_pass;
+      float kf[8];
+      widen8<T>(kraw[u], kf);
+      if (t == past) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) kf[i] = sh.kn[sub * 8 + i];
       }
+      float dot = 0.0f;
 #pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        const long long t = base + slot + u * per_pass;
-        const bool fresh = t == past;
-        float kf[8];
-        widen8<T>(raw[u], kf);
-        float dot = 0.0f;
+      for (int i = 0; i < 8; ++i) dot += qv[i] * kf[i];
+      for (int o = chunks / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      score[u] = seen[u] ? dot : -FLT_MAX;
+      m_loc = fmaxf(m_loc, score[u]);
+    }
+    const float m_new = fmaxf(m_run, block_max(m_loc, sh.reduce));
+    // Each thread's probabilities stay in registers; the threads of a key hold the same ones,
+    // and the sum counts each key once (its first dimension chunk).
+    float l_loc = 0.0f, pr[kKeysPerThread];
 #pragma unroll
-        for (int i = 0; i < 8; ++i) dot += qv[i] * (fresh ? knew[i] : kf[i]);
-        for (int o = chunks / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-        if (t < r1) {
-          const float score = p.mask[t] != 0 ? dot : -FLT_MAX;
-          if (sub == 0) sh.scores[t - r0] = score;
-          m_loc = fmaxf(m_loc, score);
-        }
-      }
+    for (int u = 0; u < kKeysPerThread; ++u) {
+      pr[u] = score[u] == -FLT_MAX ? 0.0f : __expf(score[u] - m_new);
+      if (sub == 0) l_loc += pr[u];
     }
-    const float m_new = fmaxf(m_run, block_max(m_loc, sh.reduce));  // publishes scores[]
-    float l_loc = 0.0f;
-    for (long long t = r0 + tid; t < r1; t += kThreads) {
-      const float s = sh.scores[t - r0];
-      const float pr = s == -FLT_MAX ? 0.0f : __expf(s - m_new);
-      sh.scores[t - r0] = pr;
-      l_loc += pr;
-    }
-    l_loc = block_sum(l_loc, sh.reduce);  // publishes the probabilities
+    l_loc = block_sum(l_loc, sh.reduce);
     const float rescale = m_run == -FLT_MAX ? 0.0f : __expf(m_run - m_new);
     l_run = l_run * rescale + l_loc;
 #pragma unroll
     for (int i = 0; i < 8; ++i) acc[i] *= rescale;
     m_run = m_new;
-    for (long long base = r0 + slot; base < r1; base += 2 * per_pass) {
-      uint4 raw[2];
-      float pr[2];
-      bool fresh[2];
 #pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        const long long t = base + u * per_pass;
-        pr[u] = t < r1 ? sh.scores[t - r0] : 0.0f;
-        fresh[u] = t == past;
-        raw[u] = pr[u] != 0.0f && !fresh[u]
-                     ? *reinterpret_cast<const uint4*>(vc + t * dim + sub * 8)
-                     : zero;
+    for (int u = 0; u < kKeysPerThread; ++u) {
+      if (pr[u] == 0.0f) continue;  // a masked key's value (maybe never written) is not read
+      float vf[8];
+      widen8<T>(vraw[u], vf);
+      if (r0 + slot + u * per_pass == past) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) vf[i] = sh.vn[sub * 8 + i];
       }
 #pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        float vf[8];
-        widen8<T>(raw[u], vf);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc[i] += pr[u] * (fresh[u] ? vnew[i] : vf[i]);
-      }
+      for (int i = 0; i < 8; ++i) acc[i] += pr[u] * vf[i];
     }
-    consumers_sync();  // scores[] is rewritten by the next round
   }
   // The threads of one dimension chunk: first within the warp, then across warps.
   for (int o = chunks; o < 32; o <<= 1) {
@@ -798,7 +804,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     st.resid = to_float(x[sh.slices[2 * kOut] + threadIdx.x]);
   }
   load_row_biases<T>(p, sh, p.layer[0], st);
-  NormWeights norm = load_norm(p.layer[0].input_norm, p.hidden);
+  copy_norm(sh, p.layer[0].input_norm, p.hidden);
   const auto qkv_row = [&](int row, float s, float) {
     T* out = static_cast<T*>(row < nq ? p.q : (row < nq + nk ? p.k : p.v));
     out[row < nq ? row : (row < nq + nk ? row - nq : row - nq - nk)] = from_float<T>(s + st.b_qkv);
@@ -818,7 +824,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   for (int l = 0; l < p.layers; ++l) {
     const LayerPointers& L = p.layer[l];
     prefetch_kv<T>(p, L, past, splits);
-    stage_normed<T>(p, sh, x, norm, p.hidden);
+    stage_normed<T>(p, sh, x, p.hidden);
     consume_phase<T>(p, pl, sh, l, kQkv, qkv_row);
     end_phase(p, pl, l, 0, true);
     for (int it = blockIdx.x; it < p.heads * splits; it += gridDim.x) {
@@ -827,15 +833,15 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     end_phase(p, pl, l, 1, true);
     stage_plain<T>(sh, static_cast<const T*>(p.attn), p.heads * p.dim);
     consume_phase<T>(p, pl, sh, l, kOut, o_row);
-    norm = load_norm(L.post_norm, p.hidden);
+    copy_norm(sh, L.post_norm, p.hidden);
     end_phase(p, pl, l, 2, true);
-    stage_normed<T>(p, sh, x, norm, p.hidden);
+    stage_normed<T>(p, sh, x, p.hidden);
     consume_phase<T>(p, pl, sh, l, kGateUp, swiglu_row);
     end_phase(p, pl, l, 3, true);
     stage_plain<T>(sh, static_cast<const T*>(p.act), p.inter);
     consume_phase<T>(p, pl, sh, l, kDown, down_row);
     if (l + 1 < p.layers) {
-      norm = load_norm(p.layer[l + 1].input_norm, p.hidden);
+      copy_norm(sh, p.layer[l + 1].input_norm, p.hidden);
       load_row_biases<T>(p, sh, p.layer[l + 1], st);
     }
     end_phase(p, pl, l, 4, l + 1 < p.layers);
@@ -991,7 +997,7 @@ void print_profile(const unsigned long long* t, int layers, int blocks) {
 // hold a whole weight row (a gate row and its up row together), as many as fit beside the
 // fixed arrays and the staged activation vector.
 struct Layout {
-  int slot_bytes, xs_bytes, slots;
+  int slot_bytes, xs_bytes, norm_bytes, slots;
   int chunk_rows[kPhases];
 };
 
@@ -1011,7 +1017,9 @@ Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
     lay.chunk_rows[i] = fit >= kWarps ? fit / kWarps * kWarps : fit;
   }
   lay.xs_bytes = (std::max({hidden, inter, attn}) * es + 127) / 128 * 128;
-  lay.slots = std::min(kMaxSlots, (smem_optin - kFixedBytes - lay.xs_bytes) / lay.slot_bytes);
+  lay.norm_bytes = (hidden * es + 127) / 128 * 128;
+  lay.slots = std::min(
+      kMaxSlots, (smem_optin - kFixedBytes - lay.xs_bytes - lay.norm_bytes) / lay.slot_bytes);
   return lay;
 }
 
@@ -1045,8 +1053,10 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   const int blocks = ctx.sm_count;
   // Enough (head, split) items to give most blocks one; ANVIL_CUDA_DECODE_SPLITS for tests.
   p.splits = env_int("ANVIL_CUDA_DECODE_SPLITS", std::max(1, blocks / p.heads));
-  p.splits = std::clamp(p.splits, 1, kRoundKeys / 3);  // the combine keeps 3 floats per split
-  p.split_keys = std::max(1, env_int("ANVIL_CUDA_DECODE_SPLIT_KEYS", 256));
+  p.splits = std::clamp(p.splits, 1, kAttnScratch / 3);  // the combine keeps 3 floats per split
+  // A split of one round of keys by default: its loads are all in flight together.
+  const int round_keys = kThreads / (p.dim / 8) * kKeysPerThread;
+  p.split_keys = std::max(1, env_int("ANVIL_CUDA_DECODE_SPLIT_KEYS", round_keys));
   const size_t floats = static_cast<size_t>(p.heads) * p.splits * (p.dim + 2);
   if (st.partials.empty() || st.partials.back()->nbytes() < floats * sizeof(float)) {
     if (ctx.capturing) throw Error("decode_layers: workspace grown during graph capture");
@@ -1067,10 +1077,12 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   p.slot_bytes = lay.slot_bytes;
   p.slots = lay.slots;
   p.xs_bytes = lay.xs_bytes;
+  p.norm_bytes = lay.norm_bytes;
   for (int i = 0; i < kPhases; ++i) p.chunk_rows[i] = lay.chunk_rows[i];
   p.piece_bytes = std::max(1, env_int("ANVIL_CUDA_DECODE_PIECE_KB", 32)) * 1024;
   const size_t smem =
-      kFixedBytes + static_cast<size_t>(p.xs_bytes) + static_cast<size_t>(p.slots) * p.slot_bytes;
+      kFixedBytes + static_cast<size_t>(p.xs_bytes) + p.norm_bytes +
+      static_cast<size_t>(p.slots) * p.slot_bytes;
   for (size_t i = 0; i < a.layers.size(); ++i) {
     const ops::DecoderLayerTensors& L = a.layers[i];
     const auto ptr = [](const Tensor& t) -> const void* { return t.defined() ? t.raw() : nullptr; };
