@@ -1018,8 +1018,8 @@ Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
   }
   lay.xs_bytes = (std::max({hidden, inter, attn}) * es + 127) / 128 * 128;
   lay.norm_bytes = (hidden * es + 127) / 128 * 128;
-  lay.slots = std::min(
-      kMaxSlots, (smem_optin - kFixedBytes - lay.xs_bytes - lay.norm_bytes) / lay.slot_bytes);
+  lay.slots = std::min(kMaxSlots,
+                       (smem_optin - kFixedBytes - lay.xs_bytes - lay.norm_bytes) / lay.slot_bytes);
   return lay;
 }
 
@@ -1080,9 +1080,8 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   p.norm_bytes = lay.norm_bytes;
   for (int i = 0; i < kPhases; ++i) p.chunk_rows[i] = lay.chunk_rows[i];
   p.piece_bytes = std::max(1, env_int("ANVIL_CUDA_DECODE_PIECE_KB", 32)) * 1024;
-  const size_t smem =
-      kFixedBytes + static_cast<size_t>(p.xs_bytes) + p.norm_bytes +
-      static_cast<size_t>(p.slots) * p.slot_bytes;
+  const size_t smem = kFixedBytes + static_cast<size_t>(p.xs_bytes) + p.norm_bytes +
+                      static_cast<size_t>(p.slots) * p.slot_bytes;
   for (size_t i = 0; i < a.layers.size(); ++i) {
     const ops::DecoderLayerTensors& L = a.layers[i];
     const auto ptr = [](const Tensor& t) -> const void* { return t.defined() ? t.raw() : nullptr; };
