@@ -67,6 +67,8 @@ class Backend {
   virtual void synchronize(Device device) = 0;
   /// The dtype activations are kept in when weights are stored as `weights`.
   virtual DType activation_dtype(DType weights) const = 0;
+  /// The dtype of the KV cache when the user names none: by default the activations'.
+  virtual DType kv_cache_dtype(DType weights) const { return activation_dtype(weights); }
   /// Records the work `body` queues on `device` into a graph. nullptr when this backend has no
   /// graphs; callers then run `body` itself each time. `body` must not allocate or copy.
   virtual std::unique_ptr<StepGraph> capture(Device device, const std::function<void()>& body) {

@@ -27,6 +27,9 @@ struct ModelOptions {
   std::string device_map = "cpu";
   /// "sdpa" (fused, the default) or "eager" (materialised scores, the reference).
   std::string attn_implementation = "sdpa";
+  /// KV cache dtype; unset = the device's default: f16 for quantized weights on the CPU (as
+  /// llama.cpp), else the activations' dtype. f32 keeps the exact cache; f16 / bf16 halve it.
+  std::optional<DType> kv_cache_dtype;
 };
 
 /// Token ids of a batch, each row of the same length, with 1/0 attention masks (0 = padding).
@@ -67,6 +70,8 @@ class CausalLM {
   const GenerationConfig& generation_config() const;
   Device device() const;
   DType dtype() const;
+  /// The KV cache's dtype (ModelOptions::kv_cache_dtype, else the device's default).
+  DType kv_cache_dtype() const;
 
   /// Logits [batch, seq, vocab] as float32 on the CPU. Positions follow the attention mask
   /// (cumsum - 1) as transformers' generate derives them; rows at padded positions are

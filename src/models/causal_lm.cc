@@ -88,8 +88,8 @@ CausalLM CausalLM::from_pretrained(const std::string& model, const ModelOptions&
   const SafetensorsSource source(Checkpoint::open(path));
   ModelWeights weights = load_weights(source, config, dtype, device);
   CausalLM lm;
-  lm.decoder_ =
-      std::make_shared<Decoder>(std::move(config), std::move(weights), dtype, device, attention);
+  lm.decoder_ = std::make_shared<Decoder>(std::move(config), std::move(weights), dtype, device,
+                                          attention, options.kv_cache_dtype);
   lm.generation_config_ = std::move(gen);
   return lm;
 }
@@ -111,7 +111,7 @@ CausalLM CausalLM::from_gguf(const std::string& path, const ModelOptions& option
       weights.layers.empty() ? weights.embed_tokens.dtype() : weights.layers[0].q_proj.dtype());
   CausalLM lm;
   lm.decoder_ = std::make_shared<Decoder>(std::move(gguf.config), std::move(weights), dtype, device,
-                                          attention);
+                                          attention, options.kv_cache_dtype);
   lm.generation_config_ = std::move(gguf.generation);
   return lm;
 }
@@ -127,6 +127,9 @@ Device CausalLM::device() const {
 }
 DType CausalLM::dtype() const {
   return decoder_->dtype();
+}
+DType CausalLM::kv_cache_dtype() const {
+  return decoder_->kv_cache_dtype();
 }
 
 Tensor CausalLM::logits(const Batch& batch) const {

@@ -7,25 +7,44 @@
 #include <cstring>
 
 #include "anvil/error.h"
+#include "core/kernels.h"
 #include "models/rope_table.h"
 
 namespace anvil {
 
 Decoder::Decoder(ModelConfig config, ModelWeights weights, DType dtype, Device device,
-                 ops::AttentionImpl attention)
+                 ops::AttentionImpl attention, std::optional<DType> kv_dtype)
     : config_(std::move(config)),
       weights_(std::move(weights)),
       dtype_(dtype),
       act_dtype_(backend_for(device).activation_dtype(dtype)),
+      kv_dtype_(kv_dtype.value_or(backend_for(device).kv_cache_dtype(dtype))),
       device_(device),
       attention_(attention) {
+  // Refused here, with the reason, rather than at the first attention.
+  if (kv_dtype_ != act_dtype_ && kv_dtype_ != DType::f16 && kv_dtype_ != DType::bf16) {
+    throw Error("KV cache dtype " + std::string(dtype_name(kv_dtype_)) +
+                ": expected f32, f16 or bf16");
+  }
+  if (!find_kernel_raw(ops::kAttention, device.type, act_dtype_, kv_dtype_)) {
+    std::string usable;
+    for (DType d : {DType::f32, DType::f16, DType::bf16}) {
+      if (find_kernel_raw(ops::kAttention, device.type, act_dtype_, d)) {
+        usable += (usable.empty() ? "" : ", ") + std::string(dtype_name(d));
+      }
+    }
+    throw Error("KV cache dtype " + std::string(dtype_name(kv_dtype_)) + ": the " +
+                std::string(device_type_name(device.type)) +
+                " backend has no attention over such a cache beside " +
+                std::string(dtype_name(act_dtype_)) + " activations (it has: " + usable + ")");
+  }
   const RopeFrequencies f = rope_frequencies(config_.rope, config_.head_dim);
   inv_freq_ = Tensor::from_f32(f.inv_freq, {static_cast<int64_t>(f.inv_freq.size())}).to(device_);
   rope_scaling_ = f.attention_scaling;
 }
 
 KvCache Decoder::new_cache(int64_t batch, int64_t capacity) const {
-  return KvCache::allocate(config_, batch, capacity, act_dtype_, device_);
+  return KvCache::allocate(config_, batch, capacity, kv_dtype_, device_);
 }
 
 int64_t Decoder::decode_weight_bytes() const {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,13 +28,15 @@ struct StepInput {
 
 class Decoder {
  public:
+  /// kv_dtype: the KV cache's dtype; unset = the backend's default for these weights.
   Decoder(ModelConfig config, ModelWeights weights, DType dtype, Device device,
-          ops::AttentionImpl attention);
+          ops::AttentionImpl attention, std::optional<DType> kv_dtype = std::nullopt);
 
   const ModelConfig& config() const { return config_; }
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }
   DType activation_dtype() const { return act_dtype_; }
+  DType kv_cache_dtype() const { return kv_dtype_; }
 
   KvCache new_cache(int64_t batch, int64_t capacity) const;
   /// Bytes of weights one decode step reads: every layer's matrices and norms, the final norm,
@@ -69,7 +72,7 @@ class Decoder {
 
   ModelConfig config_;
   ModelWeights weights_;
-  DType dtype_, act_dtype_;
+  DType dtype_, act_dtype_, kv_dtype_;
   Device device_;
   ops::AttentionImpl attention_;
   Tensor inv_freq_;

@@ -46,6 +46,16 @@ void expect_dtype(const char* op, const char* name, const Tensor& t, DType d) {
   }
 }
 
+// A KV cache holds the activations' dtype or a narrower float one (an f16 cache beside f32
+// activations); whether a backend has the pair is the kernel lookup's to say.
+void expect_cache_dtype(const char* op, const Tensor& cache, DType act) {
+  const DType d = cache.dtype();
+  if (d != act && d != DType::f16 && d != DType::bf16) {
+    fail(op, "cache has dtype " + std::string(dtype_name(d)) + ", expected " +
+                 std::string(dtype_name(act)) + " (the activations') or f16 / bf16");
+  }
+}
+
 }  // namespace
 
 void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) {
@@ -161,13 +171,13 @@ void store_kv(const Tensor& src, const Tensor& cache, int64_t start,
                        std::to_string(start + src.size(1)) + ") exceed the cache capacity " +
                        std::to_string(cache.size(2)));
   }
-  expect_dtype(kStoreKv, "cache", cache, src.dtype());
+  expect_cache_dtype(kStoreKv, cache, src.dtype());
   expect_contiguous(kStoreKv, "src", src);
   expect_contiguous(kStoreKv, "cache", cache);
   expect_same_device(kStoreKv, src, cache);
   expect_device_scalar(kStoreKv, "start_on_device", start_on_device, src, start);
   get_kernel<StoreKvArgs>(kStoreKv, src.device().type, src.dtype(),
-                          src.dtype())({src, cache, start, start_on_device});
+                          cache.dtype())({src, cache, start, start_on_device});
 }
 
 namespace {
@@ -206,8 +216,8 @@ void check_attention(const AttentionArgs& a) {
   expect_dtype(kAttention, "key_mask", a.key_mask, DType::i32);
   expect_shape(kAttention, "out", a.out, a.q.shape());
   expect_dtype(kAttention, "out", a.out, a.q.dtype());
-  expect_dtype(kAttention, "k_cache", a.k_cache, a.q.dtype());
-  expect_dtype(kAttention, "v_cache", a.v_cache, a.q.dtype());
+  expect_cache_dtype(kAttention, a.k_cache, a.q.dtype());
+  expect_dtype(kAttention, "v_cache", a.v_cache, a.k_cache.dtype());
   for (const Tensor* t : {&a.q, &a.k_cache, &a.v_cache, &a.key_mask, &a.out}) {
     expect_contiguous(kAttention, "operand", *t);
     expect_same_device(kAttention, a.q, *t);
@@ -218,7 +228,7 @@ void check_attention(const AttentionArgs& a) {
 
 void attention(const AttentionArgs& a) {
   check_attention(a);
-  get_kernel<AttentionArgs>(kAttention, a.q.device().type, a.q.dtype(), a.q.dtype())(a);
+  get_kernel<AttentionArgs>(kAttention, a.q.device().type, a.q.dtype(), a.k_cache.dtype())(a);
 }
 
 void cast(const Tensor& src, const Tensor& out) {
@@ -443,8 +453,9 @@ void check_rope_store(const RopeStoreArgs& a) {
       fail(kRopeStore,
            "k " + shape_str(a.k.shape()) + " does not fit cache " + shape_str(t->shape()));
     }
-    expect_dtype(kRopeStore, "cache", *t, a.q.dtype());
+    expect_cache_dtype(kRopeStore, *t, a.q.dtype());
   }
+  expect_dtype(kRopeStore, "v_cache", a.v_cache, a.k_cache.dtype());
   if (a.start < 0 || a.start + a.k.size(1) > a.k_cache.size(2)) {
     fail(kRopeStore, "positions [" + std::to_string(a.start) + ", " +
                          std::to_string(a.start + a.k.size(1)) + ") exceed the cache capacity " +
@@ -453,9 +464,9 @@ void check_rope_store(const RopeStoreArgs& a) {
   expect_device_scalar(kRopeStore, "start_on_device", a.start_on_device, a.q, a.start);
   for (const Tensor* t : {&a.q, &a.k, &a.v, &a.k_cache, &a.v_cache}) {
     expect_contiguous(kRopeStore, "operand", *t);
-    expect_dtype(kRopeStore, "operand", *t, a.q.dtype());
     expect_same_device(kRopeStore, a.q, *t);
   }
+  for (const Tensor* t : {&a.k, &a.v}) expect_dtype(kRopeStore, "operand", *t, a.q.dtype());
   for (const Tensor* t : {&a.q_norm, &a.k_norm, &a.positions, &a.inv_freq}) {
     expect_same_device(kRopeStore, a.q, *t);
   }
@@ -469,6 +480,9 @@ void rope_store(const RopeStoreArgs& a) {
   auto k = find_kernel_raw(kRopeStore, a.q.device().type, a.q.dtype(),
                            norms ? a.q_norm.dtype() : a.q.dtype());
   if (norms && a.k_norm.dtype() != a.q_norm.dtype()) k = nullptr;
+  // The fused kernels write caches of the activations' dtype; another cache dtype (an f16
+  // cache beside f32 activations) goes through store_kv, which converts.
+  if (a.k_cache.dtype() != a.q.dtype()) k = nullptr;
   const int64_t n = a.q.size(0), heads = a.q.size(1), dim = a.q.size(2);
   const int64_t kv_heads = a.k.size(2);
   if (!k) {
@@ -498,6 +512,7 @@ void rope_attention(const RopeAttentionArgs& a) {
   auto k = find_kernel_raw(kRopeAttention, r.q.device().type, r.q.dtype(),
                            norms ? r.q_norm.dtype() : r.q.dtype());
   if (norms && r.k_norm.dtype() != r.q_norm.dtype()) k = nullptr;
+  if (r.k_cache.dtype() != r.q.dtype()) k = nullptr;
   // A device's fused kernel assumes the two halves describe one layer's attention; anything
   // else runs as the two ops it is.
   const bool one_layer =

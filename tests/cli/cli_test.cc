@@ -124,6 +124,11 @@ TEST(CliErrors, OneLineAndNonZero) {
                         "row 1 has 1 ids");
   expect_one_line_error(run("logits " + model + " --input-ids 1 --dtype int4 --out /tmp/x"),
                         "--dtype: 'int4'");
+  expect_one_line_error(run("logits " + model + " --input-ids 1 --kv-dtype q4 --out /tmp/x"),
+                        "--kv-dtype: 'q4' is not one of f32, bf16, f16");
+  // Float weights on the CPU: the cache is float32 or half, not bf16 (no such attention kernel).
+  expect_one_line_error(run("logits " + model + " --input-ids 1 --kv-dtype bf16 --out /tmp/x"),
+                        "KV cache dtype bf16: the cpu backend has no attention over such a cache");
   expect_one_line_error(run("generate " + model + " --input-ids 1 --greedy --top-k 3 --output-ids"),
                         "--greedy: cannot be combined");
   expect_one_line_error(run("init-model --like gpt-9 --out /tmp/nowhere"), "unknown model 'gpt-9'");

@@ -45,6 +45,9 @@ void ModelFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--dtype", dtype, "weight dtype: f32, bf16 or f16 (default: the checkpoint's)");
   cmd.add_option("--attn-implementation", attn, "sdpa (fused) or eager (materialised scores)")
       ->capture_default_str();
+  cmd.add_option("--kv-dtype", kv_dtype,
+                 "KV cache dtype: f32, f16 or bf16 (default: f16 for quantized weights on the "
+                 "CPU, else the activations')");
   cmd.add_option("--threads", threads, "CPU threads (default: ANVIL_NUM_THREADS, else all cores)");
 }
 
@@ -58,6 +61,11 @@ ModelOptions ModelFlags::options() const {
     auto d = parse_compute_dtype(dtype);
     if (!d) throw Error("--dtype: '" + dtype + "' is not one of f32, bf16, f16");
     o.dtype = d;
+  }
+  if (!kv_dtype.empty()) {
+    auto d = parse_compute_dtype(kv_dtype);
+    if (!d) throw Error("--kv-dtype: '" + kv_dtype + "' is not one of f32, bf16, f16");
+    o.kv_cache_dtype = d;
   }
   return o;
 }

@@ -13,11 +13,12 @@ namespace anvil::cli {
 /// "1,2,3;4,5,6" -> {{1,2,3},{4,5,6}}; `flag` names the option in errors.
 std::vector<std::vector<int64_t>> parse_id_rows(const std::string& text, const std::string& flag);
 
-/// --device, --dtype, --attn-implementation, --threads.
+/// --device, --dtype, --attn-implementation, --kv-dtype, --threads.
 struct ModelFlags {
   std::string device = "cpu";
   std::string dtype;  // empty: the checkpoint's
   std::string attn = "sdpa";
+  std::string kv_dtype;  // empty: the device's default
   int threads = 0;
 
   void add_to(CLI::App& cmd);

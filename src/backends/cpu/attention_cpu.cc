@@ -18,16 +18,33 @@
 namespace anvil::cpu {
 namespace {
 
-inline float dot(const float* a, const float* b, int64_t d) {
+// A cache element as a float: the cache holds float32, or IEEE half bits (an f16 cache).
+inline float kv_value(float x) {
+  return x;
+}
+inline float kv_value(uint16_t h) {
+  return f16_to_f32(h);
+}
+
+template <class KV>
+inline float dot(const float* a, const KV* b, int64_t d) {
   float acc[8] = {};
   int64_t j = 0;
   for (; j + 8 <= d; j += 8) {
-    for (int u = 0; u < 8; ++u) acc[u] += a[j + u] * b[j + u];
+    for (int u = 0; u < 8; ++u) acc[u] += a[j + u] * kv_value(b[j + u]);
   }
   float s = 0;
   for (float v : acc) s += v;
-  for (; j < d; ++j) s += a[j] * b[j];
+  for (; j < d; ++j) s += a[j] * kv_value(b[j]);
   return s;
+}
+
+// One cache row from float32 values: copied, or rounded to half (nearest even).
+inline void store_kv_row(float* dst, const float* src, int64_t n) {
+  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+inline void store_kv_row(uint16_t* dst, const float* src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
 }
 
 struct Geometry {
@@ -43,11 +60,12 @@ struct Geometry {
         group(a.q.size(2) / a.k_cache.size(1)) {}
 };
 
+template <class KV>
 void sdpa(const ops::AttentionArgs& a) {
   const Geometry g(a);
   const float* q = a.q.data<float>();
-  const float* kc = a.k_cache.data<float>();
-  const float* vc = a.v_cache.data<float>();
+  const KV* kc = static_cast<const KV*>(a.k_cache.raw());
+  const KV* vc = static_cast<const KV*>(a.v_cache.raw());
   const int32_t* mask = a.key_mask.data<int32_t>();
   float* out = a.out.data<float>();
   const int64_t items = g.batch * g.heads * g.seq;
@@ -58,8 +76,8 @@ void sdpa(const ops::AttentionArgs& a) {
       const int64_t s = item % g.seq, h = (item / g.seq) % g.heads, b = item / (g.seq * g.heads);
       const int64_t kh = h / g.group;
       const float* qv = q + ((b * g.seq + s) * g.heads + h) * g.dim;
-      const float* kbase = kc + (b * g.kv_heads + kh) * g.cap * g.dim;
-      const float* vbase = vc + (b * g.kv_heads + kh) * g.cap * g.dim;
+      const KV* kbase = kc + (b * g.kv_heads + kh) * g.cap * g.dim;
+      const KV* vbase = vc + (b * g.kv_heads + kh) * g.cap * g.dim;
       const int32_t* mrow = mask + b * g.total;
       float m = -std::numeric_limits<float>::infinity(), l = 0;
       std::fill(acc.begin(), acc.end(), 0.0f);
@@ -67,16 +85,16 @@ void sdpa(const ops::AttentionArgs& a) {
       for (int64_t t = 0; t <= last; ++t) {
         if (mrow[t] == 0) continue;
         const float score = dot(qv, kbase + t * g.dim, g.dim) * a.scale;
-        const float* vv = vbase + t * g.dim;
+        const KV* vv = vbase + t * g.dim;
         if (score > m) {
           const float correction = std::exp(m - score);
           l = l * correction + 1.0f;
-          for (int64_t j = 0; j < g.dim; ++j) acc[j] = acc[j] * correction + vv[j];
+          for (int64_t j = 0; j < g.dim; ++j) acc[j] = acc[j] * correction + kv_value(vv[j]);
           m = score;
         } else {
           const float p = std::exp(score - m);
           l += p;
-          for (int64_t j = 0; j < g.dim; ++j) acc[j] += p * vv[j];
+          for (int64_t j = 0; j < g.dim; ++j) acc[j] += p * kv_value(vv[j]);
         }
       }
       float* o = out + ((b * g.seq + s) * g.heads + h) * g.dim;
@@ -86,19 +104,20 @@ void sdpa(const ops::AttentionArgs& a) {
   });
 }
 
+template <class KV>
 void eager(const ops::AttentionArgs& a) {
   const Geometry g(a);
   const float* q = a.q.data<float>();
-  const float* kc = a.k_cache.data<float>();
-  const float* vc = a.v_cache.data<float>();
+  const KV* kc = static_cast<const KV*>(a.k_cache.raw());
+  const KV* vc = static_cast<const KV*>(a.v_cache.raw());
   const int32_t* mask = a.key_mask.data<int32_t>();
   float* out = a.out.data<float>();
   cpu::parallel_for(g.batch * g.heads, 1, [&](int64_t i0, int64_t i1) {
     std::vector<float> scores(static_cast<size_t>(g.seq * g.total));
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t h = item % g.heads, b = item / g.heads, kh = h / g.group;
-      const float* kbase = kc + (b * g.kv_heads + kh) * g.cap * g.dim;
-      const float* vbase = vc + (b * g.kv_heads + kh) * g.cap * g.dim;
+      const KV* kbase = kc + (b * g.kv_heads + kh) * g.cap * g.dim;
+      const KV* vbase = vc + (b * g.kv_heads + kh) * g.cap * g.dim;
       const int32_t* mrow = mask + b * g.total;
       // scores = q k^T * scale, masked positions -inf.
       for (int64_t s = 0; s < g.seq; ++s) {
@@ -125,8 +144,8 @@ void eager(const ops::AttentionArgs& a) {
         for (int64_t t = 0; t < g.total; ++t) {
           const float p = row[t] / sum;
           if (p == 0.0f) continue;
-          const float* vv = vbase + t * g.dim;
-          for (int64_t j = 0; j < g.dim; ++j) o[j] += p * vv[j];
+          const KV* vv = vbase + t * g.dim;
+          for (int64_t j = 0; j < g.dim; ++j) o[j] += p * kv_value(vv[j]);
         }
       }
     }
@@ -140,11 +159,12 @@ void eager(const ops::AttentionArgs& a) {
 constexpr int64_t kMaxDecodeRows = 16;
 constexpr int64_t kMinKeysPerPart = 64;
 
+template <class KV>
 void sdpa_decode_avx512(const ops::AttentionArgs& a) {
   const Geometry g(a);
   const float* q = a.q.data<float>();
-  const float* kc = a.k_cache.data<float>();
-  const float* vc = a.v_cache.data<float>();
+  const KV* kc = static_cast<const KV*>(a.k_cache.raw());
+  const KV* vc = static_cast<const KV*>(a.v_cache.raw());
   const int32_t* mask = a.key_mask.data<int32_t>();
   float* out = a.out.data<float>();
   const int64_t rows = g.seq * g.group, heads_total = g.batch * g.kv_heads;
@@ -208,11 +228,12 @@ void sdpa_decode_avx512(const ops::AttentionArgs& a) {
 // AVX-512: tasks of (batch row, KV head, tile of queries, share of the group's heads); all the
 // query rows of a task go through each key block together, so K and V are read once per task
 // (once per step in decode, once per 16 queries in a prefill: memory traffic is not quadratic).
+template <class KV>
 void sdpa_avx512(const ops::AttentionArgs& a) {
   const Geometry g(a);
   const float* q = a.q.data<float>();
-  const float* kc = a.k_cache.data<float>();
-  const float* vc = a.v_cache.data<float>();
+  const KV* kc = static_cast<const KV*>(a.k_cache.raw());
+  const KV* vc = static_cast<const KV*>(a.v_cache.raw());
   const int32_t* mask = a.key_mask.data<int32_t>();
   float* out = a.out.data<float>();
   constexpr int64_t kQueryTile = 16;
@@ -260,30 +281,34 @@ void sdpa_avx512(const ops::AttentionArgs& a) {
   run_tasks(tasks, TaskRef(task));
 }
 
+// KV: the cache's element, float (an f32 cache) or uint16_t (IEEE half bits, an f16 cache).
+template <class KV>
 void attention_kernel(const ops::AttentionArgs& a) {
   if (a.impl == ops::AttentionImpl::sdpa && isa() == Isa::avx512) {
     if (a.q.size(1) * (a.q.size(2) / a.k_cache.size(1)) <= kMaxDecodeRows) {
-      sdpa_decode_avx512(a);
+      sdpa_decode_avx512<KV>(a);
     } else {
-      sdpa_avx512(a);
+      sdpa_avx512<KV>(a);
     }
   } else if (a.impl == ops::AttentionImpl::eager) {
-    eager(a);
+    eager<KV>(a);
   } else {
-    sdpa(a);
+    sdpa<KV>(a);
   }
 }
 
+template <class KV>
 void store_kv_kernel(const ops::StoreKvArgs& a) {
   const int64_t batch = a.src.size(0), seq = a.src.size(1), heads = a.src.size(2);
   const int64_t dim = a.src.size(3), cap = a.cache.size(2);
+  const int64_t start = a.start;
   const float* src = a.src.data<float>();
-  float* cache = a.cache.data<float>();
+  KV* cache = static_cast<KV*>(a.cache.raw());
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t s = 0; s < seq; ++s) {
       for (int64_t h = 0; h < heads; ++h) {
-        std::memcpy(cache + ((b * heads + h) * cap + a.start + s) * dim,
-                    src + ((b * seq + s) * heads + h) * dim, static_cast<size_t>(dim) * 4);
+        store_kv_row(cache + ((b * heads + h) * cap + start + s) * dim,
+                     src + ((b * seq + s) * heads + h) * dim, dim);
       }
     }
   }
@@ -295,10 +320,15 @@ void store_kv_kernel(const ops::StoreKvArgs& a) {
 namespace anvil {
 
 void register_cpu_attention() {
+  // Keyed by (activation dtype, cache dtype): an f32 or an f16 cache.
   register_kernel<ops::AttentionArgs>(ops::kAttention, DeviceType::cpu, DType::f32, DType::f32,
-                                      &cpu::attention_kernel);
+                                      &cpu::attention_kernel<float>);
+  register_kernel<ops::AttentionArgs>(ops::kAttention, DeviceType::cpu, DType::f32, DType::f16,
+                                      &cpu::attention_kernel<uint16_t>);
   register_kernel<ops::StoreKvArgs>(ops::kStoreKv, DeviceType::cpu, DType::f32, DType::f32,
-                                    &cpu::store_kv_kernel);
+                                    &cpu::store_kv_kernel<float>);
+  register_kernel<ops::StoreKvArgs>(ops::kStoreKv, DeviceType::cpu, DType::f32, DType::f16,
+                                    &cpu::store_kv_kernel<uint16_t>);
 }
 
 }  // namespace anvil

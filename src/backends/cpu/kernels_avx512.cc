@@ -593,24 +593,45 @@ inline __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
   return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-// The dot products of q with keys [0, nt) of k (nt <= 16, keys dim floats apart), in lanes
+// A KV cache holds float32 or IEEE half (uint16_t bits) elements; these read either as floats.
+inline __m512 load_kv(const float* p, __mmask16 m) {
+  return _mm512_maskz_loadu_ps(m, p);
+}
+inline __m512 load_kv(const uint16_t* p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+inline __m512 load_kv(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+inline __m512 load_kv(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+inline float kv_scalar(const float* p) {
+  return *p;
+}
+inline float kv_scalar(const uint16_t* p) {
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(*p)));
+}
+
+// The dot products of q with keys [0, nt) of k (nt <= 16, keys dim elements apart), in lanes
 // 0..nt-1 (the other lanes repeat the last key). Four keys at a time, each its own FMA chain.
-inline __m512 scores16(const float* q, const float* k, int nt, int64_t dim) {
+template <class KV>
+inline __m512 scores16(const float* q, const KV* k, int nt, int64_t dim) {
   alignas(64) float sc[16];
   for (int t = 0; t < 16; t += 4) {
-    const float* k0 = k + std::min(t, nt - 1) * dim;
-    const float* k1 = k + std::min(t + 1, nt - 1) * dim;
-    const float* k2 = k + std::min(t + 2, nt - 1) * dim;
-    const float* k3 = k + std::min(t + 3, nt - 1) * dim;
+    const KV* k0 = k + std::min(t, nt - 1) * dim;
+    const KV* k1 = k + std::min(t + 1, nt - 1) * dim;
+    const KV* k2 = k + std::min(t + 2, nt - 1) * dim;
+    const KV* k3 = k + std::min(t + 3, nt - 1) * dim;
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (int64_t d = 0; d < dim; d += 16) {
       const auto m = dim - d >= 16 ? static_cast<__mmask16>(0xffff)
                                    : static_cast<__mmask16>((1u << (dim - d)) - 1);
       const __m512 qd = _mm512_maskz_loadu_ps(m, q + d);
-      a0 = _mm512_fmadd_ps(qd, _mm512_maskz_loadu_ps(m, k0 + d), a0);
-      a1 = _mm512_fmadd_ps(qd, _mm512_maskz_loadu_ps(m, k1 + d), a1);
-      a2 = _mm512_fmadd_ps(qd, _mm512_maskz_loadu_ps(m, k2 + d), a2);
-      a3 = _mm512_fmadd_ps(qd, _mm512_maskz_loadu_ps(m, k3 + d), a3);
+      a0 = _mm512_fmadd_ps(qd, load_kv(k0 + d, m), a0);
+      a1 = _mm512_fmadd_ps(qd, load_kv(k1 + d, m), a1);
+      a2 = _mm512_fmadd_ps(qd, load_kv(k2 + d, m), a2);
+      a3 = _mm512_fmadd_ps(qd, load_kv(k3 + d, m), a3);
     }
     _mm_store_ps(sc + t, hsum4(a0, a1, a2, a3));
   }
@@ -620,20 +641,20 @@ inline __m512 scores16(const float* q, const float* k, int nt, int64_t dim) {
 // acc[0, NC * 16) += sum_t p[t] v[t] for t < nt (value vectors `dim` apart): the NC column
 // chunks as independent FMA chains in registers (as one chain per chunk, each chunk waited on
 // its 16 dependent FMAs). Same order of additions per element as the plain loop.
-template <int NC>
-void accumulate_values_nc(const float* p, const float* v, int nt, int64_t dim, float* acc) {
+template <int NC, class KV>
+void accumulate_values_nc(const float* p, const KV* v, int nt, int64_t dim, float* acc) {
   __m512 a[NC];
   for (int c = 0; c < NC; ++c) a[c] = _mm512_loadu_ps(acc + 16 * c);
   for (int t = 0; t < nt; ++t) {
     const __m512 pt = _mm512_set1_ps(p[t]);
-    for (int c = 0; c < NC; ++c)
-      a[c] = _mm512_fmadd_ps(pt, _mm512_loadu_ps(v + t * dim + 16 * c), a[c]);
+    for (int c = 0; c < NC; ++c) a[c] = _mm512_fmadd_ps(pt, load_kv(v + t * dim + 16 * c), a[c]);
   }
   for (int c = 0; c < NC; ++c) _mm512_storeu_ps(acc + 16 * c, a[c]);
 }
 
 // dim a multiple of 16, at most 128.
-inline void accumulate_values(const float* p, const float* v, int nt, int64_t dim, float* acc) {
+template <class KV>
+inline void accumulate_values(const float* p, const KV* v, int nt, int64_t dim, float* acc) {
   switch (dim / 16) {
     case 1:
       return accumulate_values_nc<1>(p, v, nt, dim, acc);
@@ -659,10 +680,11 @@ inline void accumulate_values(const float* p, const float* v, int nt, int64_t di
 // Few rows (decode): one row at a time, a dot product and a horizontal sum per key; the
 // 16-lane version below would compute 16 lanes for 1-4 rows. Keys [begin, end) only; leaves the
 // unnormalised state (acc, m, l) of every row for the caller.
-static void attention_rows_range(int rows, const float* const* q, const int64_t* last,
-                                 const float* k, const float* v, const int32_t* key_mask,
-                                 int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
-                                 float* m, float* l, float* p) {
+template <class KV>
+static void attention_rows_range(int rows, const float* const* q, const int64_t* last, const KV* k,
+                                 const KV* v, const int32_t* key_mask, int64_t begin, int64_t end,
+                                 int64_t dim, float scale, float* acc, float* m, float* l,
+                                 float* p) {
   constexpr int kBlock = 16;
   for (int r = 0; r < rows; ++r) {
     m[r] = -std::numeric_limits<float>::infinity();
@@ -714,13 +736,13 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
       for (; d + 16 <= dim; d += 16) {
         __m512 a = _mm512_loadu_ps(ar + d);
         for (int t = 0; t < nt; ++t) {
-          a = _mm512_fmadd_ps(_mm512_set1_ps(pr[t]), _mm512_loadu_ps(v + (t0 + t) * dim + d), a);
+          a = _mm512_fmadd_ps(_mm512_set1_ps(pr[t]), load_kv(v + (t0 + t) * dim + d), a);
         }
         _mm512_storeu_ps(ar + d, a);
       }
       for (; d < dim; ++d) {
         float a = ar[d];
-        for (int t = 0; t < nt; ++t) a += pr[t] * v[(t0 + t) * dim + d];
+        for (int t = 0; t < nt; ++t) a += pr[t] * kv_scalar(v + (t0 + t) * dim + d);
         ar[d] = a;
       }
     }
@@ -734,8 +756,16 @@ void attention_rows_partial_avx512(int rows, const float* const* q, const int64_
   attention_rows_range(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l, scratch);
 }
 
+void attention_rows_partial_avx512(int rows, const float* const* q, const int64_t* last,
+                                   const uint16_t* k, const uint16_t* v, const int32_t* key_mask,
+                                   int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
+                                   float* m, float* l, float* scratch) {
+  attention_rows_range(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l, scratch);
+}
+
+template <class KV>
 static void attention_rows_few(int rows, const float* const* q, float* const* out,
-                               const int64_t* last, const float* k, const float* v,
+                               const int64_t* last, const KV* k, const KV* v,
                                const int32_t* key_mask, int64_t n_keys, int64_t dim, float scale,
                                float* scratch) {
   float* acc = scratch;         // rows * dim
@@ -749,9 +779,11 @@ static void attention_rows_few(int rows, const float* const* q, float* const* ou
   }
 }
 
-void attention_rows_avx512(int rows, const float* const* q, float* const* out, const int64_t* last,
-                           const float* k, const float* v, const int32_t* key_mask, int64_t n_keys,
-                           int64_t dim, float scale, float* scratch) {
+template <class KV>
+static void attention_rows_any(int rows, const float* const* q, float* const* out,
+                               const int64_t* last, const KV* k, const KV* v,
+                               const int32_t* key_mask, int64_t n_keys, int64_t dim, float scale,
+                               float* scratch) {
   // Query rows in groups of 16, one per vector lane: the scores of a key for all 16 rows are
   // dim FMAs of the transposed queries with the key's values broadcast (no horizontal sums),
   // and the online softmax runs on vectors of 16 rows.
@@ -786,18 +818,18 @@ void attention_rows_avx512(int rows, const float* const* q, float* const* out, c
       __m512 sc[kBlock];
       // Scores, 4 keys at a time (independent FMA chains).
       for (int t = 0; t < kBlock; t += 4) {
-        const float* k0 = k + (t0 + std::min(t, nt - 1)) * dim;
-        const float* k1 = k + (t0 + std::min(t + 1, nt - 1)) * dim;
-        const float* k2 = k + (t0 + std::min(t + 2, nt - 1)) * dim;
-        const float* k3 = k + (t0 + std::min(t + 3, nt - 1)) * dim;
+        const KV* k0 = k + (t0 + std::min(t, nt - 1)) * dim;
+        const KV* k1 = k + (t0 + std::min(t + 1, nt - 1)) * dim;
+        const KV* k2 = k + (t0 + std::min(t + 2, nt - 1)) * dim;
+        const KV* k3 = k + (t0 + std::min(t + 3, nt - 1)) * dim;
         __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
         if (t < nt) {
           for (int64_t d = 0; d < dim; ++d) {
             const __m512 qd = _mm512_load_ps(qt + d * kLanes);
-            s0 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k0[d]), s0);
-            s1 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k1[d]), s1);
-            s2 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k2[d]), s2);
-            s3 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k3[d]), s3);
+            s0 = _mm512_fmadd_ps(qd, _mm512_set1_ps(kv_scalar(k0 + d)), s0);
+            s1 = _mm512_fmadd_ps(qd, _mm512_set1_ps(kv_scalar(k1 + d)), s1);
+            s2 = _mm512_fmadd_ps(qd, _mm512_set1_ps(kv_scalar(k2 + d)), s2);
+            s3 = _mm512_fmadd_ps(qd, _mm512_set1_ps(kv_scalar(k3 + d)), s3);
           }
         }
         sc[t] = s0;
@@ -840,7 +872,7 @@ void attention_rows_avx512(int rows, const float* const* q, float* const* out, c
           __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(dm, ar + d), cr);
           for (int t = 0; t < nt; ++t) {
             a = _mm512_fmadd_ps(_mm512_set1_ps(p[t * kLanes + r]),
-                                _mm512_maskz_loadu_ps(dm, v + (t0 + t) * dim + d), a);
+                                load_kv(v + (t0 + t) * dim + d, dm), a);
           }
           _mm512_mask_storeu_ps(ar + d, dm, a);
         }
@@ -853,6 +885,18 @@ void attention_rows_avx512(int rows, const float* const* q, float* const* out, c
       for (int64_t d = 0; d < dim; ++d) out[r0 + r][d] = acc[r * dim + d] * inv;
     }
   }
+}
+
+void attention_rows_avx512(int rows, const float* const* q, float* const* out, const int64_t* last,
+                           const float* k, const float* v, const int32_t* key_mask, int64_t n_keys,
+                           int64_t dim, float scale, float* scratch) {
+  attention_rows_any(rows, q, out, last, k, v, key_mask, n_keys, dim, scale, scratch);
+}
+
+void attention_rows_avx512(int rows, const float* const* q, float* const* out, const int64_t* last,
+                           const uint16_t* k, const uint16_t* v, const int32_t* key_mask,
+                           int64_t n_keys, int64_t dim, float scale, float* scratch) {
+  attention_rows_any(rows, q, out, last, k, v, key_mask, n_keys, dim, scale, scratch);
 }
 
 void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n) {

@@ -51,6 +51,10 @@ void gemm_packed_avx512(QuantKind kind, const uint8_t* packed, size_t block_byte
 void attention_rows_avx512(int rows, const float* const* q, float* const* out, const int64_t* last,
                            const float* k, const float* v, const int32_t* key_mask, int64_t n_keys,
                            int64_t dim, float scale, float* scratch);
+/// The same over a half-precision cache (k and v as IEEE half bits).
+void attention_rows_avx512(int rows, const float* const* q, float* const* out, const int64_t* last,
+                           const uint16_t* k, const uint16_t* v, const int32_t* key_mask,
+                           int64_t n_keys, int64_t dim, float scale, float* scratch);
 
 /// Decode attention split over keys (flash-decoding): `rows` query vectors as above, keys
 /// [begin, end) only. Leaves each row's unnormalised state for the caller to merge with the other
@@ -58,6 +62,11 @@ void attention_rows_avx512(int rows, const float* const* q, float* const* out, c
 /// (-inf when none), l[r] = sum_t exp(s_t - m[r]). `scratch` holds 16 * rows floats.
 void attention_rows_partial_avx512(int rows, const float* const* q, const int64_t* last,
                                    const float* k, const float* v, const int32_t* key_mask,
+                                   int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
+                                   float* m, float* l, float* scratch);
+/// The same over a half-precision cache.
+void attention_rows_partial_avx512(int rows, const float* const* q, const int64_t* last,
+                                   const uint16_t* k, const uint16_t* v, const int32_t* key_mask,
                                    int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
                                    float* m, float* l, float* scratch);
 
