@@ -47,6 +47,9 @@ class Tensor {
   bool is_contiguous() const;
 
   void* raw() const { return data_; }
+  /// What keeps the memory alive (shared by views of it): identifies the allocation, so a cache
+  /// keyed by address can tell a live tensor from a later one at a reused address.
+  const std::shared_ptr<void>& owner() const { return owner_; }
   template <class T>
   T* data() const {
     return static_cast<T*>(data_);

@@ -159,6 +159,31 @@ TEST_P(Ops, LinearWithQuantizedWeights) {
   }
 }
 
+// The CPU multiplies a repacked copy of quantized weights, cached by address: a new tensor at
+// the address of a freed one (another model loaded into reused memory) must not get the old
+// copy. Both tensors wrap the same bytes buffer, with different owners.
+TEST_P(Ops, QuantizedWeightsAtAReusedAddress) {
+  if (!has(ops::kLinear, DType::q8_0)) GTEST_SKIP() << "no q8_0 products here";
+  const int64_t n = 1, k = 576, o = 40;
+  const Tensor x = random_tensor({n, k}, rng_);
+  const Tensor bias = random_tensor({o}, rng_);
+  std::vector<uint8_t> bytes(dtype_nbytes(DType::q8_0, o * k));
+  const Tensor x_used = int8_activations(GetParam()) ? q8_round_trip(x) : x;
+  for (int round = 0; round < 2; ++round) {
+    const Tensor blocks = random_blocks(DType::q8_0, o, k, rng_);
+    std::memcpy(bytes.data(), blocks.raw(), bytes.size());
+    const Tensor weight = Tensor::from_blob(bytes.data(), {o, k}, DType::q8_0, Device::cpu(),
+                                            std::make_shared<int>(round));
+    Tensor out = empty({n, o});
+    ops::linear(on_device(x, act_), weight.to(device_), bias.to(device_), out);
+    Tensor want = Tensor::empty({n, o}, DType::f32);
+    ops::reference::linear({x_used, blocks, bias, want});
+    // Summation order only (terms of up to ~6 x 4 over 576 products); the other weights would
+    // miss by tens.
+    EXPECT_LE(max_abs_diff(out, want), 5e-2f) << "round " << round;
+  }
+}
+
 TEST_P(Ops, RmsNorm) {
   for (DType w : kWeightTypes) {
     if (!has(ops::kRmsNorm, w)) continue;

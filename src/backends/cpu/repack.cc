@@ -3,7 +3,7 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <list>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -14,28 +14,21 @@
 namespace anvil::cpu {
 namespace {
 
-// The first and last 8 bytes of the weight (the kernel reads those lines anyway): with the
-// address, size, type and shape, a different tensor at a reused address is caught without
-// reading the whole matrix on every call.
-std::vector<uint64_t> fingerprint(const Tensor& w) {
-  const auto* p = static_cast<const uint8_t*>(w.raw());
-  const size_t n = w.nbytes();
-  std::vector<uint64_t> f;
-  for (size_t at : {size_t{0}, n >= 8 ? n - 8 : 0}) {
-    uint64_t v = 0;
-    std::memcpy(&v, p + at, std::min<size_t>(8, n - at));
-    f.push_back(v);
-  }
-  return f;
-}
-
+// An entry stays valid while the allocation it was made from lives: a weight's bytes never
+// change, and a different tensor at a reused address has a different owner. Checking that
+// touches none of the weight's memory (the kernels read the packed copy, so the original's
+// lines are cold: reading them on every call cost two DRAM misses per product).
 struct Entry {
   size_t nbytes;
   DType type;
   Shape shape;
-  std::vector<uint64_t> print;
+  std::weak_ptr<void> owner;
   std::shared_ptr<const PackedWeights> packed;
 };
+
+bool same_allocation(const std::weak_ptr<void>& a, const std::shared_ptr<void>& b) {
+  return !a.expired() && !a.owner_before(b) && !b.owner_before(a);
+}
 
 std::mutex g_mu;
 std::unordered_map<const void*, Entry> g_cache;
@@ -91,14 +84,16 @@ std::shared_ptr<const PackedWeights> repack(const Tensor& w) {
 }  // namespace
 
 std::shared_ptr<const PackedWeights> packed_weights(const Tensor& w) {
-  const std::vector<uint64_t> print = fingerprint(w);
+  if (!w.owner()) return repack(w);  // nothing identifies the memory: no caching
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = g_cache.find(w.raw());
   if (it != g_cache.end() && it->second.nbytes == w.nbytes() && it->second.type == w.dtype() &&
-      it->second.shape == w.shape() && it->second.print == print) {
+      it->second.shape == w.shape() && same_allocation(it->second.owner, w.owner())) {
     return it->second.packed;
   }
-  Entry e{w.nbytes(), w.dtype(), w.shape(), print, repack(w)};
+  // A miss (a model loading): drop the copies of weights whose memory is gone.
+  std::erase_if(g_cache, [](const auto& kv) { return kv.second.owner.expired(); });
+  Entry e{w.nbytes(), w.dtype(), w.shape(), w.owner(), repack(w)};
   auto packed = e.packed;
   g_cache[w.raw()] = std::move(e);
   return packed;
