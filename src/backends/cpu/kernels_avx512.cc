@@ -638,40 +638,76 @@ inline __m512 scores16(const float* q, const KV* k, int nt, int64_t dim) {
   return _mm512_load_ps(sc);
 }
 
-// acc[0, NC * 16) += sum_t p[t] v[t] for t < nt (value vectors `dim` apart): the NC column
-// chunks as independent FMA chains in registers (as one chain per chunk, each chunk waited on
-// its 16 dependent FMAs). Same order of additions per element as the plain loop.
-template <int NC, class KV>
-void accumulate_values_nc(const float* p, const KV* v, int nt, int64_t dim, float* acc) {
-  __m512 a[NC];
-  for (int c = 0; c < NC; ++c) a[c] = _mm512_loadu_ps(acc + 16 * c);
-  for (int t = 0; t < nt; ++t) {
-    const __m512 pt = _mm512_set1_ps(p[t]);
-    for (int c = 0; c < NC; ++c) a[c] = _mm512_fmadd_ps(pt, load_kv(v + t * dim + 16 * c), a[c]);
+// scores16 for R query rows at once (R <= 4): each key vector is loaded (and widened) once for
+// all of them; each row's sums are formed exactly as scores16 forms them.
+template <int R, class KV>
+inline void scores16_rows(const float* const* q, const KV* k, int nt, int64_t dim, __m512* out) {
+  alignas(64) float sc[R][16];
+  for (int t = 0; t < 16; t += 4) {
+    const KV* kt[4];
+    for (int j = 0; j < 4; ++j) kt[j] = k + std::min(t + j, nt - 1) * dim;
+    __m512 a[R][4];
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < 4; ++j) a[r][j] = _mm512_setzero_ps();
+    }
+    for (int64_t d = 0; d < dim; d += 16) {
+      const auto m = dim - d >= 16 ? static_cast<__mmask16>(0xffff)
+                                   : static_cast<__mmask16>((1u << (dim - d)) - 1);
+      __m512 kv[4];
+      for (int j = 0; j < 4; ++j) kv[j] = load_kv(kt[j] + d, m);
+      for (int r = 0; r < R; ++r) {
+        const __m512 qd = _mm512_maskz_loadu_ps(m, q[r] + d);
+        for (int j = 0; j < 4; ++j) a[r][j] = _mm512_fmadd_ps(qd, kv[j], a[r][j]);
+      }
+    }
+    for (int r = 0; r < R; ++r) _mm_store_ps(sc[r] + t, hsum4(a[r][0], a[r][1], a[r][2], a[r][3]));
   }
-  for (int c = 0; c < NC; ++c) _mm512_storeu_ps(acc + 16 * c, a[c]);
+  for (int r = 0; r < R; ++r) out[r] = _mm512_load_ps(sc[r]);
 }
 
-// dim a multiple of 16, at most 128.
 template <class KV>
-inline void accumulate_values(const float* p, const KV* v, int nt, int64_t dim, float* acc) {
-  switch (dim / 16) {
+inline void scores16_rows(int rows, const float* const* q, const KV* k, int nt, int64_t dim,
+                          __m512* out) {
+  switch (rows) {
     case 1:
-      return accumulate_values_nc<1>(p, v, nt, dim, acc);
+      return scores16_rows<1>(q, k, nt, dim, out);
     case 2:
-      return accumulate_values_nc<2>(p, v, nt, dim, acc);
+      return scores16_rows<2>(q, k, nt, dim, out);
     case 3:
-      return accumulate_values_nc<3>(p, v, nt, dim, acc);
-    case 4:
-      return accumulate_values_nc<4>(p, v, nt, dim, acc);
-    case 5:
-      return accumulate_values_nc<5>(p, v, nt, dim, acc);
-    case 6:
-      return accumulate_values_nc<6>(p, v, nt, dim, acc);
-    case 7:
-      return accumulate_values_nc<7>(p, v, nt, dim, acc);
+      return scores16_rows<3>(q, k, nt, dim, out);
     default:
-      return accumulate_values_nc<8>(p, v, nt, dim, acc);
+      return scores16_rows<4>(q, k, nt, dim, out);
+  }
+}
+
+// acc[r] += sum_t p[r * 16 + t] v[t] for R rows at once (R <= 4, dim a multiple of 16): each
+// value vector is loaded once for all of them, the column chunks' FMA chains independent, each
+// element's additions in the order of the plain loop over t.
+template <int R, class KV>
+void accumulate_values_rows(const float* p, const KV* v, int nt, int64_t dim, float* acc) {
+  for (int64_t c = 0; c < dim; c += 16) {
+    __m512 a[R];
+    for (int r = 0; r < R; ++r) a[r] = _mm512_loadu_ps(acc + r * dim + c);
+    for (int t = 0; t < nt; ++t) {
+      const __m512 vt = load_kv(v + t * dim + c);
+      for (int r = 0; r < R; ++r) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(p[r * 16 + t]), vt, a[r]);
+    }
+    for (int r = 0; r < R; ++r) _mm512_storeu_ps(acc + r * dim + c, a[r]);
+  }
+}
+
+template <class KV>
+void accumulate_values_rows(int rows, const float* p, const KV* v, int nt, int64_t dim,
+                            float* acc) {
+  switch (rows) {
+    case 1:
+      return accumulate_values_rows<1>(p, v, nt, dim, acc);
+    case 2:
+      return accumulate_values_rows<2>(p, v, nt, dim, acc);
+    case 3:
+      return accumulate_values_rows<3>(p, v, nt, dim, acc);
+    default:
+      return accumulate_values_rows<4>(p, v, nt, dim, acc);
   }
 }
 
@@ -685,7 +721,7 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
                                  const KV* v, const int32_t* key_mask, int64_t begin, int64_t end,
                                  int64_t dim, float scale, float* acc, float* m, float* l,
                                  float* p) {
-  constexpr int kBlock = 16;
+  constexpr int kBlock = 16, kMaxRangeRows = 16;
   for (int r = 0; r < rows; ++r) {
     m[r] = -std::numeric_limits<float>::infinity();
     l[r] = 0;
@@ -700,6 +736,15 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
     // Keys of this block that no mask hides.
     uint32_t open = 0;
     for (int t = 0; t < nt; ++t) open |= (key_mask[t0 + t] != 0 ? 1u : 0u) << t;
+    // Every row's scores, four rows per pass over the block's keys (a group's query heads
+    // share them); rows that see no key of the block are masked below.
+    __m512 sc[kMaxRangeRows];
+    const bool joint = rows <= kMaxRangeRows;
+    if (joint) {
+      for (int r0 = 0; r0 < rows; r0 += 4) {
+        scores16_rows(std::min(4, rows - r0), q + r0, k + t0 * dim, nt, dim, sc + r0);
+      }
+    }
     for (int r = 0; r < rows; ++r) {
       const int64_t visible_end = std::min<int64_t>(nt, last[r] - t0 + 1);
       const uint32_t causal =
@@ -710,9 +755,8 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
         _mm512_storeu_ps(pr, _mm512_setzero_ps());
         continue;
       }
-      const __m512 s = _mm512_mask_mov_ps(
-          neg_inf, keep,
-          _mm512_mul_ps(scores16(q[r], k + t0 * dim, nt, dim), _mm512_set1_ps(scale)));
+      const __m512 raw = joint ? sc[r] : scores16(q[r], k + t0 * dim, nt, dim);
+      const __m512 s = _mm512_mask_mov_ps(neg_inf, keep, _mm512_mul_ps(raw, _mm512_set1_ps(scale)));
       const float m_new = std::max(m[r], _mm512_reduce_max_ps(s));
       const float corr = std::exp(m[r] - m_new);  // 0 when m was -inf
       const __m512 e = exp512(_mm512_sub_ps(s, _mm512_set1_ps(m_new)));
@@ -724,14 +768,17 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
         for (int64_t d = 0; d < dim; ++d) ar[d] *= corr;
       }
     }
-    // acc[r] += sum_t p[r][t] v[t]: each value vector from L1 for every row.
+    // acc[r] += sum_t p[r][t] v[t]: each value vector loaded once per four rows.
+    if (dim % 16 == 0 && dim <= 128) {
+      for (int r0 = 0; r0 < rows; r0 += 4) {
+        accumulate_values_rows(std::min(4, rows - r0), p + r0 * kBlock, v + t0 * dim, nt, dim,
+                               acc + r0 * dim);
+      }
+      continue;
+    }
     for (int r = 0; r < rows; ++r) {
       const float* pr = p + r * kBlock;
       float* ar = acc + r * dim;
-      if (dim % 16 == 0 && dim <= 128) {
-        accumulate_values(pr, v + t0 * dim, nt, dim, ar);
-        continue;
-      }
       int64_t d = 0;
       for (; d + 16 <= dim; d += 16) {
         __m512 a = _mm512_loadu_ps(ar + d);
