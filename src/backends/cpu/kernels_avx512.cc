@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace anvil::cpu {
@@ -613,33 +614,10 @@ inline float kv_scalar(const uint16_t* p) {
   return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(*p)));
 }
 
-// The dot products of q with keys [0, nt) of k (nt <= 16, keys dim elements apart), in lanes
-// 0..nt-1 (the other lanes repeat the last key). Four keys at a time, each its own FMA chain.
-template <class KV>
-inline __m512 scores16(const float* q, const KV* k, int nt, int64_t dim) {
-  alignas(64) float sc[16];
-  for (int t = 0; t < 16; t += 4) {
-    const KV* k0 = k + std::min(t, nt - 1) * dim;
-    const KV* k1 = k + std::min(t + 1, nt - 1) * dim;
-    const KV* k2 = k + std::min(t + 2, nt - 1) * dim;
-    const KV* k3 = k + std::min(t + 3, nt - 1) * dim;
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t d = 0; d < dim; d += 16) {
-      const auto m = dim - d >= 16 ? static_cast<__mmask16>(0xffff)
-                                   : static_cast<__mmask16>((1u << (dim - d)) - 1);
-      const __m512 qd = _mm512_maskz_loadu_ps(m, q + d);
-      a0 = _mm512_fmadd_ps(qd, load_kv(k0 + d, m), a0);
-      a1 = _mm512_fmadd_ps(qd, load_kv(k1 + d, m), a1);
-      a2 = _mm512_fmadd_ps(qd, load_kv(k2 + d, m), a2);
-      a3 = _mm512_fmadd_ps(qd, load_kv(k3 + d, m), a3);
-    }
-    _mm_store_ps(sc + t, hsum4(a0, a1, a2, a3));
-  }
-  return _mm512_load_ps(sc);
-}
-
-// scores16 for R query rows at once (R <= 4): each key vector is loaded (and widened) once for
-// all of them; each row's sums are formed exactly as scores16 forms them.
+// The dot products of R query rows (R <= 4) with keys [0, nt) of k (nt <= 16, keys dim elements
+// apart): out[r] holds row r's in lanes 0..nt-1 (the other lanes repeat the last key). Four keys
+// at a time, each key vector loaded (and widened) once for all the rows, every (row, key) sum
+// its own FMA chain.
 template <int R, class KV>
 inline void scores16_rows(const float* const* q, const KV* k, int nt, int64_t dim, __m512* out) {
   alignas(64) float sc[R][16];
@@ -665,21 +643,6 @@ inline void scores16_rows(const float* const* q, const KV* k, int nt, int64_t di
   for (int r = 0; r < R; ++r) out[r] = _mm512_load_ps(sc[r]);
 }
 
-template <class KV>
-inline void scores16_rows(int rows, const float* const* q, const KV* k, int nt, int64_t dim,
-                          __m512* out) {
-  switch (rows) {
-    case 1:
-      return scores16_rows<1>(q, k, nt, dim, out);
-    case 2:
-      return scores16_rows<2>(q, k, nt, dim, out);
-    case 3:
-      return scores16_rows<3>(q, k, nt, dim, out);
-    default:
-      return scores16_rows<4>(q, k, nt, dim, out);
-  }
-}
-
 // acc[r] += sum_t p[r * 16 + t] v[t] for R rows at once (R <= 4, dim a multiple of 16): each
 // value vector is loaded once for all of them, the column chunks' FMA chains independent, each
 // element's additions in the order of the plain loop over t.
@@ -696,18 +659,19 @@ void accumulate_values_rows(const float* p, const KV* v, int nt, int64_t dim, fl
   }
 }
 
-template <class KV>
-void accumulate_values_rows(int rows, const float* p, const KV* v, int nt, int64_t dim,
-                            float* acc) {
+// f(std::integral_constant<int, R>) for R = rows (1-4): the row-count templates above, chosen
+// at run time.
+template <class F>
+inline void with_row_count(int rows, F&& f) {
   switch (rows) {
     case 1:
-      return accumulate_values_rows<1>(p, v, nt, dim, acc);
+      return f(std::integral_constant<int, 1>{});
     case 2:
-      return accumulate_values_rows<2>(p, v, nt, dim, acc);
+      return f(std::integral_constant<int, 2>{});
     case 3:
-      return accumulate_values_rows<3>(p, v, nt, dim, acc);
+      return f(std::integral_constant<int, 3>{});
     default:
-      return accumulate_values_rows<4>(p, v, nt, dim, acc);
+      return f(std::integral_constant<int, 4>{});
   }
 }
 
@@ -721,7 +685,7 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
                                  const KV* v, const int32_t* key_mask, int64_t begin, int64_t end,
                                  int64_t dim, float scale, float* acc, float* m, float* l,
                                  float* p) {
-  constexpr int kBlock = 16, kMaxRangeRows = 16;
+  constexpr int kBlock = 16;
   for (int r = 0; r < rows; ++r) {
     m[r] = -std::numeric_limits<float>::infinity();
     l[r] = 0;
@@ -736,16 +700,15 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
     // Keys of this block that no mask hides.
     uint32_t open = 0;
     for (int t = 0; t < nt; ++t) open |= (key_mask[t0 + t] != 0 ? 1u : 0u) << t;
-    // Every row's scores, four rows per pass over the block's keys (a group's query heads
-    // share them); rows that see no key of the block are masked below.
-    __m512 sc[kMaxRangeRows];
-    const bool joint = rows <= kMaxRangeRows;
-    if (joint) {
-      for (int r0 = 0; r0 < rows; r0 += 4) {
-        scores16_rows(std::min(4, rows - r0), q + r0, k + t0 * dim, nt, dim, sc + r0);
-      }
-    }
+    // Scores four rows per pass over the block's keys (a group's query heads share them); rows
+    // that see no key of the block are masked below.
+    __m512 sc[4];
     for (int r = 0; r < rows; ++r) {
+      if (r % 4 == 0) {
+        with_row_count(std::min(4, rows - r), [&](auto n) {
+          scores16_rows<decltype(n)::value>(q + r, k + t0 * dim, nt, dim, sc);
+        });
+      }
       const int64_t visible_end = std::min<int64_t>(nt, last[r] - t0 + 1);
       const uint32_t causal =
           visible_end <= 0 ? 0u : (visible_end >= 32 ? ~0u : (1u << visible_end) - 1);
@@ -755,8 +718,8 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
         _mm512_storeu_ps(pr, _mm512_setzero_ps());
         continue;
       }
-      const __m512 raw = joint ? sc[r] : scores16(q[r], k + t0 * dim, nt, dim);
-      const __m512 s = _mm512_mask_mov_ps(neg_inf, keep, _mm512_mul_ps(raw, _mm512_set1_ps(scale)));
+      const __m512 s =
+          _mm512_mask_mov_ps(neg_inf, keep, _mm512_mul_ps(sc[r % 4], _mm512_set1_ps(scale)));
       const float m_new = std::max(m[r], _mm512_reduce_max_ps(s));
       const float corr = std::exp(m[r] - m_new);  // 0 when m was -inf
       const __m512 e = exp512(_mm512_sub_ps(s, _mm512_set1_ps(m_new)));
@@ -771,8 +734,10 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
     // acc[r] += sum_t p[r][t] v[t]: each value vector loaded once per four rows.
     if (dim % 16 == 0 && dim <= 128) {
       for (int r0 = 0; r0 < rows; r0 += 4) {
-        accumulate_values_rows(std::min(4, rows - r0), p + r0 * kBlock, v + t0 * dim, nt, dim,
-                               acc + r0 * dim);
+        with_row_count(std::min(4, rows - r0), [&](auto n) {
+          accumulate_values_rows<decltype(n)::value>(p + r0 * kBlock, v + t0 * dim, nt, dim,
+                                                     acc + r0 * dim);
+        });
       }
       continue;
     }
