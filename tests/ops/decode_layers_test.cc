@@ -15,10 +15,13 @@
 #include "anvil/error.h"
 #include "core/kernels.h"
 #include "ops/ops.h"
+#include "tensor_compare.h"
 #include "test_data.h"
 
 namespace anvil {
 namespace {
+
+using test::max_abs_diff;
 
 struct StackShape {
   int64_t hidden, inter, heads, kv_heads, dim, layers, past, cap;
@@ -61,13 +64,6 @@ class DecodeLayers : public ::testing::TestWithParam<DeviceType> {
 float max_abs(const Tensor& t) {
   float m = 0;
   for (float v : t.to_f32_vector()) m = std::max(m, std::fabs(v));
-  return m;
-}
-
-float max_abs_diff(const Tensor& a, const Tensor& b) {
-  const auto x = a.to_f32_vector(), y = b.to_f32_vector();
-  float m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::fabs(x[i] - y[i]));
   return m;
 }
 

@@ -10,24 +10,13 @@
 #include "anvil/error.h"
 #include "ops/ops.h"
 #include "ops/reference.h"
+#include "tensor_compare.h"
 
 namespace anvil {
 namespace {
 
-Tensor random_tensor(const Shape& shape, std::mt19937& rng, float scale = 1.0f) {
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
-  for (float& x : v) x = dist(rng);
-  return Tensor::from_f32(v, shape);
-}
-
-float max_abs_diff(const Tensor& a, const Tensor& b) {
-  const auto x = a.to_f32_vector(), y = b.to_f32_vector();
-  EXPECT_EQ(x.size(), y.size());
-  float m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::fabs(x[i] - y[i]));
-  return m;
-}
+using test::max_abs_diff;
+using test::random_tensor;
 
 // The float32 tensor of `t`'s values rounded to half.
 Tensor rounded_to_half(const Tensor& t) {

@@ -13,28 +13,17 @@
 #include "descending_order.h"
 #include "ops/ops.h"
 #include "ops/reference.h"
+#include "tensor_compare.h"
 #include "test_data.h"
 
 namespace anvil {
 namespace {
 
+using test::max_abs_diff;
+using test::random_tensor;
+
 constexpr DeviceType kDeviceTypes[] = {DeviceType::cpu, DeviceType::cuda, DeviceType::opencl};
 constexpr DType kWeightTypes[] = {DType::f32, DType::bf16, DType::f16};
-
-Tensor random_tensor(const Shape& shape, std::mt19937& rng, float scale = 1.0f) {
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
-  for (float& x : v) x = dist(rng);
-  return Tensor::from_f32(v, shape);
-}
-
-float max_abs_diff(const Tensor& a, const Tensor& b) {
-  const auto x = a.to_f32_vector(), y = b.to_f32_vector();
-  EXPECT_EQ(x.size(), y.size());
-  float m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::fabs(x[i] - y[i]));
-  return m;
-}
 
 class Ops : public ::testing::TestWithParam<DeviceType> {
  protected:
