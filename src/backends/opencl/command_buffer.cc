@@ -97,7 +97,7 @@ void record_launch(Queue& q, cl_kernel kernel, const size_t* global, const size_
 std::unique_ptr<StepGraph> record_step(Device device, const std::function<void()>& body) {
   static const bool off = std::getenv("ANVIL_OPENCL_NO_COMMAND_BUFFER") != nullptr;
   Queue& q = queue(device);
-  if (off || profiling() || !q.record->command_buffer) return nullptr;
+  if (off || profiling() || gating() || !q.record->command_buffer) return nullptr;
   const Api api = api_for(q.record->platform);
   if (!api.complete()) return nullptr;
   cl_int err = CL_SUCCESS;

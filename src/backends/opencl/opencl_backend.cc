@@ -10,6 +10,7 @@
 #include "anvil/error.h"
 #include "backends/opencl/command_buffer.h"
 #include "backends/opencl/opencl_runtime.h"
+#include "backends/opencl/profile.h"
 
 namespace anvil {
 namespace {
@@ -58,6 +59,7 @@ class OpenClBackend : public Backend {
 
   void copy_to_host(void* dst, const void* src, size_t n, Device device) override {
     not_recording(device, "copy to the host");
+    opencl::release_gate(opencl::queue(device));
     const auto loc = opencl::locate(src);
     opencl::check(clEnqueueReadBuffer(opencl::queue(device).queue, loc.mem, CL_TRUE, loc.offset, n,
                                       dst, 0, nullptr, nullptr),
@@ -65,6 +67,7 @@ class OpenClBackend : public Backend {
   }
   void copy_from_host(void* dst, const void* src, size_t n, Device device) override {
     not_recording(device, "copy from the host");
+    opencl::release_gate(opencl::queue(device));
     const auto loc = opencl::locate(dst);
     opencl::check(clEnqueueWriteBuffer(opencl::queue(device).queue, loc.mem, CL_TRUE, loc.offset, n,
                                        src, 0, nullptr, nullptr),
@@ -72,12 +75,14 @@ class OpenClBackend : public Backend {
   }
   void copy_on_device(void* dst, const void* src, size_t n, Device device) override {
     not_recording(device, "copy on the device");
+    opencl::release_gate(opencl::queue(device));
     const auto d = opencl::locate(dst), s = opencl::locate(src);
     opencl::check(clEnqueueCopyBuffer(opencl::queue(device).queue, s.mem, d.mem, s.offset, d.offset,
                                       n, 0, nullptr, nullptr),
                   "clEnqueueCopyBuffer");
   }
   void synchronize(Device device) override {
+    opencl::release_gate(opencl::queue(device));
     opencl::check(clFinish(opencl::queue(device).queue), "clFinish");
   }
   std::unique_ptr<StepGraph> capture(Device device, const std::function<void()>& body) override {

@@ -2,10 +2,12 @@
 // enqueues one kernel of opencl_sources.cc on the device's in-order queue.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "anvil/error.h"
 #include "backends/opencl/command_buffer.h"
@@ -57,56 +59,79 @@ std::string weight_define(DType w) {
   }
 }
 
-// Sets a kernel's arguments in order.
+// A kernel launch: the arguments are gathered in order, then set and enqueued by run(). Each
+// tensor becomes a tagged offset (its buffer's index among the launch's distinct buffers in the
+// top four bits, opencl_sources.cc); the distinct buffers go first, as MEM_PARAMS: two of them
+// in the usual build, sixteen in a second build for a launch whose tensors span more pools.
 class Launch {
  public:
-  Launch(Device device, const std::string& name, DType weights = DType::f32)
-      : device_(device), name_(name) {
+  Launch(Device device, const char* name, DType weights = DType::f32)
+      : device_(device), name_(name), weights_(weights) {
     if (profiling()) start_ = std::chrono::steady_clock::now();
-    k_ = kernel(device, name, weight_define(weights));
-    Queue& q = queue(device);
-    if (recording(q)) k_ = kernel_for_recording(q, k_);
   }
 
   Launch& tensor(const Tensor& t) {
     const Location loc = locate(t.raw());
-    const cl_ulong off = loc.offset;
-    set(sizeof(cl_mem), &loc.mem);
-    set(sizeof off, &off);
-    return *this;
+    size_t slot = 0;
+    while (slot < mems_.size() && mems_[slot] != loc.mem) ++slot;
+    if (slot == mems_.size()) {
+      if (mems_.size() == kMaxMems) {
+        throw Error(std::string("internal error: OpenCL kernel ") + name_ + " given tensors in more than " +
+                    std::to_string(kMaxMems) + " buffers");
+      }
+      mems_.push_back(loc.mem);
+    }
+    return u64((static_cast<cl_ulong>(slot) << 60) | loc.offset);
   }
-  // An optional tensor: a small buffer of the device's (never read) when undefined.
-  Launch& maybe(const Tensor& t) { return tensor(t.defined() ? t : placeholder(device_)); }
+  // An optional tensor: offset 0 of the first buffer (never read) when undefined.
+  Launch& maybe(const Tensor& t) { return t.defined() ? tensor(t) : u64(0); }
   Launch& i32(long long v) {
     const cl_int x = static_cast<cl_int>(v);
-    return set(sizeof x, &x);
+    return value(&x, sizeof x);
   }
   Launch& i64(long long v) {
     const cl_long x = v;
-    return set(sizeof x, &x);
+    return value(&x, sizeof x);
   }
   Launch& f32(float v) {
     const cl_float x = v;
-    return set(sizeof x, &x);
+    return value(&x, sizeof x);
   }
-  Launch& local(size_t bytes) { return set(bytes, nullptr); }
+  Launch& local(size_t bytes) {
+    args_.push_back({bytes, true, {}});
+    return *this;
+  }
 
   void run(size_t global0, size_t local0, size_t global1 = 1, size_t local1 = 1) {
     if (global0 == 0 || global1 == 0) return;
     const size_t g[2] = {(global0 + local0 - 1) / local0 * local0,
                          (global1 + local1 - 1) / local1 * local1};
     const size_t l[2] = {local0, local1};
+    const bool many = mems_.size() > 2;
+    cl_kernel k = kernel(device_, name_, weight_define(weights_) + (many ? " -DMEMS=16" : " -DMEMS=2"));
     Queue& q = queue(device_);
+    if (recording(q)) k = kernel_for_recording(q, k);
+    const size_t mem_params = many ? kMaxMems : 2;
+    if (mems_.empty()) mems_.push_back(placeholder_mem());
+    for (size_t i = 0; i < mem_params; ++i) {
+      const cl_mem m = mems_[std::min(i, mems_.size() - 1)];
+      set(k, static_cast<cl_uint>(i), sizeof m, &m);
+    }
+    for (size_t i = 0; i < args_.size(); ++i) {
+      const Arg& a = args_[i];
+      set(k, static_cast<cl_uint>(mem_params + i), a.size, a.local ? nullptr : a.bytes);
+    }
     if (recording(q)) {
-      record_launch(q, k_, g, l);
+      record_launch(q, k, g, l);
       return;
     }
     cl_event event = nullptr;
     const auto enqueue_start =
         profiling() ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    check(clEnqueueNDRangeKernel(q.queue, k_, 2, nullptr, g, l, 0, nullptr,
-                                 profiling() ? &event : nullptr),
-          name_.c_str());
+    cl_event gate = gate_for_launch(q);
+    check(clEnqueueNDRangeKernel(q.queue, k, 2, nullptr, g, l, gate ? 1 : 0,
+                                 gate ? &gate : nullptr, profiling() ? &event : nullptr),
+          name_);
     if (event) {
       const auto end = std::chrono::steady_clock::now();
       const std::chrono::duration<double> host = end - start_, enqueue = end - enqueue_start;
@@ -115,14 +140,30 @@ class Launch {
   }
 
  private:
-  Launch& set(size_t size, const void* value) {
-    check(clSetKernelArg(k_, arg_++, size, value), name_.c_str());
+  static constexpr size_t kMaxMems = 16;
+  struct Arg {
+    size_t size;
+    bool local;  // local memory of `size` bytes, no value
+    unsigned char bytes[8];
+  };
+  Launch& u64(cl_ulong v) { return value(&v, sizeof v); }
+  Launch& value(const void* v, size_t size) {
+    Arg a{size, false, {}};
+    std::memcpy(a.bytes, v, size);
+    args_.push_back(a);
     return *this;
   }
+  void set(cl_kernel k, cl_uint index, size_t size, const void* value) {
+    check(clSetKernelArg(k, index, size, value), name_);
+  }
+  // A buffer for a launch with no tensor argument (each launch has at least one; defensive).
+  cl_mem placeholder_mem() { return locate(placeholder(device_).raw()).mem; }
+
   Device device_;
-  cl_kernel k_ = nullptr;
-  std::string name_;
-  cl_uint arg_ = 0;
+  const char* name_;
+  DType weights_;
+  std::vector<cl_mem> mems_;
+  std::vector<Arg> args_;
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -10,6 +10,7 @@
 #include "anvil/error.h"
 #include "backends/opencl/opencl_sources.h"
 #include "backends/opencl/profile.h"
+#include "backends/opencl/range_allocator.h"
 
 namespace anvil::opencl {
 
@@ -80,6 +81,9 @@ struct Inventory {
         cl_ulong mem = 0;
         clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, nullptr);
         r.memory = mem;
+        cl_ulong max_alloc = 0;
+        clGetDeviceInfo(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, nullptr);
+        r.max_alloc = max_alloc;
         clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof r.compute_units, &r.compute_units,
                         nullptr);
         if (r.compute_units == 0) r.compute_units = 1;
@@ -114,9 +118,23 @@ const Inventory& inventory() {
 constexpr uintptr_t kBase = uintptr_t{0xA} << 60;
 constexpr uintptr_t kSpan = uintptr_t{1} << 40;
 
+// A large buffer that allocations are ranges of.
+struct Pool {
+  cl_mem mem = nullptr;
+  int device = -1;  // devices() index
+  RangeAllocator ranges;
+  explicit Pool(size_t capacity) : ranges(capacity) {}
+};
+
+struct Allocation {
+  Pool* pool;
+  size_t offset, nbytes;
+};
+
 struct Allocations {
   std::mutex mu;
-  std::map<uintptr_t, std::pair<cl_mem, size_t>> live;  // base -> (buffer, bytes)
+  std::vector<std::unique_ptr<Pool>> pools;
+  std::map<uintptr_t, Allocation> live;  // stand-in base -> its range
   std::vector<uintptr_t> free_slots;
   uintptr_t next = 0;
 };
@@ -124,6 +142,20 @@ struct Allocations {
 Allocations& allocations() {
   static Allocations* a = new Allocations();  // lives for the process: buffers die at exit
   return *a;
+}
+
+// Bytes of a new pool on device record `r`: an eighth of the device's memory (so a model and
+// its activations usually share one pool, and a launch passes one buffer), at most the largest
+// buffer the device allows, at least 64 MiB and the request. ANVIL_OPENCL_POOL_MB overrides the
+// eighth (the tests make it small to run the kernels on tensors spread over many buffers).
+size_t pool_bytes(const DeviceRecord& r, size_t request) {
+  size_t bytes = static_cast<size_t>(r.memory / 8);
+  bytes = std::max<size_t>(bytes, size_t{64} << 20);
+  if (r.max_alloc > 0) bytes = std::min<size_t>(bytes, static_cast<size_t>(r.max_alloc));
+  if (const char* mb = std::getenv("ANVIL_OPENCL_POOL_MB")) {
+    bytes = static_cast<size_t>(std::max(1L, std::atol(mb))) << 20;
+  }
+  return std::max(bytes, request);
 }
 
 class ClBuffer : public Buffer {
@@ -134,10 +166,14 @@ class ClBuffer : public Buffer {
     std::lock_guard<std::mutex> lock(a.mu);
     const auto base = reinterpret_cast<uintptr_t>(data());
     auto it = a.live.find(base);
-    if (it != a.live.end()) {
-      clReleaseMemObject(it->second.first);
-      a.live.erase(it);
-      a.free_slots.push_back(base);
+    if (it == a.live.end()) return;
+    Pool* pool = it->second.pool;
+    pool->ranges.release(it->second.offset);
+    a.live.erase(it);
+    a.free_slots.push_back(base);
+    if (pool->ranges.empty()) {  // an empty pool goes back to the device
+      clReleaseMemObject(pool->mem);
+      std::erase_if(a.pools, [&](const std::unique_ptr<Pool>& p) { return p.get() == pool; });
     }
   }
 };
@@ -200,15 +236,34 @@ Queue& queue(Device device) {
 
 std::shared_ptr<Buffer> allocate(Device device, size_t nbytes) {
   Queue& q = queue(device);
-  cl_int err = CL_SUCCESS;
-  cl_mem mem =
-      clCreateBuffer(q.context, CL_MEM_READ_WRITE, nbytes == 0 ? 1 : nbytes, nullptr, &err);
-  if (err != CL_SUCCESS) {
-    throw Error("out of memory on " + device.str() + " allocating " + std::to_string(nbytes) +
-                " bytes (OpenCL error " + std::to_string(err) + ")");
-  }
+  const int index = record_index(device);
   Allocations& a = allocations();
   std::lock_guard<std::mutex> lock(a.mu);
+  Pool* pool = nullptr;
+  std::optional<size_t> offset;
+  for (auto& p : a.pools) {
+    if (p->device != index) continue;
+    offset = p->ranges.allocate(nbytes);
+    if (offset) {
+      pool = p.get();
+      break;
+    }
+  }
+  if (!pool) {
+    const size_t want = pool_bytes(*q.record, nbytes + RangeAllocator::kAlign);
+    auto made = std::make_unique<Pool>(want);
+    cl_int err = CL_SUCCESS;
+    made->mem = clCreateBuffer(q.context, CL_MEM_READ_WRITE, made->ranges.capacity(), nullptr, &err);
+    if (err != CL_SUCCESS) {
+      throw Error("out of memory on " + device.str() + " allocating " + std::to_string(nbytes) +
+                  " bytes (a pool of " + std::to_string(made->ranges.capacity()) +
+                  " bytes: OpenCL error " + std::to_string(err) + ")");
+    }
+    made->device = index;
+    offset = made->ranges.allocate(nbytes);
+    pool = made.get();
+    a.pools.push_back(std::move(made));
+  }
   uintptr_t base;
   if (!a.free_slots.empty()) {
     base = a.free_slots.back();
@@ -216,7 +271,7 @@ std::shared_ptr<Buffer> allocate(Device device, size_t nbytes) {
   } else {
     base = kBase + (a.next++) * kSpan;
   }
-  a.live[base] = {mem, nbytes};
+  a.live[base] = {pool, *offset, nbytes};
   return std::make_shared<ClBuffer>(reinterpret_cast<void*>(base), nbytes, device);
 }
 
@@ -227,11 +282,37 @@ Location locate(const void* address) {
   auto it = a.live.upper_bound(p);
   if (it != a.live.begin()) {
     --it;
-    if (p >= it->first && p - it->first <= it->second.second) {
-      return {it->second.first, static_cast<size_t>(p - it->first)};
+    if (p >= it->first && p - it->first <= it->second.nbytes) {
+      return {it->second.pool->mem, it->second.offset + static_cast<size_t>(p - it->first)};
     }
   }
   throw Error("internal error: an OpenCL kernel was given an address that is no OpenCL buffer");
+}
+
+// ANVIL_OPENCL_DUMP=DIR: each built program's binary (PTX on NVIDIA's driver) goes to
+// DIR/program-N.bin, its build options to DIR/program-N.txt, for reading what a driver's
+// compiler made of the kernels (ptxas -v: registers, spills) where no profiler reaches them.
+static void dump_binary(cl_program prog, const std::string& opts) {
+  static const char* dir = std::getenv("ANVIL_OPENCL_DUMP");
+  static int count = 0;
+  if (!dir) return;
+  size_t size = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS ||
+      size == 0) {
+    return;
+  }
+  std::string binary(size, '\0');
+  unsigned char* ptr = reinterpret_cast<unsigned char*>(binary.data());
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) != CL_SUCCESS) return;
+  const std::string base = std::string(dir) + "/program-" + std::to_string(count++);
+  if (FILE* f = std::fopen((base + ".bin").c_str(), "wb")) {
+    std::fwrite(binary.data(), 1, binary.size(), f);
+    std::fclose(f);
+  }
+  if (FILE* f = std::fopen((base + ".txt").c_str(), "w")) {
+    std::fprintf(f, "%s\n", opts.c_str());
+    std::fclose(f);
+  }
 }
 
 // anvil's OpenCL C sources built for q's device with `opts`; null (and the build log in `log`)
@@ -242,7 +323,10 @@ static cl_program build_program(Queue& q, const std::string& opts, std::string& 
   cl_program prog = clCreateProgramWithSource(q.context, 1, &src, nullptr, &err);
   check(err, "clCreateProgramWithSource");
   err = clBuildProgram(prog, 1, &q.record->id, opts.c_str(), nullptr, nullptr);
-  if (err == CL_SUCCESS) return prog;
+  if (err == CL_SUCCESS) {
+    dump_binary(prog, opts);
+    return prog;
+  }
   size_t n = 0;
   clGetProgramBuildInfo(prog, q.record->id, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
   log.assign(n, '\0');

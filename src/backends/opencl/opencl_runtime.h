@@ -33,6 +33,7 @@ struct DeviceRecord {
   bool subgroups = false;      ///< cl_khr_subgroups or cl_intel_subgroups
   bool subgroups_khr = false;  ///< cl_khr_subgroups (its built-ins need OpenCL C 2.0)
   uint64_t memory = 0;
+  uint64_t max_alloc = 0;                    ///< CL_DEVICE_MAX_MEM_ALLOC_SIZE
   cl_uint compute_units = 1;                 ///< CL_DEVICE_MAX_COMPUTE_UNITS
   bool command_buffer = false;               ///< cl_khr_command_buffer
   bool command_buffer_simultaneous = false;  ///< its buffers may be enqueued while pending
@@ -55,6 +56,10 @@ struct Queue {
   const DeviceRecord* record = nullptr;
   /// While a step is being recorded (command_buffer.h), launches go here instead of running.
   cl_command_buffer_khr recording = nullptr;
+  /// ANVIL_OPENCL_GATE (profile.h): the user event the launches since the last
+  /// synchronization wait behind, and when the first of them was enqueued.
+  cl_event gate = nullptr;
+  double gate_opened = 0;
 };
 /// The context and queue of a device, made on first use.
 Queue& queue(Device device);

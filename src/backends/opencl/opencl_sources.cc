@@ -23,7 +23,44 @@ inline float wload(__global const wstore* p, size_t i) { return p[i]; }
 inline float4 wload4(__global const wstore* p, size_t i) { return vload4(0, p + i); }
 #endif
 
-#define AT(type, buf, off) ((__global type*)((__global char*)(buf) + (off)))
+// Buffers: every tensor argument is a tagged offset, its top four bits the index of the buffer
+// among the launch's MEM_PARAMS (NVIDIA's driver charges each buffer argument of a launch ~0.35 us
+// of host and of device time: anvil's memory lives in a few large pools, and a launch passes one
+// or two; a launch that touches more pools uses the build with MEMS=16).
+#if MEMS == 2
+#define MEM_PARAMS __global char* m0, __global char* m1
+#define BASE(t) ((t) >> 60 ? m1 : m0)
+#else
+#define MEM_PARAMS                                                                       \
+  __global char *m0, __global char *m1, __global char *m2, __global char *m3,            \
+      __global char *m4, __global char *m5, __global char *m6, __global char *m7,        \
+      __global char *m8, __global char *m9, __global char *m10, __global char *m11,      \
+      __global char *m12, __global char *m13, __global char *m14, __global char *m15
+#define BASE(t) pick_base((t) >> 60, m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, \
+                          m13, m14, m15)
+inline __global char* pick_base(ulong i, MEM_PARAMS) {
+  switch (i) {
+    case 0: return m0;
+    case 1: return m1;
+    case 2: return m2;
+    case 3: return m3;
+    case 4: return m4;
+    case 5: return m5;
+    case 6: return m6;
+    case 7: return m7;
+    case 8: return m8;
+    case 9: return m9;
+    case 10: return m10;
+    case 11: return m11;
+    case 12: return m12;
+    case 13: return m13;
+    case 14: return m14;
+    default: return m15;
+  }
+}
+#endif
+#define PTR(t) (BASE(t) + ((t) & 0x0FFFFFFFFFFFFFFFUL))
+#define AT(type, t) ((__global type*)PTR(t))
 
 // Work-group reductions. With subgroups (USE_SUBGROUPS, set where the device has them) each
 // subgroup reduces in registers and only the subgroups' results meet in local memory; without,
@@ -119,23 +156,22 @@ inline float group_max(__local float* tmp, float v) {
 
 #endif
 
-__kernel void embedding(__global const char* ids_b, ulong ids_o, __global const char* table_b,
-                        ulong table_o, __global char* out_b, ulong out_o, long hidden) {
+__kernel void embedding(MEM_PARAMS, ulong ids_t, ulong table_t, ulong out_t, long hidden) {
   const long i = get_global_id(0), r = get_global_id(1);
   if (i >= hidden) return;
-  const long id = AT(const long, ids_b, ids_o)[r];
-  AT(float, out_b, out_o)[r * hidden + i] = wload(AT(const wstore, table_b, table_o), id * hidden + i);
+  const long id = AT(const long, ids_t)[r];
+  AT(float, out_t)[r * hidden + i] = wload(AT(const wstore, table_t), id * hidden + i);
 }
 
 // One work-group per row.
-__kernel void rms_norm(__global const char* x_b, ulong x_o, __global const char* w_b, ulong w_o,
-                       __global char* out_b, ulong out_o, int dim, float eps,
+__kernel void rms_norm(MEM_PARAMS, ulong x_t, ulong w_t,
+                       ulong out_t, int dim, float eps,
                        __local float* tmp) {
   const long row = get_group_id(0);
   const int lid = get_local_id(0), n = get_local_size(0);
-  __global const float* x = AT(const float, x_b, x_o) + row * dim;
-  __global float* out = AT(float, out_b, out_o) + row * dim;
-  __global const wstore* w = AT(const wstore, w_b, w_o);
+  __global const float* x = AT(const float, x_t) + row * dim;
+  __global float* out = AT(float, out_t) + row * dim;
+  __global const wstore* w = AT(const wstore, w_t);
   float ss = 0.0f;
   for (int i = lid; i < dim; i += n) ss += x[i] * x[i];
   const float r = rsqrt(group_sum(tmp, ss) / dim + eps);
@@ -147,10 +183,13 @@ __kernel void rms_norm(__global const char* x_b, ulong x_o, __global const char*
 // row against them; the team's sums meet in local memory. (One work-group per feature spent most
 // of its time in a work-group-wide reduction per feature.)
 #define TEAM 32
+#ifndef TEAM_LOADS
+#define TEAM_LOADS 8
+#endif
 
 // A norm weight or bias element stored as float32 (is_f32) or as the weights' type.
-inline float either(__global const char* b, ulong o, int is_f32, long i) {
-  return is_f32 ? AT(const float, b, o)[i] : wload(AT(const wstore, b, o), i);
+inline float either(__global const char* p, int is_f32, long i) {
+  return is_f32 ? ((__global const float*)p)[i] : wload((__global const wstore*)p, i);
 }
 
 // scale[r] = 1/sqrt(mean(x_r^2) + eps) for each of the rows, computed as rms_norm does (same
@@ -169,45 +208,39 @@ inline void norm_scales(__global const float* x, int rows, int k, float eps, __l
 // RMS-normalised on the way (norm weight * (x * scale[r]), rms_norm's order) when norm_mode is
 // 1 (float32 norm weight) or 2 (stored as the weights).
 inline void team_dot(__global const wstore* w, __global const float* x, int rows, int k,
-                     __global const char* nb, ulong no, int norm_mode, const float* scale,
-                     float* acc) {
+                     __global const char* nb, int norm_mode, const float* scale, float* acc) {
   const int lane = get_local_id(0) % TEAM;
   const int k4 = k / 4 * 4, stride = TEAM * 4;
-  int i = lane * 4;
-  // Four loads of weights in flight per work-item before any is used: one at a time, a GPU's
-  // few resident teams per compute unit kept too few bytes in flight to stream the weights.
-  for (; i + 3 * stride < k4; i += 4 * stride) {
-    float4 wv[4], nw[4];
-    for (int u = 0; u < 4; ++u) wv[u] = wload4(w, i + u * stride);
-    for (int u = 0; u < 4; ++u) {
-      nw[u] = (float4)(1.0f);
-      if (norm_mode == 1) nw[u] = vload4(0, AT(const float, nb, no) + i + u * stride);
-      if (norm_mode == 2) nw[u] = wload4(AT(const wstore, nb, no), i + u * stride);
+  // TEAM_LOADS loads of weights in flight per work-item before any is used, the last batch of a
+  // row predicated (so a row of up to TEAM * 4 * TEAM_LOADS weights is one round trip to
+  // memory): with a GPU's few resident teams per compute unit, fewer bytes in flight left the
+  // products far from streaming the weights (a down projection's 4,864-long rows took ten
+  // dependent round trips with four loads at a time).
+  for (int i0 = lane * 4; i0 < k4; i0 += TEAM_LOADS * stride) {
+    float4 wv[TEAM_LOADS];
+#pragma unroll
+    for (int u = 0; u < TEAM_LOADS; ++u) {
+      const int i = i0 + u * stride;
+      wv[u] = i < k4 ? wload4(w, i) : (float4)(0.0f);
     }
-    for (int r = 0; r < rows; ++r) {
-      float sum = 0.0f;
-      for (int u = 0; u < 4; ++u) {
-        float4 xv = vload4(0, x + (long)r * k + i + u * stride);
-        if (norm_mode) xv = nw[u] * (xv * scale[r]);
-        sum += dot(wv[u], xv);
+#pragma unroll
+    for (int u = 0; u < TEAM_LOADS; ++u) {
+      const int i = i0 + u * stride;
+      if (i < k4) {
+        float4 nw = (float4)(1.0f);
+        if (norm_mode == 1) nw = vload4(0, (__global const float*)nb + i);
+        if (norm_mode == 2) nw = wload4((__global const wstore*)nb, i);
+        for (int r = 0; r < rows; ++r) {
+          float4 xv = vload4(0, x + (long)r * k + i);
+          if (norm_mode) xv = nw * (xv * scale[r]);
+          acc[r] += dot(wv[u], xv);
+        }
       }
-      acc[r] += sum;
-    }
-  }
-  for (; i < k4; i += stride) {
-    const float4 wv = wload4(w, i);
-    float4 nw = (float4)(1.0f);
-    if (norm_mode == 1) nw = vload4(0, AT(const float, nb, no) + i);
-    if (norm_mode == 2) nw = wload4(AT(const wstore, nb, no), i);
-    for (int r = 0; r < rows; ++r) {
-      float4 xv = vload4(0, x + (long)r * k + i);
-      if (norm_mode) xv = nw * (xv * scale[r]);
-      acc[r] += dot(wv, xv);
     }
   }
   for (int j = k4 + lane; j < k; j += TEAM) {
     const float wv = wload(w, j);
-    const float nw = norm_mode ? either(nb, no, norm_mode == 1, j) : 1.0f;
+    const float nw = norm_mode ? either(nb, norm_mode == 1, j) : 1.0f;
     for (int r = 0; r < rows; ++r) {
       const float xv = x[(long)r * k + j];
       acc[r] += wv * (norm_mode ? nw * (xv * scale[r]) : xv);
@@ -237,26 +270,25 @@ inline void team_reduce(__local float* tmp, float* acc, int rows) {
 }
 
 // out (= or, with `accumulate`, +=) x @ w^T + bias for up to four rows of x.
-__kernel void linear_rows(__global const char* x_b, ulong x_o, __global const char* w_b, ulong w_o,
-                          __global const char* b_b, ulong b_o, int has_bias, __global char* out_b,
-                          ulong out_o, int rows, int k, int o, int accumulate,
+__kernel void linear_rows(MEM_PARAMS, ulong x_t, ulong w_t,
+                          ulong b_t, int has_bias, ulong out_t, int rows, int k, int o, int accumulate,
                           __local float* tmp) {
   const int lid = get_local_id(0), n = get_local_size(0);
   // One group of features per work-group, no loop: PoCL runs barriers inside a loop markedly
   // slower (the fused kernels below loop, to compute their norm once per work-group).
   const long col = (long)get_group_id(0) * (n / TEAM) + lid / TEAM;
   const bool active = col < o;
-  __global const float* x = AT(const float, x_b, x_o);
+  __global const float* x = AT(const float, x_t);
   const float none[4] = {1.0f, 1.0f, 1.0f, 1.0f};
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   if (active) {
-    team_dot(AT(const wstore, w_b, w_o) + col * k, x, rows, k, b_b, b_o, 0, none, acc);
+    team_dot(AT(const wstore, w_t) + col * k, x, rows, k, PTR(b_t), 0, none, acc);
   }
   team_reduce(tmp, acc, rows);
   if (active && lid % TEAM == 0) {
-    const float bias = has_bias ? wload(AT(const wstore, b_b, b_o), col) : 0.0f;
+    const float bias = has_bias ? wload(AT(const wstore, b_t), col) : 0.0f;
     for (int r = 0; r < rows; ++r) {
-      __global float* dst = AT(float, out_b, out_o) + (long)r * o + col;
+      __global float* dst = AT(float, out_t) + (long)r * o + col;
       *dst = accumulate ? *dst + (acc[r] + bias) : acc[r] + bias;
     }
   }
@@ -265,17 +297,16 @@ __kernel void linear_rows(__global const char* x_b, ulong x_o, __global const ch
 // linear_group for up to four rows: the q, k and v products (segments of o0, o1, o2 features)
 // of one input in one launch, the input RMS-normalised on the way when norm_mode is set. Bit
 // `i` of bias_mask says segment i has a bias; bias_f32: biases are float32 (else weight type).
-__kernel void linear_group_rows(
-    __global const char* x_b, ulong x_o, __global const char* w0_b, ulong w0_o,
-    __global const char* w1_b, ulong w1_o, __global const char* w2_b, ulong w2_o,
-    __global const char* b0_b, ulong b0_o, __global const char* b1_b, ulong b1_o,
-    __global const char* b2_b, ulong b2_o, __global char* y0_b, ulong y0_o,
-    __global char* y1_b, ulong y1_o, __global char* y2_b, ulong y2_o, int o0, int o1, int o2,
-    int bias_mask, int bias_f32, __global const char* nw_b, ulong nw_o, int norm_mode, float eps,
+__kernel void linear_group_rows(MEM_PARAMS, ulong x_t, ulong w0_t,
+    ulong w1_t, ulong w2_t,
+    ulong b0_t, ulong b1_t,
+    ulong b2_t, ulong y0_t,
+    ulong y1_t, ulong y2_t, int o0, int o1, int o2,
+    int bias_mask, int bias_f32, ulong nw_t, int norm_mode, float eps,
     int rows, int k, __local float* tmp) {
   const int lid = get_local_id(0), n = get_local_size(0);
   const long total = (long)o0 + o1 + o2, step = (long)get_num_groups(0) * (n / TEAM);
-  __global const float* x = AT(const float, x_b, x_o);
+  __global const float* x = AT(const float, x_t);
   float scale[4] = {1.0f, 1.0f, 1.0f, 1.0f};
   if (norm_mode) norm_scales(x, rows, k, eps, tmp, scale);  // once per work-group
   for (long f0 = (long)get_group_id(0) * (n / TEAM); f0 < total; f0 += step) {
@@ -290,34 +321,28 @@ __kernel void linear_group_rows(
       seg = 2;
     }
   }
-  __global const char* wb = seg == 0 ? w0_b : (seg == 1 ? w1_b : w2_b);
-  const ulong wo = seg == 0 ? w0_o : (seg == 1 ? w1_o : w2_o);
+  const ulong w_t = seg == 0 ? w0_t : (seg == 1 ? w1_t : w2_t);
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  if (active) team_dot(AT(const wstore, wb, wo) + row * k, x, rows, k, nw_b, nw_o, norm_mode, scale, acc);
+  if (active) team_dot(AT(const wstore, w_t) + row * k, x, rows, k, PTR(nw_t), norm_mode, scale, acc);
   team_reduce(tmp, acc, rows);
   if (active && lid % TEAM == 0) {
-    __global const char* bb = seg == 0 ? b0_b : (seg == 1 ? b1_b : b2_b);
-    const ulong bo = seg == 0 ? b0_o : (seg == 1 ? b1_o : b2_o);
-    __global char* yb = seg == 0 ? y0_b : (seg == 1 ? y1_b : y2_b);
-    const ulong yo = seg == 0 ? y0_o : (seg == 1 ? y1_o : y2_o);
+    const ulong b_t = seg == 0 ? b0_t : (seg == 1 ? b1_t : b2_t);
+    const ulong y_t = seg == 0 ? y0_t : (seg == 1 ? y1_t : y2_t);
     const int o = seg == 0 ? o0 : (seg == 1 ? o1 : o2);
-    const float bias = (bias_mask >> seg) & 1 ? either(bb, bo, bias_f32, row) : 0.0f;
-    for (int r = 0; r < rows; ++r) AT(float, yb, yo)[(long)r * o + row] = acc[r] + bias;
+    const float bias = (bias_mask >> seg) & 1 ? either(PTR(b_t), bias_f32, row) : 0.0f;
+    for (int r = 0; r < rows; ++r) AT(float, y_t)[(long)r * o + row] = acc[r] + bias;
   }
   }
 }
 
 // linear_swiglu for up to four rows: out = silu(x' @ gate^T + gate_bias) * (x' @ up^T + up_bias),
 // x' the RMS-normalised input when norm_mode is set; each team takes one feature of both.
-__kernel void linear_swiglu_rows(__global const char* x_b, ulong x_o, __global const char* g_b,
-                                 ulong g_o, __global const char* u_b, ulong u_o,
-                                 __global const char* gb_b, ulong gb_o, __global const char* ub_b,
-                                 ulong ub_o, int bias_mask, int bias_f32, __global char* out_b,
-                                 ulong out_o, __global const char* nw_b, ulong nw_o, int norm_mode,
+__kernel void linear_swiglu_rows(MEM_PARAMS, ulong x_t, ulong g_t, ulong u_t,
+                                 ulong gb_t, ulong ub_t, int bias_mask, int bias_f32, ulong out_t, ulong nw_t, int norm_mode,
                                  float eps, int rows, int k, int o, __local float* tmp) {
   const int lid = get_local_id(0), n = get_local_size(0);
   const long step = (long)get_num_groups(0) * (n / TEAM);
-  __global const float* x = AT(const float, x_b, x_o);
+  __global const float* x = AT(const float, x_t);
   float scale[4] = {1.0f, 1.0f, 1.0f, 1.0f};
   if (norm_mode) norm_scales(x, rows, k, eps, tmp, scale);  // once per work-group
   for (long f0 = (long)get_group_id(0) * (n / TEAM); f0 < o; f0 += step) {
@@ -325,17 +350,17 @@ __kernel void linear_swiglu_rows(__global const char* x_b, ulong x_o, __global c
   const bool active = col < o;
   float g[4] = {0.0f, 0.0f, 0.0f, 0.0f}, u[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   if (active) {
-    team_dot(AT(const wstore, g_b, g_o) + col * k, x, rows, k, nw_b, nw_o, norm_mode, scale, g);
-    team_dot(AT(const wstore, u_b, u_o) + col * k, x, rows, k, nw_b, nw_o, norm_mode, scale, u);
+    team_dot(AT(const wstore, g_t) + col * k, x, rows, k, PTR(nw_t), norm_mode, scale, g);
+    team_dot(AT(const wstore, u_t) + col * k, x, rows, k, PTR(nw_t), norm_mode, scale, u);
   }
   team_reduce(tmp, g, rows);
   team_reduce(tmp, u, rows);
   if (active && lid % TEAM == 0) {
-    const float gbias = bias_mask & 1 ? either(gb_b, gb_o, bias_f32, col) : 0.0f;
-    const float ubias = bias_mask & 2 ? either(ub_b, ub_o, bias_f32, col) : 0.0f;
+    const float gbias = bias_mask & 1 ? either(PTR(gb_t), bias_f32, col) : 0.0f;
+    const float ubias = bias_mask & 2 ? either(PTR(ub_t), bias_f32, col) : 0.0f;
     for (int r = 0; r < rows; ++r) {
       const float gv = g[r] + gbias;
-      AT(float, out_b, out_o)[(long)r * o + col] = gv / (1.0f + exp(-gv)) * (u[r] + ubias);
+      AT(float, out_t)[(long)r * o + col] = gv / (1.0f + exp(-gv)) * (u[r] + ubias);
     }
   }
   }
@@ -343,16 +368,15 @@ __kernel void linear_swiglu_rows(__global const char* x_b, ulong x_o, __global c
 
 // Many rows: 16 x 16 output tiles, both operands staged through local memory.
 #define TILE 16
-__kernel void linear_tiled(__global const char* x_b, ulong x_o, __global const char* w_b,
-                           ulong w_o, __global const char* b_b, ulong b_o, int has_bias,
-                           __global char* out_b, ulong out_o, int rows, int k, int o,
+__kernel void linear_tiled(MEM_PARAMS, ulong x_t, ulong w_t, ulong b_t, int has_bias,
+                           ulong out_t, int rows, int k, int o,
                            int accumulate) {
   __local float xs[TILE][TILE + 1];
   __local float ws[TILE][TILE + 1];
   const int tc = get_local_id(0), tr = get_local_id(1);
   const int col = get_group_id(0) * TILE + tc, row = get_group_id(1) * TILE + tr;
-  __global const float* x = AT(const float, x_b, x_o);
-  __global const wstore* w = AT(const wstore, w_b, w_o);
+  __global const float* x = AT(const float, x_t);
+  __global const wstore* w = AT(const wstore, w_t);
   const int wrow = get_group_id(0) * TILE + tr;  // the weight row this thread stages
   float acc = 0.0f;
   for (int k0 = 0; k0 < k; k0 += TILE) {
@@ -363,25 +387,25 @@ __kernel void linear_tiled(__global const char* x_b, ulong x_o, __global const c
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (row < rows && col < o) {
-    const float bias = has_bias ? wload(AT(const wstore, b_b, b_o), col) : 0.0f;
-    __global float* dst = AT(float, out_b, out_o) + (long)row * o + col;
+    const float bias = has_bias ? wload(AT(const wstore, b_t), col) : 0.0f;
+    __global float* dst = AT(float, out_t) + (long)row * o + col;
     *dst = accumulate ? *dst + (acc + bias) : acc + bias;
   }
 }
 
 // One work-item per (token, head, i < half).
-__kernel void rope(__global char* x_b, ulong x_o, __global const char* pos_b, ulong pos_o,
-                   __global const char* f_b, ulong f_o, long tokens, int heads, int half_dim,
+__kernel void rope(MEM_PARAMS, ulong x_t, ulong pos_t,
+                   ulong f_t, long tokens, int heads, int half_dim,
                    float scaling) {
   const long i = get_global_id(0);
   if (i >= tokens * heads * half_dim) return;
   const int j = i % half_dim;
   const long th = i / half_dim, n = th / heads;
-  const float angle = (float)AT(const int, pos_b, pos_o)[n] * AT(const float, f_b, f_o)[j];
+  const float angle = (float)AT(const int, pos_t)[n] * AT(const float, f_t)[j];
   float c;
   const float s = sincos(angle, &c) * scaling;
   c *= scaling;
-  __global float* v = AT(float, x_b, x_o) + th * 2 * half_dim;
+  __global float* v = AT(float, x_t) + th * 2 * half_dim;
   const float a = v[j], b = v[j + half_dim];
   v[j] = a * c - b * s;
   v[j + half_dim] = b * c + a * s;
@@ -422,17 +446,63 @@ inline void head_rope(__local float* vals, __global const float* src, int has_no
   barrier(CLK_LOCAL_MEM_FENCE);
 }
 
+// head_rope for a query head and the new key at once (the same angles), with the new value
+// copied beside them: q, k and v are loaded together, so the work-group waits for memory once
+// rather than once per vector. Ends with a barrier; tmp: get_local_size(0) floats.
+inline void qk_rope(__local float* qs, __local float* ks, __local float* vs,
+                    __global const float* q, __global const float* k, __global const float* v,
+                    int has_norm, __global const wstore* qw, __global const wstore* kw,
+                    float eps, float pos, __global const float* inv_freq, float scaling, int dim,
+                    __local float* tmp) {
+  const int lid = get_local_id(0), nt = get_local_size(0);
+  float ssq = 0.0f, ssk = 0.0f;
+  for (int i = lid; i < dim; i += nt) {
+    const float qv = q[i], kv = k[i];
+    qs[i] = qv;
+    ks[i] = kv;
+    vs[i] = v[i];
+    ssq += qv * qv;
+    ssk += kv * kv;
+  }
+  if (has_norm) {
+    const float rq = rsqrt(group_sum(tmp, ssq) / dim + eps);
+    const float rk = rsqrt(group_sum(tmp, ssk) / dim + eps);  // its barriers publish qs, ks
+    for (int i = lid; i < dim; i += nt) {
+      qs[i] = wload(qw, i) * (qs[i] * rq);
+      ks[i] = wload(kw, i) * (ks[i] * rk);
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int half_dim = dim / 2;
+  float oq[8], ok[8];  // dim <= 256 with >= 32 threads
+  int m = 0;
+  for (int i = lid; i < dim; i += nt, ++m) {
+    const int j = i < half_dim ? i : i - half_dim;
+    float c;
+    const float sn = sincos(pos * inv_freq[j], &c) * scaling;
+    c *= scaling;
+    oq[m] = i < half_dim ? qs[i] * c - qs[i + half_dim] * sn : qs[i] * c + qs[i - half_dim] * sn;
+    ok[m] = i < half_dim ? ks[i] * c - ks[i + half_dim] * sn : ks[i] * c + ks[i - half_dim] * sn;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);  // rotated in place: every read above comes first
+  m = 0;
+  for (int i = lid; i < dim; i += nt, ++m) {
+    qs[i] = oq[m];
+    ks[i] = ok[m];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
 // A step's attention inputs in one launch: one work-group per (token, head) over q heads then kv
 // heads: the optional per-head RMSNorm (Qwen3), RoPE, and for kv heads the cache writes of k and
 // v at start + s (start from device memory when has_dev). head_dim <= 256.
-__kernel void rope_store(__global char* q_b, ulong q_o, __global const char* k_b, ulong k_o,
-                         __global const char* v_b, ulong v_o, __global const char* qn_b,
-                         ulong qn_o, __global const char* kn_b, ulong kn_o, int has_norm,
-                         float eps, __global const char* pos_b, ulong pos_o,
-                         __global const char* f_b, ulong f_o, float scaling,
-                         __global char* kc_b, ulong kc_o, __global char* vc_b, ulong vc_o, int seq,
+__kernel void rope_store(MEM_PARAMS, ulong q_t, ulong k_t,
+                         ulong v_t, ulong qn_t, ulong kn_t, int has_norm,
+                         float eps, ulong pos_t,
+                         ulong f_t, float scaling,
+                         ulong kc_t, ulong vc_t, int seq,
                          int heads, int kv_heads, int dim, long cap, long start,
-                         __global const char* st_b, ulong st_o, int has_dev,
+                         ulong st_t, int has_dev,
                          __local float* tmp) {
   __local float vals[256];
   const long n = get_group_id(1);
@@ -440,51 +510,51 @@ __kernel void rope_store(__global char* q_b, ulong q_o, __global const char* k_b
   const int lid = get_local_id(0), nt = get_local_size(0);
   const bool is_q = head < heads;
   const int h = is_q ? head : head - heads;
-  __global const float* src = is_q ? AT(const float, q_b, q_o) + (n * heads + h) * dim
-                                   : AT(const float, k_b, k_o) + (n * kv_heads + h) * dim;
-  __global const wstore* w = is_q ? AT(const wstore, qn_b, qn_o) : AT(const wstore, kn_b, kn_o);
-  head_rope(vals, src, has_norm, w, eps, (float)AT(const int, pos_b, pos_o)[n],
-            AT(const float, f_b, f_o), scaling, dim, tmp);
-  if (has_dev) start = AT(const int, st_b, st_o)[0];
+  __global const float* src = is_q ? AT(const float, q_t) + (n * heads + h) * dim
+                                   : AT(const float, k_t) + (n * kv_heads + h) * dim;
+  __global const wstore* w = is_q ? AT(const wstore, qn_t) : AT(const wstore, kn_t);
+  head_rope(vals, src, has_norm, w, eps, (float)AT(const int, pos_t)[n],
+            AT(const float, f_t), scaling, dim, tmp);
+  if (has_dev) start = AT(const int, st_t)[0];
   const long b = n / seq, s = n % seq;
-  __global float* dst = is_q ? AT(float, q_b, q_o) + (n * heads + h) * dim
-                             : AT(float, kc_b, kc_o) + ((b * kv_heads + h) * cap + start + s) * dim;
+  __global float* dst = is_q ? AT(float, q_t) + (n * heads + h) * dim
+                             : AT(float, kc_t) + ((b * kv_heads + h) * cap + start + s) * dim;
   for (int i = lid; i < dim; i += nt) dst[i] = vals[i];
   if (!is_q) {
-    __global const float* vs = AT(const float, v_b, v_o) + (n * kv_heads + h) * dim;
-    __global float* vd = AT(float, vc_b, vc_o) + ((b * kv_heads + h) * cap + start + s) * dim;
+    __global const float* vs = AT(const float, v_t) + (n * kv_heads + h) * dim;
+    __global float* vd = AT(float, vc_t) + ((b * kv_heads + h) * cap + start + s) * dim;
     for (int i = lid; i < dim; i += nt) vd[i] = vs[i];
   }
 }
 
-__kernel void swiglu(__global const char* g_b, ulong g_o, __global const char* u_b, ulong u_o,
-                     __global char* out_b, ulong out_o, long n) {
+__kernel void swiglu(MEM_PARAMS, ulong g_t, ulong u_t,
+                     ulong out_t, long n) {
   const long i = get_global_id(0);
   if (i >= n) return;
-  const float g = AT(const float, g_b, g_o)[i];
-  AT(float, out_b, out_o)[i] = g / (1.0f + exp(-g)) * AT(const float, u_b, u_o)[i];
+  const float g = AT(const float, g_t)[i];
+  AT(float, out_t)[i] = g / (1.0f + exp(-g)) * AT(const float, u_t)[i];
 }
 
-__kernel void add(__global const char* a_b, ulong a_o, __global const char* b_b, ulong b_o,
-                  __global char* out_b, ulong out_o, long n) {
+__kernel void add(MEM_PARAMS, ulong a_t, ulong b_t,
+                  ulong out_t, long n) {
   const long i = get_global_id(0);
   if (i >= n) return;
-  AT(float, out_b, out_o)[i] = AT(const float, a_b, a_o)[i] + AT(const float, b_b, b_o)[i];
+  AT(float, out_t)[i] = AT(const float, a_t)[i] + AT(const float, b_t)[i];
 }
 
 // src [B, S, H, D] -> cache [B, H, cap, D] at start + s.
 // The start position comes from device memory when has_dev (replayed steps), else from `start`.
-__kernel void store_kv(__global const char* src_b, ulong src_o, __global char* c_b, ulong c_o,
+__kernel void store_kv(MEM_PARAMS, ulong src_t, ulong c_t,
                        long n, int seq, int heads, int dim, long cap, long start,
-                       __global const char* st_b, ulong st_o, int has_dev) {
+                       ulong st_t, int has_dev) {
   const long i = get_global_id(0);
   if (i >= n) return;
-  if (has_dev) start = AT(const int, st_b, st_o)[0];
+  if (has_dev) start = AT(const int, st_t)[0];
   const int d = i % dim;
   const int h = (i / dim) % heads;
   const long s = (i / ((long)dim * heads)) % seq;
   const long b = i / ((long)dim * heads * seq);
-  AT(float, c_b, c_o)[((b * heads + h) * cap + start + s) * dim + d] = AT(const float, src_b, src_o)[i];
+  AT(float, c_t)[((b * heads + h) * cap + start + s) * dim + d] = AT(const float, src_t)[i];
 }
 
 // Attention of one query, q in local memory, over keys [0, limit] of one kv head (kc, vc: its
@@ -529,19 +599,29 @@ inline void attend(__local const float* qs, __global const float* kc, __global c
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // a query that sees no key gets zeros
   const long last = newest ? limit - 1 : limit;   // the last key read from the cache
   if (dim % 4 == 0 && 4 * n / dim >= 2) {
-    // Each work-item takes four adjacent dimensions of every groups-th key, two keys in flight:
-    // the keys are walked by 4n / dim groups at once (one row of V per step was a long chain of
-    // dependent loads at decode, with only a handful of work-groups in the whole launch).
+    // Each work-item takes four adjacent dimensions of every groups-th key, eight keys in
+    // flight (the last batch predicated): the keys are walked by 4n / dim groups at once, and
+    // each batch is one round trip to memory (with two keys at a time, a decode step over a few
+    // hundred positions was a chain of ~25 dependent loads per work-item).
     const int groups = 4 * n / dim, cols = dim / 4;
     const int g = lid / cols, c = lid % cols;
     if (g < groups) {
       float4 acc0 = (float4)(0.0f), acc1 = (float4)(0.0f);
-      long t = g;
-      for (; t + groups <= last; t += 2 * groups) {
-        acc0 += sc[t] * vload4(c, vc + t * dim);
-        acc1 += sc[t + groups] * vload4(c, vc + (t + groups) * dim);
+      for (long t0 = g; t0 <= last; t0 += 8 * groups) {
+        float p[8];
+        float4 vv[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+          const long t = t0 + u * groups;
+          p[u] = t <= last ? sc[t] : 0.0f;
+          vv[u] = t <= last ? vload4(c, vc + t * dim) : (float4)(0.0f);
+        }
+#pragma unroll
+        for (int u = 0; u < 8; u += 2) {
+          acc0 += p[u] * vv[u];
+          acc1 += p[u + 1] * vv[u + 1];
+        }
       }
-      if (t <= last) acc0 += sc[t] * vload4(c, vc + t * dim);
       if (newest && g == 0) acc0 += sc[limit] * vload4(c, vnew);
       vstore4(acc0 + acc1, c, part + g * dim);
     }
@@ -562,13 +642,12 @@ inline void attend(__local const float* qs, __global const float* kc, __global c
 }
 
 // One work-group per (b, s, h) query; local memory 5 n + dim floats (attend's, then q).
-__kernel void attention(__global const char* q_b, ulong q_o, __global const char* k_b, ulong k_o,
-                        __global const char* v_b, ulong v_o, __global const char* m_b, ulong m_o,
-                        __global char* out_b, ulong out_o, __global char* sc_b, ulong sc_o,
+__kernel void attention(MEM_PARAMS, ulong q_t, ulong k_t,
+                        ulong v_t, ulong m_t,
+                        ulong out_t, ulong sc_t,
                         int seq, int heads, int kv_heads, int dim, long cap, long past,
-                        int mask_width, long keys, float scale, __global const char* p_b,
-                        ulong p_o, int has_dev, __local float* tmp) {
-  if (has_dev) past = AT(const int, p_b, p_o)[0];
+                        int mask_width, long keys, float scale, ulong p_t, int has_dev, __local float* tmp) {
+  if (has_dev) past = AT(const int, p_t)[0];
   const long item = get_group_id(0);  // (b * seq + s) * heads + h
   const int h = item % heads;
   const long bs = item / heads;
@@ -576,63 +655,57 @@ __kernel void attention(__global const char* q_b, ulong q_o, __global const char
   const int kh = h / (heads / kv_heads);
   const int lid = get_local_id(0), n = get_local_size(0);
   __local float* qs = tmp + 5 * n;  // [dim]
-  __global const float* q = AT(const float, q_b, q_o) + item * dim;
+  __global const float* q = AT(const float, q_t) + item * dim;
   const long base = (b * kv_heads + kh) * cap;
   for (int d = lid; d < dim; d += n) qs[d] = q[d];
   barrier(CLK_LOCAL_MEM_FENCE);
-  attend(qs, AT(const float, k_b, k_o) + base * dim, AT(const float, v_b, v_o) + base * dim,
-         AT(const int, m_b, m_o) + b * mask_width, AT(float, sc_b, sc_o) + item * keys,
-         AT(float, out_b, out_o) + item * dim, past + s, dim, scale, 0, qs, qs, tmp);
+  attend(qs, AT(const float, k_t) + base * dim, AT(const float, v_t) + base * dim,
+         AT(const int, m_t) + b * mask_width, AT(float, sc_t) + item * keys,
+         AT(float, out_t) + item * dim, past + s, dim, scale, 0, qs, qs, tmp);
 }
 
 // rope_store and attention of one decode token per row in one launch: one work-group per
 // (b, h) q head rotates its q, and the new k of its kv head, in local memory and attends over
 // the cached keys plus that new one (read from local memory: the cache write, by the first q
 // head of each kv head, is not visible to the other work-groups within the launch).
-__kernel void rope_attention(
-    __global const char* q_b, ulong q_o, __global const char* k_b, ulong k_o,
-    __global const char* v_b, ulong v_o, __global const char* qn_b, ulong qn_o,
-    __global const char* kn_b, ulong kn_o, int has_norm, float eps, __global const char* pos_b,
-    ulong pos_o, __global const char* f_b, ulong f_o, float scaling, __global char* kc_b,
-    ulong kc_o, __global char* vc_b, ulong vc_o, __global const char* m_b, ulong m_o,
-    __global char* out_b, ulong out_o, __global char* sc_b, ulong sc_o, int heads, int kv_heads,
+__kernel void rope_attention(MEM_PARAMS, ulong q_t, ulong k_t,
+    ulong v_t, ulong qn_t,
+    ulong kn_t, int has_norm, float eps, ulong pos_t, ulong f_t, float scaling, ulong kc_t, ulong vc_t, ulong m_t,
+    ulong out_t, ulong sc_t, int heads, int kv_heads,
     int dim, long cap, long past, int mask_width, long keys, float scale,
-    __global const char* p_b, ulong p_o, int has_dev, __local float* tmp) {
+    ulong p_t, int has_dev, __local float* tmp) {
   __local float qs[256], knew[256], vnew[256];
-  if (has_dev) past = AT(const int, p_b, p_o)[0];
+  if (has_dev) past = AT(const int, p_t)[0];
   const long item = get_group_id(0);  // b * heads + h
   const int h = item % heads;
   const long b = item / heads;
   const int group = heads / kv_heads, kh = h / group;
   const int lid = get_local_id(0), n = get_local_size(0);
-  const float pos = (float)AT(const int, pos_b, pos_o)[b];
-  __global const float* freqs = AT(const float, f_b, f_o);
-  head_rope(qs, AT(const float, q_b, q_o) + item * dim, has_norm, AT(const wstore, qn_b, qn_o),
-            eps, pos, freqs, scaling, dim, tmp);
-  head_rope(knew, AT(const float, k_b, k_o) + (b * kv_heads + kh) * dim, has_norm,
-            AT(const wstore, kn_b, kn_o), eps, pos, freqs, scaling, dim, tmp);
-  __global const float* vsrc = AT(const float, v_b, v_o) + (b * kv_heads + kh) * dim;
-  for (int i = lid; i < dim; i += n) vnew[i] = vsrc[i];
-  barrier(CLK_LOCAL_MEM_FENCE);
+  const float pos = (float)AT(const int, pos_t)[b];
+  __global const float* freqs = AT(const float, f_t);
+  qk_rope(qs, knew, vnew, AT(const float, q_t) + item * dim,
+          AT(const float, k_t) + (b * kv_heads + kh) * dim,
+          AT(const float, v_t) + (b * kv_heads + kh) * dim, has_norm, AT(const wstore, qn_t),
+          AT(const wstore, kn_t), eps, pos, freqs, scaling, dim, tmp);
   const long base = (b * kv_heads + kh) * cap;
-  __global float* kc = AT(float, kc_b, kc_o) + base * dim;
-  __global float* vc = AT(float, vc_b, vc_o) + base * dim;
+  __global float* kc = AT(float, kc_t) + base * dim;
+  __global float* vc = AT(float, vc_t) + base * dim;
   if (h % group == 0) {
     for (int i = lid; i < dim; i += n) {
       kc[past * dim + i] = knew[i];
       vc[past * dim + i] = vnew[i];
     }
   }
-  attend(qs, kc, vc, AT(const int, m_b, m_o) + b * mask_width, AT(float, sc_b, sc_o) + item * keys,
-         AT(float, out_b, out_o) + item * dim, past, dim, scale, 1, knew, vnew, tmp);
+  attend(qs, kc, vc, AT(const int, m_t) + b * mask_width, AT(float, sc_t) + item * keys,
+         AT(float, out_t) + item * dim, past, dim, scale, 1, knew, vnew, tmp);
 }
 
-__kernel void mask_column(__global char* m_b, ulong m_o, __global const char* v_b, ulong v_o,
-                          __global const char* i_b, ulong i_o, long rows, long width) {
+__kernel void mask_column(MEM_PARAMS, ulong m_t, ulong v_t,
+                          ulong i_t, long rows, long width) {
   const long r = get_global_id(0);
-  const int col = AT(const int, i_b, i_o)[0];
+  const int col = AT(const int, i_t)[0];
   if (r < rows && col >= 0 && col < width) {
-    AT(int, m_b, m_o)[r * width + col] = AT(const int, v_b, v_o)[r];
+    AT(int, m_t)[r * width + col] = AT(const int, v_t)[r];
   }
 }
 
@@ -663,12 +736,12 @@ inline void argmax_group(__local float* vals, __local long* idx, float best, lon
 // Argmax in two passes, so that a 150k-column row is read by many work-groups: work-group
 // (part, row) takes columns [part * span, (part + 1) * span) and leaves its candidate in
 // (pv, pi)[row * parts + part]; argmax_final picks each row's winner among them.
-__kernel void argmax_parts(__global const char* x_b, ulong x_o, __global char* pv_b, ulong pv_o,
-                           __global char* pi_b, ulong pi_o, long cols, long span,
+__kernel void argmax_parts(MEM_PARAMS, ulong x_t, ulong pv_t,
+                           ulong pi_t, long cols, long span,
                            __local float* vals, __local long* idx) {
   const long part = get_group_id(0), row = get_group_id(1), parts = get_num_groups(0);
   const int lid = get_local_id(0), n = get_local_size(0);
-  __global const float* x = AT(const float, x_b, x_o) + row * cols;
+  __global const float* x = AT(const float, x_t) + row * cols;
   const long end = min(cols, (part + 1) * span);
   float best = 0.0f;
   long bi = -1;
@@ -681,18 +754,17 @@ __kernel void argmax_parts(__global const char* x_b, ulong x_o, __global char* p
   }
   argmax_group(vals, idx, best, bi);
   if (lid == 0) {
-    AT(float, pv_b, pv_o)[row * parts + part] = vals[0];
-    AT(long, pi_b, pi_o)[row * parts + part] = idx[0];
+    AT(float, pv_t)[row * parts + part] = vals[0];
+    AT(long, pi_t)[row * parts + part] = idx[0];
   }
 }
 
-__kernel void argmax_final(__global const char* pv_b, ulong pv_o, __global const char* pi_b,
-                           ulong pi_o, __global char* out_b, ulong out_o, int parts,
+__kernel void argmax_final(MEM_PARAMS, ulong pv_t, ulong pi_t, ulong out_t, int parts,
                            __local float* vals, __local long* idx) {
   const long row = get_group_id(0);
   const int lid = get_local_id(0), n = get_local_size(0);
-  __global const float* pv = AT(const float, pv_b, pv_o) + row * parts;
-  __global const long* pi = AT(const long, pi_b, pi_o) + row * parts;
+  __global const float* pv = AT(const float, pv_t) + row * parts;
+  __global const long* pi = AT(const long, pi_t) + row * parts;
   float best = 0.0f;
   long bi = -1;
   for (int j = lid; j < parts; j += n) {
@@ -702,7 +774,7 @@ __kernel void argmax_final(__global const char* pv_b, ulong pv_o, __global const
     }
   }
   argmax_group(vals, idx, best, bi);
-  if (lid == 0) AT(long, out_b, out_o)[row] = idx[0];
+  if (lid == 0) AT(long, out_t)[row] = idx[0];
 }
 )CLC";
 

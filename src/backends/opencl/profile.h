@@ -20,4 +20,17 @@ bool profiling();
 void profile_launch(const std::string& kernel, cl_event event, double host_seconds,
                     double enqueue_seconds);
 
+/// ANVIL_OPENCL_GATE=1: the launches between two synchronizations of a queue wait behind a user
+/// event that the synchronization releases, so the device runs them back to back, with no
+/// waiting for the host's enqueueing. The time from release to completion is then the device's
+/// own time for that work (a decode step), printed at exit beside the host's enqueueing time
+/// (with ANVIL_OPENCL_PROFILE, the kernels' event times become back-to-back times too).
+bool gating();
+/// The event a launch on `q` must wait for: the gate, made at the first launch after a
+/// synchronization. Null when not gating.
+cl_event gate_for_launch(Queue& q);
+/// Releases q's gate (if any) and waits for the queue: every synchronization and blocking copy
+/// calls this first, since a blocking command behind a closed gate would never complete.
+void release_gate(Queue& q);
+
 }  // namespace anvil::opencl

@@ -8,6 +8,7 @@ target_sources(anvil PRIVATE
   ${CMAKE_SOURCE_DIR}/src/backends/opencl/opencl_ops.cc
   ${CMAKE_SOURCE_DIR}/src/backends/opencl/command_buffer.cc
   ${CMAKE_SOURCE_DIR}/src/backends/opencl/profile.cc
+  ${CMAKE_SOURCE_DIR}/src/backends/opencl/range_allocator.cc
 )
 target_compile_definitions(anvil PRIVATE ANVIL_HAVE_OPENCL)
 target_link_libraries(anvil PUBLIC OpenCL::OpenCL)
