@@ -24,6 +24,9 @@ constexpr size_t kGroup = 128;  // work-group size of the reducing kernels (a po
 constexpr long long kFeaturesPerGroup = kGroup / 32;       // linear_rows: a team of 32 per feature
 constexpr size_t kTeamLocal = 4 * kGroup * sizeof(float);  // the team sums of four rows
 constexpr long long kMaxTeamRows = 4;                      // rows the team kernels take
+// rope_attention's work-group: with one work-group per query head, 256 work-items walk the keys
+// in half the round trips of 128 (+3% decode on the H200; 512 did not launch there).
+constexpr size_t kAttentionGroup = 256;
 
 // Work-groups of a team kernel: one per kFeaturesPerGroup features.
 long long feature_groups(long long features) {
@@ -481,8 +484,8 @@ void rope_attention(const ops::RopeAttentionArgs& a) {
       .f32(t.scale)
       .maybe(t.past_on_device)
       .i32(t.past_on_device.defined())
-      .local(5 * kGroup * sizeof(float))
-      .run(static_cast<size_t>(items) * kGroup, kGroup);
+      .local(5 * kAttentionGroup * sizeof(float))
+      .run(static_cast<size_t>(items) * kAttentionGroup, kAttentionGroup);
 }
 
 void argmax(const ops::ArgmaxArgs& a) {

@@ -351,11 +351,15 @@ cl_kernel kernel(Device device, const std::string& name, const std::string& opti
     // note, rather than no kernels at all.
     const DeviceRecord& r = *q.record;
     std::string log;
+    // ANVIL_OPENCL_DEFINES: extra build options (tuning defines such as -DTEAM_LOADS=4, for
+    // measuring kernel variants without rebuilding anvil).
+    static const char* extra = std::getenv("ANVIL_OPENCL_DEFINES");
+    const std::string options_used = extra ? options + " " + extra : options;
     // NVIDIA's driver has no subgroups but takes inline PTX: warp shuffles instead (see
     // NV_WARP_SHUFFLE in opencl_sources.cc). ANVIL_OPENCL_NO_WARP_SHUFFLE=1 turns them off.
     static const bool no_shuffle = std::getenv("ANVIL_OPENCL_NO_WARP_SHUFFLE") != nullptr;
     if (!r.subgroups && r.gpu && r.vendor_id == kNvidiaVendorId && !no_shuffle) {
-      prog = build_program(q, "-cl-std=CL1.2 -DNV_WARP_SHUFFLE " + options, log);
+      prog = build_program(q, "-cl-std=CL1.2 -DNV_WARP_SHUFFLE " + options_used, log);
       if (!prog) {
         std::fprintf(stderr,
                      "anvil: %s: OpenCL warp-shuffle kernels did not build; using work-group "
@@ -365,7 +369,7 @@ cl_kernel kernel(Device device, const std::string& name, const std::string& opti
     }
     if (!prog && r.subgroups) {
       const std::string std_opts = r.subgroups_khr ? "-cl-std=CL2.0" : "-cl-std=CL1.2";
-      prog = build_program(q, std_opts + " -DUSE_SUBGROUPS " + options, log);
+      prog = build_program(q, std_opts + " -DUSE_SUBGROUPS " + options_used, log);
       if (!prog) {
         std::fprintf(stderr,
                      "anvil: %s: OpenCL subgroup kernels did not build; using work-group "
@@ -374,7 +378,7 @@ cl_kernel kernel(Device device, const std::string& name, const std::string& opti
       }
     }
     if (!prog) {
-      const std::string opts = "-cl-std=CL1.2 " + options;
+      const std::string opts = "-cl-std=CL1.2 " + options_used;
       prog = build_program(q, opts, log);
       if (!prog) {
         throw Error("building anvil's OpenCL kernels for " + r.name + " (" + opts + ") failed:\n" +

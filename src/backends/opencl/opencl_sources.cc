@@ -183,8 +183,8 @@ __kernel void rms_norm(MEM_PARAMS, ulong x_t, ulong w_t,
 // row against them; the team's sums meet in local memory. (One work-group per feature spent most
 // of its time in a work-group-wide reduction per feature.)
 #define TEAM 32
-#ifndef TEAM_LOADS
-#define TEAM_LOADS 8
+#ifndef ATTN_KEYS
+#define ATTN_KEYS 16  // keys in flight per work-item in attention's value product (even)
 #endif
 
 // A norm weight or bias element stored as float32 (is_f32) or as the weights' type.
@@ -193,7 +193,7 @@ inline float either(__global const char* p, int is_f32, long i) {
 }
 
 // scale[r] = 1/sqrt(mean(x_r^2) + eps) for each of the rows, computed as rms_norm does (same
-// work-item split and reduction), so the fused products see rms_norm's values exactly.
+// work-item split and reduction); the fused products multiply their sums by it.
 inline void norm_scales(__global const float* x, int rows, int k, float eps, __local float* tmp,
                         float* scale) {
   const int lid = get_local_id(0), n = get_local_size(0);
@@ -205,37 +205,43 @@ inline void norm_scales(__global const float* x, int rows, int k, float eps, __l
 }
 
 // acc[r] += this work-item's share of weight row w . activation row r, the activations
-// RMS-normalised on the way (norm weight * (x * scale[r]), rms_norm's order) when norm_mode is
-// 1 (float32 norm weight) or 2 (stored as the weights).
+// multiplied by the norm weight on the way when norm_mode is 1 (float32 norm weight) or 2
+// (stored as the weights). The row's RMS scale is left out: the caller multiplies the sum by
+// it, so the weights' loads start at once instead of after the norm's reduction.
 inline void team_dot(__global const wstore* w, __global const float* x, int rows, int k,
-                     __global const char* nb, int norm_mode, const float* scale, float* acc) {
+                     __global const char* nb, int norm_mode, float* acc) {
   const int lane = get_local_id(0) % TEAM;
   const int k4 = k / 4 * 4, stride = TEAM * 4;
-  // TEAM_LOADS loads of weights in flight per work-item before any is used, the last batch of a
-  // row predicated (so a row of up to TEAM * 4 * TEAM_LOADS weights is one round trip to
-  // memory): with a GPU's few resident teams per compute unit, fewer bytes in flight left the
-  // products far from streaming the weights (a down projection's 4,864-long rows took ten
-  // dependent round trips with four loads at a time).
-  for (int i0 = lane * 4; i0 < k4; i0 += TEAM_LOADS * stride) {
-    float4 wv[TEAM_LOADS];
-#pragma unroll
-    for (int u = 0; u < TEAM_LOADS; ++u) {
-      const int i = i0 + u * stride;
-      wv[u] = i < k4 ? wload4(w, i) : (float4)(0.0f);
+  int i = lane * 4;
+  // Four loads of weights in flight per work-item before any is used: one at a time, a GPU's
+  // few resident teams per compute unit kept too few bytes in flight to stream the weights.
+  for (; i + 3 * stride < k4; i += 4 * stride) {
+    float4 wv[4], nw[4];
+    for (int u = 0; u < 4; ++u) wv[u] = wload4(w, i + u * stride);
+    for (int u = 0; u < 4; ++u) {
+      nw[u] = (float4)(1.0f);
+      if (norm_mode == 1) nw[u] = vload4(0, (__global const float*)nb + i + u * stride);
+      if (norm_mode == 2) nw[u] = wload4((__global const wstore*)nb, i + u * stride);
     }
-#pragma unroll
-    for (int u = 0; u < TEAM_LOADS; ++u) {
-      const int i = i0 + u * stride;
-      if (i < k4) {
-        float4 nw = (float4)(1.0f);
-        if (norm_mode == 1) nw = vload4(0, (__global const float*)nb + i);
-        if (norm_mode == 2) nw = wload4((__global const wstore*)nb, i);
-        for (int r = 0; r < rows; ++r) {
-          float4 xv = vload4(0, x + (long)r * k + i);
-          if (norm_mode) xv = nw * (xv * scale[r]);
-          acc[r] += dot(wv[u], xv);
-        }
+    for (int r = 0; r < rows; ++r) {
+      float sum = 0.0f;
+      for (int u = 0; u < 4; ++u) {
+        float4 xv = vload4(0, x + (long)r * k + i + u * stride);
+        if (norm_mode) xv *= nw[u];
+        sum += dot(wv[u], xv);
       }
+      acc[r] += sum;
+    }
+  }
+  for (; i < k4; i += stride) {
+    const float4 wv = wload4(w, i);
+    float4 nw = (float4)(1.0f);
+    if (norm_mode == 1) nw = vload4(0, (__global const float*)nb + i);
+    if (norm_mode == 2) nw = wload4((__global const wstore*)nb, i);
+    for (int r = 0; r < rows; ++r) {
+      float4 xv = vload4(0, x + (long)r * k + i);
+      if (norm_mode) xv *= nw;
+      acc[r] += dot(wv, xv);
     }
   }
   for (int j = k4 + lane; j < k; j += TEAM) {
@@ -243,7 +249,62 @@ inline void team_dot(__global const wstore* w, __global const float* x, int rows
     const float nw = norm_mode ? either(nb, norm_mode == 1, j) : 1.0f;
     for (int r = 0; r < rows; ++r) {
       const float xv = x[(long)r * k + j];
-      acc[r] += wv * (norm_mode ? nw * (xv * scale[r]) : xv);
+      acc[r] += wv * (norm_mode ? nw * xv : xv);
+    }
+  }
+}
+
+// team_dot of two weight rows (gate and up) against the same activations in one pass: each
+// normalised activation is made once, and the loads of both rows are in flight together.
+inline void team_dot2(__global const wstore* w0, __global const wstore* w1,
+                      __global const float* x, int rows, int k, __global const char* nb,
+                      int norm_mode, float* acc0, float* acc1) {
+  const int lane = get_local_id(0) % TEAM;
+  const int k4 = k / 4 * 4, stride = TEAM * 4;
+  int i = lane * 4;
+  for (; i + 3 * stride < k4; i += 4 * stride) {
+    float4 a[4], b[4], nw[4];
+    for (int u = 0; u < 4; ++u) {
+      a[u] = wload4(w0, i + u * stride);
+      b[u] = wload4(w1, i + u * stride);
+    }
+    for (int u = 0; u < 4; ++u) {
+      nw[u] = (float4)(1.0f);
+      if (norm_mode == 1) nw[u] = vload4(0, (__global const float*)nb + i + u * stride);
+      if (norm_mode == 2) nw[u] = wload4((__global const wstore*)nb, i + u * stride);
+    }
+    for (int r = 0; r < rows; ++r) {
+      float s0 = 0.0f, s1 = 0.0f;
+      for (int u = 0; u < 4; ++u) {
+        float4 xv = vload4(0, x + (long)r * k + i + u * stride);
+        if (norm_mode) xv *= nw[u];
+        s0 += dot(a[u], xv);
+        s1 += dot(b[u], xv);
+      }
+      acc0[r] += s0;
+      acc1[r] += s1;
+    }
+  }
+  for (; i < k4; i += stride) {
+    const float4 a = wload4(w0, i), b = wload4(w1, i);
+    float4 nw = (float4)(1.0f);
+    if (norm_mode == 1) nw = vload4(0, (__global const float*)nb + i);
+    if (norm_mode == 2) nw = wload4((__global const wstore*)nb, i);
+    for (int r = 0; r < rows; ++r) {
+      float4 xv = vload4(0, x + (long)r * k + i);
+      if (norm_mode) xv *= nw;
+      acc0[r] += dot(a, xv);
+      acc1[r] += dot(b, xv);
+    }
+  }
+  for (int j = k4 + lane; j < k; j += TEAM) {
+    const float a = wload(w0, j), b = wload(w1, j);
+    const float nw = norm_mode ? either(nb, norm_mode == 1, j) : 1.0f;
+    for (int r = 0; r < rows; ++r) {
+      const float xv = x[(long)r * k + j];
+      const float xn = norm_mode ? nw * xv : xv;
+      acc0[r] += a * xn;
+      acc1[r] += b * xn;
     }
   }
 }
@@ -279,10 +340,9 @@ __kernel void linear_rows(MEM_PARAMS, ulong x_t, ulong w_t,
   const long col = (long)get_group_id(0) * (n / TEAM) + lid / TEAM;
   const bool active = col < o;
   __global const float* x = AT(const float, x_t);
-  const float none[4] = {1.0f, 1.0f, 1.0f, 1.0f};
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   if (active) {
-    team_dot(AT(const wstore, w_t) + col * k, x, rows, k, PTR(b_t), 0, none, acc);
+    team_dot(AT(const wstore, w_t) + col * k, x, rows, k, PTR(b_t), 0, acc);
   }
   team_reduce(tmp, acc, rows);
   if (active && lid % TEAM == 0) {
@@ -308,7 +368,7 @@ __kernel void linear_group_rows(MEM_PARAMS, ulong x_t, ulong w0_t,
   const long total = (long)o0 + o1 + o2, step = (long)get_num_groups(0) * (n / TEAM);
   __global const float* x = AT(const float, x_t);
   float scale[4] = {1.0f, 1.0f, 1.0f, 1.0f};
-  if (norm_mode) norm_scales(x, rows, k, eps, tmp, scale);  // once per work-group
+  bool scaled = false;
   for (long f0 = (long)get_group_id(0) * (n / TEAM); f0 < total; f0 += step) {
   long row = f0 + lid / TEAM;
   const bool active = row < total;
@@ -323,14 +383,17 @@ __kernel void linear_group_rows(MEM_PARAMS, ulong x_t, ulong w0_t,
   }
   const ulong w_t = seg == 0 ? w0_t : (seg == 1 ? w1_t : w2_t);
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  if (active) team_dot(AT(const wstore, w_t) + row * k, x, rows, k, PTR(nw_t), norm_mode, scale, acc);
+  if (active) team_dot(AT(const wstore, w_t) + row * k, x, rows, k, PTR(nw_t), norm_mode, acc);
+  // The norm's scales once per work-group, after its first products are under way.
+  if (norm_mode && !scaled) norm_scales(x, rows, k, eps, tmp, scale);
+  scaled = true;
   team_reduce(tmp, acc, rows);
   if (active && lid % TEAM == 0) {
     const ulong b_t = seg == 0 ? b0_t : (seg == 1 ? b1_t : b2_t);
     const ulong y_t = seg == 0 ? y0_t : (seg == 1 ? y1_t : y2_t);
     const int o = seg == 0 ? o0 : (seg == 1 ? o1 : o2);
     const float bias = (bias_mask >> seg) & 1 ? either(PTR(b_t), bias_f32, row) : 0.0f;
-    for (int r = 0; r < rows; ++r) AT(float, y_t)[(long)r * o + row] = acc[r] + bias;
+    for (int r = 0; r < rows; ++r) AT(float, y_t)[(long)r * o + row] = acc[r] * scale[r] + bias;
   }
   }
 }
@@ -344,23 +407,25 @@ __kernel void linear_swiglu_rows(MEM_PARAMS, ulong x_t, ulong g_t, ulong u_t,
   const long step = (long)get_num_groups(0) * (n / TEAM);
   __global const float* x = AT(const float, x_t);
   float scale[4] = {1.0f, 1.0f, 1.0f, 1.0f};
-  if (norm_mode) norm_scales(x, rows, k, eps, tmp, scale);  // once per work-group
+  bool scaled = false;
   for (long f0 = (long)get_group_id(0) * (n / TEAM); f0 < o; f0 += step) {
   const long col = f0 + lid / TEAM;
   const bool active = col < o;
   float g[4] = {0.0f, 0.0f, 0.0f, 0.0f}, u[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   if (active) {
-    team_dot(AT(const wstore, g_t) + col * k, x, rows, k, PTR(nw_t), norm_mode, scale, g);
-    team_dot(AT(const wstore, u_t) + col * k, x, rows, k, PTR(nw_t), norm_mode, scale, u);
+    team_dot2(AT(const wstore, g_t) + col * k, AT(const wstore, u_t) + col * k, x, rows, k,
+              PTR(nw_t), norm_mode, g, u);
   }
+  if (norm_mode && !scaled) norm_scales(x, rows, k, eps, tmp, scale);  // as linear_group_rows
+  scaled = true;
   team_reduce(tmp, g, rows);
   team_reduce(tmp, u, rows);
   if (active && lid % TEAM == 0) {
     const float gbias = bias_mask & 1 ? either(PTR(gb_t), bias_f32, col) : 0.0f;
     const float ubias = bias_mask & 2 ? either(PTR(ub_t), bias_f32, col) : 0.0f;
     for (int r = 0; r < rows; ++r) {
-      const float gv = g[r] + gbias;
-      AT(float, out_t)[(long)r * o + col] = gv / (1.0f + exp(-gv)) * (u[r] + ubias);
+      const float gv = g[r] * scale[r] + gbias;
+      AT(float, out_t)[(long)r * o + col] = gv / (1.0f + exp(-gv)) * (u[r] * scale[r] + ubias);
     }
   }
   }
@@ -607,17 +672,17 @@ inline void attend(__local const float* qs, __global const float* kc, __global c
     const int g = lid / cols, c = lid % cols;
     if (g < groups) {
       float4 acc0 = (float4)(0.0f), acc1 = (float4)(0.0f);
-      for (long t0 = g; t0 <= last; t0 += 8 * groups) {
-        float p[8];
-        float4 vv[8];
+      for (long t0 = g; t0 <= last; t0 += ATTN_KEYS * groups) {
+        float p[ATTN_KEYS];
+        float4 vv[ATTN_KEYS];
 #pragma unroll
-        for (int u = 0; u < 8; ++u) {
+        for (int u = 0; u < ATTN_KEYS; ++u) {
           const long t = t0 + u * groups;
           p[u] = t <= last ? sc[t] : 0.0f;
           vv[u] = t <= last ? vload4(c, vc + t * dim) : (float4)(0.0f);
         }
 #pragma unroll
-        for (int u = 0; u < 8; u += 2) {
+        for (int u = 0; u < ATTN_KEYS; u += 2) {
           acc0 += p[u] * vv[u];
           acc1 += p[u + 1] * vv[u + 1];
         }
