@@ -24,6 +24,7 @@ constexpr size_t kGroup = 128;  // work-group size of the reducing kernels (a po
 constexpr long long kFeaturesPerGroup = kGroup / 32;       // linear_rows: a team of 32 per feature
 constexpr size_t kTeamLocal = 4 * kGroup * sizeof(float);  // the team sums of four rows
 constexpr long long kMaxTeamRows = 4;                      // rows the team kernels take
+constexpr long long kSplitColumns = 2048;  // linear_rows splits rows at least this long
 // rope_attention's work-group: with one work-group per query head, 256 work-items walk the keys
 // in half the round trips of 128 (+3% decode on the H200; 512 did not launch there).
 constexpr size_t kAttentionGroup = 256;
@@ -211,7 +212,10 @@ void product(const ops::LinearArgs& a, bool accumulate) {
       .i32(o)
       .i32(accumulate);
   if (rows) {
-    l.local(kTeamLocal).run(static_cast<size_t>(feature_groups(o)) * kGroup, kGroup);
+    // Long rows: a team per quarter of each row (all four teams of a work-group on one feature).
+    const long long split = k >= kSplitColumns ? kFeaturesPerGroup : 1;
+    l.i32(split).local(kTeamLocal).run(
+        static_cast<size_t>(feature_groups(o * split)) * kGroup, kGroup);
   } else {
     l.run(static_cast<size_t>(o), 16, static_cast<size_t>(n), 16);
   }

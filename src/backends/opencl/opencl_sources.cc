@@ -204,15 +204,16 @@ inline void norm_scales(__global const float* x, int rows, int k, float eps, __l
   }
 }
 
-// acc[r] += this work-item's share of weight row w . activation row r, the activations
+// acc[r] += this work-item's share of weight row w . activation row r over columns [begin, end)
+// (begin a multiple of 4; k is the rows' length), the activations
 // multiplied by the norm weight on the way when norm_mode is 1 (float32 norm weight) or 2
 // (stored as the weights). The row's RMS scale is left out: the caller multiplies the sum by
 // it, so the weights' loads start at once instead of after the norm's reduction.
 inline void team_dot(__global const wstore* w, __global const float* x, int rows, int k,
-                     __global const char* nb, int norm_mode, float* acc) {
+                     int begin, int end, __global const char* nb, int norm_mode, float* acc) {
   const int lane = get_local_id(0) % TEAM;
-  const int k4 = k / 4 * 4, stride = TEAM * 4;
-  int i = lane * 4;
+  const int k4 = begin + (end - begin) / 4 * 4, stride = TEAM * 4;
+  int i = begin + lane * 4;
   // Four loads of weights in flight per work-item before any is used: one at a time, a GPU's
   // few resident teams per compute unit kept too few bytes in flight to stream the weights.
   for (; i + 3 * stride < k4; i += 4 * stride) {
@@ -244,7 +245,7 @@ inline void team_dot(__global const wstore* w, __global const float* x, int rows
       acc[r] += dot(wv, xv);
     }
   }
-  for (int j = k4 + lane; j < k; j += TEAM) {
+  for (int j = k4 + lane; j < end; j += TEAM) {
     const float wv = wload(w, j);
     const float nw = norm_mode ? either(nb, norm_mode == 1, j) : 1.0f;
     for (int r = 0; r < rows; ++r) {
@@ -331,21 +332,36 @@ inline void team_reduce(__local float* tmp, float* acc, int rows) {
 }
 
 // out (= or, with `accumulate`, +=) x @ w^T + bias for up to four rows of x.
-__kernel void linear_rows(MEM_PARAMS, ulong x_t, ulong w_t,
-                          ulong b_t, int has_bias, ulong out_t, int rows, int k, int o, int accumulate,
+// `split` teams per output feature, each over a slice of the columns, when the rows are long (a
+// down projection's 4,864 columns were ten dependent round trips to memory for one team).
+__kernel void linear_rows(MEM_PARAMS, ulong x_t, ulong w_t, ulong b_t, int has_bias, ulong out_t,
+                          int rows, int k, int o, int accumulate, int split,
                           __local float* tmp) {
   const int lid = get_local_id(0), n = get_local_size(0);
   // One group of features per work-group, no loop: PoCL runs barriers inside a loop markedly
   // slower (the fused kernels below loop, to compute their norm once per work-group).
-  const long col = (long)get_group_id(0) * (n / TEAM) + lid / TEAM;
+  const int team = lid / TEAM, part = team % split;
+  const long col = (long)get_group_id(0) * (n / TEAM / split) + team / split;
   const bool active = col < o;
+  const int chunk = (k / split + 3) / 4 * 4;
+  const int begin = min(k, part * chunk), end = part == split - 1 ? k : min(k, begin + chunk);
   __global const float* x = AT(const float, x_t);
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   if (active) {
-    team_dot(AT(const wstore, w_t) + col * k, x, rows, k, PTR(b_t), 0, acc);
+    team_dot(AT(const wstore, w_t) + col * k, x, rows, k, begin, end, PTR(b_t), 0, acc);
   }
   team_reduce(tmp, acc, rows);
-  if (active && lid % TEAM == 0) {
+  // The slices' sums meet in local memory (tmp is free again here).
+  if (split > 1 && lid % TEAM == 0) {
+    for (int r = 0; r < rows; ++r) tmp[team * 4 + r] = acc[r];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (split > 1 && part == 0) {
+    for (int r = 0; r < rows; ++r) {
+      for (int p = 1; p < split; ++p) acc[r] += tmp[(team + p) * 4 + r];
+    }
+  }
+  if (active && part == 0 && lid % TEAM == 0) {
     const float bias = has_bias ? wload(AT(const wstore, b_t), col) : 0.0f;
     for (int r = 0; r < rows; ++r) {
       __global float* dst = AT(float, out_t) + (long)r * o + col;
@@ -383,7 +399,7 @@ __kernel void linear_group_rows(MEM_PARAMS, ulong x_t, ulong w0_t,
   }
   const ulong w_t = seg == 0 ? w0_t : (seg == 1 ? w1_t : w2_t);
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  if (active) team_dot(AT(const wstore, w_t) + row * k, x, rows, k, PTR(nw_t), norm_mode, acc);
+  if (active) team_dot(AT(const wstore, w_t) + row * k, x, rows, k, 0, k, PTR(nw_t), norm_mode, acc);
   // The norm's scales once per work-group, after its first products are under way.
   if (norm_mode && !scaled) norm_scales(x, rows, k, eps, tmp, scale);
   scaled = true;
