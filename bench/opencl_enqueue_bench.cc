@@ -56,8 +56,7 @@ void check(cl_int err, const char* what) {
 }
 
 double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // A kernel argument: a buffer, or plain bytes.
@@ -115,9 +114,10 @@ void run_case(cl_context ctx, cl_command_queue q, const Case& c, int launches) {
   const double device = now() - released;
   clReleaseEvent(gate);
   const double n = launches;
-  std::printf("%-34s host %6.2f us (with the queue running, done after %7.2f us/launch); gated: "
-              "host %6.2f, device %6.2f us per launch\n",
-              c.name, host * 1e6 / n, total * 1e6 / n, gated_host * 1e6 / n, device * 1e6 / n);
+  std::printf(
+      "%-34s host %6.2f us (with the queue running, done after %7.2f us/launch); gated: "
+      "host %6.2f, device %6.2f us per launch\n",
+      c.name, host * 1e6 / n, total * 1e6 / n, gated_host * 1e6 / n, device * 1e6 / n);
 }
 
 }  // namespace
@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
   std::vector<cl_platform_id> platforms(np);
   check(clGetPlatformIDs(np, platforms.data(), nullptr), "platforms");
   std::vector<cl_device_id> all;
-  for (cl_device_type type : {CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_ACCELERATOR}) {
+  for (cl_device_type type :
+       {CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_ACCELERATOR}) {
     for (cl_platform_id p : platforms) {
       cl_uint nd = 0;
       if (clGetDeviceIDs(p, type, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
@@ -197,9 +198,12 @@ int main(int argc, char** argv) {
       {"twelve sub-buffers of one buffer", twelve, buffers(subs), true},
       {"twelve distinct, arguments set once", twelve, buffers(distinct), false},
       {"one buffer, twelve ints", make("one_twelve_ints"), one_and_ints, true},
-      {"one buffer, a 256-byte struct", make("one_struct"),
-       {{sizeof(cl_mem), &distinct[0]}, {sizeof params, &params}}, true},
-      {"two buffers, a 256-byte struct", make("two_struct"),
+      {"one buffer, a 256-byte struct",
+       make("one_struct"),
+       {{sizeof(cl_mem), &distinct[0]}, {sizeof params, &params}},
+       true},
+      {"two buffers, a 256-byte struct",
+       make("two_struct"),
        {{sizeof(cl_mem), &distinct[0]}, {sizeof(cl_mem), &distinct[1]}, {sizeof params, &params}},
        true},
   };

@@ -52,8 +52,13 @@ TEST_P(Ops, Linear) {
     if (!has(ops::kLinear, w)) continue;
     // Decode shapes (up to four rows) with k not a multiple of 4 and odd o, long rows (which
     // a GPU kernel may split across teams, with a tail), then larger ones.
-    for (auto [n, k, o] : {std::tuple{1, 64, 96}, {3, 7, 10}, {4, 70, 9}, {1, 4864, 37},
-                           {3, 2050, 9}, {5, 160, 33}, {17, 7, 1000}}) {
+    for (auto [n, k, o] : {std::tuple{1, 64, 96},
+                           {3, 7, 10},
+                           {4, 70, 9},
+                           {1, 4864, 37},
+                           {3, 2050, 9},
+                           {5, 160, 33},
+                           {17, 7, 1000}}) {
       const Tensor x = random_tensor({n, k}, rng_);
       const Tensor weight = random_tensor({o, k}, rng_, 0.1f).to(w);
       const Tensor bias = random_tensor({o}, rng_).to(w);

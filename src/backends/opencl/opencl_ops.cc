@@ -2,8 +2,8 @@
 // enqueues one kernel of opencl_sources.cc on the device's in-order queue.
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -80,8 +80,8 @@ class Launch {
     while (slot < mems_.size() && mems_[slot] != loc.mem) ++slot;
     if (slot == mems_.size()) {
       if (mems_.size() == kMaxMems) {
-        throw Error(std::string("internal error: OpenCL kernel ") + name_ + " given tensors in more than " +
-                    std::to_string(kMaxMems) + " buffers");
+        throw Error(std::string("internal error: OpenCL kernel ") + name_ +
+                    " given tensors in more than " + std::to_string(kMaxMems) + " buffers");
       }
       mems_.push_back(loc.mem);
     }
@@ -112,7 +112,8 @@ class Launch {
                          (global1 + local1 - 1) / local1 * local1};
     const size_t l[2] = {local0, local1};
     const bool many = mems_.size() > 2;
-    cl_kernel k = kernel(device_, name_, weight_define(weights_) + (many ? " -DMEMS=16" : " -DMEMS=2"));
+    cl_kernel k =
+        kernel(device_, name_, weight_define(weights_) + (many ? " -DMEMS=16" : " -DMEMS=2"));
     Queue& q = queue(device_);
     if (recording(q)) k = kernel_for_recording(q, k);
     const size_t mem_params = many ? kMaxMems : 2;
@@ -133,8 +134,8 @@ class Launch {
     const auto enqueue_start =
         profiling() ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     cl_event gate = gate_for_launch(q);
-    check(clEnqueueNDRangeKernel(q.queue, k, 2, nullptr, g, l, gate ? 1 : 0,
-                                 gate ? &gate : nullptr, profiling() ? &event : nullptr),
+    check(clEnqueueNDRangeKernel(q.queue, k, 2, nullptr, g, l, gate ? 1 : 0, gate ? &gate : nullptr,
+                                 profiling() ? &event : nullptr),
           name_);
     if (event) {
       const auto end = std::chrono::steady_clock::now();
@@ -214,8 +215,9 @@ void product(const ops::LinearArgs& a, bool accumulate) {
   if (rows) {
     // Long rows: a team per quarter of each row (all four teams of a work-group on one feature).
     const long long split = k >= kSplitColumns ? kFeaturesPerGroup : 1;
-    l.i32(split).local(kTeamLocal).run(
-        static_cast<size_t>(feature_groups(o * split)) * kGroup, kGroup);
+    l.i32(split)
+        .local(kTeamLocal)
+        .run(static_cast<size_t>(feature_groups(o * split)) * kGroup, kGroup);
   } else {
     l.run(static_cast<size_t>(o), 16, static_cast<size_t>(n), 16);
   }

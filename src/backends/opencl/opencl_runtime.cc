@@ -253,7 +253,8 @@ std::shared_ptr<Buffer> allocate(Device device, size_t nbytes) {
     const size_t want = pool_bytes(*q.record, nbytes + RangeAllocator::kAlign);
     auto made = std::make_unique<Pool>(want);
     cl_int err = CL_SUCCESS;
-    made->mem = clCreateBuffer(q.context, CL_MEM_READ_WRITE, made->ranges.capacity(), nullptr, &err);
+    made->mem =
+        clCreateBuffer(q.context, CL_MEM_READ_WRITE, made->ranges.capacity(), nullptr, &err);
     if (err != CL_SUCCESS) {
       throw Error("out of memory on " + device.str() + " allocating " + std::to_string(nbytes) +
                   " bytes (a pool of " + std::to_string(made->ranges.capacity()) +

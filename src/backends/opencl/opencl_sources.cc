@@ -8,19 +8,29 @@ namespace anvil::opencl {
 const char* const kOpenClSource = R"CLC(
 #if defined(W_BF16)
 typedef ushort wstore;
-inline float wload(__global const wstore* p, size_t i) { return as_float(((uint)p[i]) << 16); }
+inline float wload(__global const wstore* p, size_t i) {
+  return as_float(((uint)p[i]) << 16);
+}
 // Four consecutive weights p[i..i+3] (element alignment is all vloadn asks).
 inline float4 wload4(__global const wstore* p, size_t i) {
   return as_float4(convert_uint4(vload4(0, p + i)) << 16);
 }
 #elif defined(W_F16)
 typedef half wstore;
-inline float wload(__global const wstore* p, size_t i) { return vload_half(i, p); }
-inline float4 wload4(__global const wstore* p, size_t i) { return vload_half4(0, p + i); }
+inline float wload(__global const wstore* p, size_t i) {
+  return vload_half(i, p);
+}
+inline float4 wload4(__global const wstore* p, size_t i) {
+  return vload_half4(0, p + i);
+}
 #else
 typedef float wstore;
-inline float wload(__global const wstore* p, size_t i) { return p[i]; }
-inline float4 wload4(__global const wstore* p, size_t i) { return vload4(0, p + i); }
+inline float wload(__global const wstore* p, size_t i) {
+  return p[i];
+}
+inline float4 wload4(__global const wstore* p, size_t i) {
+  return vload4(0, p + i);
+}
 #endif
 
 // Buffers: every tensor argument is a tagged offset, its top four bits the index of the buffer
@@ -28,38 +38,54 @@ inline float4 wload4(__global const wstore* p, size_t i) { return vload4(0, p + 
 // of host and of device time: anvil's memory lives in a few large pools, and a launch passes one
 // or two; a launch that touches more pools uses the build with MEMS=16).
 #if MEMS == 2
-#define MEM_PARAMS __global char* m0, __global char* m1
+#define MEM_PARAMS __global char *m0, __global char *m1
 #define BASE(t) ((t) >> 60 ? m1 : m0)
 #else
-#define MEM_PARAMS                                                                       \
-  __global char *m0, __global char *m1, __global char *m2, __global char *m3,            \
-      __global char *m4, __global char *m5, __global char *m6, __global char *m7,        \
-      __global char *m8, __global char *m9, __global char *m10, __global char *m11,      \
-      __global char *m12, __global char *m13, __global char *m14, __global char *m15
-#define BASE(t) pick_base((t) >> 60, m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, \
-                          m13, m14, m15)
+#define MEM_PARAMS                                                                               \
+  __global char *m0, __global char *m1, __global char *m2, __global char *m3, __global char *m4, \
+      __global char *m5, __global char *m6, __global char *m7, __global char *m8,                \
+      __global char *m9, __global char *m10, __global char *m11, __global char *m12,             \
+      __global char *m13, __global char *m14, __global char *m15
+#define BASE(t) \
+  pick_base((t) >> 60, m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13, m14, m15)
 inline __global char* pick_base(ulong i, MEM_PARAMS) {
   switch (i) {
-    case 0: return m0;
-    case 1: return m1;
-    case 2: return m2;
-    case 3: return m3;
-    case 4: return m4;
-    case 5: return m5;
-    case 6: return m6;
-    case 7: return m7;
-    case 8: return m8;
-    case 9: return m9;
-    case 10: return m10;
-    case 11: return m11;
-    case 12: return m12;
-    case 13: return m13;
-    case 14: return m14;
-    default: return m15;
+    case 0:
+      return m0;
+    case 1:
+      return m1;
+    case 2:
+      return m2;
+    case 3:
+      return m3;
+    case 4:
+      return m4;
+    case 5:
+      return m5;
+    case 6:
+      return m6;
+    case 7:
+      return m7;
+    case 8:
+      return m8;
+    case 9:
+      return m9;
+    case 10:
+      return m10;
+    case 11:
+      return m11;
+    case 12:
+      return m12;
+    case 13:
+      return m13;
+    case 14:
+      return m14;
+    default:
+      return m15;
   }
 }
 #endif
-#define PTR(t) (BASE(t) + ((t) & 0x0FFFFFFFFFFFFFFFUL))
+#define PTR(t) (BASE(t) + ((t)&0x0FFFFFFFFFFFFFFFUL))
 #define AT(type, t) ((__global type*)PTR(t))
 
 // Work-group reductions. With subgroups (USE_SUBGROUPS, set where the device has them) each
@@ -71,7 +97,9 @@ inline __global char* pick_base(ulong i, MEM_PARAMS) {
 // Local sizes are multiples of 32 wherever these are called.
 inline float warp_xor(float v, int lane_mask) {
   float r;
-  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(lane_mask));
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;"
+               : "=f"(r)
+               : "f"(v), "r"(lane_mask));
   return r;
 }
 inline float warp_sum(float v) {
@@ -164,8 +192,7 @@ __kernel void embedding(MEM_PARAMS, ulong ids_t, ulong table_t, ulong out_t, lon
 }
 
 // One work-group per row.
-__kernel void rms_norm(MEM_PARAMS, ulong x_t, ulong w_t,
-                       ulong out_t, int dim, float eps,
+__kernel void rms_norm(MEM_PARAMS, ulong x_t, ulong w_t, ulong out_t, int dim, float eps,
                        __local float* tmp) {
   const long row = get_group_id(0);
   const int lid = get_local_id(0), n = get_local_size(0);
@@ -209,8 +236,8 @@ inline void norm_scales(__global const float* x, int rows, int k, float eps, __l
 // multiplied by the norm weight on the way when norm_mode is 1 (float32 norm weight) or 2
 // (stored as the weights). The row's RMS scale is left out: the caller multiplies the sum by
 // it, so the weights' loads start at once instead of after the norm's reduction.
-inline void team_dot(__global const wstore* w, __global const float* x, int rows, int k,
-                     int begin, int end, __global const char* nb, int norm_mode, float* acc) {
+inline void team_dot(__global const wstore* w, __global const float* x, int rows, int k, int begin,
+                     int end, __global const char* nb, int norm_mode, float* acc) {
   const int lane = get_local_id(0) % TEAM;
   const int k4 = begin + (end - begin) / 4 * 4, stride = TEAM * 4;
   int i = begin + lane * 4;
@@ -257,9 +284,9 @@ inline void team_dot(__global const wstore* w, __global const float* x, int rows
 
 // team_dot of two weight rows (gate and up) against the same activations in one pass: each
 // normalised activation is made once, and the loads of both rows are in flight together.
-inline void team_dot2(__global const wstore* w0, __global const wstore* w1,
-                      __global const float* x, int rows, int k, __global const char* nb,
-                      int norm_mode, float* acc0, float* acc1) {
+inline void team_dot2(__global const wstore* w0, __global const wstore* w1, __global const float* x,
+                      int rows, int k, __global const char* nb, int norm_mode, float* acc0,
+                      float* acc1) {
   const int lane = get_local_id(0) % TEAM;
   const int k4 = k / 4 * 4, stride = TEAM * 4;
   int i = lane * 4;
@@ -335,8 +362,7 @@ inline void team_reduce(__local float* tmp, float* acc, int rows) {
 // `split` teams per output feature, each over a slice of the columns, when the rows are long (a
 // down projection's 4,864 columns were ten dependent round trips to memory for one team).
 __kernel void linear_rows(MEM_PARAMS, ulong x_t, ulong w_t, ulong b_t, int has_bias, ulong out_t,
-                          int rows, int k, int o, int accumulate, int split,
-                          __local float* tmp) {
+                          int rows, int k, int o, int accumulate, int split, __local float* tmp) {
   const int lid = get_local_id(0), n = get_local_size(0);
   // One group of features per work-group, no loop: PoCL runs barriers inside a loop markedly
   // slower (the fused kernels below loop, to compute their norm once per work-group).
@@ -373,85 +399,84 @@ __kernel void linear_rows(MEM_PARAMS, ulong x_t, ulong w_t, ulong b_t, int has_b
 // linear_group for up to four rows: the q, k and v products (segments of o0, o1, o2 features)
 // of one input in one launch, the input RMS-normalised on the way when norm_mode is set. Bit
 // `i` of bias_mask says segment i has a bias; bias_f32: biases are float32 (else weight type).
-__kernel void linear_group_rows(MEM_PARAMS, ulong x_t, ulong w0_t,
-    ulong w1_t, ulong w2_t,
-    ulong b0_t, ulong b1_t,
-    ulong b2_t, ulong y0_t,
-    ulong y1_t, ulong y2_t, int o0, int o1, int o2,
-    int bias_mask, int bias_f32, ulong nw_t, int norm_mode, float eps,
-    int rows, int k, __local float* tmp) {
+__kernel void linear_group_rows(MEM_PARAMS, ulong x_t, ulong w0_t, ulong w1_t, ulong w2_t,
+                                ulong b0_t, ulong b1_t, ulong b2_t, ulong y0_t, ulong y1_t,
+                                ulong y2_t, int o0, int o1, int o2, int bias_mask, int bias_f32,
+                                ulong nw_t, int norm_mode, float eps, int rows, int k,
+                                __local float* tmp) {
   const int lid = get_local_id(0), n = get_local_size(0);
   const long total = (long)o0 + o1 + o2, step = (long)get_num_groups(0) * (n / TEAM);
   __global const float* x = AT(const float, x_t);
   float scale[4] = {1.0f, 1.0f, 1.0f, 1.0f};
   bool scaled = false;
   for (long f0 = (long)get_group_id(0) * (n / TEAM); f0 < total; f0 += step) {
-  long row = f0 + lid / TEAM;
-  const bool active = row < total;
-  int seg = 0;
-  if (row >= o0) {
-    row -= o0;
-    seg = 1;
-    if (row >= o1) {
-      row -= o1;
-      seg = 2;
+    long row = f0 + lid / TEAM;
+    const bool active = row < total;
+    int seg = 0;
+    if (row >= o0) {
+      row -= o0;
+      seg = 1;
+      if (row >= o1) {
+        row -= o1;
+        seg = 2;
+      }
     }
-  }
-  const ulong w_t = seg == 0 ? w0_t : (seg == 1 ? w1_t : w2_t);
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  if (active) team_dot(AT(const wstore, w_t) + row * k, x, rows, k, 0, k, PTR(nw_t), norm_mode, acc);
-  // The norm's scales once per work-group, after its first products are under way.
-  if (norm_mode && !scaled) norm_scales(x, rows, k, eps, tmp, scale);
-  scaled = true;
-  team_reduce(tmp, acc, rows);
-  if (active && lid % TEAM == 0) {
-    const ulong b_t = seg == 0 ? b0_t : (seg == 1 ? b1_t : b2_t);
-    const ulong y_t = seg == 0 ? y0_t : (seg == 1 ? y1_t : y2_t);
-    const int o = seg == 0 ? o0 : (seg == 1 ? o1 : o2);
-    const float bias = (bias_mask >> seg) & 1 ? either(PTR(b_t), bias_f32, row) : 0.0f;
-    for (int r = 0; r < rows; ++r) AT(float, y_t)[(long)r * o + row] = acc[r] * scale[r] + bias;
-  }
+    const ulong w_t = seg == 0 ? w0_t : (seg == 1 ? w1_t : w2_t);
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (active)
+      team_dot(AT(const wstore, w_t) + row * k, x, rows, k, 0, k, PTR(nw_t), norm_mode, acc);
+    // The norm's scales once per work-group, after its first products are under way.
+    if (norm_mode && !scaled) norm_scales(x, rows, k, eps, tmp, scale);
+    scaled = true;
+    team_reduce(tmp, acc, rows);
+    if (active && lid % TEAM == 0) {
+      const ulong b_t = seg == 0 ? b0_t : (seg == 1 ? b1_t : b2_t);
+      const ulong y_t = seg == 0 ? y0_t : (seg == 1 ? y1_t : y2_t);
+      const int o = seg == 0 ? o0 : (seg == 1 ? o1 : o2);
+      const float bias = (bias_mask >> seg) & 1 ? either(PTR(b_t), bias_f32, row) : 0.0f;
+      for (int r = 0; r < rows; ++r) AT(float, y_t)[(long)r * o + row] = acc[r] * scale[r] + bias;
+    }
   }
 }
 
 // linear_swiglu for up to four rows: out = silu(x' @ gate^T + gate_bias) * (x' @ up^T + up_bias),
 // x' the RMS-normalised input when norm_mode is set; each team takes one feature of both.
-__kernel void linear_swiglu_rows(MEM_PARAMS, ulong x_t, ulong g_t, ulong u_t,
-                                 ulong gb_t, ulong ub_t, int bias_mask, int bias_f32, ulong out_t, ulong nw_t, int norm_mode,
-                                 float eps, int rows, int k, int o, __local float* tmp) {
+__kernel void linear_swiglu_rows(MEM_PARAMS, ulong x_t, ulong g_t, ulong u_t, ulong gb_t,
+                                 ulong ub_t, int bias_mask, int bias_f32, ulong out_t, ulong nw_t,
+                                 int norm_mode, float eps, int rows, int k, int o,
+                                 __local float* tmp) {
   const int lid = get_local_id(0), n = get_local_size(0);
   const long step = (long)get_num_groups(0) * (n / TEAM);
   __global const float* x = AT(const float, x_t);
   float scale[4] = {1.0f, 1.0f, 1.0f, 1.0f};
   bool scaled = false;
   for (long f0 = (long)get_group_id(0) * (n / TEAM); f0 < o; f0 += step) {
-  const long col = f0 + lid / TEAM;
-  const bool active = col < o;
-  float g[4] = {0.0f, 0.0f, 0.0f, 0.0f}, u[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  if (active) {
-    team_dot2(AT(const wstore, g_t) + col * k, AT(const wstore, u_t) + col * k, x, rows, k,
-              PTR(nw_t), norm_mode, g, u);
-  }
-  if (norm_mode && !scaled) norm_scales(x, rows, k, eps, tmp, scale);  // as linear_group_rows
-  scaled = true;
-  team_reduce(tmp, g, rows);
-  team_reduce(tmp, u, rows);
-  if (active && lid % TEAM == 0) {
-    const float gbias = bias_mask & 1 ? either(PTR(gb_t), bias_f32, col) : 0.0f;
-    const float ubias = bias_mask & 2 ? either(PTR(ub_t), bias_f32, col) : 0.0f;
-    for (int r = 0; r < rows; ++r) {
-      const float gv = g[r] * scale[r] + gbias;
-      AT(float, out_t)[(long)r * o + col] = gv / (1.0f + exp(-gv)) * (u[r] * scale[r] + ubias);
+    const long col = f0 + lid / TEAM;
+    const bool active = col < o;
+    float g[4] = {0.0f, 0.0f, 0.0f, 0.0f}, u[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (active) {
+      team_dot2(AT(const wstore, g_t) + col * k, AT(const wstore, u_t) + col * k, x, rows, k,
+                PTR(nw_t), norm_mode, g, u);
     }
-  }
+    if (norm_mode && !scaled) norm_scales(x, rows, k, eps, tmp, scale);  // as linear_group_rows
+    scaled = true;
+    team_reduce(tmp, g, rows);
+    team_reduce(tmp, u, rows);
+    if (active && lid % TEAM == 0) {
+      const float gbias = bias_mask & 1 ? either(PTR(gb_t), bias_f32, col) : 0.0f;
+      const float ubias = bias_mask & 2 ? either(PTR(ub_t), bias_f32, col) : 0.0f;
+      for (int r = 0; r < rows; ++r) {
+        const float gv = g[r] * scale[r] + gbias;
+        AT(float, out_t)[(long)r * o + col] = gv / (1.0f + exp(-gv)) * (u[r] * scale[r] + ubias);
+      }
+    }
   }
 }
 
 // Many rows: 16 x 16 output tiles, both operands staged through local memory.
 #define TILE 16
-__kernel void linear_tiled(MEM_PARAMS, ulong x_t, ulong w_t, ulong b_t, int has_bias,
-                           ulong out_t, int rows, int k, int o,
-                           int accumulate) {
+__kernel void linear_tiled(MEM_PARAMS, ulong x_t, ulong w_t, ulong b_t, int has_bias, ulong out_t,
+                           int rows, int k, int o, int accumulate) {
   __local float xs[TILE][TILE + 1];
   __local float ws[TILE][TILE + 1];
   const int tc = get_local_id(0), tr = get_local_id(1);
@@ -475,9 +500,8 @@ __kernel void linear_tiled(MEM_PARAMS, ulong x_t, ulong w_t, ulong b_t, int has_
 }
 
 // One work-item per (token, head, i < half).
-__kernel void rope(MEM_PARAMS, ulong x_t, ulong pos_t,
-                   ulong f_t, long tokens, int heads, int half_dim,
-                   float scaling) {
+__kernel void rope(MEM_PARAMS, ulong x_t, ulong pos_t, ulong f_t, long tokens, int heads,
+                   int half_dim, float scaling) {
   const long i = get_global_id(0);
   if (i >= tokens * heads * half_dim) return;
   const int j = i % half_dim;
@@ -532,8 +556,8 @@ inline void head_rope(__local float* vals, __global const float* src, int has_no
 // rather than once per vector. Ends with a barrier; tmp: get_local_size(0) floats.
 inline void qk_rope(__local float* qs, __local float* ks, __local float* vs,
                     __global const float* q, __global const float* k, __global const float* v,
-                    int has_norm, __global const wstore* qw, __global const wstore* kw,
-                    float eps, float pos, __global const float* inv_freq, float scaling, int dim,
+                    int has_norm, __global const wstore* qw, __global const wstore* kw, float eps,
+                    float pos, __global const float* inv_freq, float scaling, int dim,
                     __local float* tmp) {
   const int lid = get_local_id(0), nt = get_local_size(0);
   float ssq = 0.0f, ssk = 0.0f;
@@ -577,14 +601,10 @@ inline void qk_rope(__local float* qs, __local float* ks, __local float* vs,
 // A step's attention inputs in one launch: one work-group per (token, head) over q heads then kv
 // heads: the optional per-head RMSNorm (Qwen3), RoPE, and for kv heads the cache writes of k and
 // v at start + s (start from device memory when has_dev). head_dim <= 256.
-__kernel void rope_store(MEM_PARAMS, ulong q_t, ulong k_t,
-                         ulong v_t, ulong qn_t, ulong kn_t, int has_norm,
-                         float eps, ulong pos_t,
-                         ulong f_t, float scaling,
-                         ulong kc_t, ulong vc_t, int seq,
-                         int heads, int kv_heads, int dim, long cap, long start,
-                         ulong st_t, int has_dev,
-                         __local float* tmp) {
+__kernel void rope_store(MEM_PARAMS, ulong q_t, ulong k_t, ulong v_t, ulong qn_t, ulong kn_t,
+                         int has_norm, float eps, ulong pos_t, ulong f_t, float scaling, ulong kc_t,
+                         ulong vc_t, int seq, int heads, int kv_heads, int dim, long cap,
+                         long start, ulong st_t, int has_dev, __local float* tmp) {
   __local float vals[256];
   const long n = get_group_id(1);
   const int head = get_group_id(0);
@@ -594,8 +614,8 @@ __kernel void rope_store(MEM_PARAMS, ulong q_t, ulong k_t,
   __global const float* src = is_q ? AT(const float, q_t) + (n * heads + h) * dim
                                    : AT(const float, k_t) + (n * kv_heads + h) * dim;
   __global const wstore* w = is_q ? AT(const wstore, qn_t) : AT(const wstore, kn_t);
-  head_rope(vals, src, has_norm, w, eps, (float)AT(const int, pos_t)[n],
-            AT(const float, f_t), scaling, dim, tmp);
+  head_rope(vals, src, has_norm, w, eps, (float)AT(const int, pos_t)[n], AT(const float, f_t),
+            scaling, dim, tmp);
   if (has_dev) start = AT(const int, st_t)[0];
   const long b = n / seq, s = n % seq;
   __global float* dst = is_q ? AT(float, q_t) + (n * heads + h) * dim
@@ -608,16 +628,14 @@ __kernel void rope_store(MEM_PARAMS, ulong q_t, ulong k_t,
   }
 }
 
-__kernel void swiglu(MEM_PARAMS, ulong g_t, ulong u_t,
-                     ulong out_t, long n) {
+__kernel void swiglu(MEM_PARAMS, ulong g_t, ulong u_t, ulong out_t, long n) {
   const long i = get_global_id(0);
   if (i >= n) return;
   const float g = AT(const float, g_t)[i];
   AT(float, out_t)[i] = g / (1.0f + exp(-g)) * AT(const float, u_t)[i];
 }
 
-__kernel void add(MEM_PARAMS, ulong a_t, ulong b_t,
-                  ulong out_t, long n) {
+__kernel void add(MEM_PARAMS, ulong a_t, ulong b_t, ulong out_t, long n) {
   const long i = get_global_id(0);
   if (i >= n) return;
   AT(float, out_t)[i] = AT(const float, a_t)[i] + AT(const float, b_t)[i];
@@ -625,9 +643,8 @@ __kernel void add(MEM_PARAMS, ulong a_t, ulong b_t,
 
 // src [B, S, H, D] -> cache [B, H, cap, D] at start + s.
 // The start position comes from device memory when has_dev (replayed steps), else from `start`.
-__kernel void store_kv(MEM_PARAMS, ulong src_t, ulong c_t,
-                       long n, int seq, int heads, int dim, long cap, long start,
-                       ulong st_t, int has_dev) {
+__kernel void store_kv(MEM_PARAMS, ulong src_t, ulong c_t, long n, int seq, int heads, int dim,
+                       long cap, long start, ulong st_t, int has_dev) {
   const long i = get_global_id(0);
   if (i >= n) return;
   if (has_dev) start = AT(const int, st_t)[0];
@@ -678,7 +695,7 @@ inline void attend(__local const float* qs, __global const float* kc, __global c
   barrier(CLK_GLOBAL_MEM_FENCE);  // every work-item's probabilities before anyone reads them all
   l = group_sum(tmp, l);
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // a query that sees no key gets zeros
-  const long last = newest ? limit - 1 : limit;   // the last key read from the cache
+  const long last = newest ? limit - 1 : limit;  // the last key read from the cache
   if (dim % 4 == 0 && 4 * n / dim >= 2) {
     // Each work-item takes four adjacent dimensions of every groups-th key, eight keys in
     // flight (the last batch predicated): the keys are walked by 4n / dim groups at once, and
@@ -723,11 +740,10 @@ inline void attend(__local const float* qs, __global const float* kc, __global c
 }
 
 // One work-group per (b, s, h) query; local memory 5 n + dim floats (attend's, then q).
-__kernel void attention(MEM_PARAMS, ulong q_t, ulong k_t,
-                        ulong v_t, ulong m_t,
-                        ulong out_t, ulong sc_t,
-                        int seq, int heads, int kv_heads, int dim, long cap, long past,
-                        int mask_width, long keys, float scale, ulong p_t, int has_dev, __local float* tmp) {
+__kernel void attention(MEM_PARAMS, ulong q_t, ulong k_t, ulong v_t, ulong m_t, ulong out_t,
+                        ulong sc_t, int seq, int heads, int kv_heads, int dim, long cap, long past,
+                        int mask_width, long keys, float scale, ulong p_t, int has_dev,
+                        __local float* tmp) {
   if (has_dev) past = AT(const int, p_t)[0];
   const long item = get_group_id(0);  // (b * seq + s) * heads + h
   const int h = item % heads;
@@ -749,12 +765,11 @@ __kernel void attention(MEM_PARAMS, ulong q_t, ulong k_t,
 // (b, h) q head rotates its q, and the new k of its kv head, in local memory and attends over
 // the cached keys plus that new one (read from local memory: the cache write, by the first q
 // head of each kv head, is not visible to the other work-groups within the launch).
-__kernel void rope_attention(MEM_PARAMS, ulong q_t, ulong k_t,
-    ulong v_t, ulong qn_t,
-    ulong kn_t, int has_norm, float eps, ulong pos_t, ulong f_t, float scaling, ulong kc_t, ulong vc_t, ulong m_t,
-    ulong out_t, ulong sc_t, int heads, int kv_heads,
-    int dim, long cap, long past, int mask_width, long keys, float scale,
-    ulong p_t, int has_dev, __local float* tmp) {
+__kernel void rope_attention(MEM_PARAMS, ulong q_t, ulong k_t, ulong v_t, ulong qn_t, ulong kn_t,
+                             int has_norm, float eps, ulong pos_t, ulong f_t, float scaling,
+                             ulong kc_t, ulong vc_t, ulong m_t, ulong out_t, ulong sc_t, int heads,
+                             int kv_heads, int dim, long cap, long past, int mask_width, long keys,
+                             float scale, ulong p_t, int has_dev, __local float* tmp) {
   __local float qs[256], knew[256], vnew[256];
   if (has_dev) past = AT(const int, p_t)[0];
   const long item = get_group_id(0);  // b * heads + h
@@ -781,8 +796,7 @@ __kernel void rope_attention(MEM_PARAMS, ulong q_t, ulong k_t,
          AT(float, out_t) + item * dim, past, dim, scale, 1, knew, vnew, tmp);
 }
 
-__kernel void mask_column(MEM_PARAMS, ulong m_t, ulong v_t,
-                          ulong i_t, long rows, long width) {
+__kernel void mask_column(MEM_PARAMS, ulong m_t, ulong v_t, ulong i_t, long rows, long width) {
   const long r = get_global_id(0);
   const int col = AT(const int, i_t)[0];
   if (r < rows && col >= 0 && col < width) {
@@ -817,8 +831,7 @@ inline void argmax_group(__local float* vals, __local long* idx, float best, lon
 // Argmax in two passes, so that a 150k-column row is read by many work-groups: work-group
 // (part, row) takes columns [part * span, (part + 1) * span) and leaves its candidate in
 // (pv, pi)[row * parts + part]; argmax_final picks each row's winner among them.
-__kernel void argmax_parts(MEM_PARAMS, ulong x_t, ulong pv_t,
-                           ulong pi_t, long cols, long span,
+__kernel void argmax_parts(MEM_PARAMS, ulong x_t, ulong pv_t, ulong pi_t, long cols, long span,
                            __local float* vals, __local long* idx) {
   const long part = get_group_id(0), row = get_group_id(1), parts = get_num_groups(0);
   const int lid = get_local_id(0), n = get_local_size(0);
