@@ -480,9 +480,13 @@ void rope_store(const RopeStoreArgs& a) {
   auto k = find_kernel_raw(kRopeStore, a.q.device().type, a.q.dtype(),
                            norms ? a.q_norm.dtype() : a.q.dtype());
   if (norms && a.k_norm.dtype() != a.q_norm.dtype()) k = nullptr;
-  // The fused kernels write caches of the activations' dtype; another cache dtype (an f16
-  // cache beside f32 activations) goes through store_kv, which converts.
-  if (a.k_cache.dtype() != a.q.dtype()) k = nullptr;
+  // The fused kernels write caches of the activations' dtype unless the device says otherwise;
+  // another cache dtype (an f16 cache beside f32 activations) goes through store_kv, which
+  // converts.
+  if (a.k_cache.dtype() != a.q.dtype() &&
+      !find_kernel_raw(kRopeStoreOtherCache, a.q.device().type, a.q.dtype(), a.k_cache.dtype())) {
+    k = nullptr;
+  }
   const int64_t n = a.q.size(0), heads = a.q.size(1), dim = a.q.size(2);
   const int64_t kv_heads = a.k.size(2);
   if (!k) {

@@ -242,6 +242,10 @@ inline constexpr const char* kLinearGroup = "linear_group";
 inline constexpr const char* kLinearSwiglu = "linear_swiglu";
 inline constexpr const char* kLinearAdd = "linear_add";
 inline constexpr const char* kRopeStore = "rope_store";
+// Registered (device, activations, cache dtype) where a device's rope_store kernel also writes
+// caches of another dtype than the activations' (the CPU's f16 cache); the function is the same
+// rope_store kernel.
+inline constexpr const char* kRopeStoreOtherCache = "rope_store/other_cache";
 inline constexpr const char* kRopeAttention = "rope_attention";
 inline constexpr const char* kDecodeLayers = "decode_layers";
 

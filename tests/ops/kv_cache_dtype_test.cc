@@ -68,8 +68,9 @@ TEST(HalfKvCache, StoreRoundsToNearestEven) {
   EXPECT_THROW(ops::store_kv(src, cache, 8), Error);  // past the capacity
 }
 
-// rope_store into a half cache takes the composed ops (the fused kernel writes float32 caches):
-// q rotated in place as before, the cache holding the rotated keys rounded to half.
+// rope_store into a half cache (the CPU's fused kernel writes it; a device without one takes
+// the composed ops): q rotated in place as before, the cache holding the rotated keys rounded to
+// half, with and without Qwen3's q/k norms.
 TEST(HalfKvCache, RopeStoreWritesRoundedKeysAndValues) {
   std::mt19937 rng(5);
   const int64_t b = 1, s = 3, heads = 4, kv = 2, dim = 16, cap = 8, start = 2;
@@ -83,19 +84,23 @@ TEST(HalfKvCache, RopeStoreWritesRoundedKeysAndValues) {
   const Tensor inv = Tensor::from_f32(freq, {dim / 2});
   Tensor pos = Tensor::empty({b * s}, DType::i32);
   for (int i = 0; i < b * s; ++i) pos.data<int32_t>()[i] = 2 + i;
-  const auto run = [&](DType cache_dtype, Tensor& qo, Tensor& kc, Tensor& vc) {
-    qo = Tensor::from_f32(q.to_f32_vector(), q.shape());
-    const Tensor ko = Tensor::from_f32(k.to_f32_vector(), k.shape());
-    kc = Tensor::zeros({b, kv, cap, dim}, cache_dtype);
-    vc = Tensor::zeros({b, kv, cap, dim}, cache_dtype);
-    ops::rope_store({qo, ko, v, Tensor(), Tensor(), 1e-6f, pos, inv, 1.0f, kc, vc, start});
-  };
-  Tensor q32, k32, v32, q16, k16, v16;
-  run(DType::f32, q32, k32, v32);
-  run(DType::f16, q16, k16, v16);
-  EXPECT_EQ(max_abs_diff(q16, q32), 0.0f);
-  EXPECT_EQ(max_abs_diff(k16, rounded_to_half(k32)), 0.0f);
-  EXPECT_EQ(max_abs_diff(v16, rounded_to_half(v32)), 0.0f);
+  const Tensor q_norm = random_tensor({dim}, rng), k_norm = random_tensor({dim}, rng);
+  for (const bool norms : {false, true}) {
+    const auto run = [&](DType cache_dtype, Tensor& qo, Tensor& kc, Tensor& vc) {
+      qo = Tensor::from_f32(q.to_f32_vector(), q.shape());
+      const Tensor ko = Tensor::from_f32(k.to_f32_vector(), k.shape());
+      kc = Tensor::zeros({b, kv, cap, dim}, cache_dtype);
+      vc = Tensor::zeros({b, kv, cap, dim}, cache_dtype);
+      ops::rope_store({qo, ko, v, norms ? q_norm : Tensor(), norms ? k_norm : Tensor(), 1e-6f, pos,
+                       inv, 1.0f, kc, vc, start});
+    };
+    Tensor q32, k32, v32, q16, k16, v16;
+    run(DType::f32, q32, k32, v32);
+    run(DType::f16, q16, k16, v16);
+    EXPECT_EQ(max_abs_diff(q16, q32), 0.0f) << norms;
+    EXPECT_EQ(max_abs_diff(k16, rounded_to_half(k32)), 0.0f) << norms;
+    EXPECT_EQ(max_abs_diff(v16, rounded_to_half(v32)), 0.0f) << norms;
+  }
 }
 
 TEST(HalfKvCache, OtherCacheDtypesAreRefusedWithTheReason) {

@@ -86,9 +86,19 @@ void rope_kernel(const ops::RopeArgs& a) {
   });
 }
 
+// One cache row from float32 values: copied, or rounded to half (nearest even), as store_kv.
+inline void write_row(float* dst, const float* src, int64_t d) {
+  std::memcpy(dst, src, static_cast<size_t>(d) * sizeof(float));
+}
+inline void write_row(uint16_t* dst, const float* src, int64_t d) {
+  for (int64_t i = 0; i < d; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
 // q/k norms (Qwen3) as the composed op runs them, then per token: RoPE on q and k, and k and v
-// copied into the caches, in one pass.
-void rope_store_kernel(const ops::RopeStoreArgs& a) {
+// written into the caches (float32, or half: the CPU's default beside quantized weights), in
+// one pass.
+template <class KV>
+void rope_store_into(const ops::RopeStoreArgs& a) {
   const int64_t n = a.q.size(0), heads = a.q.size(1), d = a.q.size(2), half = d / 2;
   const int64_t seq = a.k.size(1), kv = a.k.size(2), cap = a.k_cache.size(2);
   if (a.q_norm.defined()) {
@@ -100,8 +110,8 @@ void rope_store_kernel(const ops::RopeStoreArgs& a) {
   float* q = a.q.data<float>();
   float* k = a.k.data<float>();
   const float* v = a.v.data<float>();
-  float* kc = a.k_cache.data<float>();
-  float* vc = a.v_cache.data<float>();
+  KV* kc = static_cast<KV*>(a.k_cache.raw());
+  KV* vc = static_cast<KV*>(a.v_cache.raw());
   cpu::parallel_for(n, 4, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const float* c = an.cos.data() + t * half;
@@ -111,11 +121,19 @@ void rope_store_kernel(const ops::RopeStoreArgs& a) {
       const int64_t b = t / seq, pos = start + t % seq;
       for (int64_t h = 0; h < kv; ++h) {
         const size_t at = static_cast<size_t>(((b * kv + h) * cap + pos) * d);
-        std::memcpy(kc + at, k + (t * kv + h) * d, static_cast<size_t>(d) * sizeof(float));
-        std::memcpy(vc + at, v + (t * kv + h) * d, static_cast<size_t>(d) * sizeof(float));
+        write_row(kc + at, k + (t * kv + h) * d, d);
+        write_row(vc + at, v + (t * kv + h) * d, d);
       }
     }
   });
+}
+
+void rope_store_kernel(const ops::RopeStoreArgs& a) {
+  if (a.k_cache.dtype() == DType::f16) {
+    rope_store_into<uint16_t>(a);
+  } else {
+    rope_store_into<float>(a);
+  }
 }
 
 }  // namespace
@@ -131,6 +149,9 @@ void register_cpu_rope() {
     register_kernel<ops::RopeStoreArgs>(ops::kRopeStore, DeviceType::cpu, DType::f32, norm,
                                         &cpu::rope_store_kernel);
   }
+  // The same kernel writes half caches (ops::rope_store asks before passing one).
+  register_kernel<ops::RopeStoreArgs>(ops::kRopeStoreOtherCache, DeviceType::cpu, DType::f32,
+                                      DType::f16, &cpu::rope_store_kernel);
 }
 
 }  // namespace anvil
