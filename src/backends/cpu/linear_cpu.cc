@@ -238,9 +238,11 @@ const float* bias_f32(const Tensor& b, std::vector<float>& slot) {
 
 // Several products of one input in decode (q, k and v; gate and up): the activation rows are
 // quantized once and one parallel region covers every product's 8-row groups, instead of two
-// fork-joins per product. False when the weights do not take this path.
+// fork-joins per product. With `swiglu` (gate and up: count 2, the same features), a task takes
+// the same groups of both and leaves silu(gate) * up in outs[0] for them, so the activation
+// needs no pass (and no dispatch) of its own. False when the weights do not take this path.
 bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biases,
-                  const Tensor* outs, int count) {
+                  const Tensor* outs, int count, bool swiglu = false) {
   const DType wt = weights[0].dtype();
   const int64_t n = x_in.size(0), k = x_in.size(1);
   static const bool disabled = std::getenv("ANVIL_NO_GROUPED") != nullptr;  // for A/B timing
@@ -268,6 +270,25 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
     packed[i] = packed_weights(weights[i]);
     bias[i] = bias_f32(biases[i], bias_slots[i]);
     first[i + 1] = first[i] + packed[i]->groups;
+  }
+  if (swiglu) {
+    const int64_t o = weights[0].size(0), groups = packed[0]->groups;
+    float* gate = outs[0].data<float>();
+    float* up = outs[1].data<float>();
+    cpu::parallel_for(
+        groups, 1,
+        [&](int64_t g0, int64_t g1) {
+          gemm_packed_avx512(kind, packed[0]->data, packed[0]->block_bytes, o, g0, g1, xq, n,
+                             bias[0], gate, o);
+          gemm_packed_avx512(kind, packed[1]->data, packed[1]->block_bytes, o, g0, g1, xq, n,
+                             bias[1], up, o);
+          const int64_t f0 = g0 * 8, f1 = std::min(o, g1 * 8);
+          for (int64_t r = 0; r < n; ++r) {
+            swiglu_avx512(gate + r * o + f0, up + r * o + f0, gate + r * o + f0, f1 - f0);
+          }
+        },
+        n == 1 ? kDecodeChunks : 8);
+    return true;
   }
   cpu::parallel_for(
       first[count], 1,
@@ -299,10 +320,9 @@ void linear_swiglu_kernel(const ops::LinearSwigluArgs& a) {
   if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
   const Tensor weights[2] = {a.gate, a.up}, biases[2] = {a.gate_bias, a.up_bias};
   const Tensor outs[2] = {a.out, a.scratch};
-  if (!group_avx512(in, weights, biases, outs, 2)) {
-    ops::linear(in, a.gate, a.gate_bias, a.out);
-    ops::linear(in, a.up, a.up_bias, a.scratch);
-  }
+  if (group_avx512(in, weights, biases, outs, 2, /*swiglu=*/true)) return;
+  ops::linear(in, a.gate, a.gate_bias, a.out);
+  ops::linear(in, a.up, a.up_bias, a.scratch);
   ops::swiglu(a.out, a.scratch, a.out);
 }
 
