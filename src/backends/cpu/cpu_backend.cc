@@ -158,6 +158,7 @@ void register_cpu_kernels() {
   register_cpu_top_k();
   register_cpu_attention();
   register_cpu_elementwise();
+  register_cpu_decode_layers();
 }
 
 }  // namespace anvil

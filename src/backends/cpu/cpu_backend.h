@@ -18,5 +18,6 @@ void register_cpu_rope();
 void register_cpu_top_k();
 void register_cpu_attention();
 void register_cpu_elementwise();
+void register_cpu_decode_layers();
 
 }  // namespace anvil

@@ -48,6 +48,29 @@ class SpinPool {
   }
   int size() const { return size_; }
 
+  // Every pool thread runs one member at once: the caller member 0, the workers the others
+  // (claims start at 1; a worker stays inside its member until the last barrier, so no worker
+  // can take two). Returns when all members are done.
+  void run_team(TaskRef member) {
+    std::lock_guard<std::mutex> one_job_at_a_time(run_mu_);
+    task_ = &member;
+    done_.store(0, std::memory_order_relaxed);
+    const uint64_t gen = (++job_) & 0xffff;
+    claim_.store((gen << (2 * kIndexBits)) | (static_cast<uint64_t>(size_) << kIndexBits) | 1,
+                 std::memory_order_release);
+    generation_.fetch_add(1);
+    if (sleepers_.load() > 0) generation_.notify_all();
+    const bool was_inside = t_inside;
+    t_inside = true;
+    member(0);
+    t_inside = was_inside;
+    int spins = 0;
+    while (done_.load(std::memory_order_acquire) != size_ - 1) {
+      cpu_relax();
+      if (++spins % 1024 == 0) std::this_thread::yield();
+    }
+  }
+
   void run(int64_t n, TaskRef task) {
     std::lock_guard<std::mutex> one_job_at_a_time(run_mu_);
     task_ = &task;
@@ -148,6 +171,34 @@ void run_tasks(int64_t n, TaskRef task) {
     return;
   }
   p.run(n, task);
+}
+
+int team_size() {
+  return t_inside ? 1 : pool().size();
+}
+
+void run_team(TaskRef member, int size) {
+  if (size <= 1) {
+    member(0);
+    return;
+  }
+  pool().run_team(member);
+}
+
+void TeamBarrier::wait() {
+  if (size_ <= 1) return;
+  const uint32_t phase = phase_.load(std::memory_order_acquire);
+  if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == size_) {
+    arrived_.store(0, std::memory_order_relaxed);
+    phase_.store(phase + 1, std::memory_order_release);
+    return;
+  }
+  int spins = 0;
+  while (phase_.load(std::memory_order_acquire) == phase) {
+    cpu_relax();
+    // A member may have been descheduled (the machine busier than its cores): let it run.
+    if (++spins % 4096 == 0) std::this_thread::yield();
+  }
 }
 
 }  // namespace anvil::cpu

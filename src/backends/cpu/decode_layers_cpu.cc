@@ -1,0 +1,416 @@
+// A one-token decode step's layers on the CPU as one team region: every thread runs each layer's
+// phases (norm + q/k/v, RoPE + cache writes, attention, its merge, o + residual, norm + gate/up +
+// SwiGLU, down + residual) on its static share, meeting the others at a spin barrier between
+// phases. The composed ops cost a SmolLM2-135M step ~5 fork-joins, ~12 op dispatches and the
+// serial parts (norms, activation quantization, RoPE, the attention merge, SwiGLU) per layer,
+// with the second thread idle through those (16% of its time); here each thread normalises and
+// quantizes the small activation rows for itself and the rest is split.
+//
+// The arithmetic is the composed ops': the same product kernel over the same quantized
+// activations, the same norm and RoPE formulas, the same attention kernel and key ranges, so
+// the results match them (the decode_layers test compares the two). Weights outside the path
+// (other types, non-float32 norms or biases, batches, eager attention) take the composed ops.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "anvil/error.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_isa.h"
+#include "backends/cpu/cpu_threads.h"
+#include "backends/cpu/kernels_avx512.h"
+#include "backends/cpu/repack.h"
+#include "core/kernels.h"
+#include "ops/ops.h"
+
+namespace anvil::cpu {
+namespace {
+
+constexpr int64_t kGroupRows = 8;        // rows per group of the repacked weights
+constexpr int64_t kMaxGroup = 16;        // query heads per KV head the attention kernel takes
+constexpr int64_t kMinKeysPerPart = 64;  // as the decode attention op splits its keys
+
+bool kind_of(DType t, QuantKind* kind) {
+  switch (t) {
+    case DType::q8_0:
+      *kind = QuantKind::q8_0;
+      return true;
+    case DType::q4_0:
+      *kind = QuantKind::q4_0;
+      return true;
+    case DType::q4_1:
+      *kind = QuantKind::q4_1;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A product of the step: repacked weights, bias (float32 or none), output rows.
+struct Product {
+  std::shared_ptr<const PackedWeights> packed;
+  QuantKind kind = QuantKind::q8_0;
+  const float* bias = nullptr;
+  int64_t rows = 0;
+};
+
+bool make_product(const Tensor& w, const Tensor& bias, int64_t k, Product* p) {
+  if (!w.defined() || w.dim() != 2 || w.size(1) != k || k % 32 != 0) return false;
+  if (!kind_of(w.dtype(), &p->kind)) return false;
+  if (bias.defined() && (bias.dtype() != DType::f32 || bias.numel() != w.size(0))) return false;
+  p->packed = packed_weights(w);
+  p->bias = bias.defined() ? bias.data<float>() : nullptr;
+  p->rows = w.size(0);
+  return true;
+}
+
+bool f32_vector(const Tensor& t, int64_t n) {
+  return t.defined() && t.dtype() == DType::f32 && t.numel() == n;
+}
+
+struct Layer {
+  Product q, k, v, o, gate, up, down;
+  const float *input_norm, *post_norm, *q_norm = nullptr, *k_norm = nullptr;
+  void *k_cache, *v_cache;
+};
+
+// Groups [g0, g1) of a product into out (one activation row).
+void run_groups(const Product& p, int64_t g0, int64_t g1, const Q8Rows& x, float* out) {
+  if (g0 >= g1) return;
+  gemm_packed_avx512(p.kind, p.packed->data, p.packed->block_bytes, p.rows, g0, g1, x, 1, p.bias,
+                     out, p.rows);
+}
+
+// The chunks of a product phase, claimed by the members as they come free (a static split left
+// the 0.5B shapes' larger products waiting at the barrier for a member slowed by the other
+// thread of its core or by another process): about four per member.
+class Chunks {
+ public:
+  void reset(int64_t items, int members) {
+    items_ = items;
+    size_ = std::max<int64_t>(1, items / (4 * members));
+    next_.store(0, std::memory_order_relaxed);
+  }
+  // The next chunk, or false when none is left.
+  bool claim(int64_t* begin, int64_t* end) {
+    const int64_t c = next_.fetch_add(1, std::memory_order_relaxed);
+    *begin = c * size_;
+    if (*begin >= items_) return false;
+    *end = std::min(items_, *begin + size_);
+    return true;
+  }
+
+ private:
+  int64_t items_ = 0, size_ = 1;
+  alignas(64) std::atomic<int64_t> next_{0};
+};
+
+// [begin, end) of member t's share of n items.
+struct Range {
+  int64_t begin, end;
+};
+Range share(int64_t n, int t, int members) {
+  return {n * t / members, n * (t + 1) / members};
+}
+
+// rms_norm_kernel's arithmetic for one row (float32 weight).
+void norm_row(const float* x, const float* w, int64_t d, float eps, float* out) {
+  float acc[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= d; j += 8) {
+    for (int u = 0; u < 8; ++u) acc[u] += x[j + u] * x[j + u];
+  }
+  float ss = 0;
+  for (float v : acc) ss += v;
+  for (; j < d; ++j) ss += x[j] * x[j];
+  const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + eps);
+  for (j = 0; j < d; ++j) out[j] = w[j] * (x[j] * inv);
+}
+
+// RoPE's rotation of one head vector in place (rope_cpu.cc's).
+void rotate(float* v, int64_t d, const float* c, const float* s) {
+  const int64_t half = d / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const float x1 = v[i], x2 = v[i + half];
+    v[i] = x1 * c[i] - x2 * s[i];
+    v[i + half] = x2 * c[i] + x1 * s[i];
+  }
+}
+
+void write_row(float* dst, const float* src, int64_t d) {
+  std::memcpy(dst, src, static_cast<size_t>(d) * sizeof(float));
+}
+void write_row(uint16_t* dst, const float* src, int64_t d) {
+  for (int64_t i = 0; i < d; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
+// One member's activation rows quantized for the products.
+struct Quantized {
+  std::vector<int8_t> q;
+  std::vector<float> d, ds;
+  std::vector<int32_t> s;
+  Q8Rows rows(const float* x, int64_t k) {
+    q.resize(static_cast<size_t>(k));
+    d.resize(static_cast<size_t>(k / 32));
+    ds.resize(static_cast<size_t>(k / 32));
+    s.resize(static_cast<size_t>(k / 32));
+    const Q8Rows r{q.data(), d.data(), s.data(), ds.data(), k};
+    quantize_rows_q8_avx512(x, 1, r);
+    return r;
+  }
+};
+
+struct MemberScratch {
+  std::vector<float> normed;
+  Quantized xq;
+};
+
+template <class KV>
+void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers) {
+  const int64_t h = a.x.size(1), nh = a.heads, nkv = a.kv_heads, hd = a.head_dim;
+  const int64_t group = nh / nkv, half = hd / 2, inter = a.gate.size(1);
+  const int64_t past = a.past_on_device.defined() ? *a.past_on_device.data<int32_t>() : a.past;
+  const int64_t total = past + 1, cap = a.layers[0].k_cache.size(2);
+  float* x = a.x.data<float>();
+  float* q = a.q.data<float>();
+  float* k = a.k.data<float>();
+  float* v = a.v.data<float>();
+  float* attn = a.attn.data<float>();
+  float* proj = a.proj.data<float>();
+  float* gate = a.gate.data<float>();
+  float* up = a.up.data<float>();
+  const int32_t* mask = a.key_mask.data<int32_t>();
+  // The token's angles as angles_for computes them (rope_cpu.cc).
+  std::vector<float> cosv(static_cast<size_t>(half)), sinv(static_cast<size_t>(half));
+  const int32_t pos = a.positions.data<int32_t>()[0];
+  const float* inv = a.inv_freq.data<float>();
+  for (int64_t i = 0; i < half; ++i) {
+    const float angle = static_cast<float>(pos) * inv[i];
+    cosv[static_cast<size_t>(i)] = std::cos(angle) * a.rope_scaling;
+    sinv[static_cast<size_t>(i)] = std::sin(angle) * a.rope_scaling;
+  }
+  const int members = team_size();
+  // The attention op's key split for this many threads (sdpa_decode_avx512), merged in the
+  // same order, so the results are the op's.
+  const int64_t want = (2 * threads() + nkv - 1) / nkv;
+  const int64_t parts = std::clamp<int64_t>(total / kMinKeysPerPart, 1, want);
+  const int64_t per_part = (total + parts - 1) / parts;
+  const int64_t state = group * (hd + 2);
+  thread_local std::vector<float> states;
+  thread_local std::vector<MemberScratch> scratch;
+  states.resize(static_cast<size_t>(nkv * parts * state));
+  if (scratch.size() < static_cast<size_t>(members)) scratch.resize(static_cast<size_t>(members));
+  float* st_all = states.data();
+  MemberScratch* scratch_all = scratch.data();
+  TeamBarrier barrier(members);
+  // Four product phases per layer, each with its own counter (set before the region, so no
+  // member can claim from a counter another is still resetting).
+  const size_t phases = 4 * layers.size();
+  thread_local std::unique_ptr<Chunks[]> chunks;
+  thread_local size_t chunk_count = 0;
+  if (chunk_count < phases) {
+    chunks = std::make_unique<Chunks[]>(phases);
+    chunk_count = phases;
+  }
+  for (size_t li = 0; li < layers.size(); ++li) {
+    const Layer& L = layers[li];
+    chunks[4 * li].reset(L.q.packed->groups + L.k.packed->groups + L.v.packed->groups, members);
+    chunks[4 * li + 1].reset(L.o.packed->groups, members);
+    chunks[4 * li + 2].reset(L.gate.packed->groups, members);
+    chunks[4 * li + 3].reset(L.down.packed->groups, members);
+  }
+  Chunks* chunk_all = chunks.get();
+
+  auto member = [&](int64_t t64) {
+    const int t = static_cast<int>(t64);
+    MemberScratch& my = scratch_all[t];
+    my.normed.resize(static_cast<size_t>(std::max(h, inter)));
+    for (size_t li = 0; li < layers.size(); ++li) {
+      const Layer& L = layers[li];
+      Chunks* phase = chunk_all + 4 * li;
+      int64_t c0 = 0, c1 = 0;
+      // Input norm, q/k/v: the three products' groups as one range.
+      norm_row(x, L.input_norm, h, a.eps, my.normed.data());
+      Q8Rows xq = my.xq.rows(my.normed.data(), h);
+      const int64_t gq = L.q.packed->groups, gk = L.k.packed->groups, gv = L.v.packed->groups;
+      while (phase[0].claim(&c0, &c1)) {
+        run_groups(L.q, std::min(c0, gq), std::min(c1, gq), xq, q);
+        run_groups(L.k, std::clamp(c0 - gq, int64_t{0}, gk), std::clamp(c1 - gq, int64_t{0}, gk),
+                   xq, k);
+        run_groups(L.v, std::clamp(c0 - gq - gk, int64_t{0}, gv),
+                   std::clamp(c1 - gq - gk, int64_t{0}, gv), xq, v);
+      }
+      barrier.wait();
+      Range r;
+      // q/k norms, RoPE, and the new key and value into the caches: q heads then kv heads.
+      r = share(nh + nkv, t, members);
+      for (int64_t i = r.begin; i < r.end; ++i) {
+        float* vec = i < nh ? q + i * hd : k + (i - nh) * hd;
+        const float* norm = i < nh ? L.q_norm : L.k_norm;
+        if (norm) norm_row(vec, norm, hd, a.eps, vec);
+        rotate(vec, hd, cosv.data(), sinv.data());
+        if (i >= nh) {
+          const int64_t kh = i - nh;
+          const size_t at = static_cast<size_t>((kh * cap + past) * hd);
+          write_row(static_cast<KV*>(L.k_cache) + at, vec, hd);
+          write_row(static_cast<KV*>(L.v_cache) + at, v + kh * hd, hd);
+        }
+      }
+      barrier.wait();
+      // Attention: (kv head, key range) tasks, then each query head's ranges merged.
+      r = share(nkv * parts, t, members);
+      for (int64_t id = r.begin; id < r.end; ++id) {
+        const int64_t part = id % parts, kh = id / parts;
+        const float* qs[kMaxGroup];
+        int64_t last[kMaxGroup];
+        for (int64_t i = 0; i < group; ++i) {
+          qs[i] = q + (kh * group + i) * hd;
+          last[i] = past;
+        }
+        alignas(64) float work[kMaxGroup * 16];
+        float* st = st_all + id * state;
+        attention_rows_partial_avx512(static_cast<int>(group), qs, last,
+                                      static_cast<const KV*>(L.k_cache) + kh * cap * hd,
+                                      static_cast<const KV*>(L.v_cache) + kh * cap * hd, mask,
+                                      part * per_part, std::min(total, (part + 1) * per_part), hd,
+                                      a.scale, st, st + group * hd, st + group * hd + group, work);
+      }
+      barrier.wait();
+      r = share(nh, t, members);
+      for (int64_t head = r.begin; head < r.end; ++head) {
+        const int64_t kh = head / group, row = head % group;
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t p = 0; p < parts; ++p) {
+          m = std::max(m, st_all[(kh * parts + p) * state + group * hd + row]);
+        }
+        float* out = attn + head * hd;
+        std::fill(out, out + hd, 0.0f);
+        if (m == -std::numeric_limits<float>::infinity()) continue;  // sees no key: zeros
+        float l = 0;
+        for (int64_t p = 0; p < parts; ++p) {
+          const float* st = st_all + (kh * parts + p) * state;
+          const float w = std::exp(st[group * hd + row] - m);
+          if (w == 0.0f) continue;
+          l += w * st[group * hd + group + row];
+          for (int64_t d = 0; d < hd; ++d) out[d] += w * st[row * hd + d];
+        }
+        const float inv_l = 1.0f / l;
+        for (int64_t d = 0; d < hd; ++d) out[d] *= inv_l;
+      }
+      barrier.wait();
+      // o, added into the residual row by row as each member's groups come out.
+      xq = my.xq.rows(attn, nh * hd);
+      while (phase[1].claim(&c0, &c1)) {
+        run_groups(L.o, c0, c1, xq, proj);
+        for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
+      }
+      barrier.wait();
+      // Post-attention norm, gate and up over the same groups, SwiGLU on them.
+      norm_row(x, L.post_norm, h, a.eps, my.normed.data());
+      xq = my.xq.rows(my.normed.data(), h);
+      while (phase[2].claim(&c0, &c1)) {
+        run_groups(L.gate, c0, c1, xq, gate);
+        run_groups(L.up, c0, c1, xq, up);
+        const int64_t f0 = c0 * kGroupRows, f1 = std::min(inter, c1 * kGroupRows);
+        if (f1 > f0) swiglu_avx512(gate + f0, up + f0, gate + f0, f1 - f0);
+      }
+      barrier.wait();
+      // down, added into the residual.
+      xq = my.xq.rows(gate, inter);
+      while (phase[3].claim(&c0, &c1)) {
+        run_groups(L.down, c0, c1, xq, proj);
+        for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
+      }
+      barrier.wait();
+    }
+  };
+  run_team(TaskRef(member), members);
+}
+
+// The layers in the form the team runs, or false when a layer is outside the path.
+bool plan(const ops::DecodeLayersArgs& a, std::vector<Layer>* out) {
+  const int64_t h = a.x.size(1), hd = a.head_dim, inter = a.gate.size(1);
+  const DType cache = a.layers[0].k_cache.dtype();
+  for (const ops::DecoderLayerTensors& t : a.layers) {
+    Layer L;
+    if (!make_product(t.q, t.q_bias, h, &L.q) || !make_product(t.k, t.k_bias, h, &L.k) ||
+        !make_product(t.v, t.v_bias, h, &L.v) || !make_product(t.o, t.o_bias, a.heads * hd, &L.o) ||
+        !make_product(t.gate, t.gate_bias, h, &L.gate) ||
+        !make_product(t.up, t.up_bias, h, &L.up) ||
+        !make_product(t.down, t.down_bias, inter, &L.down)) {
+      return false;
+    }
+    if (L.q.rows != a.heads * hd || L.k.rows != a.kv_heads * hd || L.v.rows != a.kv_heads * hd ||
+        L.o.rows != h || L.gate.rows != inter || L.up.rows != inter || L.down.rows != h ||
+        L.gate.kind != L.up.kind) {
+      return false;
+    }
+    if (!f32_vector(t.input_norm, h) || !f32_vector(t.post_norm, h)) return false;
+    if (t.q_norm.defined() != t.k_norm.defined()) return false;
+    if (t.q_norm.defined() && (!f32_vector(t.q_norm, hd) || !f32_vector(t.k_norm, hd))) {
+      return false;
+    }
+    if (t.k_cache.dtype() != cache || t.v_cache.dtype() != cache) return false;
+    L.input_norm = t.input_norm.data<float>();
+    L.post_norm = t.post_norm.data<float>();
+    if (t.q_norm.defined()) {
+      L.q_norm = t.q_norm.data<float>();
+      L.k_norm = t.k_norm.data<float>();
+    }
+    L.k_cache = t.k_cache.raw();
+    L.v_cache = t.v_cache.raw();
+    out->push_back(std::move(L));
+  }
+  return true;
+}
+
+void decode_layers_kernel(const ops::DecodeLayersArgs& a) {
+  // ANVIL_CPU_DECODE_LAYERS=0 runs the composed ops (for measuring one against the other);
+  // =require makes a stack outside the path an error instead (the tests use it).
+  const char* env = std::getenv("ANVIL_CPU_DECODE_LAYERS");
+  const bool off = (env && env[0] == '0') || std::getenv("ANVIL_NO_REPACK") != nullptr;
+  const bool require = env && std::strcmp(env, "require") == 0;
+  const int64_t group = a.kv_heads > 0 ? a.heads / a.kv_heads : 0;
+  const DType cache = a.layers[0].k_cache.dtype();
+  const bool shape_ok = a.batch == 1 && a.seq == 1 && a.impl == ops::AttentionImpl::sdpa &&
+                        group >= 1 && group <= kMaxGroup && a.heads % a.kv_heads == 0 &&
+                        a.head_dim % 2 == 0 && a.x.size(1) % 32 == 0 &&
+                        (a.heads * a.head_dim) % 32 == 0 && a.gate.size(1) % 32 == 0 &&
+                        (cache == DType::f32 || cache == DType::f16);
+  thread_local std::vector<Layer> layers;
+  layers.clear();
+  if (off || isa() != Isa::avx512 || !shape_ok || !plan(a, &layers)) {
+    if (require) {
+      throw Error(std::string("decode_layers on cpu: ") +
+                  (isa() != Isa::avx512 ? "the team kernel needs AVX-512"
+                   : !shape_ok          ? "a shape or cache dtype outside the team kernel's path"
+                                        : "a weight, norm or bias outside the team kernel's path"));
+    }
+    ops::composed_decode_layers(a);
+    return;
+  }
+  if (cache == DType::f16) {
+    run_layers<uint16_t>(a, layers);
+  } else {
+    run_layers<float>(a, layers);
+  }
+}
+
+}  // namespace
+}  // namespace anvil::cpu
+
+namespace anvil {
+
+void register_cpu_decode_layers() {
+  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1}) {
+    register_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayers, DeviceType::cpu, DType::f32, w,
+                                           &cpu::decode_layers_kernel);
+  }
+}
+
+}  // namespace anvil

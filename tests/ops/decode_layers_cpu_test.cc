@@ -1,0 +1,243 @@
+// The CPU's decode_layers kernel (a one-token step's layers as one team region) against the
+// composed ops from identical inputs: the residual stream and every layer's KV cache after the
+// step, for Q8_0 / Q4_0 / Q4_1 weights, f32 and f16 caches, biases, Qwen3's q/k norms, query
+// groups of 1 to 6 heads, an empty past and pasts split into several key ranges.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "anvil/error.h"
+#include "backends/cpu/cpu_isa.h"
+#include "core/kernels.h"
+#include "ops/ops.h"
+#include "tensor_compare.h"
+
+namespace anvil {
+namespace {
+
+using test::max_abs_diff;
+
+struct Stack {
+  int64_t hidden, inter, heads, kv_heads, dim, layers, past, cap;
+  bool biases, qk_norm;
+};
+
+class CpuDecodeLayers : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cpu::isa() != cpu::Isa::avx512) {
+      GTEST_SKIP() << "the CPU team kernel needs AVX-512 (this CPU runs the composed ops)";
+    }
+  }
+  Tensor normal(const Shape& shape, float scale) {
+    std::normal_distribution<float> dist(0.0f, scale);
+    std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
+    for (float& x : v) x = dist(rng_);
+    return Tensor::from_f32(v, shape);
+  }
+  // Random blocks of a 32-value block type with sane f16 scales (and minimums for Q4_1).
+  Tensor blocks(DType type, int64_t rows, int64_t k) {
+    Tensor t = Tensor::empty({rows, k}, type);
+    auto* bytes = static_cast<uint8_t*>(t.raw());
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] = static_cast<uint8_t>(byte(rng_));
+    const size_t block = dtype_nbytes(type, 32);
+    std::uniform_real_distribution<float> d(0.002f, 0.01f), m(-0.05f, 0.0f);
+    for (size_t at = 0; at < t.nbytes(); at += block) {
+      const uint16_t dh = f32_to_f16(d(rng_));
+      std::memcpy(bytes + at, &dh, 2);
+      if (type == DType::q4_1) {
+        const uint16_t mh = f32_to_f16(m(rng_));
+        std::memcpy(bytes + at + 2, &mh, 2);
+      }
+    }
+    return t;
+  }
+  static Tensor clone(const Tensor& t) {
+    Tensor c = Tensor::empty(t.shape(), t.dtype(), t.device());
+    c.copy_from(t);
+    return c;
+  }
+  std::mt19937 rng_{11};
+};
+
+float max_abs(const Tensor& t) {
+  float m = 0;
+  for (float v : t.to_f32_vector()) m = std::max(m, std::fabs(v));
+  return m;
+}
+
+TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
+  const Stack stacks[] = {
+      {64, 128, 4, 2, 16, 2, 37, 64, true, true},
+      {96, 192, 6, 1, 32, 2, 0, 8, false, false},
+      {192, 96, 3, 3, 64, 1, 200, 256, true, false},  // key ranges merged from two parts
+  };
+  for (const Stack& c : stacks) {
+    for (DType wt : {DType::q8_0, DType::q4_0, DType::q4_1}) {
+      for (DType cache : {DType::f32, DType::f16}) {
+        const std::string what =
+            std::string(dtype_name(wt)) + " cache " + std::string(dtype_name(cache)) + " hidden " +
+            std::to_string(c.hidden) + " heads " + std::to_string(c.heads) + "/" +
+            std::to_string(c.kv_heads) + " past " + std::to_string(c.past);
+        const int64_t nq = c.heads * c.dim, nkv = c.kv_heads * c.dim;
+        std::vector<ops::DecoderLayerTensors> team_layers, composed_layers;
+        for (int64_t l = 0; l < c.layers; ++l) {
+          ops::DecoderLayerTensors L;
+          L.input_norm = normal({c.hidden}, 1.0f);
+          L.post_norm = normal({c.hidden}, 1.0f);
+          L.q = blocks(wt, nq, c.hidden);
+          L.k = blocks(wt, nkv, c.hidden);
+          L.v = blocks(wt, nkv, c.hidden);
+          L.o = blocks(wt, c.hidden, nq);
+          L.gate = blocks(wt, c.inter, c.hidden);
+          L.up = blocks(wt, c.inter, c.hidden);
+          L.down = blocks(wt, c.hidden, c.inter);
+          if (c.biases) {
+            L.q_bias = normal({nq}, 0.1f);
+            L.k_bias = normal({nkv}, 0.1f);
+            L.v_bias = normal({nkv}, 0.1f);
+            L.o_bias = normal({c.hidden}, 0.1f);
+            L.gate_bias = normal({c.inter}, 0.1f);
+            L.up_bias = normal({c.inter}, 0.1f);
+            L.down_bias = normal({c.hidden}, 0.1f);
+          }
+          if (c.qk_norm) {
+            L.q_norm = normal({c.dim}, 1.0f);
+            L.k_norm = normal({c.dim}, 1.0f);
+          }
+          L.k_cache = normal({1, c.kv_heads, c.cap, c.dim}, 1.0f).to(cache);
+          L.v_cache = normal({1, c.kv_heads, c.cap, c.dim}, 1.0f).to(cache);
+          ops::DecoderLayerTensors C = L;
+          C.k_cache = clone(L.k_cache);
+          C.v_cache = clone(L.v_cache);
+          team_layers.push_back(L);
+          composed_layers.push_back(C);
+        }
+        // Every 5th past key masked, and a run of them.
+        Tensor mask = Tensor::empty({1, c.past + 1}, DType::i32);
+        for (int64_t t = 0; t <= c.past; ++t) {
+          const bool masked = t < c.past && (t % 5 == 3 || (t >= 10 && t < 30));
+          mask.data<int32_t>()[t] = masked ? 0 : 1;
+        }
+        std::vector<float> freq(static_cast<size_t>(c.dim / 2));
+        for (size_t i = 0; i < freq.size(); ++i) {
+          freq[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(c.dim));
+        }
+        const Tensor x = normal({1, c.hidden}, 1.0f);
+        Tensor pos = Tensor::empty({1}, DType::i32);
+        pos.data<int32_t>()[0] = static_cast<int32_t>(c.past);
+        const auto args = [&](const std::vector<ops::DecoderLayerTensors>& layers,
+                              const Tensor& xs) {
+          const auto scratch = [&](int64_t n) { return Tensor::empty({1, n}, DType::f32); };
+          return ops::DecodeLayersArgs{xs,
+                                       layers,
+                                       1,
+                                       1,
+                                       c.heads,
+                                       c.kv_heads,
+                                       c.dim,
+                                       1e-6f,
+                                       1.0f / std::sqrt(static_cast<float>(c.dim)),
+                                       pos,
+                                       Tensor::from_f32(freq, {c.dim / 2}),
+                                       1.0f,
+                                       mask,
+                                       c.past,
+                                       Tensor(),
+                                       ops::AttentionImpl::sdpa,
+                                       scratch(c.hidden),
+                                       scratch(nq),
+                                       scratch(nkv),
+                                       scratch(nkv),
+                                       scratch(nq),
+                                       scratch(c.hidden),
+                                       scratch(c.inter),
+                                       scratch(c.inter)};
+        };
+        Tensor team_x = clone(x), composed_x = clone(x);
+        ::setenv("ANVIL_CPU_DECODE_LAYERS", "require", 1);  // a fallback is an error
+        EXPECT_NO_THROW(ops::decode_layers(args(team_layers, team_x))) << what;
+        ::unsetenv("ANVIL_CPU_DECODE_LAYERS");
+        ops::composed_decode_layers(args(composed_layers, composed_x));
+        // The same kernels over the same quantized activations: equal up to SwiGLU's vector
+        // exp on other boundaries.
+        const float scale = std::max(1.0f, max_abs(composed_x));
+        EXPECT_LE(max_abs_diff(team_x, composed_x), 1e-4f * scale) << what;
+        for (int64_t l = 0; l < c.layers; ++l) {
+          const auto& T = team_layers[static_cast<size_t>(l)];
+          const auto& C = composed_layers[static_cast<size_t>(l)];
+          const float ks = std::max(1.0f, max_abs(C.k_cache));
+          EXPECT_LE(max_abs_diff(T.k_cache, C.k_cache), 1e-4f * ks) << what << " layer " << l;
+          EXPECT_LE(max_abs_diff(T.v_cache, C.v_cache), 1e-4f * ks) << what << " layer " << l;
+        }
+      }
+    }
+  }
+}
+
+// Stacks outside the path run composed, and "require" says why.
+TEST_F(CpuDecodeLayers, OtherStacksRunComposedOrSayWhy) {
+  const int64_t hidden = 64, inter = 96, heads = 2, kv = 1, dim = 32;
+  ops::DecoderLayerTensors L;
+  L.input_norm = normal({hidden}, 1.0f);
+  L.post_norm = normal({hidden}, 1.0f);
+  L.q = blocks(DType::q8_0, heads * dim, hidden);
+  L.k = blocks(DType::q8_0, kv * dim, hidden);
+  L.v = blocks(DType::q8_0, kv * dim, hidden);
+  L.o = blocks(DType::q8_0, hidden, heads * dim);
+  L.gate = blocks(DType::q8_0, inter, hidden);
+  L.up = blocks(DType::q8_0, inter, hidden);
+  L.down = normal({hidden, inter}, 0.1f);  // float32: outside the path
+  L.k_cache = Tensor::zeros({1, kv, 8, dim}, DType::f16);
+  L.v_cache = Tensor::zeros({1, kv, 8, dim}, DType::f16);
+  const std::vector<ops::DecoderLayerTensors> layers = {L};
+  Tensor mask = Tensor::empty({1, 1}, DType::i32);
+  mask.data<int32_t>()[0] = 1;
+  Tensor pos = Tensor::zeros({1}, DType::i32);
+  std::vector<float> freq(dim / 2, 0.5f);
+  Tensor x = normal({1, hidden}, 1.0f);
+  const auto scratch = [&](int64_t n) { return Tensor::empty({1, n}, DType::f32); };
+  const ops::DecodeLayersArgs a{x,
+                                layers,
+                                1,
+                                1,
+                                heads,
+                                kv,
+                                dim,
+                                1e-6f,
+                                0.2f,
+                                pos,
+                                Tensor::from_f32(freq, {dim / 2}),
+                                1.0f,
+                                mask,
+                                0,
+                                Tensor(),
+                                ops::AttentionImpl::sdpa,
+                                scratch(hidden),
+                                scratch(heads * dim),
+                                scratch(kv * dim),
+                                scratch(kv * dim),
+                                scratch(heads * dim),
+                                scratch(hidden),
+                                scratch(inter),
+                                scratch(inter)};
+  ::setenv("ANVIL_CPU_DECODE_LAYERS", "require", 1);
+  try {
+    ops::decode_layers(a);
+    ADD_FAILURE() << "a float32 down projection took the quantized team kernel";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("outside the team kernel's path"), std::string::npos)
+        << e.what();
+  }
+  ::unsetenv("ANVIL_CPU_DECODE_LAYERS");
+  EXPECT_NO_THROW(ops::decode_layers(a));  // composed
+}
+
+}  // namespace
+}  // namespace anvil
