@@ -20,6 +20,8 @@
 namespace anvil {
 namespace {
 
+using test::clone;
+using test::max_abs;
 using test::max_abs_diff;
 
 struct Stack {
@@ -58,19 +60,8 @@ class CpuDecodeLayers : public ::testing::Test {
     }
     return t;
   }
-  static Tensor clone(const Tensor& t) {
-    Tensor c = Tensor::empty(t.shape(), t.dtype(), t.device());
-    c.copy_from(t);
-    return c;
-  }
   std::mt19937 rng_{11};
 };
-
-float max_abs(const Tensor& t) {
-  float m = 0;
-  for (float v : t.to_f32_vector()) m = std::max(m, std::fabs(v));
-  return m;
-}
 
 TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
   const Stack stacks[] = {

@@ -21,6 +21,8 @@
 namespace anvil {
 namespace {
 
+using test::clone;
+using test::max_abs;
 using test::max_abs_diff;
 
 struct StackShape {
@@ -51,21 +53,10 @@ class DecodeLayers : public ::testing::TestWithParam<DeviceType> {
     for (float& x : v) x = dist(rng_);
     return Tensor::from_f32(v, shape).to(dtype).to(device_);
   }
-  static Tensor clone(const Tensor& t) {
-    Tensor c = Tensor::empty(t.shape(), t.dtype(), t.device());
-    c.copy_from(t);
-    return c;
-  }
 
   Device device_;
   std::mt19937 rng_{77};
 };
-
-float max_abs(const Tensor& t) {
-  float m = 0;
-  for (float v : t.to_f32_vector()) m = std::max(m, std::fabs(v));
-  return m;
-}
 
 TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
   const StackShape shapes[] = {

@@ -1,4 +1,5 @@
-// Helpers shared by the op tests: random inputs and the largest elementwise difference.
+// Helpers shared by the op tests: random inputs, copies, the largest magnitude and the largest
+// elementwise difference.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -26,6 +27,19 @@ inline float max_abs_diff(const Tensor& a, const Tensor& b) {
   for (size_t i = 0; i < std::min(x.size(), y.size()); ++i) {
     m = std::max(m, std::fabs(x[i] - y[i]));
   }
+  return m;
+}
+
+// A copy of t on its device.
+inline Tensor clone(const Tensor& t) {
+  Tensor c = Tensor::empty(t.shape(), t.dtype(), t.device());
+  c.copy_from(t);
+  return c;
+}
+
+inline float max_abs(const Tensor& t) {
+  float m = 0;
+  for (float v : t.to_f32_vector()) m = std::max(m, std::fabs(v));
   return m;
 }
 

@@ -12,6 +12,7 @@
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_threads.h"
 #include "backends/cpu/kernels_avx512.h"
+#include "backends/cpu/row_kernels.h"
 #include "core/kernels.h"
 #include "ops/ops.h"
 
@@ -37,14 +38,6 @@ inline float dot(const float* a, const KV* b, int64_t d) {
   for (float v : acc) s += v;
   for (; j < d; ++j) s += a[j] * kv_value(b[j]);
   return s;
-}
-
-// One cache row from float32 values: copied, or rounded to half (nearest even).
-inline void store_kv_row(float* dst, const float* src, int64_t n) {
-  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-}
-inline void store_kv_row(uint16_t* dst, const float* src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
 }
 
 struct Geometry {
@@ -307,8 +300,8 @@ void store_kv_kernel(const ops::StoreKvArgs& a) {
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t s = 0; s < seq; ++s) {
       for (int64_t h = 0; h < heads; ++h) {
-        store_kv_row(cache + ((b * heads + h) * cap + start + s) * dim,
-                     src + ((b * seq + s) * heads + h) * dim, dim);
+        write_cache_row(cache + ((b * heads + h) * cap + start + s) * dim,
+                        src + ((b * seq + s) * heads + h) * dim, dim);
       }
     }
   }

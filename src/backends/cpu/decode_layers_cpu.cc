@@ -25,6 +25,7 @@
 #include "backends/cpu/cpu_threads.h"
 #include "backends/cpu/kernels_avx512.h"
 #include "backends/cpu/repack.h"
+#include "backends/cpu/row_kernels.h"
 #include "core/kernels.h"
 #include "ops/ops.h"
 
@@ -118,37 +119,6 @@ Range share(int64_t n, int t, int members) {
   return {n * t / members, n * (t + 1) / members};
 }
 
-// rms_norm_kernel's arithmetic for one row (float32 weight).
-void norm_row(const float* x, const float* w, int64_t d, float eps, float* out) {
-  float acc[8] = {};
-  int64_t j = 0;
-  for (; j + 8 <= d; j += 8) {
-    for (int u = 0; u < 8; ++u) acc[u] += x[j + u] * x[j + u];
-  }
-  float ss = 0;
-  for (float v : acc) ss += v;
-  for (; j < d; ++j) ss += x[j] * x[j];
-  const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + eps);
-  for (j = 0; j < d; ++j) out[j] = w[j] * (x[j] * inv);
-}
-
-// RoPE's rotation of one head vector in place (rope_cpu.cc's).
-void rotate(float* v, int64_t d, const float* c, const float* s) {
-  const int64_t half = d / 2;
-  for (int64_t i = 0; i < half; ++i) {
-    const float x1 = v[i], x2 = v[i + half];
-    v[i] = x1 * c[i] - x2 * s[i];
-    v[i + half] = x2 * c[i] + x1 * s[i];
-  }
-}
-
-void write_row(float* dst, const float* src, int64_t d) {
-  std::memcpy(dst, src, static_cast<size_t>(d) * sizeof(float));
-}
-void write_row(uint16_t* dst, const float* src, int64_t d) {
-  for (int64_t i = 0; i < d; ++i) dst[i] = f32_to_f16(src[i]);
-}
-
 // One member's activation rows quantized for the products.
 struct Quantized {
   std::vector<int8_t> q;
@@ -235,7 +205,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       Chunks* phase = chunk_all + 4 * li;
       int64_t c0 = 0, c1 = 0;
       // Input norm, q/k/v: the three products' groups as one range.
-      norm_row(x, L.input_norm, h, a.eps, my.normed.data());
+      rms_norm_row(x, L.input_norm, h, a.eps, my.normed.data());
       Q8Rows xq = my.xq.rows(my.normed.data(), h);
       const int64_t gq = L.q.packed->groups, gk = L.k.packed->groups, gv = L.v.packed->groups;
       while (phase[0].claim(&c0, &c1)) {
@@ -252,13 +222,13 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       for (int64_t i = r.begin; i < r.end; ++i) {
         float* vec = i < nh ? q + i * hd : k + (i - nh) * hd;
         const float* norm = i < nh ? L.q_norm : L.k_norm;
-        if (norm) norm_row(vec, norm, hd, a.eps, vec);
-        rotate(vec, hd, cosv.data(), sinv.data());
+        if (norm) rms_norm_row(vec, norm, hd, a.eps, vec);
+        rotate_heads(vec, 1, hd, cosv.data(), sinv.data());
         if (i >= nh) {
           const int64_t kh = i - nh;
           const size_t at = static_cast<size_t>((kh * cap + past) * hd);
-          write_row(static_cast<KV*>(L.k_cache) + at, vec, hd);
-          write_row(static_cast<KV*>(L.v_cache) + at, v + kh * hd, hd);
+          write_cache_row(static_cast<KV*>(L.k_cache) + at, vec, hd);
+          write_cache_row(static_cast<KV*>(L.v_cache) + at, v + kh * hd, hd);
         }
       }
       barrier.wait();
@@ -311,7 +281,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       }
       barrier.wait();
       // Post-attention norm, gate and up over the same groups, SwiGLU on them.
-      norm_row(x, L.post_norm, h, a.eps, my.normed.data());
+      rms_norm_row(x, L.post_norm, h, a.eps, my.normed.data());
       xq = my.xq.rows(my.normed.data(), h);
       while (phase[2].claim(&c0, &c1)) {
         run_groups(L.gate, c0, c1, xq, gate);

@@ -3,6 +3,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_threads.h"
+#include "backends/cpu/row_kernels.h"
 #include "backends/cpu/weight_load.h"
 #include "core/kernels.h"
 #include "ops/ops.h"
@@ -17,20 +18,7 @@ void rms_norm_kernel(const ops::RmsNormArgs& a) {
   const W* w = a.weight.data<W>();
   float* out = a.out.data<float>();
   cpu::parallel_for(n, std::max<int64_t>(1, 4096 / d), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* xr = x + r * d;
-      float acc[8] = {};
-      int64_t j = 0;
-      for (; j + 8 <= d; j += 8) {
-        for (int u = 0; u < 8; ++u) acc[u] += xr[j + u] * xr[j + u];
-      }
-      float ss = 0;
-      for (float v : acc) ss += v;
-      for (; j < d; ++j) ss += xr[j] * xr[j];
-      const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + a.eps);
-      float* orow = out + r * d;
-      for (j = 0; j < d; ++j) orow[j] = widen(w[j]) * (xr[j] * inv);
-    }
+    for (int64_t r = r0; r < r1; ++r) rms_norm_row(x + r * d, w, d, a.eps, out + r * d);
   });
 }
 

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_threads.h"
+#include "backends/cpu/row_kernels.h"
 #include "core/kernels.h"
 #include "ops/ops.h"
 
@@ -62,36 +63,15 @@ const Angles& angles_for(const ops::RopeArgs& a, int64_t n, int64_t half) {
   return cached;
 }
 
-// Rotates `heads` vectors of one token in place.
-inline void rotate(float* x, int64_t heads, int64_t d, const float* c, const float* s) {
-  const int64_t half = d / 2;
-  for (int64_t h = 0; h < heads; ++h) {
-    float* v = x + h * d;
-    for (int64_t i = 0; i < half; ++i) {
-      const float x1 = v[i], x2 = v[i + half];
-      v[i] = x1 * c[i] - x2 * s[i];
-      v[i + half] = x2 * c[i] + x1 * s[i];
-    }
-  }
-}
-
 void rope_kernel(const ops::RopeArgs& a) {
   const int64_t n = a.x.size(0), heads = a.x.size(1), d = a.x.size(2), half = d / 2;
   float* x = a.x.data<float>();
   const Angles& an = angles_for(a, n, half);
   cpu::parallel_for(n, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      rotate(x + t * heads * d, heads, d, an.cos.data() + t * half, an.sin.data() + t * half);
+      rotate_heads(x + t * heads * d, heads, d, an.cos.data() + t * half, an.sin.data() + t * half);
     }
   });
-}
-
-// One cache row from float32 values: copied, or rounded to half (nearest even), as store_kv.
-inline void write_row(float* dst, const float* src, int64_t d) {
-  std::memcpy(dst, src, static_cast<size_t>(d) * sizeof(float));
-}
-inline void write_row(uint16_t* dst, const float* src, int64_t d) {
-  for (int64_t i = 0; i < d; ++i) dst[i] = f32_to_f16(src[i]);
 }
 
 // q/k norms (Qwen3) as the composed op runs them, then per token: RoPE on q and k, and k and v
@@ -116,13 +96,13 @@ void rope_store_into(const ops::RopeStoreArgs& a) {
     for (int64_t t = t0; t < t1; ++t) {
       const float* c = an.cos.data() + t * half;
       const float* s = an.sin.data() + t * half;
-      rotate(q + t * heads * d, heads, d, c, s);
-      rotate(k + t * kv * d, kv, d, c, s);
+      rotate_heads(q + t * heads * d, heads, d, c, s);
+      rotate_heads(k + t * kv * d, kv, d, c, s);
       const int64_t b = t / seq, pos = start + t % seq;
       for (int64_t h = 0; h < kv; ++h) {
         const size_t at = static_cast<size_t>(((b * kv + h) * cap + pos) * d);
-        write_row(kc + at, k + (t * kv + h) * d, d);
-        write_row(vc + at, v + (t * kv + h) * d, d);
+        write_cache_row(kc + at, k + (t * kv + h) * d, d);
+        write_cache_row(vc + at, v + (t * kv + h) * d, d);
       }
     }
   });
