@@ -185,20 +185,4 @@ void run_team(TaskRef member, int size) {
   pool().run_team(member);
 }
 
-void TeamBarrier::wait() {
-  if (size_ <= 1) return;
-  const uint32_t phase = phase_.load(std::memory_order_acquire);
-  if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == size_) {
-    arrived_.store(0, std::memory_order_relaxed);
-    phase_.store(phase + 1, std::memory_order_release);
-    return;
-  }
-  int spins = 0;
-  while (phase_.load(std::memory_order_acquire) == phase) {
-    cpu_relax();
-    // A member may have been descheduled (the machine busier than its cores): let it run.
-    if (++spins % 4096 == 0) std::this_thread::yield();
-  }
-}
-
 }  // namespace anvil::cpu

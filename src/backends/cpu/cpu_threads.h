@@ -4,7 +4,6 @@
 // the general pool (anvil::num_threads()); workers sleep after ~0.2 ms without work.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -33,22 +32,9 @@ void run_tasks(int64_t n, TaskRef task);
 int team_size();
 
 /// Runs member(0) .. member(size - 1) at once, each on its own thread (the caller runs member 0),
-/// so that members may wait for each other at a TeamBarrier; `size` must be team_size().
-/// Returns when all are done.
+/// so that members may share phased work (a member may wait for work another has claimed);
+/// `size` must be team_size(). Returns when all are done.
 void run_team(TaskRef member, int size);
-
-/// A spinning barrier for the members of one team region.
-class TeamBarrier {
- public:
-  explicit TeamBarrier(int size) : size_(size) {}
-  /// Returns once all `size` members have called it (as often as each other).
-  void wait();
-
- private:
-  const int size_;
-  alignas(64) std::atomic<int> arrived_{0};
-  alignas(64) std::atomic<uint32_t> phase_{0};
-};
 
 /// fn(begin, end) over [0, n) in at most `threads() * chunks_per_thread` contiguous chunks of at
 /// least `grain` items.

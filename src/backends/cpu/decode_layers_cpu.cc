@@ -1,15 +1,17 @@
 // A one-token decode step's layers on the CPU as one team region: every thread runs each layer's
 // phases (norm + q/k/v, RoPE + cache writes, attention, its merge, o + residual, norm + gate/up +
-// SwiGLU, down + residual) on its static share, meeting the others at a spin barrier between
-// phases. The composed ops cost a SmolLM2-135M step ~5 fork-joins, ~12 op dispatches and the
-// serial parts (norms, activation quantization, RoPE, the attention merge, SwiGLU) per layer,
-// with the second thread idle through those (16% of its time); here each thread normalises and
-// quantizes the small activation rows for itself and the rest is split.
+// SwiGLU, down + residual), claiming the phase's work in chunks and waiting, before the next
+// phase, only for chunks other members hold. The composed ops cost a SmolLM2-135M step ~5
+// fork-joins, ~12 op dispatches and the serial parts (norms, activation quantization, RoPE, the
+// attention merge, SwiGLU) per layer, with the second thread idle through those (16% of its
+// time); here each member normalises and quantizes the small activation rows for itself and the
+// rest is shared.
 //
 // The arithmetic is the composed ops': the same product kernel over the same quantized
-// activations, the same norm and RoPE formulas, the same attention kernel and key ranges, so
-// the results match them (the decode_layers test compares the two). Weights outside the path
-// (other types, non-float32 norms or biases, batches, eager attention) take the composed ops.
+// activations, the same norm and RoPE code (row_kernels.h), the same attention kernel and key
+// ranges, so the results match them (decode_layers_cpu_test compares the two). Weights outside
+// the path (other types, non-float32 norms or biases, batches, eager attention) take the
+// composed ops.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -17,7 +19,12 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <thread>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "anvil/error.h"
 #include "backends/cpu/cpu_backend.h"
@@ -35,6 +42,12 @@ namespace {
 constexpr int64_t kGroupRows = 8;        // rows per group of the repacked weights
 constexpr int64_t kMaxGroup = 16;        // query heads per KV head the attention kernel takes
 constexpr int64_t kMinKeysPerPart = 64;  // as the decode attention op splits its keys
+
+inline void spin_pause() {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+}
 
 bool kind_of(DType t, QuantKind* kind) {
   switch (t) {
@@ -87,37 +100,45 @@ void run_groups(const Product& p, int64_t g0, int64_t g1, const Q8Rows& x, float
                      out, p.rows);
 }
 
-// The chunks of a product phase, claimed by the members as they come free (a static split left
-// the 0.5B shapes' larger products waiting at the barrier for a member slowed by the other
-// thread of its core or by another process): about four per member.
-class Chunks {
+// One phase of a layer: its work in chunks that the members claim as they come free, and the
+// count of chunks finished. A member waits only for chunks that another has claimed, never for
+// a member that has not arrived: under a busier machine than its cores (another process on one
+// of them), barriers made every phase wait a scheduler time slice for a preempted member, and
+// decode ran at half the composed ops' speed; now a preempted member's share is taken by the
+// others, as the pool does for the composed ops.
+class Phase {
  public:
-  void reset(int64_t items, int members) {
+  void reset(int64_t items, int64_t chunk) {
     items_ = items;
-    size_ = std::max<int64_t>(1, items / (4 * members));
+    chunk_ = std::max<int64_t>(1, chunk);
+    chunks_ = (items + chunk_ - 1) / chunk_;
     next_.store(0, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
   }
-  // The next chunk, or false when none is left.
+  // The next chunk [begin, end), or false when all are claimed.
   bool claim(int64_t* begin, int64_t* end) {
+    if (next_.load(std::memory_order_relaxed) >= chunks_) return false;
     const int64_t c = next_.fetch_add(1, std::memory_order_relaxed);
-    *begin = c * size_;
-    if (*begin >= items_) return false;
-    *end = std::min(items_, *begin + size_);
+    if (c >= chunks_) return false;
+    *begin = c * chunk_;
+    *end = std::min(items_, *begin + chunk_);
     return true;
+  }
+  void finished() { done_.fetch_add(1, std::memory_order_release); }
+  // Returns once every chunk is finished; their writes are then visible.
+  void wait() const {
+    int spins = 0;
+    while (done_.load(std::memory_order_acquire) < chunks_) {
+      spin_pause();
+      if (++spins % 256 == 0) std::this_thread::yield();
+    }
   }
 
  private:
-  int64_t items_ = 0, size_ = 1;
+  int64_t items_ = 0, chunk_ = 1, chunks_ = 0;
   alignas(64) std::atomic<int64_t> next_{0};
+  alignas(64) std::atomic<int64_t> done_{0};
 };
-
-// [begin, end) of member t's share of n items.
-struct Range {
-  int64_t begin, end;
-};
-Range share(int64_t n, int t, int members) {
-  return {n * t / members, n * (t + 1) / members};
-}
 
 // One member's activation rows quantized for the products.
 struct Quantized {
@@ -177,126 +198,149 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
   if (scratch.size() < static_cast<size_t>(members)) scratch.resize(static_cast<size_t>(members));
   float* st_all = states.data();
   MemberScratch* scratch_all = scratch.data();
-  TeamBarrier barrier(members);
-  // Four product phases per layer, each with its own counter (set before the region, so no
-  // member can claim from a counter another is still resetting).
-  const size_t phases = 4 * layers.size();
-  thread_local std::unique_ptr<Chunks[]> chunks;
-  thread_local size_t chunk_count = 0;
-  if (chunk_count < phases) {
-    chunks = std::make_unique<Chunks[]>(phases);
-    chunk_count = phases;
+  // One query head's key ranges merged as the attention op merges them.
+  const auto merge_head = [&](int64_t head) {
+    const int64_t kh = head / group, row = head % group;
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t p = 0; p < parts; ++p) {
+      m = std::max(m, st_all[(kh * parts + p) * state + group * hd + row]);
+    }
+    float* out = attn + head * hd;
+    std::fill(out, out + hd, 0.0f);
+    if (m == -std::numeric_limits<float>::infinity()) return;  // sees no key: zeros
+    float l = 0;
+    for (int64_t p = 0; p < parts; ++p) {
+      const float* st = st_all + (kh * parts + p) * state;
+      const float w = std::exp(st[group * hd + row] - m);
+      if (w == 0.0f) continue;
+      l += w * st[group * hd + group + row];
+      for (int64_t d = 0; d < hd; ++d) out[d] += w * st[row * hd + d];
+    }
+    const float inv_l = 1.0f / l;
+    for (int64_t d = 0; d < hd; ++d) out[d] *= inv_l;
+  };
+  // Seven phases per layer, set before the region (no member can claim from a phase another
+  // is still resetting). Products in ~4 chunks per member; heads and attention tasks one by one.
+  constexpr size_t kPhases = 7;
+  const size_t phases = kPhases * layers.size();
+  thread_local std::unique_ptr<Phase[]> phase_store;
+  thread_local size_t phase_count = 0;
+  if (phase_count < phases) {
+    phase_store = std::make_unique<Phase[]>(phases);
+    phase_count = phases;
   }
+  const auto product_chunk = [&](int64_t groups) { return groups / (4 * members); };
   for (size_t li = 0; li < layers.size(); ++li) {
     const Layer& L = layers[li];
-    chunks[4 * li].reset(L.q.packed->groups + L.k.packed->groups + L.v.packed->groups, members);
-    chunks[4 * li + 1].reset(L.o.packed->groups, members);
-    chunks[4 * li + 2].reset(L.gate.packed->groups, members);
-    chunks[4 * li + 3].reset(L.down.packed->groups, members);
+    Phase* ph = phase_store.get() + kPhases * li;
+    const int64_t qkv = L.q.packed->groups + L.k.packed->groups + L.v.packed->groups;
+    ph[0].reset(qkv, product_chunk(qkv));
+    ph[1].reset(nh + nkv, 1);
+    ph[2].reset(nkv * parts, 1);
+    ph[3].reset(nh, 1);
+    ph[4].reset(L.o.packed->groups, product_chunk(L.o.packed->groups));
+    ph[5].reset(L.gate.packed->groups, product_chunk(L.gate.packed->groups));
+    ph[6].reset(L.down.packed->groups, product_chunk(L.down.packed->groups));
   }
-  Chunks* chunk_all = chunks.get();
+  Phase* phase_all = phase_store.get();
 
   auto member = [&](int64_t t64) {
-    const int t = static_cast<int>(t64);
-    MemberScratch& my = scratch_all[t];
+    MemberScratch& my = scratch_all[t64];
     my.normed.resize(static_cast<size_t>(std::max(h, inter)));
+    int64_t c0 = 0, c1 = 0;
+    Q8Rows xq{};
     for (size_t li = 0; li < layers.size(); ++li) {
       const Layer& L = layers[li];
-      Chunks* phase = chunk_all + 4 * li;
-      int64_t c0 = 0, c1 = 0;
-      // Input norm, q/k/v: the three products' groups as one range.
-      rms_norm_row(x, L.input_norm, h, a.eps, my.normed.data());
-      Q8Rows xq = my.xq.rows(my.normed.data(), h);
+      Phase* ph = phase_all + kPhases * li;
+      // Input norm, q/k/v: the three products' groups as one range; a member normalises and
+      // quantizes the row for itself once it has a chunk to use it on.
       const int64_t gq = L.q.packed->groups, gk = L.k.packed->groups, gv = L.v.packed->groups;
-      while (phase[0].claim(&c0, &c1)) {
+      for (bool ready = false; ph[0].claim(&c0, &c1); ph[0].finished()) {
+        if (!ready) {
+          rms_norm_row(x, L.input_norm, h, a.eps, my.normed.data());
+          xq = my.xq.rows(my.normed.data(), h);
+          ready = true;
+        }
         run_groups(L.q, std::min(c0, gq), std::min(c1, gq), xq, q);
         run_groups(L.k, std::clamp(c0 - gq, int64_t{0}, gk), std::clamp(c1 - gq, int64_t{0}, gk),
                    xq, k);
         run_groups(L.v, std::clamp(c0 - gq - gk, int64_t{0}, gv),
                    std::clamp(c1 - gq - gk, int64_t{0}, gv), xq, v);
       }
-      barrier.wait();
-      Range r;
+      ph[0].wait();
       // q/k norms, RoPE, and the new key and value into the caches: q heads then kv heads.
-      r = share(nh + nkv, t, members);
-      for (int64_t i = r.begin; i < r.end; ++i) {
-        float* vec = i < nh ? q + i * hd : k + (i - nh) * hd;
-        const float* norm = i < nh ? L.q_norm : L.k_norm;
-        if (norm) rms_norm_row(vec, norm, hd, a.eps, vec);
-        rotate_heads(vec, 1, hd, cosv.data(), sinv.data());
-        if (i >= nh) {
-          const int64_t kh = i - nh;
-          const size_t at = static_cast<size_t>((kh * cap + past) * hd);
-          write_cache_row(static_cast<KV*>(L.k_cache) + at, vec, hd);
-          write_cache_row(static_cast<KV*>(L.v_cache) + at, v + kh * hd, hd);
+      for (; ph[1].claim(&c0, &c1); ph[1].finished()) {
+        for (int64_t i = c0; i < c1; ++i) {
+          float* vec = i < nh ? q + i * hd : k + (i - nh) * hd;
+          const float* norm = i < nh ? L.q_norm : L.k_norm;
+          if (norm) rms_norm_row(vec, norm, hd, a.eps, vec);
+          rotate_heads(vec, 1, hd, cosv.data(), sinv.data());
+          if (i >= nh) {
+            const int64_t kh = i - nh;
+            const size_t at = static_cast<size_t>((kh * cap + past) * hd);
+            write_cache_row(static_cast<KV*>(L.k_cache) + at, vec, hd);
+            write_cache_row(static_cast<KV*>(L.v_cache) + at, v + kh * hd, hd);
+          }
         }
       }
-      barrier.wait();
+      ph[1].wait();
       // Attention: (kv head, key range) tasks, then each query head's ranges merged.
-      r = share(nkv * parts, t, members);
-      for (int64_t id = r.begin; id < r.end; ++id) {
-        const int64_t part = id % parts, kh = id / parts;
-        const float* qs[kMaxGroup];
-        int64_t last[kMaxGroup];
-        for (int64_t i = 0; i < group; ++i) {
-          qs[i] = q + (kh * group + i) * hd;
-          last[i] = past;
+      for (; ph[2].claim(&c0, &c1); ph[2].finished()) {
+        for (int64_t id = c0; id < c1; ++id) {
+          const int64_t part = id % parts, kh = id / parts;
+          const float* qs[kMaxGroup];
+          int64_t last[kMaxGroup];
+          for (int64_t i = 0; i < group; ++i) {
+            qs[i] = q + (kh * group + i) * hd;
+            last[i] = past;
+          }
+          alignas(64) float work[kMaxGroup * 16];
+          float* st = st_all + id * state;
+          attention_rows_partial_avx512(
+              static_cast<int>(group), qs, last, static_cast<const KV*>(L.k_cache) + kh * cap * hd,
+              static_cast<const KV*>(L.v_cache) + kh * cap * hd, mask, part * per_part,
+              std::min(total, (part + 1) * per_part), hd, a.scale, st, st + group * hd,
+              st + group * hd + group, work);
         }
-        alignas(64) float work[kMaxGroup * 16];
-        float* st = st_all + id * state;
-        attention_rows_partial_avx512(static_cast<int>(group), qs, last,
-                                      static_cast<const KV*>(L.k_cache) + kh * cap * hd,
-                                      static_cast<const KV*>(L.v_cache) + kh * cap * hd, mask,
-                                      part * per_part, std::min(total, (part + 1) * per_part), hd,
-                                      a.scale, st, st + group * hd, st + group * hd + group, work);
       }
-      barrier.wait();
-      r = share(nh, t, members);
-      for (int64_t head = r.begin; head < r.end; ++head) {
-        const int64_t kh = head / group, row = head % group;
-        float m = -std::numeric_limits<float>::infinity();
-        for (int64_t p = 0; p < parts; ++p) {
-          m = std::max(m, st_all[(kh * parts + p) * state + group * hd + row]);
-        }
-        float* out = attn + head * hd;
-        std::fill(out, out + hd, 0.0f);
-        if (m == -std::numeric_limits<float>::infinity()) continue;  // sees no key: zeros
-        float l = 0;
-        for (int64_t p = 0; p < parts; ++p) {
-          const float* st = st_all + (kh * parts + p) * state;
-          const float w = std::exp(st[group * hd + row] - m);
-          if (w == 0.0f) continue;
-          l += w * st[group * hd + group + row];
-          for (int64_t d = 0; d < hd; ++d) out[d] += w * st[row * hd + d];
-        }
-        const float inv_l = 1.0f / l;
-        for (int64_t d = 0; d < hd; ++d) out[d] *= inv_l;
+      ph[2].wait();
+      for (; ph[3].claim(&c0, &c1); ph[3].finished()) {
+        for (int64_t head = c0; head < c1; ++head) merge_head(head);
       }
-      barrier.wait();
-      // o, added into the residual row by row as each member's groups come out.
-      xq = my.xq.rows(attn, nh * hd);
-      while (phase[1].claim(&c0, &c1)) {
+      ph[3].wait();
+      // o, added into the residual rows as each chunk's groups come out.
+      for (bool ready = false; ph[4].claim(&c0, &c1); ph[4].finished()) {
+        if (!ready) {
+          xq = my.xq.rows(attn, nh * hd);
+          ready = true;
+        }
         run_groups(L.o, c0, c1, xq, proj);
         for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
       }
-      barrier.wait();
+      ph[4].wait();
       // Post-attention norm, gate and up over the same groups, SwiGLU on them.
-      rms_norm_row(x, L.post_norm, h, a.eps, my.normed.data());
-      xq = my.xq.rows(my.normed.data(), h);
-      while (phase[2].claim(&c0, &c1)) {
+      for (bool ready = false; ph[5].claim(&c0, &c1); ph[5].finished()) {
+        if (!ready) {
+          rms_norm_row(x, L.post_norm, h, a.eps, my.normed.data());
+          xq = my.xq.rows(my.normed.data(), h);
+          ready = true;
+        }
         run_groups(L.gate, c0, c1, xq, gate);
         run_groups(L.up, c0, c1, xq, up);
         const int64_t f0 = c0 * kGroupRows, f1 = std::min(inter, c1 * kGroupRows);
         if (f1 > f0) swiglu_avx512(gate + f0, up + f0, gate + f0, f1 - f0);
       }
-      barrier.wait();
+      ph[5].wait();
       // down, added into the residual.
-      xq = my.xq.rows(gate, inter);
-      while (phase[3].claim(&c0, &c1)) {
+      for (bool ready = false; ph[6].claim(&c0, &c1); ph[6].finished()) {
+        if (!ready) {
+          xq = my.xq.rows(gate, inter);
+          ready = true;
+        }
         run_groups(L.down, c0, c1, xq, proj);
         for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
       }
-      barrier.wait();
+      ph[6].wait();
     }
   };
   run_team(TaskRef(member), members);
