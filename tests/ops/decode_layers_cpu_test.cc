@@ -14,6 +14,7 @@
 #include "anvil/error.h"
 #include "backends/cpu/cpu_isa.h"
 #include "core/kernels.h"
+#include "decode_args.h"
 #include "ops/ops.h"
 #include "tensor_compare.h"
 
@@ -116,40 +117,21 @@ TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
           const bool masked = t < c.past && (t % 5 == 3 || (t >= 10 && t < 30));
           mask.data<int32_t>()[t] = masked ? 0 : 1;
         }
-        std::vector<float> freq(static_cast<size_t>(c.dim / 2));
-        for (size_t i = 0; i < freq.size(); ++i) {
-          freq[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(c.dim));
-        }
         const Tensor x = normal({1, c.hidden}, 1.0f);
         Tensor pos = Tensor::empty({1}, DType::i32);
         pos.data<int32_t>()[0] = static_cast<int32_t>(c.past);
+        const test::DecodeStep step{c.heads,
+                                    c.kv_heads,
+                                    c.dim,
+                                    c.past,
+                                    1.0f / std::sqrt(static_cast<float>(c.dim)),
+                                    pos,
+                                    test::rope_inv_freq(c.dim),
+                                    mask,
+                                    Tensor()};
         const auto args = [&](const std::vector<ops::DecoderLayerTensors>& layers,
                               const Tensor& xs) {
-          const auto scratch = [&](int64_t n) { return Tensor::empty({1, n}, DType::f32); };
-          return ops::DecodeLayersArgs{xs,
-                                       layers,
-                                       1,
-                                       1,
-                                       c.heads,
-                                       c.kv_heads,
-                                       c.dim,
-                                       1e-6f,
-                                       1.0f / std::sqrt(static_cast<float>(c.dim)),
-                                       pos,
-                                       Tensor::from_f32(freq, {c.dim / 2}),
-                                       1.0f,
-                                       mask,
-                                       c.past,
-                                       Tensor(),
-                                       ops::AttentionImpl::sdpa,
-                                       scratch(c.hidden),
-                                       scratch(nq),
-                                       scratch(nkv),
-                                       scratch(nkv),
-                                       scratch(nq),
-                                       scratch(c.hidden),
-                                       scratch(c.inter),
-                                       scratch(c.inter)};
+          return test::decode_args(xs, layers, step, DType::f32);
         };
         Tensor team_x = clone(x), composed_x = clone(x);
         ::setenv("ANVIL_CPU_DECODE_LAYERS", "require", 1);  // a fallback is an error
@@ -190,34 +172,11 @@ TEST_F(CpuDecodeLayers, OtherStacksRunComposedOrSayWhy) {
   const std::vector<ops::DecoderLayerTensors> layers = {L};
   Tensor mask = Tensor::empty({1, 1}, DType::i32);
   mask.data<int32_t>()[0] = 1;
-  Tensor pos = Tensor::zeros({1}, DType::i32);
-  std::vector<float> freq(dim / 2, 0.5f);
-  Tensor x = normal({1, hidden}, 1.0f);
-  const auto scratch = [&](int64_t n) { return Tensor::empty({1, n}, DType::f32); };
-  const ops::DecodeLayersArgs a{x,
-                                layers,
-                                1,
-                                1,
-                                heads,
-                                kv,
-                                dim,
-                                1e-6f,
-                                0.2f,
-                                pos,
-                                Tensor::from_f32(freq, {dim / 2}),
-                                1.0f,
-                                mask,
-                                0,
-                                Tensor(),
-                                ops::AttentionImpl::sdpa,
-                                scratch(hidden),
-                                scratch(heads * dim),
-                                scratch(kv * dim),
-                                scratch(kv * dim),
-                                scratch(heads * dim),
-                                scratch(hidden),
-                                scratch(inter),
-                                scratch(inter)};
+  const Tensor x = normal({1, hidden}, 1.0f);
+  const test::DecodeStep step{
+      heads, kv,      dim, 0, 0.2f, Tensor::zeros({1}, DType::i32), test::rope_inv_freq(dim),
+      mask,  Tensor()};
+  const ops::DecodeLayersArgs a = test::decode_args(x, layers, step, DType::f32);
   ::setenv("ANVIL_CPU_DECODE_LAYERS", "require", 1);
   try {
     ops::decode_layers(a);

@@ -14,6 +14,7 @@
 #include "anvil/backend.h"
 #include "anvil/error.h"
 #include "core/kernels.h"
+#include "decode_args.h"
 #include "ops/ops.h"
 #include "tensor_compare.h"
 #include "test_data.h"
@@ -117,39 +118,19 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
         const bool masked = t < c.past && (t % 5 == 3 || (t >= 10 && t < 30));
         mask.data<int32_t>()[t] = t > c.past || masked ? 0 : 1;
       }
-      std::vector<float> freq(static_cast<size_t>(c.dim / 2));
-      for (size_t i = 0; i < freq.size(); ++i) {
-        freq[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(c.dim));
-      }
       const Tensor x = random({1, c.hidden}, 1.0f, dt);
+      const test::DecodeStep step{
+          c.heads,
+          c.kv_heads,
+          c.dim,
+          c.past,
+          1.0f / std::sqrt(static_cast<float>(c.dim)),
+          Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_),
+          test::rope_inv_freq(c.dim).to(device_),
+          mask.to(device_),
+          c.past_on_device ? Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_) : Tensor()};
       const auto args = [&](const std::vector<ops::DecoderLayerTensors>& layers, const Tensor& xs) {
-        const auto scratch = [&](int64_t n) { return Tensor::empty({1, n}, dt, device_); };
-        return ops::DecodeLayersArgs{
-            xs,
-            layers,
-            1,
-            1,
-            c.heads,
-            c.kv_heads,
-            c.dim,
-            1e-6f,
-            1.0f / std::sqrt(static_cast<float>(c.dim)),
-            Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_),
-            Tensor::from_f32(freq, {c.dim / 2}).to(device_),
-            1.0f,
-            mask.to(device_),
-            c.past,
-            c.past_on_device ? Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_)
-                             : Tensor(),
-            ops::AttentionImpl::sdpa,
-            scratch(c.hidden),
-            scratch(nq),
-            scratch(nkv),
-            scratch(nkv),
-            scratch(nq),
-            scratch(c.hidden),
-            scratch(c.inter),
-            scratch(c.inter)};
+        return test::decode_args(xs, layers, step, dt);
       };
       Tensor fused_x = clone(x), composed_x = clone(x);
       // The fused run must really be the one-launch kernel: "require" turns a fallback into an
@@ -195,32 +176,17 @@ TEST_P(DecodeLayers, UnsupportedStacksRunComposedOrSayWhy) {
   L.k_cache = f32({1, kv, 8, dim});
   L.v_cache = f32({1, kv, 8, dim});
   const Tensor x = f32({1, hidden});
-  const auto scratch = [&](int64_t n) { return Tensor::empty({1, n}, DType::f32, device_); };
   const std::vector<ops::DecoderLayerTensors> stack{L};
-  const ops::DecodeLayersArgs a{x,
-                                stack,
-                                1,
-                                1,
-                                heads,
-                                kv,
-                                dim,
-                                1e-6f,
-                                0.1f,
-                                Tensor::from_i64({0}, {1}).to(DType::i32).to(device_),
-                                random({dim / 2}, 1.0f, DType::f32),
-                                1.0f,
-                                Tensor::from_i64({1}, {1, 1}).to(DType::i32).to(device_),
-                                0,
-                                Tensor(),
-                                ops::AttentionImpl::sdpa,
-                                scratch(hidden),
-                                scratch(heads * dim),
-                                scratch(kv * dim),
-                                scratch(kv * dim),
-                                scratch(heads * dim),
-                                scratch(hidden),
-                                scratch(inter),
-                                scratch(inter)};
+  const test::DecodeStep step{heads,
+                              kv,
+                              dim,
+                              0,
+                              0.1f,
+                              Tensor::from_i64({0}, {1}).to(DType::i32).to(device_),
+                              random({dim / 2}, 1.0f, DType::f32),
+                              Tensor::from_i64({1}, {1, 1}).to(DType::i32).to(device_),
+                              Tensor()};
+  const ops::DecodeLayersArgs a = test::decode_args(x, stack, step, DType::f32);
   EXPECT_NO_THROW(ops::decode_layers(a));
   // f32 has no registered one-launch kernel, so "require" cannot reach it: call the bf16 entry
   // point with an f32 stack through the registry's lookup instead.

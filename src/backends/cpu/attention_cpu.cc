@@ -150,7 +150,6 @@ void eager(const ops::AttentionArgs& a) {
 // (flash-decoding). Splitting the keys rather than the heads keeps every K/V byte read once per
 // step however few KV heads there are (with 2-3 KV heads, splitting heads read each K/V twice).
 constexpr int64_t kMaxDecodeRows = 16;
-constexpr int64_t kMinKeysPerPart = 64;
 
 template <class KV>
 void sdpa_decode_avx512(const ops::AttentionArgs& a) {
@@ -161,11 +160,8 @@ void sdpa_decode_avx512(const ops::AttentionArgs& a) {
   const int32_t* mask = a.key_mask.data<int32_t>();
   float* out = a.out.data<float>();
   const int64_t rows = g.seq * g.group, heads_total = g.batch * g.kv_heads;
-  // Enough tasks for every thread twice over (claimed dynamically), none shorter than
-  // kMinKeysPerPart keys.
-  const int64_t want = (2 * threads() + heads_total - 1) / heads_total;
-  const int64_t parts = std::clamp<int64_t>(g.total / kMinKeysPerPart, 1, want);
-  const int64_t per_part = (g.total + parts - 1) / parts;
+  const KeySplit split = decode_key_split(g.total, heads_total, threads());
+  const int64_t parts = split.parts, per_part = split.per_part;
   const int64_t tasks = heads_total * parts;
   const int64_t state = rows * (g.dim + 2);  // acc, m, l of one task
   thread_local std::vector<float> partial;
@@ -192,28 +188,13 @@ void sdpa_decode_avx512(const ops::AttentionArgs& a) {
         st + rows * g.dim + rows, scratch);
   };
   run_tasks(tasks, TaskRef(task));
-  // Merge the key ranges: out = sum_p e^(m_p - m) acc_p / sum_p e^(m_p - m) l_p, m = max_p m_p.
+  // Merge the key ranges of each query row.
   for (int64_t bh = 0; bh < heads_total; ++bh) {
     const int64_t kh = bh % g.kv_heads, b = bh / g.kv_heads;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t s = r / g.group, h = kh * g.group + r % g.group;
-      float m = -std::numeric_limits<float>::infinity();
-      for (int64_t p = 0; p < parts; ++p) {
-        m = std::max(m, states[(bh * parts + p) * state + rows * g.dim + r]);
-      }
-      float* o = out + ((b * g.seq + s) * g.heads + h) * g.dim;
-      std::fill(o, o + g.dim, 0.0f);
-      if (m == -std::numeric_limits<float>::infinity()) continue;  // sees no key: zeros
-      float l = 0;
-      for (int64_t p = 0; p < parts; ++p) {
-        const float* st = states + (bh * parts + p) * state;
-        const float w = std::exp(st[rows * g.dim + r] - m);  // 0 for a range with no visible key
-        if (w == 0.0f) continue;
-        l += w * st[rows * g.dim + rows + r];
-        for (int64_t d = 0; d < g.dim; ++d) o[d] += w * st[r * g.dim + d];
-      }
-      const float inv = 1.0f / l;
-      for (int64_t d = 0; d < g.dim; ++d) o[d] *= inv;
+      merge_key_ranges(states + bh * parts * state, parts, state, rows, g.dim, r,
+                       out + ((b * g.seq + s) * g.heads + h) * g.dim);
     }
   }
 }

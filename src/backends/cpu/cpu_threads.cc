@@ -15,18 +15,8 @@
 
 #include "core/thread_pool.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 namespace anvil::cpu {
 namespace {
-
-inline void cpu_relax() {
-#if defined(__x86_64__)
-  _mm_pause();
-#endif
-}
 
 thread_local bool t_inside = false;
 
@@ -66,7 +56,7 @@ class SpinPool {
     t_inside = was_inside;
     int spins = 0;
     while (done_.load(std::memory_order_acquire) != size_ - 1) {
-      cpu_relax();
+      spin_pause();
       if (++spins % 1024 == 0) std::this_thread::yield();
     }
   }
@@ -83,7 +73,7 @@ class SpinPool {
     drain();
     int spins = 0;
     while (done_.load(std::memory_order_acquire) != n) {
-      cpu_relax();
+      spin_pause();
       // A worker holding a task may have been descheduled: let it run.
       if (++spins % 1024 == 0) std::this_thread::yield();
     }
@@ -113,7 +103,7 @@ class SpinPool {
       int spins = 0;
       // Spin ~0.2 ms (a decode step issues ops microseconds apart), then sleep.
       while ((g = generation_.load(std::memory_order_acquire)) == seen) {
-        cpu_relax();
+        spin_pause();
         if (++spins % 256 == 0 &&
             std::chrono::steady_clock::now() - start > std::chrono::microseconds(200)) {
           sleepers_.fetch_add(1);

@@ -7,7 +7,18 @@
 #include <cstdint>
 #include <type_traits>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace anvil::cpu {
+
+/// One step of a spin-wait (the pause instruction where there is one).
+inline void spin_pause() {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+}
 
 /// A non-owning reference to a callable void(int64_t task).
 class TaskRef {

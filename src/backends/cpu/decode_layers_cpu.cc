@@ -17,14 +17,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <thread>
 #include <vector>
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 #include "anvil/error.h"
 #include "backends/cpu/cpu_backend.h"
@@ -39,31 +34,8 @@
 namespace anvil::cpu {
 namespace {
 
-constexpr int64_t kGroupRows = 8;        // rows per group of the repacked weights
-constexpr int64_t kMaxGroup = 16;        // query heads per KV head the attention kernel takes
-constexpr int64_t kMinKeysPerPart = 64;  // as the decode attention op splits its keys
-
-inline void spin_pause() {
-#if defined(__x86_64__)
-  _mm_pause();
-#endif
-}
-
-bool kind_of(DType t, QuantKind* kind) {
-  switch (t) {
-    case DType::q8_0:
-      *kind = QuantKind::q8_0;
-      return true;
-    case DType::q4_0:
-      *kind = QuantKind::q4_0;
-      return true;
-    case DType::q4_1:
-      *kind = QuantKind::q4_1;
-      return true;
-    default:
-      return false;
-  }
-}
+constexpr int64_t kGroupRows = 8;  // rows per group of the repacked weights
+constexpr int64_t kMaxGroup = 16;  // query heads per KV head the attention kernel takes
 
 // A product of the step: repacked weights, bias (float32 or none), output rows.
 struct Product {
@@ -75,7 +47,7 @@ struct Product {
 
 bool make_product(const Tensor& w, const Tensor& bias, int64_t k, Product* p) {
   if (!w.defined() || w.dim() != 2 || w.size(1) != k || k % 32 != 0) return false;
-  if (!kind_of(w.dtype(), &p->kind)) return false;
+  if (!repacked_kind(w.dtype(), &p->kind)) return false;
   if (bias.defined() && (bias.dtype() != DType::f32 || bias.numel() != w.size(0))) return false;
   p->packed = packed_weights(w);
   p->bias = bias.defined() ? bias.data<float>() : nullptr;
@@ -176,21 +148,19 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
   float* gate = a.gate.data<float>();
   float* up = a.up.data<float>();
   const int32_t* mask = a.key_mask.data<int32_t>();
-  // The token's angles as angles_for computes them (rope_cpu.cc).
-  std::vector<float> cosv(static_cast<size_t>(half)), sinv(static_cast<size_t>(half));
-  const int32_t pos = a.positions.data<int32_t>()[0];
-  const float* inv = a.inv_freq.data<float>();
-  for (int64_t i = 0; i < half; ++i) {
-    const float angle = static_cast<float>(pos) * inv[i];
-    cosv[static_cast<size_t>(i)] = std::cos(angle) * a.rope_scaling;
-    sinv[static_cast<size_t>(i)] = std::sin(angle) * a.rope_scaling;
-  }
+  thread_local std::vector<float> cosv, sinv;  // the token's angles, as rope_store's
+  cosv.resize(static_cast<size_t>(half));
+  sinv.resize(static_cast<size_t>(half));
+  rope_angles(a.positions.data<int32_t>()[0], a.inv_freq.data<float>(), half, a.rope_scaling,
+              cosv.data(), sinv.data());
+  // The members reach the caller's thread_local buffers through pointers (inside the lambda the
+  // names would denote each member thread's own, empty, instances).
+  const float* cos_p = cosv.data();
+  const float* sin_p = sinv.data();
   const int members = team_size();
-  // The attention op's key split for this many threads (sdpa_decode_avx512), merged in the
-  // same order, so the results are the op's.
-  const int64_t want = (2 * threads() + nkv - 1) / nkv;
-  const int64_t parts = std::clamp<int64_t>(total / kMinKeysPerPart, 1, want);
-  const int64_t per_part = (total + parts - 1) / parts;
+  // The attention op's key split, merged the same way, so the results are the op's.
+  const KeySplit split = decode_key_split(total, nkv, threads());
+  const int64_t parts = split.parts, per_part = split.per_part;
   const int64_t state = group * (hd + 2);
   thread_local std::vector<float> states;
   thread_local std::vector<MemberScratch> scratch;
@@ -198,27 +168,6 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
   if (scratch.size() < static_cast<size_t>(members)) scratch.resize(static_cast<size_t>(members));
   float* st_all = states.data();
   MemberScratch* scratch_all = scratch.data();
-  // One query head's key ranges merged as the attention op merges them.
-  const auto merge_head = [&](int64_t head) {
-    const int64_t kh = head / group, row = head % group;
-    float m = -std::numeric_limits<float>::infinity();
-    for (int64_t p = 0; p < parts; ++p) {
-      m = std::max(m, st_all[(kh * parts + p) * state + group * hd + row]);
-    }
-    float* out = attn + head * hd;
-    std::fill(out, out + hd, 0.0f);
-    if (m == -std::numeric_limits<float>::infinity()) return;  // sees no key: zeros
-    float l = 0;
-    for (int64_t p = 0; p < parts; ++p) {
-      const float* st = st_all + (kh * parts + p) * state;
-      const float w = std::exp(st[group * hd + row] - m);
-      if (w == 0.0f) continue;
-      l += w * st[group * hd + group + row];
-      for (int64_t d = 0; d < hd; ++d) out[d] += w * st[row * hd + d];
-    }
-    const float inv_l = 1.0f / l;
-    for (int64_t d = 0; d < hd; ++d) out[d] *= inv_l;
-  };
   // Seven phases per layer, set before the region (no member can claim from a phase another
   // is still resetting). Products in one chunk per member: each streams one contiguous run of
   // weight rows (4 or 8 chunks per member measured 10% and 30% slower on SmolLM2: every chunk
@@ -277,7 +226,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
           float* vec = i < nh ? q + i * hd : k + (i - nh) * hd;
           const float* norm = i < nh ? L.q_norm : L.k_norm;
           if (norm) rms_norm_row(vec, norm, hd, a.eps, vec);
-          rotate_heads(vec, 1, hd, cosv.data(), sinv.data());
+          rotate_heads(vec, 1, hd, cos_p, sin_p);
           if (i >= nh) {
             const int64_t kh = i - nh;
             const size_t at = static_cast<size_t>((kh * cap + past) * hd);
@@ -308,7 +257,10 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       }
       ph[2].wait();
       for (; ph[3].claim(&c0, &c1); ph[3].finished()) {
-        for (int64_t head = c0; head < c1; ++head) merge_head(head);
+        for (int64_t head = c0; head < c1; ++head) {
+          merge_key_ranges(st_all + (head / group) * parts * state, parts, state, group, hd,
+                           head % group, attn + head * hd);
+        }
       }
       ph[3].wait();
       // o, added into the residual rows as each chunk's groups come out.

@@ -247,13 +247,11 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
   const int64_t n = x_in.size(0), k = x_in.size(1);
   static const bool disabled = std::getenv("ANVIL_NO_GROUPED") != nullptr;  // for A/B timing
   if (disabled || isa() != Isa::avx512 || !kUsePacked || n > 4) return false;
-  if (wt != DType::q8_0 && wt != DType::q4_0 && wt != DType::q4_1) return false;
+  QuantKind kind;
+  if (!repacked_kind(wt, &kind)) return false;
   for (int i = 0; i < count; ++i) {
     if (weights[i].dtype() != wt) return false;
   }
-  const QuantKind kind = wt == DType::q8_0   ? QuantKind::q8_0
-                         : wt == DType::q4_0 ? QuantKind::q4_0
-                                             : QuantKind::q4_1;
   thread_local std::vector<int8_t> q;
   thread_local std::vector<float> d, ds;
   thread_local std::vector<int32_t> sums;

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "anvil/tensor.h"
+#include "backends/cpu/kernels_avx512.h"
 
 namespace anvil::cpu {
 
@@ -28,6 +29,23 @@ struct PackedWeights {
   const uint8_t* data;
   std::shared_ptr<uint8_t> storage;
 };
+
+/// The kernel kind of a type that is repacked (Q8_0, Q4_0, Q4_1); false for any other.
+inline bool repacked_kind(DType t, QuantKind* kind) {
+  switch (t) {
+    case DType::q8_0:
+      *kind = QuantKind::q8_0;
+      return true;
+    case DType::q4_0:
+      *kind = QuantKind::q4_0;
+      return true;
+    case DType::q4_1:
+      *kind = QuantKind::q4_1;
+      return true;
+    default:
+      return false;
+  }
+}
 
 /// The repacked form of a Q8_0 / Q4_0 / Q4_1 weight matrix [rows, k], made on first use.
 std::shared_ptr<const PackedWeights> packed_weights(const Tensor& w);

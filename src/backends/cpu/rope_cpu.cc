@@ -24,17 +24,6 @@ struct Angles {
   std::vector<float> cos, sin;
 };
 
-void compute_angles(const int32_t* pos, int64_t t0, int64_t t1, const float* inv, int64_t half,
-                    float scaling, float* c, float* s) {
-  for (int64_t t = t0; t < t1; ++t) {
-    for (int64_t i = 0; i < half; ++i) {
-      const float angle = static_cast<float>(pos[t]) * inv[i];
-      c[t * half + i] = std::cos(angle) * scaling;
-      s[t * half + i] = std::sin(angle) * scaling;
-    }
-  }
-}
-
 // The angles of `n` positions, recomputed only when the positions, frequencies or scaling
 // differ from the previous call's (a step's layers all pass the same ones). One table per
 // calling thread (ops are issued by one thread per model).
@@ -58,7 +47,8 @@ const Angles& angles_for(const ops::RopeArgs& a, int64_t n, int64_t half) {
   float* s = cached.sin.data();
   const float scaling = a.scaling;
   cpu::parallel_for(n, 16, [=](int64_t t0, int64_t t1) {
-    compute_angles(pos, t0, t1, inv, half, scaling, c, s);
+    for (int64_t t = t0; t < t1; ++t)
+      rope_angles(pos[t], inv, half, scaling, c + t * half, s + t * half);
   });
   return cached;
 }

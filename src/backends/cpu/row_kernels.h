@@ -1,11 +1,14 @@
 // One-row building blocks shared by the CPU's ops and its fused decode_layers team kernel, so
-// that the fused kernel computes exactly what the ops do: RMSNorm of a row, RoPE's rotation of
-// head vectors, and a KV-cache row written as float32 or rounded to half.
+// that the fused kernel computes exactly what the ops do: RMSNorm of a row, RoPE's angles and
+// rotation of head vectors, a KV-cache row written as float32 or rounded to half, and decode
+// attention's split of the keys into ranges and the merge of those ranges.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "anvil/dtype.h"
 #include "backends/cpu/weight_load.h"
@@ -28,6 +31,16 @@ inline void rms_norm_row(const float* x, const W* w, int64_t d, float eps, float
   for (j = 0; j < d; ++j) out[j] = widen(w[j]) * (x[j] * inv);
 }
 
+/// cos/sin (times the attention scaling) of one token's RoPE angles, half values each.
+inline void rope_angles(int32_t pos, const float* inv_freq, int64_t half, float scaling, float* c,
+                        float* s) {
+  for (int64_t i = 0; i < half; ++i) {
+    const float angle = static_cast<float>(pos) * inv_freq[i];
+    c[i] = std::cos(angle) * scaling;
+    s[i] = std::sin(angle) * scaling;
+  }
+}
+
 /// Rotates `heads` consecutive head vectors of d values in place (half-split RoPE layout) by
 /// one token's cos/sin (d / 2 each).
 inline void rotate_heads(float* x, int64_t heads, int64_t d, const float* c, const float* s) {
@@ -48,6 +61,38 @@ inline void write_cache_row(float* dst, const float* src, int64_t n) {
 }
 inline void write_cache_row(uint16_t* dst, const float* src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
+/// Decode attention's split of `total` keys into ranges per KV head (flash-decoding): enough
+/// (head, range) tasks for every thread twice over, none shorter than 64 keys.
+struct KeySplit {
+  int64_t parts, per_part;
+};
+inline KeySplit decode_key_split(int64_t total, int64_t heads_total, int threads) {
+  const int64_t want = (2 * threads + heads_total - 1) / heads_total;
+  const int64_t parts = std::clamp<int64_t>(total / 64, 1, want);
+  return {parts, (total + parts - 1) / parts};
+}
+
+/// Merges query row r's key ranges into out (dim values): out = sum_p e^(m_p - m) acc_p /
+/// sum_p e^(m_p - m) l_p, m = max_p m_p; zeros when no range saw a key. Range p's state starts
+/// at states + p * state: acc [rows][dim], then m [rows], then l [rows].
+inline void merge_key_ranges(const float* states, int64_t parts, int64_t state, int64_t rows,
+                             int64_t dim, int64_t r, float* out) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t p = 0; p < parts; ++p) m = std::max(m, states[p * state + rows * dim + r]);
+  std::fill(out, out + dim, 0.0f);
+  if (m == -std::numeric_limits<float>::infinity()) return;  // sees no key: zeros
+  float l = 0;
+  for (int64_t p = 0; p < parts; ++p) {
+    const float* st = states + p * state;
+    const float w = std::exp(st[rows * dim + r] - m);  // 0 for a range with no visible key
+    if (w == 0.0f) continue;
+    l += w * st[rows * dim + rows + r];
+    for (int64_t d = 0; d < dim; ++d) out[d] += w * st[r * dim + d];
+  }
+  const float inv = 1.0f / l;
+  for (int64_t d = 0; d < dim; ++d) out[d] *= inv;
 }
 
 }  // namespace anvil::cpu

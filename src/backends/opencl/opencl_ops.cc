@@ -50,14 +50,19 @@ const Tensor& placeholder(Device device) {
   return t;
 }
 
-std::string weight_define(DType w) {
+// The build options of a launch's program: the weights' storage type and how many buffer
+// arguments the kernels take (built once, not per launch).
+const std::string& build_options(DType w, bool many_buffers) {
+  static const std::string options[3][2] = {{"-DW_F32 -DMEMS=2", "-DW_F32 -DMEMS=16"},
+                                            {"-DW_BF16 -DMEMS=2", "-DW_BF16 -DMEMS=16"},
+                                            {"-DW_F16 -DMEMS=2", "-DW_F16 -DMEMS=16"}};
   switch (w) {
     case DType::f32:
-      return "-DW_F32";
+      return options[0][many_buffers];
     case DType::bf16:
-      return "-DW_BF16";
+      return options[1][many_buffers];
     case DType::f16:
-      return "-DW_F16";
+      return options[2][many_buffers];
     default:
       throw Error("opencl: weights of dtype " + std::string(dtype_name(w)) + " are not supported");
   }
@@ -112,8 +117,7 @@ class Launch {
                          (global1 + local1 - 1) / local1 * local1};
     const size_t l[2] = {local0, local1};
     const bool many = mems_.size() > 2;
-    cl_kernel k =
-        kernel(device_, name_, weight_define(weights_) + (many ? " -DMEMS=16" : " -DMEMS=2"));
+    cl_kernel k = kernel(device_, name_, build_options(weights_, many));
     Queue& q = queue(device_);
     if (recording(q)) k = kernel_for_recording(q, k);
     const size_t mem_params = many ? kMaxMems : 2;
