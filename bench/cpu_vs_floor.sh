@@ -2,7 +2,8 @@
 # The CPU issue's table in one run: Qwen2.5-0.5B-shaped Q8_0, Q4_0 and bf16 models (random
 # weights from `anvil init-model`) and the default model (SmolLM2-135M Q4_1): prefill of 128 and
 # of 2048 tokens, decode after a 128-token prompt, the decode floor (weight bytes per step over
-# the read bandwidth `anvil bench` measures in the same process) and decode as a share of it,
+# the read bandwidth `anvil bench` measures right before and after each timed decode, so each
+# run is set against the bandwidth of its own seconds) and decode as a share of it,
 # beside llama.cpp's figures quoted in the issue (measured on this machine; llama.cpp is not
 # built here). Each figure is the median of REPEATS runs (the machine may be shared).
 # Usage: bench/cpu_vs_floor.sh [REPEATS] [THREADS]      (models go to $ANVIL_BENCH_DIR)
@@ -44,14 +45,17 @@ for spec in "Q8_0|$dir/q05-q8_0/model.gguf|489|45.5" "Q4_0|$dir/q05-q4_0/model.g
      floor: ([$s[].decode_floor_tok_s] | median),
      fraction: ([$s[].decode_fraction_of_floor] | median),
      membw: ([$s[].membw_gb_s] | median),
+     membw_min: ([$s[].membw_min_gb_s] | min),
+     membw_max: ([$s[].membw_max_gb_s] | max),
      mb: ($s[0].weight_bytes_per_step / 1e6),
      ref_prefill: $rp, ref_decode: $rd}' >>"$results"
 done
 
 echo "anvil, $threads threads, median of $repeats runs; floor = weight bytes per step / read bandwidth"
-echo "measured in the same process (decode as a share of it computed per run, then the median)."
+echo "measured right before and after each timed decode (decode as a share of it computed per run,"
+echo "then the median; the bandwidth column gives the median and, in brackets, every sample's range)."
 echo
 echo "| weights | prefill 128 tok/s | prefill 2048 tok/s | decode tok/s | floor tok/s (MB/step @ GB/s) | decode / floor | llama.cpp prefill 128 / decode | prefill vs llama.cpp |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-jq -r -s '.[] | "| \(.name) | \(.prefill128 | floor) | \(.prefill2048 | floor) | \(.decode * 10 | floor / 10) | \(.floor * 10 | floor / 10) (\(.mb | floor) MB @ \(.membw * 10 | floor / 10)) | \(.fraction * 100 | floor)% | " +
+jq -r -s '.[] | "| \(.name) | \(.prefill128 | floor) | \(.prefill2048 | floor) | \(.decode * 10 | floor / 10) | \(.floor * 10 | floor / 10) (\(.mb | floor) MB @ \(.membw * 10 | floor / 10) [\(.membw_min * 10 | floor / 10)-\(.membw_max * 10 | floor / 10)]) | \(.fraction * 100 | floor)% | " +
   (if .ref_prefill == "" then "- | -" else "\(.ref_prefill) / \(.ref_decode) | \(.prefill128 / (.ref_prefill | tonumber) * 100 | floor / 100)x" end) + " |"' "$results"

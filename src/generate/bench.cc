@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -42,23 +43,27 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-double measure_read_bandwidth(int64_t bytes) {
-  const int64_t n = bytes / static_cast<int64_t>(sizeof(uint64_t));
-  std::vector<uint64_t> buf(static_cast<size_t>(n));
+ReadBandwidthProbe::ReadBandwidthProbe(int64_t bytes)
+    : buf_(static_cast<size_t>(bytes / static_cast<int64_t>(sizeof(uint64_t)))) {
+  const int64_t n = static_cast<int64_t>(buf_.size());
   parallel_for(n, 1 << 16, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) buf[i] = static_cast<uint64_t>(i);  // touch every page
+    for (int64_t i = b; i < e; ++i) buf_[i] = static_cast<uint64_t>(i);  // touch every page
   });
+}
+
+double ReadBandwidthProbe::measure(int passes) {
+  const int64_t n = static_cast<int64_t>(buf_.size());
   std::vector<double> times;
   std::vector<uint64_t> sink(64, 0);
-  for (int r = 0; r < 5; ++r) {
+  for (int r = 0; r < passes; ++r) {
     const auto t = Clock::now();
     parallel_for(n, 1 << 16, [&](int64_t b, int64_t e) {
       uint64_t acc[8] = {};
       int64_t i = b;
       for (; i + 8 <= e; i += 8) {
-        for (int u = 0; u < 8; ++u) acc[u] += buf[i + u];
+        for (int u = 0; u < 8; ++u) acc[u] += buf_[i + u];
       }
-      for (; i < e; ++i) acc[0] += buf[i];
+      for (; i < e; ++i) acc[0] += buf_[i];
       sink[static_cast<size_t>(b) % sink.size()] +=
           acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];
     });
@@ -67,6 +72,10 @@ double measure_read_bandwidth(int64_t bytes) {
   volatile uint64_t keep = sink[0];  // the sums must be computed
   (void)keep;
   return static_cast<double>(n * static_cast<int64_t>(sizeof(uint64_t))) / median(times);
+}
+
+double measure_read_bandwidth(int64_t bytes) {
+  return ReadBandwidthProbe(bytes).measure(5);
 }
 
 double measure_device_bandwidth(Device device, int64_t bytes) {
@@ -110,7 +119,15 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
   }
   prefill.key_mask.assign(static_cast<size_t>(o.batch * o.prompt_len), 1);
 
-  std::vector<double> prefill_s, decode_s, ttft_s;
+  // On the CPU the floor's bandwidth is measured right before and right after every timed
+  // decode, and each run is set against the mean of its two: a shared machine's bandwidth can
+  // move by 2x from one second to the next, so one measurement at the end would judge a run by
+  // a state it did not see. (A GPU's copy bandwidth is steady; it is measured once.)
+  const bool cpu = dec.device().type == DeviceType::cpu;
+  std::unique_ptr<ReadBandwidthProbe> probe;
+  if (cpu) probe = std::make_unique<ReadBandwidthProbe>(int64_t{512} << 20);
+  std::vector<double> prefill_s, decode_s, ttft_s, run_bw, run_fraction, bw_samples;
+  const double bytes_per_step = static_cast<double>(dec.decode_weight_bytes());
   for (int r = 0; r < o.repeats + 1; ++r) {  // the first run warms caches and allocations
     KvCache cache = dec.new_cache(o.batch, o.prompt_len + o.gen_len);
     const auto t0 = Clock::now();
@@ -119,6 +136,7 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
     StepInput step;
     step.batch = o.batch;
     step.seq = 1;
+    const double bw_before = probe && r > 0 ? probe->measure(3) : 0.0;
     const auto t1 = Clock::now();
     // ANVIL_BENCH_TRACE=1: where a decode step's time goes on the host (queueing the step vs
     // waiting for its token), for telling host-bound from device-bound decoding apart.
@@ -135,16 +153,25 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
       t_queue += std::chrono::duration<double>(tb - ta).count();
       t_pick += seconds_since(tb);
     }
+    const double t_decode = seconds_since(t1);
     if (trace && r > 0) {
       std::fprintf(stderr, "trace: per decode step %.1f us queueing the step, %.1f us picking\n",
                    1e6 * t_queue / static_cast<double>(o.gen_len),
                    1e6 * t_pick / static_cast<double>(o.gen_len));
     }
-    const double t_prefill = t_first;
     if (r == 0) continue;
-    prefill_s.push_back(t_prefill);
-    decode_s.push_back(seconds_since(t1));
+    prefill_s.push_back(t_first);
+    decode_s.push_back(t_decode);
     ttft_s.push_back(t_first);
+    if (probe) {
+      const double bw_after = probe->measure(3);
+      const double bw = 0.5 * (bw_before + bw_after);
+      bw_samples.push_back(bw_before);
+      bw_samples.push_back(bw_after);
+      run_bw.push_back(bw);
+      const double floor_tok_s = static_cast<double>(o.batch) * bw / bytes_per_step;
+      run_fraction.push_back(static_cast<double>(o.batch * o.gen_len) / t_decode / floor_tok_s);
+    }
   }
   BenchResult res;
   res.prefill_tokens_per_s = static_cast<double>(o.batch * o.prompt_len) / median(prefill_s);
@@ -152,11 +179,19 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
   res.time_to_first_token_s = median(ttft_s);
   res.peak_rss_bytes = peak_rss();
   res.weight_bytes = dec.decode_weight_bytes();
-  res.membw_bytes_per_s = dec.device().type == DeviceType::cpu
-                              ? measure_read_bandwidth()
-                              : measure_device_bandwidth(dec.device());
+  if (probe) {
+    res.membw_bytes_per_s = median(run_bw);
+    res.membw_min_bytes_per_s = *std::min_element(bw_samples.begin(), bw_samples.end());
+    res.membw_max_bytes_per_s = *std::max_element(bw_samples.begin(), bw_samples.end());
+    res.decode_fraction_of_floor = median(run_fraction);
+  } else {
+    res.membw_bytes_per_s = measure_device_bandwidth(dec.device());
+    res.membw_min_bytes_per_s = res.membw_max_bytes_per_s = res.membw_bytes_per_s;
+  }
   res.decode_floor_tokens_per_s =
       static_cast<double>(o.batch) * res.membw_bytes_per_s / static_cast<double>(res.weight_bytes);
+  if (!probe)
+    res.decode_fraction_of_floor = res.decode_tokens_per_s / res.decode_floor_tokens_per_s;
   return res;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "anvil/model.h"
 
@@ -23,9 +24,27 @@ struct BenchResult {
   double decode_tokens_per_s = 0;   ///< batch * gen_len / decode time (all rows)
   double time_to_first_token_s = 0;
   int64_t peak_rss_bytes = 0;
-  int64_t weight_bytes = 0;      ///< bytes a decode step reads from weights
-  double membw_bytes_per_s = 0;  ///< measured: CPU streaming read, device copy (read + write)
-  double decode_floor_tokens_per_s = 0;  ///< batch * membw / bytes per step
+  int64_t weight_bytes = 0;  ///< bytes a decode step reads from weights
+  /// Measured: CPU streaming read (the median over the timed runs of the mean of the
+  /// measurements right before and after each run's decode), device copy (read + write).
+  double membw_bytes_per_s = 0;
+  double membw_min_bytes_per_s = 0, membw_max_bytes_per_s = 0;  ///< the spread of the samples
+  double decode_floor_tokens_per_s = 0;                         ///< batch * membw / bytes per step
+  /// Decode as a share of the floor: on the CPU the median over the runs of each run's rate
+  /// against the bandwidth measured around it.
+  double decode_fraction_of_floor = 0;
+};
+
+/// A streaming read of a buffer larger than the caches, allocated and touched once, measured as
+/// often as needed.
+class ReadBandwidthProbe {
+ public:
+  explicit ReadBandwidthProbe(int64_t bytes);
+  /// Bytes per second: the median of `passes` reads of the whole buffer.
+  double measure(int passes);
+
+ private:
+  std::vector<uint64_t> buf_;
 };
 
 /// Streaming-read bandwidth of this machine with the configured threads (bytes/s), over a

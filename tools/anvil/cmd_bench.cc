@@ -68,8 +68,10 @@ void add_bench(CLI::App& app) {
       j["peak_rss_mb"] = static_cast<double>(r.peak_rss_bytes) / 1e6;
       j["weight_bytes_per_step"] = r.weight_bytes;
       j["membw_gb_s"] = r.membw_bytes_per_s / 1e9;
+      j["membw_min_gb_s"] = r.membw_min_bytes_per_s / 1e9;
+      j["membw_max_gb_s"] = r.membw_max_bytes_per_s / 1e9;
       j["decode_floor_tok_s"] = r.decode_floor_tokens_per_s;
-      j["decode_fraction_of_floor"] = r.decode_tokens_per_s / r.decode_floor_tokens_per_s;
+      j["decode_fraction_of_floor"] = r.decode_fraction_of_floor;
       std::printf("%s\n", j.dump().c_str());
       return;
     }
@@ -85,8 +87,11 @@ void add_bench(CLI::App& app) {
     std::printf("peak RSS   %.1f MB\n", static_cast<double>(r.peak_rss_bytes) / 1e6);
     std::printf("floor      %.1f tok/s (%.1f MB per step at %.1f GB/s); decode is %.0f%% of it\n",
                 r.decode_floor_tokens_per_s, static_cast<double>(r.weight_bytes) / 1e6,
-                r.membw_bytes_per_s / 1e9,
-                100.0 * r.decode_tokens_per_s / r.decode_floor_tokens_per_s);
+                r.membw_bytes_per_s / 1e9, 100.0 * r.decode_fraction_of_floor);
+    if (r.membw_max_bytes_per_s > 1.15 * r.membw_min_bytes_per_s) {
+      std::printf("           bandwidth moved between %.1f and %.1f GB/s during the runs\n",
+                  r.membw_min_bytes_per_s / 1e9, r.membw_max_bytes_per_s / 1e9);
+    }
   });
 }
 

@@ -28,6 +28,7 @@
 #include "backends/cpu/kernels_avx512.h"
 #include "backends/cpu/repack.h"
 #include "backends/cpu/row_kernels.h"
+#include "backends/cpu/stream_split.h"
 #include "core/kernels.h"
 #include "ops/ops.h"
 
@@ -36,6 +37,8 @@ namespace {
 
 constexpr int64_t kGroupRows = 8;  // rows per group of the repacked weights
 constexpr int64_t kMaxGroup = 16;  // query heads per KV head the attention kernel takes
+constexpr size_t kPhases = 3;      // per layer: RoPE + cache writes, attention, the merge
+constexpr size_t kProducts = 4;    // per layer: q/k/v, o, gate/up, down
 
 // A product of the step: repacked weights, bias (float32 or none), output rows.
 struct Product {
@@ -169,34 +172,35 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
   float* st_all = states.data();
   MemberScratch* scratch_all = scratch.data();
   // Seven phases per layer, set before the region (no member can claim from a phase another
-  // is still resetting). Products in one chunk per member: each streams one contiguous run of
-  // weight rows (4 or 8 chunks per member measured 10% and 30% slower on SmolLM2: every chunk
-  // starts a stream afresh), and a member that has not arrived leaves its chunk to the others.
-  // Heads and attention tasks one by one.
-  constexpr size_t kPhases = 7;
-  const size_t phases = kPhases * layers.size();
+  // is still resetting). The four products are split so that each member streams one run of
+  // weight rows and takes pieces of the others' runs once its own is done (stream_split.h); the
+  // heads and attention tasks are claimed one by one.
+  const size_t n_layers = layers.size();
   thread_local std::unique_ptr<Phase[]> phase_store;
-  thread_local size_t phase_count = 0;
-  if (phase_count < phases) {
-    phase_store = std::make_unique<Phase[]>(phases);
-    phase_count = phases;
+  thread_local std::unique_ptr<StreamSplit[]> product_store;
+  thread_local size_t layer_capacity = 0;
+  if (layer_capacity < n_layers) {
+    phase_store = std::make_unique<Phase[]>(kPhases * n_layers);
+    product_store = std::make_unique<StreamSplit[]>(kProducts * n_layers);
+    layer_capacity = n_layers;
   }
-  const auto product_chunk = [&](int64_t groups) { return (groups + members - 1) / members; };
-  for (size_t li = 0; li < layers.size(); ++li) {
+  for (size_t li = 0; li < n_layers; ++li) {
     const Layer& L = layers[li];
     Phase* ph = phase_store.get() + kPhases * li;
-    const int64_t qkv = L.q.packed->groups + L.k.packed->groups + L.v.packed->groups;
-    ph[0].reset(qkv, product_chunk(qkv));
-    ph[1].reset(nh + nkv, 1);
-    ph[2].reset(nkv * parts, 1);
-    ph[3].reset(nh, 1);
-    ph[4].reset(L.o.packed->groups, product_chunk(L.o.packed->groups));
-    ph[5].reset(L.gate.packed->groups, product_chunk(L.gate.packed->groups));
-    ph[6].reset(L.down.packed->groups, product_chunk(L.down.packed->groups));
+    StreamSplit* pr = product_store.get() + kProducts * li;
+    pr[0].reset(L.q.packed->groups + L.k.packed->groups + L.v.packed->groups, members);
+    ph[0].reset(nh + nkv, 1);
+    ph[1].reset(nkv * parts, 1);
+    ph[2].reset(nh, 1);
+    pr[1].reset(L.o.packed->groups, members);
+    pr[2].reset(L.gate.packed->groups, members);
+    pr[3].reset(L.down.packed->groups, members);
   }
   Phase* phase_all = phase_store.get();
+  StreamSplit* product_all = product_store.get();
 
   auto member = [&](int64_t t64) {
+    const int me = static_cast<int>(t64);
     MemberScratch& my = scratch_all[t64];
     my.normed.resize(static_cast<size_t>(std::max(h, inter)));
     int64_t c0 = 0, c1 = 0;
@@ -204,10 +208,11 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
     for (size_t li = 0; li < layers.size(); ++li) {
       const Layer& L = layers[li];
       Phase* ph = phase_all + kPhases * li;
+      StreamSplit* pr = product_all + kProducts * li;
       // Input norm, q/k/v: the three products' groups as one range; a member normalises and
       // quantizes the row for itself once it has a chunk to use it on.
       const int64_t gq = L.q.packed->groups, gk = L.k.packed->groups, gv = L.v.packed->groups;
-      for (bool ready = false; ph[0].claim(&c0, &c1); ph[0].finished()) {
+      for (bool ready = false; pr[0].claim(me, &c0, &c1); pr[0].finished(c1 - c0)) {
         if (!ready) {
           rms_norm_row(x, L.input_norm, h, a.eps, my.normed.data());
           xq = my.xq.rows(my.normed.data(), h);
@@ -219,9 +224,9 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
         run_groups(L.v, std::clamp(c0 - gq - gk, int64_t{0}, gv),
                    std::clamp(c1 - gq - gk, int64_t{0}, gv), xq, v);
       }
-      ph[0].wait();
+      pr[0].wait();
       // q/k norms, RoPE, and the new key and value into the caches: q heads then kv heads.
-      for (; ph[1].claim(&c0, &c1); ph[1].finished()) {
+      for (; ph[0].claim(&c0, &c1); ph[0].finished()) {
         for (int64_t i = c0; i < c1; ++i) {
           float* vec = i < nh ? q + i * hd : k + (i - nh) * hd;
           const float* norm = i < nh ? L.q_norm : L.k_norm;
@@ -235,9 +240,9 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
           }
         }
       }
-      ph[1].wait();
+      ph[0].wait();
       // Attention: (kv head, key range) tasks, then each query head's ranges merged.
-      for (; ph[2].claim(&c0, &c1); ph[2].finished()) {
+      for (; ph[1].claim(&c0, &c1); ph[1].finished()) {
         for (int64_t id = c0; id < c1; ++id) {
           const int64_t part = id % parts, kh = id / parts;
           const float* qs[kMaxGroup];
@@ -255,16 +260,16 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
               st + group * hd + group, work);
         }
       }
-      ph[2].wait();
-      for (; ph[3].claim(&c0, &c1); ph[3].finished()) {
+      ph[1].wait();
+      for (; ph[2].claim(&c0, &c1); ph[2].finished()) {
         for (int64_t head = c0; head < c1; ++head) {
           merge_key_ranges(st_all + (head / group) * parts * state, parts, state, group, hd,
                            head % group, attn + head * hd);
         }
       }
-      ph[3].wait();
+      ph[2].wait();
       // o, added into the residual rows as each chunk's groups come out.
-      for (bool ready = false; ph[4].claim(&c0, &c1); ph[4].finished()) {
+      for (bool ready = false; pr[1].claim(me, &c0, &c1); pr[1].finished(c1 - c0)) {
         if (!ready) {
           xq = my.xq.rows(attn, nh * hd);
           ready = true;
@@ -272,9 +277,9 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
         run_groups(L.o, c0, c1, xq, proj);
         for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
       }
-      ph[4].wait();
+      pr[1].wait();
       // Post-attention norm, gate and up over the same groups, SwiGLU on them.
-      for (bool ready = false; ph[5].claim(&c0, &c1); ph[5].finished()) {
+      for (bool ready = false; pr[2].claim(me, &c0, &c1); pr[2].finished(c1 - c0)) {
         if (!ready) {
           rms_norm_row(x, L.post_norm, h, a.eps, my.normed.data());
           xq = my.xq.rows(my.normed.data(), h);
@@ -285,9 +290,9 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
         const int64_t f0 = c0 * kGroupRows, f1 = std::min(inter, c1 * kGroupRows);
         if (f1 > f0) swiglu_avx512(gate + f0, up + f0, gate + f0, f1 - f0);
       }
-      ph[5].wait();
+      pr[2].wait();
       // down, added into the residual.
-      for (bool ready = false; ph[6].claim(&c0, &c1); ph[6].finished()) {
+      for (bool ready = false; pr[3].claim(me, &c0, &c1); pr[3].finished(c1 - c0)) {
         if (!ready) {
           xq = my.xq.rows(gate, inter);
           ready = true;
@@ -295,7 +300,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
         run_groups(L.down, c0, c1, xq, proj);
         for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
       }
-      ph[6].wait();
+      pr[3].wait();
     }
   };
   run_team(TaskRef(member), members);

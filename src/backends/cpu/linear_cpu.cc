@@ -14,6 +14,7 @@
 #include "backends/cpu/kernels_avx512.h"
 #include "backends/cpu/quant_dot.h"
 #include "backends/cpu/repack.h"
+#include "backends/cpu/stream_split.h"
 #include "backends/cpu/weight_load.h"
 #include "core/kernels.h"
 #include "ops/ops.h"
@@ -138,20 +139,25 @@ const float* bias_f32(const ops::LinearArgs& a) {
   return dst;
 }
 
-// Weight rows per task: whole NR-row tiles; one contiguous range per thread for a single
-// activation row (each thread streams its own part of the matrix), finer for prefill.
+// Weight rows per task: whole NR-row tiles; for a single activation row each thread streams its
+// own run of the matrix and then helps with the others' (stream_for), finer chunks for prefill.
 template <class Fn>
 void split_rows(int64_t o, int64_t n, Fn&& fn) {
   constexpr int64_t kTile = 4;
   const int64_t tiles = (o + kTile - 1) / kTile;
-  cpu::parallel_for(
-      tiles, 1, [&](int64_t t0, int64_t t1) { fn(t0 * kTile, std::min(o, t1 * kTile)); },
-      n == 1 ? 1 : 8);
+  const auto rows = [&](int64_t t0, int64_t t1) { fn(t0 * kTile, std::min(o, t1 * kTile)); };
+  if (n == 1) {
+    cpu::stream_for(tiles, rows);
+  } else {
+    cpu::parallel_for(tiles, 1, rows, 8);
+  }
 }
 
 const bool kUsePacked = std::getenv("ANVIL_NO_REPACK") == nullptr;
-// Decode: 4 chunks per thread, so a thread slowed by another process on its core takes fewer.
-constexpr int kDecodeChunks = 4;
+// Prefill: 8 chunks per thread. Decode (one row) goes through stream_for: each thread streams
+// one run of the weights and then takes pieces of the others', so a thread slowed by another
+// process on its core takes less.
+constexpr int kPrefillChunks = 8;
 
 // residual[j, r] += out[j, r] for output features [r0, r1) of every activation row: a task adds
 // the features it just wrote while they are in its cache (linear_add's epilogue).
@@ -191,14 +197,15 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
     const float* bias = bias_f32(a);
     if (kUsePacked && !k_type) {
       const auto packed = packed_weights(a.weight);
-      cpu::parallel_for(
-          packed->groups, 1,
-          [&](int64_t g0, int64_t g1) {
-            gemm_packed_avx512(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out,
-                               o);
-            add_rows(residual, out, n, o, g0 * 8, std::min(o, g1 * 8));
-          },
-          n == 1 ? kDecodeChunks : 8);
+      const auto groups = [&](int64_t g0, int64_t g1) {
+        gemm_packed_avx512(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out, o);
+        add_rows(residual, out, n, o, g0 * 8, std::min(o, g1 * 8));
+      };
+      if (n == 1) {
+        cpu::stream_for(packed->groups, groups);
+      } else {
+        cpu::parallel_for(packed->groups, 1, groups, kPrefillChunks);
+      }
       return true;
     }
     const size_t row_bytes = dtype_nbytes(wt, k);
@@ -273,34 +280,38 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
     const int64_t o = weights[0].size(0), groups = packed[0]->groups;
     float* gate = outs[0].data<float>();
     float* up = outs[1].data<float>();
-    cpu::parallel_for(
-        groups, 1,
-        [&](int64_t g0, int64_t g1) {
-          gemm_packed_avx512(kind, packed[0]->data, packed[0]->block_bytes, o, g0, g1, xq, n,
-                             bias[0], gate, o);
-          gemm_packed_avx512(kind, packed[1]->data, packed[1]->block_bytes, o, g0, g1, xq, n,
-                             bias[1], up, o);
-          const int64_t f0 = g0 * 8, f1 = std::min(o, g1 * 8);
-          for (int64_t r = 0; r < n; ++r) {
-            swiglu_avx512(gate + r * o + f0, up + r * o + f0, gate + r * o + f0, f1 - f0);
-          }
-        },
-        n == 1 ? kDecodeChunks : 8);
+    const auto pair = [&](int64_t g0, int64_t g1) {
+      gemm_packed_avx512(kind, packed[0]->data, packed[0]->block_bytes, o, g0, g1, xq, n, bias[0],
+                         gate, o);
+      gemm_packed_avx512(kind, packed[1]->data, packed[1]->block_bytes, o, g0, g1, xq, n, bias[1],
+                         up, o);
+      const int64_t f0 = g0 * 8, f1 = std::min(o, g1 * 8);
+      for (int64_t r = 0; r < n; ++r) {
+        swiglu_avx512(gate + r * o + f0, up + r * o + f0, gate + r * o + f0, f1 - f0);
+      }
+    };
+    if (n == 1) {
+      cpu::stream_for(groups, pair);
+    } else {
+      cpu::parallel_for(groups, 1, pair, kPrefillChunks);
+    }
     return true;
   }
-  cpu::parallel_for(
-      first[count], 1,
-      [&](int64_t g0, int64_t g1) {
-        for (int i = 0; i < count; ++i) {
-          const int64_t s0 = std::max(g0, first[i]) - first[i];
-          const int64_t s1 = std::min(g1, first[i + 1]) - first[i];
-          if (s0 >= s1) continue;
-          const int64_t o = weights[i].size(0);
-          gemm_packed_avx512(kind, packed[i]->data, packed[i]->block_bytes, o, s0, s1, xq, n,
-                             bias[i], outs[i].data<float>(), o);
-        }
-      },
-      n == 1 ? kDecodeChunks : 8);
+  const auto products = [&](int64_t g0, int64_t g1) {
+    for (int i = 0; i < count; ++i) {
+      const int64_t s0 = std::max(g0, first[i]) - first[i];
+      const int64_t s1 = std::min(g1, first[i + 1]) - first[i];
+      if (s0 >= s1) continue;
+      const int64_t o = weights[i].size(0);
+      gemm_packed_avx512(kind, packed[i]->data, packed[i]->block_bytes, o, s0, s1, xq, n, bias[i],
+                         outs[i].data<float>(), o);
+    }
+  };
+  if (n == 1) {
+    cpu::stream_for(first[count], products);
+  } else {
+    cpu::parallel_for(first[count], 1, products, kPrefillChunks);
+  }
   return true;
 }
 
