@@ -258,7 +258,7 @@ void sdpa_avx512(const ops::AttentionArgs& a) {
 // KV: the cache's element, float (an f32 cache) or uint16_t (IEEE half bits, an f16 cache).
 template <class KV>
 void attention_kernel(const ops::AttentionArgs& a) {
-  if (a.impl == ops::AttentionImpl::sdpa && isa() == Isa::avx512) {
+  if (a.impl == ops::AttentionImpl::sdpa && isa() >= Isa::avx512) {
     if (a.q.size(1) * (a.q.size(2) / a.k_cache.size(1)) <= kMaxDecodeRows) {
       sdpa_decode_avx512<KV>(a);
     } else {

@@ -18,6 +18,7 @@ Isa isa() {
           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
           __builtin_cpu_supports("avx512vnni")) {
         detected = Isa::avx512;
+        if (__builtin_cpu_supports("avx512bf16")) detected = Isa::avx512bf16;
       }
     }
 #endif
@@ -26,6 +27,7 @@ Isa isa() {
       if (std::strcmp(env, "baseline") == 0) cap = Isa::baseline;
       if (std::strcmp(env, "avx2") == 0) cap = Isa::avx2;
       if (std::strcmp(env, "avx512") == 0) cap = Isa::avx512;
+      if (std::strcmp(env, "avx512bf16") == 0) cap = Isa::avx512bf16;
       if (cap < detected) detected = cap;
     }
     return detected;
@@ -35,6 +37,8 @@ Isa isa() {
 
 const char* isa_name(Isa level) {
   switch (level) {
+    case Isa::avx512bf16:
+      return "avx512bf16";
     case Isa::avx512:
       return "avx512";
     case Isa::avx2:

@@ -1,5 +1,6 @@
 // Which instruction-set level the CPU kernels use: detected once, lowered (never raised) by
-// ANVIL_CPU_ISA=baseline|avx2|avx512 so every kernel path can be tested on a machine that has more.
+// ANVIL_CPU_ISA=baseline|avx2|avx512|avx512bf16 so every kernel path can be tested on a machine
+// that has more.
 #pragma once
 
 namespace anvil::cpu {
@@ -8,7 +9,10 @@ namespace anvil::cpu {
 //   avx2:   AVX2 + FMA + F16C (Haswell, Zen 1 and later)
 //   avx512: AVX-512 F/BW/VL/DQ + VNNI (int8 dot products) on top of avx2 (Ice Lake, Zen 4 and
 //           later; Skylake-X has no VNNI and stays at avx2)
-enum class Isa { baseline, avx2, avx512 };
+//   avx512bf16: avx512 + AVX512_BF16 (bf16 pair dot products: Cooper Lake, Sapphire Rapids,
+//           Zen 4). bf16 weights then multiply bf16-rounded activations, as llama.cpp's and
+//           transformers' bf16 paths do; below it their products are exact in float32.
+enum class Isa { baseline, avx2, avx512, avx512bf16 };
 
 Isa isa();
 const char* isa_name(Isa isa);

@@ -358,10 +358,10 @@ void decode_layers_kernel(const ops::DecodeLayersArgs& a) {
                         (cache == DType::f32 || cache == DType::f16);
   thread_local std::vector<Layer> layers;
   layers.clear();
-  if (off || isa() != Isa::avx512 || !shape_ok || !plan(a, &layers)) {
+  if (off || isa() < Isa::avx512 || !shape_ok || !plan(a, &layers)) {
     if (require) {
       throw Error(std::string("decode_layers on cpu: ") +
-                  (isa() != Isa::avx512 ? "the team kernel needs AVX-512"
+                  (isa() < Isa::avx512 ? "the team kernel needs AVX-512"
                    : !shape_ok          ? "a shape or cache dtype outside the team kernel's path"
                                         : "a weight, norm or bias outside the team kernel's path"));
     }

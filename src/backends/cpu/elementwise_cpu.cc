@@ -42,7 +42,7 @@ void swiglu_kernel(const ops::SwigluArgs& a) {
   const float* g = a.gate.data<float>();
   const float* u = a.up.data<float>();
   float* out = a.out.data<float>();
-  if (isa() == Isa::avx512) {  // vectorised exp (~2e-7 relative to expf)
+  if (isa() >= Isa::avx512) {  // vectorised exp (~2e-7 relative to expf)
     cpu::parallel_for(a.gate.numel(), 32768,
                       [&](int64_t b, int64_t e) { swiglu_avx512(g + b, u + b, out + b, e - b); });
     return;

@@ -12,6 +12,7 @@
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_threads.h"
 #include "backends/cpu/kernels_avx512.h"
+#include "backends/cpu/kernels_bf16dot.h"
 #include "backends/cpu/quant_dot.h"
 #include "backends/cpu/repack.h"
 #include "backends/cpu/stream_split.h"
@@ -217,6 +218,22 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
     });
     return true;
   }
+  if (wt == DType::bf16 && isa() >= Isa::avx512bf16) {
+    // The activations rounded to bf16 once per op (by the threads, for prefill's rows), then
+    // pair dot products against the weights as stored.
+    thread_local std::vector<uint16_t> xb_store;
+    uint16_t* xb = grow(xb_store, static_cast<size_t>(n * k));
+    cpu::parallel_for(n, 16, [&](int64_t r0, int64_t r1) {
+      round_rows_bf16_avx512(x + r0 * k, r1 - r0, k, xb + r0 * k);
+    });
+    const float* bias = bias_f32(a);
+    const auto* w = static_cast<const uint16_t*>(a.weight.raw());
+    split_rows(o, n, [&](int64_t r0, int64_t r1) {
+      gemm_bf16dot_avx512(w + r0 * k, r1 - r0, xb, n, k, bias ? bias + r0 : nullptr, out + r0, o);
+      add_rows(residual, out, n, o, r0, r1);
+    });
+    return true;
+  }
   if (wt == DType::f32 || wt == DType::bf16) {
     const float* bias = bias_f32(a);
     split_rows(o, n, [&](int64_t r0, int64_t r1) {
@@ -253,7 +270,7 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
   const DType wt = weights[0].dtype();
   const int64_t n = x_in.size(0), k = x_in.size(1);
   static const bool disabled = std::getenv("ANVIL_NO_GROUPED") != nullptr;  // for A/B timing
-  if (disabled || isa() != Isa::avx512 || !kUsePacked || n > 4) return false;
+  if (disabled || isa() < Isa::avx512 || !kUsePacked || n > 4) return false;
   QuantKind kind;
   if (!repacked_kind(wt, &kind)) return false;
   for (int i = 0; i < count; ++i) {
@@ -343,7 +360,7 @@ void linear_add_kernel(const ops::LinearAddArgs& a) {
   const auto* x = static_cast<const uint8_t*>(a.x.raw());
   // Tasks would update the residual while others still read x: only for separate buffers.
   const bool separate = res + a.residual.nbytes() <= x || x + a.x.nbytes() <= res;
-  if (separate && isa() == Isa::avx512 &&
+  if (separate && isa() >= Isa::avx512 &&
       linear_avx512({a.x, a.weight, a.bias, a.scratch}, a.residual.data<float>())) {
     return;
   }
@@ -353,7 +370,7 @@ void linear_add_kernel(const ops::LinearAddArgs& a) {
 
 template <class W>
 void linear_kernel(const ops::LinearArgs& a) {
-  if (isa() == Isa::avx512 && linear_avx512(a)) return;
+  if (isa() >= Isa::avx512 && linear_avx512(a)) return;
   const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
   const float* x = a.x.data<float>();
   float* out = a.out.data<float>();
