@@ -451,13 +451,22 @@ void kquant_gemm(const uint8_t* w, size_t row_bytes, int64_t rows, const Q8Rows&
   }
 }
 
-// 16 weights as floats: f32 loaded, bf16 widened (a 16-bit left shift of the bits).
+// IEEE half weights: their own type, as bf16 weights are the bits in uint16_t.
+struct F16 {
+  uint16_t bits;
+};
+
+// 16 weights as floats: f32 loaded, bf16 widened (a 16-bit left shift of the bits), f16
+// converted (vcvtph2ps, exact).
 inline __m512 load_w16(const float* p, __mmask16 m) {
   return _mm512_maskz_loadu_ps(m, p);
 }
 inline __m512 load_w16(const uint16_t* p, __mmask16 m) {
   const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+}
+inline __m512 load_w16(const F16* p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
 
 // 4 weight rows x 4 activation rows. The 16 accumulators are named variables: as an array GCC 12
@@ -992,6 +1001,12 @@ void gemm_f32_avx512(const float* w, int64_t rows, const float* x, int64_t nx, i
 void gemm_bf16_avx512(const uint16_t* w, int64_t rows, const float* x, int64_t nx, int64_t k,
                       const float* bias, float* out, int64_t ldo) {
   dense_gemm_any<uint16_t>(w, rows, x, nx, k, bias, out, ldo);
+}
+
+void gemm_f16_avx512(const uint16_t* w, int64_t rows, const float* x, int64_t nx, int64_t k,
+                     const float* bias, float* out, int64_t ldo) {
+  static_assert(sizeof(F16) == sizeof(uint16_t));
+  dense_gemm_any<F16>(reinterpret_cast<const F16*>(w), rows, x, nx, k, bias, out, ldo);
 }
 
 }  // namespace anvil::cpu

@@ -106,7 +106,8 @@ void linear_fused(const ops::LinearArgs& a, QuantDotRows dot_rows, const std::ve
   });
 }
 
-// float32 / bfloat16 weights with AVX2: rows are widened in registers, not copied.
+// float32 / bfloat16 / IEEE half weights with AVX2 (+F16C): rows are widened in registers, not
+// copied.
 template <class W>
 void linear_dense_avx2(const ops::LinearArgs& a, const std::vector<float>& bias) {
   const int64_t k = a.x.size(1);
@@ -115,9 +116,12 @@ void linear_dense_avx2(const ops::LinearArgs& a, const std::vector<float>& bias)
   for_row_blocks(a, bias, [&](int64_t r0, int64_t r1, int64_t row, float* tmp) {
     if constexpr (std::is_same_v<W, float>) {
       dot_rows_f32_avx2(w + r0 * k, r1 - r0, x + row * k, k, tmp);
-    } else {
+    } else if constexpr (std::is_same_v<W, Bf16>) {
       dot_rows_bf16_avx2(reinterpret_cast<const uint16_t*>(w + r0 * k), r1 - r0, x + row * k, k,
                          tmp);
+    } else {
+      dot_rows_f16_avx2(reinterpret_cast<const uint16_t*>(w + r0 * k), r1 - r0, x + row * k, k,
+                        tmp);
     }
   });
 }
@@ -234,15 +238,17 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
     });
     return true;
   }
-  if (wt == DType::f32 || wt == DType::bf16) {
+  if (wt == DType::f32 || wt == DType::bf16 || wt == DType::f16) {
     const float* bias = bias_f32(a);
     split_rows(o, n, [&](int64_t r0, int64_t r1) {
+      const float* b = bias ? bias + r0 : nullptr;
+      const auto* half = static_cast<const uint16_t*>(a.weight.raw()) + r0 * k;
       if (wt == DType::f32) {
-        gemm_f32_avx512(a.weight.data<float>() + r0 * k, r1 - r0, x, n, k,
-                        bias ? bias + r0 : nullptr, out + r0, o);
+        gemm_f32_avx512(a.weight.data<float>() + r0 * k, r1 - r0, x, n, k, b, out + r0, o);
+      } else if (wt == DType::bf16) {
+        gemm_bf16_avx512(half, r1 - r0, x, n, k, b, out + r0, o);
       } else {
-        gemm_bf16_avx512(static_cast<const uint16_t*>(a.weight.raw()) + r0 * k, r1 - r0, x, n, k,
-                         bias ? bias + r0 : nullptr, out + r0, o);
+        gemm_f16_avx512(half, r1 - r0, x, n, k, b, out + r0, o);
       }
       add_rows(residual, out, n, o, r0, r1);
     });
@@ -381,7 +387,7 @@ void linear_kernel(const ops::LinearArgs& a) {
       linear_fused(a, fused, bias);
       return;
     }
-  } else if constexpr (std::is_same_v<W, float> || std::is_same_v<W, Bf16>) {
+  } else {
     if (isa() >= Isa::avx2) {
       linear_dense_avx2<W>(a, bias);
       return;

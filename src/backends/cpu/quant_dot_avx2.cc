@@ -142,4 +142,26 @@ void dot_rows_bf16_avx2(const uint16_t* rows, int64_t n_rows, const float* x, in
   }
 }
 
+void dot_rows_f16_avx2(const uint16_t* rows, int64_t n_rows, const float* x, int64_t k,
+                       float* out) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const uint16_t* w = rows + r * k;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 16 <= k; j += 16) {
+      // IEEE half -> float with F16C (exact).
+      const __m256 lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j)));
+      const __m256 hi =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j + 8)));
+      a0 = _mm256_fmadd_ps(lo, _mm256_loadu_ps(x + j), a0);
+      a1 = _mm256_fmadd_ps(hi, _mm256_loadu_ps(x + j + 8), a1);
+    }
+    float s = hsum(_mm256_add_ps(a0, a1));
+    for (; j < k; ++j) {
+      s += _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(w[j]))) * x[j];
+    }
+    out[r] = s;
+  }
+}
+
 }  // namespace anvil::cpu

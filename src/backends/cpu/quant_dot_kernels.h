@@ -29,5 +29,6 @@ namespace anvil::cpu {
 void dot_rows_f32_avx2(const float* rows, int64_t n_rows, const float* x, int64_t k, float* out);
 void dot_rows_bf16_avx2(const uint16_t* rows, int64_t n_rows, const float* x, int64_t k,
                         float* out);
+void dot_rows_f16_avx2(const uint16_t* rows, int64_t n_rows, const float* x, int64_t k, float* out);
 
 }  // namespace anvil::cpu
