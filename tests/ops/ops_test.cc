@@ -90,10 +90,15 @@ Tensor random_blocks(DType type, int64_t rows, int64_t k, std::mt19937& rng) {
   std::uniform_int_distribution<int> byte(0, 255);
   for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] = static_cast<uint8_t>(byte(rng));
   const size_t block = dtype_nbytes(type, dtype_block_elems(type));
-  // The f16 fields: d (and m / dmin for Q4_1 / Q4_K) lead each block; Q6_K's d ends it.
+  // The f16 fields: d (and m / dmin for Q4_1 / Q5_1 / Q4_K / Q5_K) lead each block; Q2_K's d
+  // and dmin and Q3_K's and Q6_K's d end it.
   std::vector<size_t> f16_at = {0};
-  if (type == DType::q4_1 || type == DType::q4_k) f16_at = {0, 2};
+  if (type == DType::q4_1 || type == DType::q5_1 || type == DType::q4_k || type == DType::q5_k) {
+    f16_at = {0, 2};
+  }
   if (type == DType::q6_k) f16_at = {208};
+  if (type == DType::q2_k) f16_at = {80, 82};
+  if (type == DType::q3_k) f16_at = {108};
   std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
   for (size_t b = 0; b < t.nbytes(); b += block) {
     for (size_t at : f16_at) {
@@ -118,15 +123,20 @@ Tensor q8_round_trip(const Tensor& x) {
   return Tensor::from_f32(v, x.shape());
 }
 
-// True when this device's quantized matrix products use int8 activations.
-bool int8_activations(DeviceType d) {
-  return d == DeviceType::cpu && cpu::isa() >= cpu::Isa::avx512;
+// True when this device's products with `weight` blocks use int8 activations (the CPU's VNNI
+// kernels; its other block types keep float32 activations).
+bool int8_activations(DeviceType d, DType weight = DType::q8_0) {
+  const bool vnni_type = weight == DType::q8_0 || weight == DType::q4_0 || weight == DType::q4_1 ||
+                         weight == DType::q5_0 || weight == DType::q5_1 || weight == DType::q4_k ||
+                         weight == DType::q6_k;
+  return d == DeviceType::cpu && cpu::isa() >= cpu::Isa::avx512 && vnni_type;
 }
 
 TEST_P(Ops, LinearWithQuantizedWeights) {
-  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q4_k, DType::q6_k}) {
+  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q2_k,
+                  DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k}) {
     if (!has(ops::kLinear, w)) continue;
-    const bool k_type = w == DType::q4_k || w == DType::q6_k;  // 256-value super-blocks
+    const bool k_type = dtype_block_elems(w) == 256;  // super-blocks
     // Odd shapes: rows not a multiple of the register tiles (8-row groups, 4 activation rows),
     // a single row and a single output.
     using Shape3 = std::tuple<int64_t, int64_t, int64_t>;
@@ -143,7 +153,7 @@ TEST_P(Ops, LinearWithQuantizedWeights) {
       Tensor want = Tensor::empty({n, o}, DType::f32);
       // Exact dequantization, double sums; for int8 activations, of the activations the
       // kernel actually multiplies (the loss of quantizing them is llama.cpp's, by design).
-      const Tensor x_used = int8_activations(GetParam()) ? q8_round_trip(x) : x;
+      const Tensor x_used = int8_activations(GetParam(), w) ? q8_round_trip(x) : x;
       ops::reference::linear({x_used, weight, bias, want});
       // float32 accumulation in another order: relative to the size of the terms (the largest
       // sum of |w x| over every output).

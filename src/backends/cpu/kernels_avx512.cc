@@ -79,12 +79,36 @@ struct Block<QuantKind::q4_1> {
   static constexpr int kBytes = 20, kOffset = 0;
   static __m256i load(const uint8_t* b) { return nibbles(b + 4); }
 };
+// Q5_0 / Q5_1: the nibbles as Q4's, with element j's fifth bit in bit j of the 32-bit qh field
+// (elements 0-15 the low nibbles, 16-31 the high ones, as the nibbles come out).
+inline __m256i fifth_bits(const uint8_t* qh) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, 4);
+  return _mm256_and_si256(_mm256_movm_epi8(bits), _mm256_set1_epi8(0x10));
+}
+template <>
+struct Block<QuantKind::q5_0> {
+  static constexpr int kBytes = 22, kOffset = 16;
+  static __m256i load(const uint8_t* b) {
+    return _mm256_or_si256(nibbles(b + 6), fifth_bits(b + 2));
+  }
+};
+template <>
+struct Block<QuantKind::q5_1> {
+  static constexpr int kBytes = 24, kOffset = 0;
+  static __m256i load(const uint8_t* b) {
+    return _mm256_or_si256(nibbles(b + 8), fifth_bits(b + 4));
+  }
+};
+// Block types with a minimum (value = d q + m, m the f16 after d).
+template <QuantKind K>
+constexpr bool kHasMin = K == QuantKind::q4_1 || K == QuantKind::q5_1;
 
 template <QuantKind K, int NR, int NX>
 void quant_tile(const uint8_t* w, size_t row_bytes, int nr, const Q8Rows& x, int64_t j0, int nx,
                 const float* bias, float* out, int64_t ldo) {
   using B = Block<K>;
-  constexpr bool kMin = K == QuantKind::q4_1;
+  constexpr bool kMin = kHasMin<K>;
   const int64_t kb = x.k / 32;
   const uint8_t* wr[NR];
   for (int i = 0; i < NR; ++i) wr[i] = w + static_cast<size_t>(std::min(i, nr - 1)) * row_bytes;
@@ -142,7 +166,7 @@ template <QuantKind K>
 void quant_matvec(const uint8_t* w, size_t row_bytes, int64_t rows, const Q8Rows& x,
                   const float* bias, float* out) {
   using B = Block<K>;
-  constexpr bool kMin = K == QuantKind::q4_1;
+  constexpr bool kMin = kHasMin<K>;
   const int64_t kb = x.k / 32;
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
@@ -197,7 +221,7 @@ void quant_gemm_any(const uint8_t* w, size_t row_bytes, int64_t rows, const Q8Ro
                     const float* bias, float* out, int64_t ldo) {
   if (nx == 1) {
     quant_matvec<K>(w, row_bytes, rows, x, bias, out);
-  } else if constexpr (K == QuantKind::q4_1) {
+  } else if constexpr (kHasMin<K>) {
     quant_gemm<K, 4, 3>(w, row_bytes, rows, x, nx, bias, out, ldo);
   } else {
     quant_gemm<K, 4, 4>(w, row_bytes, rows, x, nx, bias, out, ldo);
@@ -211,7 +235,7 @@ void quant_gemm_any(const uint8_t* w, size_t row_bytes, int64_t rows, const Q8Ro
 template <QuantKind K, int NX>
 void packed_tile(const uint8_t* group, size_t block_bytes, int64_t kb, const Q8Rows& x, int64_t j0,
                  int nx, int valid_rows, const float* bias, float* out, int64_t ldo) {
-  constexpr bool kMin = K == QuantKind::q4_1;
+  constexpr bool kMin = kHasMin<K>;
   constexpr int kQs = kMin ? 32 : 16;
   constexpr int32_t kOffset = Block<K>::kOffset;
   const int8_t* xq[NX];
@@ -964,6 +988,10 @@ void gemm_quant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int64
       return quant_gemm_any<QuantKind::q4_0>(w, row_bytes, rows, x, nx, bias, out, ldo);
     case QuantKind::q4_1:
       return quant_gemm_any<QuantKind::q4_1>(w, row_bytes, rows, x, nx, bias, out, ldo);
+    case QuantKind::q5_0:
+      return quant_gemm_any<QuantKind::q5_0>(w, row_bytes, rows, x, nx, bias, out, ldo);
+    case QuantKind::q5_1:
+      return quant_gemm_any<QuantKind::q5_1>(w, row_bytes, rows, x, nx, bias, out, ldo);
     default:
       return gemm_kquant_avx512(kind, w, row_bytes, rows, x, nx, bias, out, ldo);
   }

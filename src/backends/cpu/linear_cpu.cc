@@ -182,10 +182,13 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
   const float* x = a.x.data<float>();
   float* out = a.out.data<float>();
   const bool k_type = (wt == DType::q4_k || wt == DType::q6_k) && k % 256 == 0;
-  if (wt == DType::q8_0 || wt == DType::q4_0 || wt == DType::q4_1 || k_type) {
+  const bool q5 = wt == DType::q5_0 || wt == DType::q5_1;
+  if (wt == DType::q8_0 || wt == DType::q4_0 || wt == DType::q4_1 || q5 || k_type) {
     const QuantKind kind = wt == DType::q8_0   ? QuantKind::q8_0
                            : wt == DType::q4_0 ? QuantKind::q4_0
                            : wt == DType::q4_1 ? QuantKind::q4_1
+                           : wt == DType::q5_0 ? QuantKind::q5_0
+                           : wt == DType::q5_1 ? QuantKind::q5_1
                            : wt == DType::q4_k ? QuantKind::q4_k
                                                : QuantKind::q6_k;
     thread_local std::vector<int8_t> q;
@@ -200,7 +203,7 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
       quantize_rows_q8_avx512(x + r0 * k, r1 - r0, part);
     });
     const float* bias = bias_f32(a);
-    if (kUsePacked && !k_type) {
+    if (kUsePacked && !k_type && !q5) {  // repack.h covers Q8_0 / Q4_0 / Q4_1
       const auto packed = packed_weights(a.weight);
       const auto groups = [&](int64_t g0, int64_t g1) {
         gemm_packed_avx512(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out, o);
