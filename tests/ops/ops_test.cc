@@ -128,7 +128,7 @@ Tensor q8_round_trip(const Tensor& x) {
 bool int8_activations(DeviceType d, DType weight = DType::q8_0) {
   const bool vnni_type = weight == DType::q8_0 || weight == DType::q4_0 || weight == DType::q4_1 ||
                          weight == DType::q5_0 || weight == DType::q5_1 || weight == DType::q4_k ||
-                         weight == DType::q6_k;
+                         weight == DType::q5_k || weight == DType::q6_k;
   return d == DeviceType::cpu && cpu::isa() >= cpu::Isa::avx512 && vnni_type;
 }
 

@@ -326,18 +326,30 @@ void packed_gemm(const uint8_t* packed, size_t block_bytes, int64_t rows, int64_
   }
 }
 
-// Q4_K's 8 six-bit scales and mins (ggml's get_scale_min_k4; a local copy: this file includes
-// no shared headers).
-inline void k4_scale_min(const uint8_t* q, uint8_t* sc, uint8_t* mn) {
-  for (int j = 0; j < 8; ++j) {
-    if (j < 4) {
-      sc[j] = static_cast<uint8_t>(q[j] & 63);
-      mn[j] = static_cast<uint8_t>(q[j + 4] & 63);
-    } else {
-      sc[j] = static_cast<uint8_t>((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
-      mn[j] = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-  }
+// Q4_K's / Q5_K's 8 six-bit scales and 8 mins from their 12 packed bytes, each set as the 8
+// bytes of a 64-bit word: scales 0-3 and mins 0-3 are the low 6 bits of bytes 0-3 and 4-7;
+// scales 4-7 take the low nibbles of bytes 8-11 and, as bits 4-5, the top bits of bytes 0-3;
+// mins 4-7 the high nibbles of bytes 8-11 and the top bits of bytes 4-7 (ggml's
+// get_scale_min_k4, four bytes at a time).
+inline void k4_scales_mins(const uint8_t* q, uint64_t* sc, uint64_t* mn) {
+  uint32_t a, b, c;
+  std::memcpy(&a, q, 4);
+  std::memcpy(&b, q + 4, 4);
+  std::memcpy(&c, q + 8, 4);
+  const uint32_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
+  const uint32_t mn_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+  *sc = (a & 0x3f3f3f3fu) | (static_cast<uint64_t>(sc_hi) << 32);
+  *mn = (b & 0x3f3f3f3fu) | (static_cast<uint64_t>(mn_hi) << 32);
+}
+
+// The 8 bytes of a word as 8 floats.
+inline __m256 bytes_to_floats(uint64_t bytes) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(bytes))));
+}
+
+// Lane i of v in every lane.
+inline __m256 lane(__m256 v, int i) {
+  return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(i));
 }
 
 inline float f16_at(const uint8_t* p) {
@@ -363,47 +375,70 @@ void kquant_row(const uint8_t* row, const Q8Rows& x, int64_t j0, int nx, const i
     xds[j] = x.ds + r * kb;
     xn[j] = neg32 ? neg32 + r * kb * 8 : nullptr;
   }
-  __m256 acc[NX];
-  float min_part[NX];
+  // Two accumulators per activation row (even and odd 32-value sub-blocks): one chain of eight
+  // dependent FMAs per super-block limited the one-row Q4_K product to ~7 GB/s per core.
+  __m256 acc[NX], acc2[NX];
+  __m256 min_acc[NX];
   for (int j = 0; j < NX; ++j) {
     acc[j] = _mm256_setzero_ps();
-    min_part[j] = 0;
+    acc2[j] = _mm256_setzero_ps();
+    min_acc[j] = _mm256_setzero_ps();
   }
   const __m256i low = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(0x03);
   const auto xv = [&](int j, int64_t b) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[j] + b * 32));
   };
   for (int64_t sb = 0; sb < nsb; ++sb) {
-    if constexpr (K == QuantKind::q4_k) {
-      const uint8_t* blk = row + sb * 144;
+    if constexpr (K == QuantKind::q4_k || K == QuantKind::q5_k) {
+      // Q4_K: d, dmin, 12 bytes of scales, 128 of nibbles. Q5_K: the same with 32 bytes of
+      // fifth bits (qh) before the nibbles: element 64h + l takes bit 2h of qh[l], element
+      // 64h + 32 + l bit 2h + 1.
+      constexpr bool kFive = K == QuantKind::q5_k;
+      const uint8_t* blk = row + sb * (kFive ? 176 : 144);
+      const uint8_t* qs = blk + (kFive ? 48 : 16);
       const float d = f16_at(blk), dmin = f16_at(blk + 2);
-      uint8_t sc[8], mn[8];
-      k4_scale_min(blk + 4, sc, mn);
+      uint64_t sc8, mn8;
+      k4_scales_mins(blk + 4, &sc8, &mn8);
+      // Each sub-block's d * scale * activation scale, eight at once (a lane per sub-block).
+      const __m256 dsc = _mm256_mul_ps(bytes_to_floats(sc8), _mm256_set1_ps(d));
+      __m256 sx[NX];
+      for (int j = 0; j < NX; ++j) sx[j] = _mm256_mul_ps(dsc, _mm256_loadu_ps(xd[j] + sb * 8));
+      [[maybe_unused]] __m256i qh;
+      if constexpr (kFive) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16));
+      const __m256i one = _mm256_set1_epi8(1);
       for (int h = 0; h < 4; ++h) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * h));
-        const __m256i lo = _mm256_and_si256(v, low);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h));
+        __m256i lo = _mm256_and_si256(v, low);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+        if constexpr (kFive) {
+          // Byte-wise: after a 16-bit shift, bit 0 of each byte is that byte's bit 2h (2h + 1).
+          lo = _mm256_or_si256(
+              lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * h), one), 4));
+          hi = _mm256_or_si256(
+              hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * h + 1), one), 4));
+        }
         const int64_t b0 = sb * 8 + 2 * h;
         for (int j = 0; j < NX; ++j) {
           const __m256i dl = _mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, xv(j, b0));
           const __m256i dh = _mm256_dpbusd_epi32(_mm256_setzero_si256(), hi, xv(j, b0 + 1));
-          acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dl),
-                                   _mm256_set1_ps(d * static_cast<float>(sc[2 * h]) * xd[j][b0]),
-                                   acc[j]);
-          acc[j] = _mm256_fmadd_ps(
-              _mm256_cvtepi32_ps(dh),
-              _mm256_set1_ps(d * static_cast<float>(sc[2 * h + 1]) * xd[j][b0 + 1]), acc[j]);
+          acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dl), lane(sx[j], 2 * h), acc[j]);
+          acc2[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dh), lane(sx[j], 2 * h + 1), acc2[j]);
         }
       }
+      // The minimums: dmin m_s times each sub-block's activation sum, eight at once.
+      const __m256 m8 = _mm256_mul_ps(bytes_to_floats(mn8), _mm256_set1_ps(dmin));
       for (int j = 0; j < NX; ++j) {
-        float m = 0;
-        for (int s = 0; s < 8; ++s) m += static_cast<float>(mn[s]) * xds[j][sb * 8 + s];
-        min_part[j] += dmin * m;
+        min_acc[j] = _mm256_fmadd_ps(m8, _mm256_loadu_ps(xds[j] + sb * 8), min_acc[j]);
       }
     } else {
       const uint8_t* blk = row + sb * 210;
       const float d = f16_at(blk + 208);
-      const auto* scales = reinterpret_cast<const int8_t*>(blk + 192);
+      // The 16 signed scales times d, eight per vector (a lane per 16 values).
+      const __m128i scale_bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
+      const __m256 dsc[2] = {
+          _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(scale_bytes)), _mm256_set1_ps(d)),
+          _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(scale_bytes, 8))),
+                        _mm256_set1_ps(d))};
       for (int n = 0; n < 2; ++n) {
         const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * n));
         const __m256i bq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * n + 32));
@@ -417,25 +452,31 @@ void kquant_row(const uint8_t* row, const Q8Rows& x, int64_t j0, int nx, const i
                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), two), 4)),
             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bq, 4), low),
                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), two), 4))};
-        const int8_t* sc = scales + 8 * n;
         for (int g = 0; g < 4; ++g) {
           const int64_t b = sb * 8 + 4 * n + g;
-          const __m128 lo_scale = _mm_set1_ps(d * static_cast<float>(sc[2 * g]));
-          const __m128 hi_scale = _mm_set1_ps(d * static_cast<float>(sc[2 * g + 1]));
-          const __m256 scale = _mm256_insertf128_ps(_mm256_castps128_ps256(lo_scale), hi_scale, 1);
+          // Lanes 0-3 of the block's dot product take scale 2g of this half, lanes 4-7 2g + 1.
+          const __m256 scale = _mm256_permutevar8x32_ps(
+              dsc[n], _mm256_setr_epi32(2 * g, 2 * g, 2 * g, 2 * g, 2 * g + 1, 2 * g + 1, 2 * g + 1,
+                                        2 * g + 1));
           for (int j = 0; j < NX; ++j) {
             const __m256i start =
                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xn[j] + b * 8));
             const __m256i dot = _mm256_dpbusd_epi32(start, q[g], xv(j, b));
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
-                                     _mm256_mul_ps(scale, _mm256_set1_ps(xd[j][b])), acc[j]);
+            const __m256 term = _mm256_mul_ps(scale, _mm256_set1_ps(xd[j][b]));
+            if (g % 2 == 0) {
+              acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), term, acc[j]);
+            } else {
+              acc2[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), term, acc2[j]);
+            }
           }
         }
       }
     }
   }
   float tmp[NX];
-  for (int j = 0; j < NX; ++j) tmp[j] = hsum256(acc[j]) - min_part[j];
+  for (int j = 0; j < NX; ++j) {
+    tmp[j] = hsum256(_mm256_add_ps(acc[j], acc2[j])) - hsum256(min_acc[j]);
+  }
   for (int j = 0; j < nx; ++j) sums[j] = tmp[j];
 }
 
@@ -1001,6 +1042,8 @@ void gemm_kquant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int6
                         const Q8Rows& x, int64_t nx, const float* bias, float* out, int64_t ldo) {
   if (kind == QuantKind::q4_k) {
     kquant_gemm<QuantKind::q4_k>(w, row_bytes, rows, x, nx, bias, out, ldo);
+  } else if (kind == QuantKind::q5_k) {
+    kquant_gemm<QuantKind::q5_k>(w, row_bytes, rows, x, nx, bias, out, ldo);
   } else {
     kquant_gemm<QuantKind::q6_k>(w, row_bytes, rows, x, nx, bias, out, ldo);
   }
