@@ -124,11 +124,9 @@ Tensor q8_round_trip(const Tensor& x) {
 }
 
 // True when this device's products with `weight` blocks use int8 activations (the CPU's VNNI
-// kernels; its other block types keep float32 activations).
+// kernels, at the avx512 level and above, for every block type).
 bool int8_activations(DeviceType d, DType weight = DType::q8_0) {
-  const bool vnni_type = weight == DType::q8_0 || weight == DType::q4_0 || weight == DType::q4_1 ||
-                         weight == DType::q5_0 || weight == DType::q5_1 || weight == DType::q4_k ||
-                         weight == DType::q5_k || weight == DType::q6_k;
+  const bool vnni_type = is_quantized(weight);  // every GGUF block type the CPU reads
   return d == DeviceType::cpu && cpu::isa() >= cpu::Isa::avx512 && vnni_type;
 }
 

@@ -342,6 +342,24 @@ inline void k4_scales_mins(const uint8_t* q, uint64_t* sc, uint64_t* mn) {
   *mn = (b & 0x3f3f3f3fu) | (static_cast<uint64_t>(mn_hi) << 32);
 }
 
+// Q3_K's 16 six-bit scales minus 32, as 16 bytes: low 4 bits in bytes 0-7 (low nibbles scales
+// 0-7, high nibbles 8-15), high 2 bits in bytes 8-11 (scale j: bits 2 (j / 4) of byte
+// 8 + j % 4), word operations rather than a loop per scale.
+inline __m128i q3k_scales(const uint8_t* packed) {
+  uint64_t low;
+  uint32_t high;
+  std::memcpy(&low, packed, 8);
+  std::memcpy(&high, packed + 8, 4);
+  constexpr uint64_t kNibbles = 0x0f0f0f0f0f0f0f0full;
+  constexpr uint32_t kPairs = 0x03030303u;
+  const __m128i lo = _mm_set_epi64x(static_cast<long long>((low >> 4) & kNibbles),
+                                    static_cast<long long>(low & kNibbles));
+  const __m128i hi =
+      _mm_set_epi32(static_cast<int>((high >> 6) & kPairs), static_cast<int>((high >> 4) & kPairs),
+                    static_cast<int>((high >> 2) & kPairs), static_cast<int>(high & kPairs));
+  return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+}
+
 // The 8 bytes of a word as 8 floats.
 inline __m256 bytes_to_floats(uint64_t bytes) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(bytes))));
@@ -430,6 +448,74 @@ void kquant_row(const uint8_t* row, const Q8Rows& x, int64_t j0, int nx, const i
       for (int j = 0; j < NX; ++j) {
         min_acc[j] = _mm256_fmadd_ps(m8, _mm256_loadu_ps(xds[j] + sb * 8), min_acc[j]);
       }
+    } else if constexpr (K == QuantKind::q2_k || K == QuantKind::q3_k) {
+      // Two-bit quants (q >> shift & 3 of 32 bytes per half), 16 sub-blocks of 16 values (two
+      // scales per activation block, as Q6_K). Q2_K: value = d (sc & 15) q - dmin (sc >> 4), its
+      // 16 scale bytes first, d and dmin at 80. Q3_K: value = d (s - 32) (q + 4 hbit - 4), hmask
+      // first (bit 4 half + shift / 2 of byte l for value l of each 32), the six-bit scales at
+      // 96, d at 108.
+      constexpr bool kThree = K == QuantKind::q3_k;
+      const uint8_t* blk = row + sb * (kThree ? 110 : 84);
+      const uint8_t* qs = blk + (kThree ? 32 : 16);
+      __m256 dsc[2];
+      [[maybe_unused]] __m256 dmn[2];
+      if constexpr (kThree) {
+        const float d = f16_at(blk + 108);
+        const __m128i bytes = q3k_scales(blk + 96);
+        for (int n = 0; n < 2; ++n) {
+          dsc[n] = _mm256_mul_ps(
+              _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(n ? _mm_srli_si128(bytes, 8) : bytes)),
+              _mm256_set1_ps(d));
+        }
+      } else {
+        const float d = f16_at(blk + 80), dmin = f16_at(blk + 82);
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
+        const __m128i lo4 = _mm_and_si128(bytes, _mm_set1_epi8(0x0f));
+        const __m128i hi4 = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0f));
+        for (int n = 0; n < 2; ++n) {
+          dsc[n] = _mm256_mul_ps(
+              _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(n ? _mm_srli_si128(lo4, 8) : lo4)),
+              _mm256_set1_ps(d));
+          dmn[n] = _mm256_mul_ps(
+              _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(n ? _mm_srli_si128(hi4, 8) : hi4)),
+              _mm256_set1_ps(dmin));
+        }
+      }
+      [[maybe_unused]] __m256i hm;
+      if constexpr (kThree) hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk));
+      for (int n = 0; n < 2; ++n) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * n));
+        for (int g = 0; g < 4; ++g) {
+          __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 2 * g), two);
+          if constexpr (kThree) {
+            // Bit 4n + g of each hmask byte as the quant's bit 2.
+            q = _mm256_or_si256(
+                q, _mm256_slli_epi16(
+                       _mm256_and_si256(_mm256_srli_epi16(hm, 4 * n + g), _mm256_set1_epi8(1)), 2));
+          }
+          const int64_t b = sb * 8 + 4 * n + g;
+          const __m256i pick = _mm256_setr_epi32(2 * g, 2 * g, 2 * g, 2 * g, 2 * g + 1, 2 * g + 1,
+                                                 2 * g + 1, 2 * g + 1);
+          const __m256 scale = _mm256_permutevar8x32_ps(dsc[n], pick);
+          for (int j = 0; j < NX; ++j) {
+            const __m256i neg = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xn[j] + b * 8));
+            const __m256i start = kThree ? neg : _mm256_setzero_si256();
+            const __m256i dot = _mm256_dpbusd_epi32(start, q, xv(j, b));
+            const __m256 dx = _mm256_set1_ps(xd[j][b]);
+            if (g % 2 == 0) {
+              acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(scale, dx), acc[j]);
+            } else {
+              acc2[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(scale, dx), acc2[j]);
+            }
+            if constexpr (!kThree) {
+              // - dmin (sc >> 4) times the sums of the sub-block's activations (neg = -sums).
+              min_acc[j] = _mm256_fmadd_ps(
+                  _mm256_cvtepi32_ps(neg),
+                  _mm256_mul_ps(_mm256_permutevar8x32_ps(dmn[n], pick), dx), min_acc[j]);
+            }
+          }
+        }
+      }
     } else {
       const uint8_t* blk = row + sb * 210;
       const float d = f16_at(blk + 208);
@@ -475,7 +561,9 @@ void kquant_row(const uint8_t* row, const Q8Rows& x, int64_t j0, int nx, const i
   }
   float tmp[NX];
   for (int j = 0; j < NX; ++j) {
-    tmp[j] = hsum256(_mm256_add_ps(acc[j], acc2[j])) - hsum256(min_acc[j]);
+    // Q4_K/Q5_K keep + dmin m times the sums (subtracted here), Q2_K - dmin m times them.
+    const float mins = hsum256(min_acc[j]);
+    tmp[j] = hsum256(_mm256_add_ps(acc[j], acc2[j])) + (K == QuantKind::q2_k ? mins : -mins);
   }
   for (int j = 0; j < nx; ++j) sums[j] = tmp[j];
 }
@@ -485,8 +573,12 @@ void kquant_gemm(const uint8_t* w, size_t row_bytes, int64_t rows, const Q8Rows&
                  const float* bias, float* out, int64_t ldo) {
   const int64_t kb = x.k / 32;
   thread_local std::vector<int32_t> neg32;  // 8 lanes per activation block
-  if constexpr (K == QuantKind::q6_k) {
-    // -32 times the sums of each group of 4 activation values (the lanes of a vpdpbusd).
+  // The types of 16-value sub-blocks take -offset times the sums of each group of 4 activation
+  // values (the lanes of a vpdpbusd): Q6_K's and Q3_K's offsets (32, 4) start the dot
+  // products, Q2_K's sums (offset 1) are multiplied by the minimums.
+  constexpr int kNegOffset = K == QuantKind::q6_k ? 32 : K == QuantKind::q3_k ? 4 : 1;
+  constexpr bool kSixteens = K == QuantKind::q6_k || K == QuantKind::q3_k || K == QuantKind::q2_k;
+  if constexpr (kSixteens) {
     if (neg32.size() < static_cast<size_t>(nx * kb * 8))
       neg32.resize(static_cast<size_t>(nx * kb * 8));
     const __m256i ones = _mm256_set1_epi8(1);
@@ -495,10 +587,10 @@ void kquant_gemm(const uint8_t* w, size_t row_bytes, int64_t rows, const Q8Rows&
           _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + i * 32)));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(neg32.data() + i * 8),
-                          _mm256_mullo_epi32(sums, _mm256_set1_epi32(-32)));
+                          _mm256_mullo_epi32(sums, _mm256_set1_epi32(-kNegOffset)));
     }
   }
-  const int32_t* n32 = K == QuantKind::q6_k ? neg32.data() : nullptr;
+  const int32_t* n32 = kSixteens ? neg32.data() : nullptr;
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
     const float bb = bias ? bias[r] : 0.0f;
@@ -1040,7 +1132,11 @@ void gemm_quant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int64
 
 void gemm_kquant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int64_t rows,
                         const Q8Rows& x, int64_t nx, const float* bias, float* out, int64_t ldo) {
-  if (kind == QuantKind::q4_k) {
+  if (kind == QuantKind::q2_k) {
+    kquant_gemm<QuantKind::q2_k>(w, row_bytes, rows, x, nx, bias, out, ldo);
+  } else if (kind == QuantKind::q3_k) {
+    kquant_gemm<QuantKind::q3_k>(w, row_bytes, rows, x, nx, bias, out, ldo);
+  } else if (kind == QuantKind::q4_k) {
     kquant_gemm<QuantKind::q4_k>(w, row_bytes, rows, x, nx, bias, out, ldo);
   } else if (kind == QuantKind::q5_k) {
     kquant_gemm<QuantKind::q5_k>(w, row_bytes, rows, x, nx, bias, out, ldo);

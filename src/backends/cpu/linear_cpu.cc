@@ -181,7 +181,9 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
   const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
   const float* x = a.x.data<float>();
   float* out = a.out.data<float>();
-  const bool k_type = (wt == DType::q4_k || wt == DType::q5_k || wt == DType::q6_k) && k % 256 == 0;
+  const bool k_type = (wt == DType::q2_k || wt == DType::q3_k || wt == DType::q4_k ||
+                       wt == DType::q5_k || wt == DType::q6_k) &&
+                      k % 256 == 0;
   const bool q5 = wt == DType::q5_0 || wt == DType::q5_1;
   if (wt == DType::q8_0 || wt == DType::q4_0 || wt == DType::q4_1 || q5 || k_type) {
     const QuantKind kind = wt == DType::q8_0   ? QuantKind::q8_0
@@ -189,6 +191,8 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
                            : wt == DType::q4_1 ? QuantKind::q4_1
                            : wt == DType::q5_0 ? QuantKind::q5_0
                            : wt == DType::q5_1 ? QuantKind::q5_1
+                           : wt == DType::q2_k ? QuantKind::q2_k
+                           : wt == DType::q3_k ? QuantKind::q3_k
                            : wt == DType::q4_k ? QuantKind::q4_k
                            : wt == DType::q5_k ? QuantKind::q5_k
                                                : QuantKind::q6_k;
