@@ -123,11 +123,12 @@ Tensor q8_round_trip(const Tensor& x) {
   return Tensor::from_f32(v, x.shape());
 }
 
-// True when this device's products with `weight` blocks use int8 activations (the CPU's VNNI
-// kernels, at the avx512 level and above, for every block type).
+// True when this device's products with `weight` blocks use int8 activations: the CPU's int8
+// kernels, for every block type at the avx512 level and above, for all but Q8_0 at avx2.
 bool int8_activations(DeviceType d, DType weight = DType::q8_0) {
-  const bool vnni_type = is_quantized(weight);  // every GGUF block type the CPU reads
-  return d == DeviceType::cpu && cpu::isa() >= cpu::Isa::avx512 && vnni_type;
+  if (d != DeviceType::cpu || !is_quantized(weight)) return false;
+  if (cpu::isa() >= cpu::Isa::avx512) return true;
+  return cpu::isa() == cpu::Isa::avx2 && weight != DType::q8_0;
 }
 
 TEST_P(Ops, LinearWithQuantizedWeights) {

@@ -11,6 +11,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_threads.h"
+#include "backends/cpu/kernels_avx2_int8.h"
 #include "backends/cpu/kernels_avx512.h"
 #include "backends/cpu/kernels_bf16dot.h"
 #include "backends/cpu/quant_dot.h"
@@ -174,9 +175,23 @@ inline void add_rows(float* residual, const float* out, int64_t n, int64_t o, in
   }
 }
 
-// AVX-512: quantized weights through int8 activations and VNNI; f32 / bf16 through FMA tiles.
-// With `residual`, each task also adds its part of the product into it (linear_add).
-bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
+// The int8-activation kernels of one ISA level (quant_int8_kernels.inc compiled for it).
+struct Int8Kernels {
+  void (*quantize)(const float*, int64_t, const Q8Rows&);
+  void (*gemm)(QuantKind, const uint8_t*, size_t, int64_t, const Q8Rows&, int64_t, const float*,
+               float*, int64_t);
+  void (*packed)(QuantKind, const uint8_t*, size_t, int64_t, int64_t, int64_t, const Q8Rows&,
+                 int64_t, const float*, float*, int64_t);
+  bool q8_0;  // whether they take Q8_0 (AVX2's vpmaddubsw cannot: its weights use 8 bits)
+};
+constexpr Int8Kernels kInt8Avx512{&quantize_rows_q8_avx512, &gemm_quant_avx512, &gemm_packed_avx512,
+                                  true};
+constexpr Int8Kernels kInt8Avx2{&quantize_rows_q8_avx2, &gemm_quant_avx2, &gemm_packed_avx2, false};
+
+// Quantized weights through int8 activations (false when the weights' type or shape is not
+// one the kernels take). With `residual`, each task also adds its part of the product into it
+// (linear_add).
+bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* residual) {
   const DType wt = a.weight.dtype();
   const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
   const float* x = a.x.data<float>();
@@ -185,51 +200,64 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
                        wt == DType::q5_k || wt == DType::q6_k) &&
                       k % 256 == 0;
   const bool q5 = wt == DType::q5_0 || wt == DType::q5_1;
-  if (wt == DType::q8_0 || wt == DType::q4_0 || wt == DType::q4_1 || q5 || k_type) {
-    const QuantKind kind = wt == DType::q8_0   ? QuantKind::q8_0
-                           : wt == DType::q4_0 ? QuantKind::q4_0
-                           : wt == DType::q4_1 ? QuantKind::q4_1
-                           : wt == DType::q5_0 ? QuantKind::q5_0
-                           : wt == DType::q5_1 ? QuantKind::q5_1
-                           : wt == DType::q2_k ? QuantKind::q2_k
-                           : wt == DType::q3_k ? QuantKind::q3_k
-                           : wt == DType::q4_k ? QuantKind::q4_k
-                           : wt == DType::q5_k ? QuantKind::q5_k
-                                               : QuantKind::q6_k;
-    thread_local std::vector<int8_t> q;
-    thread_local std::vector<float> d;
-    thread_local std::vector<int32_t> s;
-    thread_local std::vector<float> ds;
-    const int64_t kb = k / 32;
-    const size_t nb = static_cast<size_t>(n * kb);
-    const Q8Rows xq{grow(q, static_cast<size_t>(n * k)), grow(d, nb), grow(s, nb), grow(ds, nb), k};
-    cpu::parallel_for(n, 16, [&](int64_t r0, int64_t r1) {
-      const Q8Rows part{xq.q + r0 * k, xq.d + r0 * kb, xq.s + r0 * kb, xq.ds + r0 * kb, k};
-      quantize_rows_q8_avx512(x + r0 * k, r1 - r0, part);
-    });
-    const float* bias = bias_f32(a);
-    if (kUsePacked && !k_type && !q5) {  // repack.h covers Q8_0 / Q4_0 / Q4_1
-      const auto packed = packed_weights(a.weight);
-      const auto groups = [&](int64_t g0, int64_t g1) {
-        gemm_packed_avx512(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out, o);
-        add_rows(residual, out, n, o, g0 * 8, std::min(o, g1 * 8));
-      };
-      if (n == 1) {
-        cpu::stream_for(packed->groups, groups);
-      } else {
-        cpu::parallel_for(packed->groups, 1, groups, kPrefillChunks);
-      }
-      return true;
+  if (!((wt == DType::q8_0 && kern.q8_0) || wt == DType::q4_0 || wt == DType::q4_1 || q5 ||
+        k_type)) {
+    return false;
+  }
+  const QuantKind kind = wt == DType::q8_0   ? QuantKind::q8_0
+                         : wt == DType::q4_0 ? QuantKind::q4_0
+                         : wt == DType::q4_1 ? QuantKind::q4_1
+                         : wt == DType::q5_0 ? QuantKind::q5_0
+                         : wt == DType::q5_1 ? QuantKind::q5_1
+                         : wt == DType::q2_k ? QuantKind::q2_k
+                         : wt == DType::q3_k ? QuantKind::q3_k
+                         : wt == DType::q4_k ? QuantKind::q4_k
+                         : wt == DType::q5_k ? QuantKind::q5_k
+                                             : QuantKind::q6_k;
+  thread_local std::vector<int8_t> q;
+  thread_local std::vector<float> d;
+  thread_local std::vector<int32_t> s;
+  thread_local std::vector<float> ds;
+  const int64_t kb = k / 32;
+  const size_t nb = static_cast<size_t>(n * kb);
+  const Q8Rows xq{grow(q, static_cast<size_t>(n * k)), grow(d, nb), grow(s, nb), grow(ds, nb), k};
+  cpu::parallel_for(n, 16, [&](int64_t r0, int64_t r1) {
+    const Q8Rows part{xq.q + r0 * k, xq.d + r0 * kb, xq.s + r0 * kb, xq.ds + r0 * kb, k};
+    kern.quantize(x + r0 * k, r1 - r0, part);
+  });
+  const float* bias = bias_f32(a);
+  if (kUsePacked && !k_type && !q5) {  // repack.h covers Q8_0 / Q4_0 / Q4_1
+    const auto packed = packed_weights(a.weight);
+    const auto groups = [&](int64_t g0, int64_t g1) {
+      kern.packed(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out, o);
+      add_rows(residual, out, n, o, g0 * 8, std::min(o, g1 * 8));
+    };
+    if (n == 1) {
+      cpu::stream_for(packed->groups, groups);
+    } else {
+      cpu::parallel_for(packed->groups, 1, groups, kPrefillChunks);
     }
-    const size_t row_bytes = dtype_nbytes(wt, k);
-    const auto* w = static_cast<const uint8_t*>(a.weight.raw());
-    split_rows(o, n, [&](int64_t r0, int64_t r1) {
-      gemm_quant_avx512(kind, w + static_cast<size_t>(r0) * row_bytes, row_bytes, r1 - r0, xq, n,
-                        bias ? bias + r0 : nullptr, out + r0, o);
-      add_rows(residual, out, n, o, r0, r1);
-    });
     return true;
   }
+  const size_t row_bytes = dtype_nbytes(wt, k);
+  const auto* w = static_cast<const uint8_t*>(a.weight.raw());
+  split_rows(o, n, [&](int64_t r0, int64_t r1) {
+    kern.gemm(kind, w + static_cast<size_t>(r0) * row_bytes, row_bytes, r1 - r0, xq, n,
+              bias ? bias + r0 : nullptr, out + r0, o);
+    add_rows(residual, out, n, o, r0, r1);
+  });
+  return true;
+}
+
+// AVX-512: quantized weights through int8 activations and VNNI; f32 / bf16 / f16 through FMA
+// tiles, bf16 through pair dot products at avx512bf16. With `residual`, each task also adds its
+// part of the product into it (linear_add).
+bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
+  if (linear_int8(a, kInt8Avx512, residual)) return true;
+  const DType wt = a.weight.dtype();
+  const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
+  const float* x = a.x.data<float>();
+  float* out = a.out.data<float>();
   if (wt == DType::bf16 && isa() >= Isa::avx512bf16) {
     // The activations rounded to bf16 once per op (by the threads, for prefill's rows), then
     // pair dot products against the weights as stored.
@@ -391,6 +419,7 @@ void linear_kernel(const ops::LinearArgs& a) {
   std::vector<float> bias;
   if (a.bias.defined()) bias = a.bias.to_f32_vector();
   if constexpr (std::is_same_v<W, void>) {
+    if (isa() == Isa::avx2 && linear_int8(a, kInt8Avx2, nullptr)) return;
     if (QuantDotRows fused = quant_dot_rows(a.weight.dtype())) {
       linear_fused(a, fused, bias);
       return;
