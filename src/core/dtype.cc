@@ -88,24 +88,6 @@ bool is_floating(DType t) {
          t == DType::f8_e4m3 || t == DType::f8_e5m2;
 }
 
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = (h >> 15) & 1u;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t mant = h & 0x3ffu;
-  float v;
-  if (exp == 0) {
-    v = std::ldexp(static_cast<float>(mant), -24);
-  } else if (exp == 31) {
-    // Infinity, or NaN with its payload kept (as a hardware conversion does).
-    const uint32_t bits = (sign << 31) | 0x7f800000u | (mant << 13);
-    std::memcpy(&v, &bits, sizeof v);
-    return v;
-  } else {
-    v = std::ldexp(static_cast<float>(mant | 0x400u), static_cast<int>(exp) - 25);
-  }
-  return sign ? -v : v;
-}
-
 uint16_t f32_to_f16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);
