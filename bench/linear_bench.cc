@@ -30,9 +30,9 @@ int main(int argc, char** argv) {
   const int copies = argc > 6 ? std::max(1, std::atoi(argv[6])) : 1;
   DType dt = DType::f32;
   bool found = false;
-  for (DType t :
-       {DType::f32, DType::bf16, DType::f16, DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0,
-        DType::q5_1, DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k}) {
+  for (DType t : {DType::f32, DType::bf16, DType::f16, DType::q8_0, DType::q4_0, DType::q4_1,
+                  DType::q5_0, DType::q5_1, DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k,
+                  DType::q6_k, DType::iq4_nl}) {
     if (name == dtype_name(t)) dt = t, found = true;
   }
   if (!found) {

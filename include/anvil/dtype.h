@@ -38,6 +38,7 @@ enum class DType : uint8_t {
   q4_k,
   q5_k,
   q6_k,
+  iq4_nl,  // 32 values: an f16 scale and 4-bit indices into a fixed non-linear table
 };
 
 /// Bytes per element; 0 for block-quantized types (use dtype_nbytes).

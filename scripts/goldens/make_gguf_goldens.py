@@ -178,6 +178,34 @@ def print_smollm2(path):
               "sum", repr(float(np.sum(values.astype(np.float64)))))
 
 
+# Types added after the first goldens, with their own random stream so the older files stay
+# byte for byte what they were (gguf-py dequantizes these but cannot quantize them).
+LATER_RANDOM = {Q.IQ4_NL: [0]}
+
+
+def write_later_quant_goldens():
+    rng = np.random.default_rng(20261201)
+    qdir = OUT / "quants"
+    manifest_path = qdir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    for qtype, f16_fields in LATER_RANDOM.items():
+        block, size = gguf.GGML_QUANT_SIZES[qtype]
+        n_blocks = N_ELEMENTS // block
+        raw = rng.integers(0, 256, size=(n_blocks, size), dtype=np.uint8)
+        for off in f16_fields:
+            raw[:, off:off + 2] = finite_halves(rng, n_blocks).view(np.uint8).reshape(n_blocks, 2)
+        expected = gguf.quants.dequantize(raw.reshape(1, -1), qtype).astype(np.float32).reshape(-1)
+        assert expected.size == N_ELEMENTS and np.all(np.isfinite(expected))
+        stem = f"{qtype.name.lower()}_random"
+        (qdir / f"{stem}.blocks").write_bytes(raw.tobytes())
+        (qdir / f"{stem}.f32").write_bytes(expected.astype("<f4").tobytes())
+        entry = {"type": qtype.name, "id": int(qtype), "source": "random",
+                 "elements": N_ELEMENTS, "blocks": f"{stem}.blocks", "expected": f"{stem}.f32"}
+        manifest["goldens"] = [g for g in manifest["goldens"] if g["blocks"] != entry["blocks"]]
+        manifest["goldens"].append(entry)
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smollm2", help="print the expected values of this model file and exit")
@@ -189,6 +217,7 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     write_quant_goldens(rng)
     write_small_file(rng)
+    write_later_quant_goldens()
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ constexpr TypeTraits kTypes[] = {
     {GgmlType::iq2_xs, "IQ2_XS", 256, 74, false},
     {GgmlType::iq3_xxs, "IQ3_XXS", 256, 98, false},
     {GgmlType::iq1_s, "IQ1_S", 256, 50, false},
-    {GgmlType::iq4_nl, "IQ4_NL", 32, 18, false},
+    {GgmlType::iq4_nl, "IQ4_NL", 32, 18, true},
     {GgmlType::iq3_s, "IQ3_S", 256, 110, false},
     {GgmlType::iq2_s, "IQ2_S", 256, 82, false},
     {GgmlType::iq4_xs, "IQ4_XS", 256, 136, false},
@@ -283,6 +283,14 @@ void dequantize_block_q6_k(const BlockQ6_K& b, float* y) {
   }
 }
 
+void dequantize_block_iq4_nl(const BlockIQ4_NL& b, float* y) {
+  const float d = load_f16(b.d);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = d * to_f(kIq4nlValues[b.qs[j] & 0x0F]);
+    y[j + 16] = d * to_f(kIq4nlValues[b.qs[j] >> 4]);
+  }
+}
+
 void dequantize_block_q8_k(const BlockQ8_K& b, float* y) {
   const float d = load_f32(b.d);
   for (int j = 0; j < kQK_K; ++j) y[j] = d * to_f(b.qs[j]);
@@ -351,6 +359,8 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
       return each_block<BlockQ6_K>(src, dst, nb, 256, dequantize_block_q6_k);
     case GgmlType::q8_k:
       return each_block<BlockQ8_K>(src, dst, nb, 256, dequantize_block_q8_k);
+    case GgmlType::iq4_nl:
+      return each_block<BlockIQ4_NL>(src, dst, nb, 32, dequantize_block_iq4_nl);
     default:
       unsupported(t);
   }

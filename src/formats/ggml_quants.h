@@ -91,6 +91,15 @@ struct BlockQ8_K {
   int8_t qs[256];
   uint8_t bsums[32];  // 16 i16 sums of groups of 16 quants
 };
+struct BlockIQ4_NL {
+  uint8_t d[2];
+  uint8_t qs[16];  // 4-bit indices into kIq4nlValues: element j low nibble, j + 16 high nibble
+};
+static_assert(sizeof(BlockIQ4_NL) == 18);
+
+/// IQ4_NL's 16 levels (ggml's kvalues_iq4nl): a non-linear grid, denser near zero.
+inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
 
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
@@ -151,5 +160,6 @@ void dequantize_block_q4_k(const BlockQ4_K& b, float* y);
 void dequantize_block_q5_k(const BlockQ5_K& b, float* y);
 void dequantize_block_q6_k(const BlockQ6_K& b, float* y);
 void dequantize_block_q8_k(const BlockQ8_K& b, float* y);
+void dequantize_block_iq4_nl(const BlockIQ4_NL& b, float* y);
 
 }  // namespace anvil

@@ -85,12 +85,13 @@ TEST(GgmlTypes, TableMatchesGgml) {
     EXPECT_EQ(ggml_block_size(r.t), r.block) << ggml_type_name(r.t);
     EXPECT_EQ(ggml_block_bytes(r.t), r.bytes) << ggml_type_name(r.t);
   }
-  for (GgmlType t : {GgmlType::f32, GgmlType::f16, GgmlType::bf16, GgmlType::q4_0, GgmlType::q4_1,
-                     GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k,
-                     GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k, GgmlType::q8_k}) {
+  for (GgmlType t :
+       {GgmlType::f32, GgmlType::f16, GgmlType::bf16, GgmlType::q4_0, GgmlType::q4_1,
+        GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k,
+        GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k, GgmlType::q8_k, GgmlType::iq4_nl}) {
     EXPECT_TRUE(ggml_type_supported(t)) << ggml_type_name(t);
   }
-  for (GgmlType t : {GgmlType::q8_1, GgmlType::iq2_xxs, GgmlType::iq4_nl, GgmlType::tq1_0,
+  for (GgmlType t : {GgmlType::q8_1, GgmlType::iq2_xxs, GgmlType::iq4_xs, GgmlType::tq1_0,
                      GgmlType::mxfp4, GgmlType::i32, GgmlType::f64}) {
     EXPECT_FALSE(ggml_type_supported(t)) << ggml_type_name(t);
   }
@@ -467,7 +468,7 @@ TEST(GgmlQuants, GoldensFromGgufPy) {
     expect_same_bits(got, want);
     ++checked;
   }
-  EXPECT_EQ(checked, 19);
+  EXPECT_EQ(checked, 20);
 }
 
 }  // namespace

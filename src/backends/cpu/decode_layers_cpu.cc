@@ -362,8 +362,8 @@ void decode_layers_kernel(const ops::DecodeLayersArgs& a) {
     if (require) {
       throw Error(std::string("decode_layers on cpu: ") +
                   (isa() < Isa::avx512 ? "the team kernel needs AVX-512"
-                   : !shape_ok          ? "a shape or cache dtype outside the team kernel's path"
-                                        : "a weight, norm or bias outside the team kernel's path"));
+                   : !shape_ok         ? "a shape or cache dtype outside the team kernel's path"
+                                       : "a weight, norm or bias outside the team kernel's path"));
     }
     ops::composed_decode_layers(a);
     return;

@@ -199,21 +199,23 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
   const bool k_type = (wt == DType::q2_k || wt == DType::q3_k || wt == DType::q4_k ||
                        wt == DType::q5_k || wt == DType::q6_k) &&
                       k % 256 == 0;
-  const bool q5 = wt == DType::q5_0 || wt == DType::q5_1;
+  // Types read row by row from their stored layout (repack.h covers Q8_0 / Q4_0 / Q4_1).
+  const bool q5 = wt == DType::q5_0 || wt == DType::q5_1 || wt == DType::iq4_nl;
   if (!((wt == DType::q8_0 && kern.q8_0) || wt == DType::q4_0 || wt == DType::q4_1 || q5 ||
         k_type)) {
     return false;
   }
-  const QuantKind kind = wt == DType::q8_0   ? QuantKind::q8_0
-                         : wt == DType::q4_0 ? QuantKind::q4_0
-                         : wt == DType::q4_1 ? QuantKind::q4_1
-                         : wt == DType::q5_0 ? QuantKind::q5_0
-                         : wt == DType::q5_1 ? QuantKind::q5_1
-                         : wt == DType::q2_k ? QuantKind::q2_k
-                         : wt == DType::q3_k ? QuantKind::q3_k
-                         : wt == DType::q4_k ? QuantKind::q4_k
-                         : wt == DType::q5_k ? QuantKind::q5_k
-                                             : QuantKind::q6_k;
+  const QuantKind kind = wt == DType::q8_0     ? QuantKind::q8_0
+                         : wt == DType::q4_0   ? QuantKind::q4_0
+                         : wt == DType::q4_1   ? QuantKind::q4_1
+                         : wt == DType::q5_0   ? QuantKind::q5_0
+                         : wt == DType::q5_1   ? QuantKind::q5_1
+                         : wt == DType::iq4_nl ? QuantKind::iq4_nl
+                         : wt == DType::q2_k   ? QuantKind::q2_k
+                         : wt == DType::q3_k   ? QuantKind::q3_k
+                         : wt == DType::q4_k   ? QuantKind::q4_k
+                         : wt == DType::q5_k   ? QuantKind::q5_k
+                                               : QuantKind::q6_k;
   thread_local std::vector<int8_t> q;
   thread_local std::vector<float> d;
   thread_local std::vector<int32_t> s;
