@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   bool found = false;
   for (DType t : {DType::f32, DType::bf16, DType::f16, DType::q8_0, DType::q4_0, DType::q4_1,
                   DType::q5_0, DType::q5_1, DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k,
-                  DType::q6_k, DType::iq4_nl}) {
+                  DType::q6_k, DType::iq4_nl, DType::iq4_xs}) {
     if (name == dtype_name(t)) dt = t, found = true;
   }
   if (!found) {

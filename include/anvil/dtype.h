@@ -39,6 +39,7 @@ enum class DType : uint8_t {
   q5_k,
   q6_k,
   iq4_nl,  // 32 values: an f16 scale and 4-bit indices into a fixed non-linear table
+  iq4_xs,  // 256 values: IQ4_NL's indices with a six-bit scale per 32
 };
 
 /// Bytes per element; 0 for block-quantized types (use dtype_nbytes).

@@ -180,7 +180,7 @@ def print_smollm2(path):
 
 # Types added after the first goldens, with their own random stream so the older files stay
 # byte for byte what they were (gguf-py dequantizes these but cannot quantize them).
-LATER_RANDOM = {Q.IQ4_NL: [0]}
+LATER_RANDOM = {Q.IQ4_NL: [0], Q.IQ4_XS: [0]}
 
 
 def write_later_quant_goldens():

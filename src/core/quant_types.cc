@@ -19,7 +19,7 @@ constexpr Pair kPairs[] = {
     {DType::q5_1, GgmlType::q5_1, "q5_1"},       {DType::q2_k, GgmlType::q2_k, "q2_k"},
     {DType::q3_k, GgmlType::q3_k, "q3_k"},       {DType::q4_k, GgmlType::q4_k, "q4_k"},
     {DType::q5_k, GgmlType::q5_k, "q5_k"},       {DType::q6_k, GgmlType::q6_k, "q6_k"},
-    {DType::iq4_nl, GgmlType::iq4_nl, "iq4_nl"},
+    {DType::iq4_nl, GgmlType::iq4_nl, "iq4_nl"}, {DType::iq4_xs, GgmlType::iq4_xs, "iq4_xs"},
 };
 
 const Pair& pair_of(DType t) {

@@ -46,7 +46,7 @@ constexpr TypeTraits kTypes[] = {
     {GgmlType::iq4_nl, "IQ4_NL", 32, 18, true},
     {GgmlType::iq3_s, "IQ3_S", 256, 110, false},
     {GgmlType::iq2_s, "IQ2_S", 256, 82, false},
-    {GgmlType::iq4_xs, "IQ4_XS", 256, 136, false},
+    {GgmlType::iq4_xs, "IQ4_XS", 256, 136, true},
     {GgmlType::i8, "I8", 1, 1, false},
     {GgmlType::i16, "I16", 1, 2, false},
     {GgmlType::i32, "I32", 1, 4, false},
@@ -291,6 +291,21 @@ void dequantize_block_iq4_nl(const BlockIQ4_NL& b, float* y) {
   }
 }
 
+void dequantize_block_iq4_xs(const BlockIQ4_XS& b, float* y) {
+  const float d = load_f16(b.d);
+  const auto high = static_cast<uint32_t>(b.scales_h[0] | (b.scales_h[1] << 8));
+  for (int s = 0; s < 8; ++s) {
+    const uint32_t low = (b.scales_l[s / 2] >> (4 * (s % 2))) & 0x0Fu;
+    const int scale = static_cast<int>(low | (((high >> (2 * s)) & 3u) << 4)) - 32;
+    const float dl = d * to_f(scale);
+    const uint8_t* q = b.qs + 16 * s;
+    for (int j = 0; j < 16; ++j) {
+      y[32 * s + j] = dl * to_f(kIq4nlValues[q[j] & 0x0F]);
+      y[32 * s + j + 16] = dl * to_f(kIq4nlValues[q[j] >> 4]);
+    }
+  }
+}
+
 void dequantize_block_q8_k(const BlockQ8_K& b, float* y) {
   const float d = load_f32(b.d);
   for (int j = 0; j < kQK_K; ++j) y[j] = d * to_f(b.qs[j]);
@@ -361,6 +376,8 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
       return each_block<BlockQ8_K>(src, dst, nb, 256, dequantize_block_q8_k);
     case GgmlType::iq4_nl:
       return each_block<BlockIQ4_NL>(src, dst, nb, 32, dequantize_block_iq4_nl);
+    case GgmlType::iq4_xs:
+      return each_block<BlockIQ4_XS>(src, dst, nb, 256, dequantize_block_iq4_xs);
     default:
       unsupported(t);
   }

@@ -96,6 +96,13 @@ struct BlockIQ4_NL {
   uint8_t qs[16];  // 4-bit indices into kIq4nlValues: element j low nibble, j + 16 high nibble
 };
 static_assert(sizeof(BlockIQ4_NL) == 18);
+struct BlockIQ4_XS {
+  uint8_t d[2];
+  uint8_t scales_h[2];  // 16-bit word: bits 2s..2s+1 are the top bits of sub-block s's scale
+  uint8_t scales_l[4];  // sub-block s's low 4 bits: nibble s % 2 of byte s / 2
+  uint8_t qs[128];      // 16 bytes per 32 values, as IQ4_NL
+};
+static_assert(sizeof(BlockIQ4_XS) == 136);
 
 /// IQ4_NL's 16 levels (ggml's kvalues_iq4nl): a non-linear grid, denser near zero.
 inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
@@ -161,5 +168,6 @@ void dequantize_block_q5_k(const BlockQ5_K& b, float* y);
 void dequantize_block_q6_k(const BlockQ6_K& b, float* y);
 void dequantize_block_q8_k(const BlockQ8_K& b, float* y);
 void dequantize_block_iq4_nl(const BlockIQ4_NL& b, float* y);
+void dequantize_block_iq4_xs(const BlockIQ4_XS& b, float* y);
 
 }  // namespace anvil

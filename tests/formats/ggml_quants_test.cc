@@ -91,7 +91,7 @@ TEST(GgmlTypes, TableMatchesGgml) {
         GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k, GgmlType::q8_k, GgmlType::iq4_nl}) {
     EXPECT_TRUE(ggml_type_supported(t)) << ggml_type_name(t);
   }
-  for (GgmlType t : {GgmlType::q8_1, GgmlType::iq2_xxs, GgmlType::iq4_xs, GgmlType::tq1_0,
+  for (GgmlType t : {GgmlType::q8_1, GgmlType::iq2_xxs, GgmlType::iq3_s, GgmlType::tq1_0,
                      GgmlType::mxfp4, GgmlType::i32, GgmlType::f64}) {
     EXPECT_FALSE(ggml_type_supported(t)) << ggml_type_name(t);
   }
@@ -468,7 +468,7 @@ TEST(GgmlQuants, GoldensFromGgufPy) {
     expect_same_bits(got, want);
     ++checked;
   }
-  EXPECT_EQ(checked, 20);
+  EXPECT_EQ(checked, 21);
 }
 
 }  // namespace

@@ -132,8 +132,9 @@ bool int8_activations(DeviceType d, DType weight = DType::q8_0) {
 }
 
 TEST_P(Ops, LinearWithQuantizedWeights) {
-  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q2_k,
-                  DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_nl}) {
+  for (DType w :
+       {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q2_k, DType::q3_k,
+        DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_nl, DType::iq4_xs}) {
     if (!has(ops::kLinear, w)) continue;
     const bool k_type = dtype_block_elems(w) == 256;  // super-blocks
     // Odd shapes: rows not a multiple of the register tiles (8-row groups, 4 activation rows),

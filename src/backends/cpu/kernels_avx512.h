@@ -23,7 +23,7 @@ struct Q8Rows {
 void quantize_rows_q8_avx512(const float* x, int64_t n, const Q8Rows& out);
 
 /// Block types the int8 kernels read.
-enum class QuantKind { q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl };
+enum class QuantKind { q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs };
 
 /// out[j * ldo + r] = dot(weight row r, activation row j) (+ bias[r] when bias is non-null) for
 /// weight rows [0, rows) (`row_bytes` apart) and activation rows [0, nx) of `x`.

@@ -197,7 +197,7 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
   const float* x = a.x.data<float>();
   float* out = a.out.data<float>();
   const bool k_type = (wt == DType::q2_k || wt == DType::q3_k || wt == DType::q4_k ||
-                       wt == DType::q5_k || wt == DType::q6_k) &&
+                       wt == DType::q5_k || wt == DType::q6_k || wt == DType::iq4_xs) &&
                       k % 256 == 0;
   // Types read row by row from their stored layout (repack.h covers Q8_0 / Q4_0 / Q4_1).
   const bool q5 = wt == DType::q5_0 || wt == DType::q5_1 || wt == DType::iq4_nl;
@@ -215,6 +215,7 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
                          : wt == DType::q3_k   ? QuantKind::q3_k
                          : wt == DType::q4_k   ? QuantKind::q4_k
                          : wt == DType::q5_k   ? QuantKind::q5_k
+                         : wt == DType::iq4_xs ? QuantKind::iq4_xs
                                                : QuantKind::q6_k;
   thread_local std::vector<int8_t> q;
   thread_local std::vector<float> d;

@@ -46,8 +46,8 @@ void with_weight_type(DType t, Fn&& fn) {
 /// The weight dtypes the CPU kernels are registered for.
 inline constexpr DType kCpuWeightTypes[] = {DType::f32, DType::bf16, DType::f16};
 /// GGUF block types the CPU reads directly (matrix products and embedding rows).
-inline constexpr DType kCpuQuantTypes[] = {DType::q8_0, DType::q4_0, DType::q4_1,  DType::q5_0,
-                                           DType::q5_1, DType::q2_k, DType::q3_k,  DType::q4_k,
-                                           DType::q5_k, DType::q6_k, DType::iq4_nl};
+inline constexpr DType kCpuQuantTypes[] = {DType::q8_0, DType::q4_0, DType::q4_1,   DType::q5_0,
+                                           DType::q5_1, DType::q2_k, DType::q3_k,   DType::q4_k,
+                                           DType::q5_k, DType::q6_k, DType::iq4_nl, DType::iq4_xs};
 
 }  // namespace anvil::cpu
