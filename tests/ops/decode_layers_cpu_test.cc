@@ -43,20 +43,30 @@ class CpuDecodeLayers : public ::testing::Test {
     for (float& x : v) x = dist(rng_);
     return Tensor::from_f32(v, shape);
   }
-  // Random blocks of a 32-value block type with sane f16 scales (and minimums for Q4_1).
+  // Random blocks with sane f16 scales (d, and the minimum's scale where the type has one; the
+  // 256-value types' scales are small so their six-bit sub-scales keep the sums in range).
   Tensor blocks(DType type, int64_t rows, int64_t k) {
     Tensor t = Tensor::empty({rows, k}, type);
     auto* bytes = static_cast<uint8_t*>(t.raw());
     std::uniform_int_distribution<int> byte(0, 255);
     for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] = static_cast<uint8_t>(byte(rng_));
-    const size_t block = dtype_nbytes(type, 32);
-    std::uniform_real_distribution<float> d(0.002f, 0.01f), m(-0.05f, 0.0f);
+    const int64_t elems = dtype_block_elems(type);
+    const size_t block = dtype_nbytes(type, elems);
+    const float scale = elems == 256 ? 0.0002f : 0.002f;
+    std::uniform_real_distribution<float> d(scale, 5 * scale), m(-25 * scale, 0.0f);
+    size_t d_at = 0, m_at = 0;  // m_at 0: no minimum
+    if (type == DType::q4_1 || type == DType::q5_1 || type == DType::q4_k || type == DType::q5_k) {
+      m_at = 2;
+    }
+    if (type == DType::q6_k) d_at = 208;
+    if (type == DType::q3_k) d_at = 108;
+    if (type == DType::q2_k) d_at = 80, m_at = 82;
     for (size_t at = 0; at < t.nbytes(); at += block) {
       const uint16_t dh = f32_to_f16(d(rng_));
-      std::memcpy(bytes + at, &dh, 2);
-      if (type == DType::q4_1) {
+      std::memcpy(bytes + at + d_at, &dh, 2);
+      if (m_at) {
         const uint16_t mh = f32_to_f16(m(rng_));
-        std::memcpy(bytes + at + 2, &mh, 2);
+        std::memcpy(bytes + at + m_at, &mh, 2);
       }
     }
     return t;
@@ -69,9 +79,17 @@ TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
       {64, 128, 4, 2, 16, 2, 37, 64, true, true},
       {96, 192, 6, 1, 32, 2, 0, 8, false, false},
       {192, 96, 3, 3, 64, 1, 200, 256, true, false},  // key ranges merged from two parts
+      {256, 512, 4, 2, 64, 1, 20, 32, true, true},    // widths for the 256-value types
   };
   for (const Stack& c : stacks) {
-    for (DType wt : {DType::q8_0, DType::q4_0, DType::q4_1}) {
+    const bool super = c.hidden % 256 == 0 && c.inter % 256 == 0 && c.heads * c.dim % 256 == 0;
+    std::vector<DType> types = {DType::q8_0, DType::q4_0, DType::q4_1,
+                                DType::q5_0, DType::q5_1, DType::iq4_nl};
+    if (super) {
+      types = {DType::q4_0, DType::q2_k, DType::q3_k,  DType::q4_k,
+               DType::q5_k, DType::q6_k, DType::iq4_xs};
+    }
+    for (DType wt : types) {
       for (DType cache : {DType::f32, DType::f16}) {
         const std::string what =
             std::string(dtype_name(wt)) + " cache " + std::string(dtype_name(cache)) + " hidden " +

@@ -40,21 +40,32 @@ constexpr int64_t kMaxGroup = 16;  // query heads per KV head the attention kern
 constexpr size_t kPhases = 3;      // per layer: RoPE + cache writes, attention, the merge
 constexpr size_t kProducts = 4;    // per layer: q/k/v, o, gate/up, down
 
-// A product of the step: repacked weights, bias (float32 or none), output rows.
+// A product of the step: repacked weights (Q8_0 / Q4_0 / Q4_1), else the stored rows of any
+// other block type the int8 kernels take (llama.cpp's K-quant files mix Q5_0, Q4_K, Q6_K...);
+// bias (float32 or none); output rows, in groups of 8 for the split.
 struct Product {
   std::shared_ptr<const PackedWeights> packed;
+  const uint8_t* stored = nullptr;
+  size_t row_bytes = 0;
   QuantKind kind = QuantKind::q8_0;
   const float* bias = nullptr;
-  int64_t rows = 0;
+  int64_t rows = 0, groups = 0;
 };
 
 bool make_product(const Tensor& w, const Tensor& bias, int64_t k, Product* p) {
   if (!w.defined() || w.dim() != 2 || w.size(1) != k || k % 32 != 0) return false;
-  if (!repacked_kind(w.dtype(), &p->kind)) return false;
+  if (!int8_kind(w.dtype(), k, &p->kind)) return false;
   if (bias.defined() && (bias.dtype() != DType::f32 || bias.numel() != w.size(0))) return false;
-  p->packed = packed_weights(w);
+  QuantKind repacked;
+  if (repacked_kind(w.dtype(), &repacked)) {
+    p->packed = packed_weights(w);
+  } else {
+    p->stored = static_cast<const uint8_t*>(w.raw());
+    p->row_bytes = dtype_nbytes(w.dtype(), k);
+  }
   p->bias = bias.defined() ? bias.data<float>() : nullptr;
   p->rows = w.size(0);
+  p->groups = (p->rows + kGroupRows - 1) / kGroupRows;
   return true;
 }
 
@@ -71,8 +82,14 @@ struct Layer {
 // Groups [g0, g1) of a product into out (one activation row).
 void run_groups(const Product& p, int64_t g0, int64_t g1, const Q8Rows& x, float* out) {
   if (g0 >= g1) return;
-  gemm_packed_avx512(p.kind, p.packed->data, p.packed->block_bytes, p.rows, g0, g1, x, 1, p.bias,
-                     out, p.rows);
+  if (p.packed) {
+    gemm_packed_avx512(p.kind, p.packed->data, p.packed->block_bytes, p.rows, g0, g1, x, 1, p.bias,
+                       out, p.rows);
+    return;
+  }
+  const int64_t r0 = g0 * kGroupRows, r1 = std::min(p.rows, g1 * kGroupRows);
+  gemm_quant_avx512(p.kind, p.stored + static_cast<size_t>(r0) * p.row_bytes, p.row_bytes, r1 - r0,
+                    x, 1, p.bias ? p.bias + r0 : nullptr, out + r0, p.rows);
 }
 
 // One phase of a layer: its work in chunks that the members claim as they come free, and the
@@ -188,13 +205,13 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
     const Layer& L = layers[li];
     Phase* ph = phase_store.get() + kPhases * li;
     StreamSplit* pr = product_store.get() + kProducts * li;
-    pr[0].reset(L.q.packed->groups + L.k.packed->groups + L.v.packed->groups, members);
+    pr[0].reset(L.q.groups + L.k.groups + L.v.groups, members);
     ph[0].reset(nh + nkv, 1);
     ph[1].reset(nkv * parts, 1);
     ph[2].reset(nh, 1);
-    pr[1].reset(L.o.packed->groups, members);
-    pr[2].reset(L.gate.packed->groups, members);
-    pr[3].reset(L.down.packed->groups, members);
+    pr[1].reset(L.o.groups, members);
+    pr[2].reset(L.gate.groups, members);
+    pr[3].reset(L.down.groups, members);
   }
   Phase* phase_all = phase_store.get();
   StreamSplit* product_all = product_store.get();
@@ -211,7 +228,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       StreamSplit* pr = product_all + kProducts * li;
       // Input norm, q/k/v: the three products' groups as one range; a member normalises and
       // quantizes the row for itself once it has a chunk to use it on.
-      const int64_t gq = L.q.packed->groups, gk = L.k.packed->groups, gv = L.v.packed->groups;
+      const int64_t gq = L.q.groups, gk = L.k.groups, gv = L.v.groups;
       for (bool ready = false; pr[0].claim(me, &c0, &c1); pr[0].finished(c1 - c0)) {
         if (!ready) {
           rms_norm_row(x, L.input_norm, h, a.eps, my.normed.data());
@@ -381,7 +398,8 @@ void decode_layers_kernel(const ops::DecodeLayersArgs& a) {
 namespace anvil {
 
 void register_cpu_decode_layers() {
-  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1}) {
+  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl,
+                  DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_xs}) {
     register_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayers, DeviceType::cpu, DType::f32, w,
                                            &cpu::decode_layers_kernel);
   }

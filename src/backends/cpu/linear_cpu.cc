@@ -196,27 +196,8 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
   const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
   const float* x = a.x.data<float>();
   float* out = a.out.data<float>();
-  const bool k_type = (wt == DType::q2_k || wt == DType::q3_k || wt == DType::q4_k ||
-                       wt == DType::q5_k || wt == DType::q6_k || wt == DType::iq4_xs) &&
-                      k % 256 == 0;
-  // Types read row by row from their stored layout (repack.h covers Q8_0 / Q4_0 / Q4_1).
-  const bool q5 = wt == DType::q5_0 || wt == DType::q5_1 || wt == DType::iq4_nl;
-  if (!((wt == DType::q8_0 && kern.q8_0) || wt == DType::q4_0 || wt == DType::q4_1 || q5 ||
-        k_type)) {
-    return false;
-  }
-  const QuantKind kind = wt == DType::q8_0     ? QuantKind::q8_0
-                         : wt == DType::q4_0   ? QuantKind::q4_0
-                         : wt == DType::q4_1   ? QuantKind::q4_1
-                         : wt == DType::q5_0   ? QuantKind::q5_0
-                         : wt == DType::q5_1   ? QuantKind::q5_1
-                         : wt == DType::iq4_nl ? QuantKind::iq4_nl
-                         : wt == DType::q2_k   ? QuantKind::q2_k
-                         : wt == DType::q3_k   ? QuantKind::q3_k
-                         : wt == DType::q4_k   ? QuantKind::q4_k
-                         : wt == DType::q5_k   ? QuantKind::q5_k
-                         : wt == DType::iq4_xs ? QuantKind::iq4_xs
-                                               : QuantKind::q6_k;
+  QuantKind kind;
+  if (!int8_kind(wt, k, &kind) || (wt == DType::q8_0 && !kern.q8_0)) return false;
   thread_local std::vector<int8_t> q;
   thread_local std::vector<float> d;
   thread_local std::vector<int32_t> s;
@@ -229,7 +210,8 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
     kern.quantize(x + r0 * k, r1 - r0, part);
   });
   const float* bias = bias_f32(a);
-  if (kUsePacked && !k_type && !q5) {  // repack.h covers Q8_0 / Q4_0 / Q4_1
+  QuantKind packed_kind;
+  if (kUsePacked && repacked_kind(wt, &packed_kind)) {
     const auto packed = packed_weights(a.weight);
     const auto groups = [&](int64_t g0, int64_t g1) {
       kern.packed(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out, o);

@@ -30,6 +30,52 @@ struct PackedWeights {
   std::shared_ptr<uint8_t> storage;
 };
 
+/// The kernel kind of any block type the int8 kernels multiply with rows of k values (the
+/// 256-value types need k a multiple of 256); false for any other.
+inline bool int8_kind(DType t, int64_t k, QuantKind* kind) {
+  const bool super = k % 256 == 0;
+  switch (t) {
+    case DType::q8_0:
+      *kind = QuantKind::q8_0;
+      return true;
+    case DType::q4_0:
+      *kind = QuantKind::q4_0;
+      return true;
+    case DType::q4_1:
+      *kind = QuantKind::q4_1;
+      return true;
+    case DType::q5_0:
+      *kind = QuantKind::q5_0;
+      return true;
+    case DType::q5_1:
+      *kind = QuantKind::q5_1;
+      return true;
+    case DType::iq4_nl:
+      *kind = QuantKind::iq4_nl;
+      return true;
+    case DType::q2_k:
+      *kind = QuantKind::q2_k;
+      return super;
+    case DType::q3_k:
+      *kind = QuantKind::q3_k;
+      return super;
+    case DType::q4_k:
+      *kind = QuantKind::q4_k;
+      return super;
+    case DType::q5_k:
+      *kind = QuantKind::q5_k;
+      return super;
+    case DType::q6_k:
+      *kind = QuantKind::q6_k;
+      return super;
+    case DType::iq4_xs:
+      *kind = QuantKind::iq4_xs;
+      return super;
+    default:
+      return false;
+  }
+}
+
 /// The kernel kind of a type that is repacked (Q8_0, Q4_0, Q4_1); false for any other.
 inline bool repacked_kind(DType t, QuantKind* kind) {
   switch (t) {
