@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <thread>
 #include <type_traits>
 
 #if defined(__x86_64__)
@@ -18,6 +19,16 @@ inline void spin_pause() {
 #if defined(__x86_64__)
   _mm_pause();
 #endif
+}
+
+/// Spins until done() is true, yielding the core now and then (a thread we wait for may be
+/// descheduled on it).
+template <class Done>
+void spin_until(Done done) {
+  for (int spins = 1; !done(); ++spins) {
+    spin_pause();
+    if (spins % 256 == 0) std::this_thread::yield();
+  }
 }
 
 /// A non-owning reference to a callable void(int64_t task).

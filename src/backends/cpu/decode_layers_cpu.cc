@@ -18,7 +18,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "anvil/error.h"
@@ -56,8 +55,7 @@ bool make_product(const Tensor& w, const Tensor& bias, int64_t k, Product* p) {
   if (!w.defined() || w.dim() != 2 || w.size(1) != k || k % 32 != 0) return false;
   if (!int8_kind(w.dtype(), k, &p->kind)) return false;
   if (bias.defined() && (bias.dtype() != DType::f32 || bias.numel() != w.size(0))) return false;
-  QuantKind repacked;
-  if (repacked_kind(w.dtype(), &repacked)) {
+  if (is_repacked(w.dtype())) {
     p->packed = packed_weights(w);
   } else {
     p->stored = static_cast<const uint8_t*>(w.raw());
@@ -119,11 +117,7 @@ class Phase {
   void finished() { done_.fetch_add(1, std::memory_order_release); }
   // Returns once every chunk is finished; their writes are then visible.
   void wait() const {
-    int spins = 0;
-    while (done_.load(std::memory_order_acquire) < chunks_) {
-      spin_pause();
-      if (++spins % 256 == 0) std::this_thread::yield();
-    }
+    spin_until([&] { return done_.load(std::memory_order_acquire) >= chunks_; });
   }
 
  private:

@@ -210,8 +210,7 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
     kern.quantize(x + r0 * k, r1 - r0, part);
   });
   const float* bias = bias_f32(a);
-  QuantKind packed_kind;
-  if (kUsePacked && repacked_kind(wt, &packed_kind)) {
+  if (kUsePacked && is_repacked(wt)) {
     const auto packed = packed_weights(a.weight);
     const auto groups = [&](int64_t g0, int64_t g1) {
       kern.packed(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out, o);

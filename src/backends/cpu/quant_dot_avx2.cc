@@ -116,52 +116,54 @@ void dot_rows_f32_avx2(const float* rows, int64_t n_rows, const float* x, int64_
   }
 }
 
-void dot_rows_bf16_avx2(const uint16_t* rows, int64_t n_rows, const float* x, int64_t k,
-                        float* out) {
+namespace {
+
+// Rows of 16-bit floats: widen8(p) gives 8 of them as floats, widen1(bits) one.
+template <class Widen8, class Widen1>
+void dot_rows_16bit(const uint16_t* rows, int64_t n_rows, const float* x, int64_t k, float* out,
+                    Widen8 widen8, Widen1 widen1) {
   for (int64_t r = 0; r < n_rows; ++r) {
     const uint16_t* w = rows + r * k;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     int64_t j = 0;
     for (; j + 16 <= k; j += 16) {
-      // bf16 -> f32 is a 16-bit left shift of the bits.
-      const __m256i lo = _mm256_slli_epi32(
-          _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j))), 16);
-      const __m256i hi = _mm256_slli_epi32(
-          _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j + 8))), 16);
-      a0 = _mm256_fmadd_ps(_mm256_castsi256_ps(lo), _mm256_loadu_ps(x + j), a0);
-      a1 = _mm256_fmadd_ps(_mm256_castsi256_ps(hi), _mm256_loadu_ps(x + j + 8), a1);
+      a0 = _mm256_fmadd_ps(widen8(w + j), _mm256_loadu_ps(x + j), a0);
+      a1 = _mm256_fmadd_ps(widen8(w + j + 8), _mm256_loadu_ps(x + j + 8), a1);
     }
     float s = hsum(_mm256_add_ps(a0, a1));
-    for (; j < k; ++j) {
-      const uint32_t bits = static_cast<uint32_t>(w[j]) << 16;
-      float v;
-      std::memcpy(&v, &bits, sizeof v);
-      s += v * x[j];
-    }
+    for (; j < k; ++j) s += widen1(w[j]) * x[j];
     out[r] = s;
   }
 }
 
+inline __m128i load8(const uint16_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+
+}  // namespace
+
+void dot_rows_bf16_avx2(const uint16_t* rows, int64_t n_rows, const float* x, int64_t k,
+                        float* out) {
+  // bf16 -> f32 is a 16-bit left shift of the bits.
+  dot_rows_16bit(
+      rows, n_rows, x, k, out,
+      [](const uint16_t* p) {
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load8(p)), 16));
+      },
+      [](uint16_t bits) {
+        const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+        float v;
+        std::memcpy(&v, &wide, sizeof v);
+        return v;
+      });
+}
+
 void dot_rows_f16_avx2(const uint16_t* rows, int64_t n_rows, const float* x, int64_t k,
                        float* out) {
-  for (int64_t r = 0; r < n_rows; ++r) {
-    const uint16_t* w = rows + r * k;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    int64_t j = 0;
-    for (; j + 16 <= k; j += 16) {
-      // IEEE half -> float with F16C (exact).
-      const __m256 lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j)));
-      const __m256 hi =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j + 8)));
-      a0 = _mm256_fmadd_ps(lo, _mm256_loadu_ps(x + j), a0);
-      a1 = _mm256_fmadd_ps(hi, _mm256_loadu_ps(x + j + 8), a1);
-    }
-    float s = hsum(_mm256_add_ps(a0, a1));
-    for (; j < k; ++j) {
-      s += _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(w[j]))) * x[j];
-    }
-    out[r] = s;
-  }
+  // IEEE half -> float with F16C (exact).
+  dot_rows_16bit(
+      rows, n_rows, x, k, out, [](const uint16_t* p) { return _mm256_cvtph_ps(load8(p)); },
+      [](uint16_t bits) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits))); });
 }
 
 }  // namespace anvil::cpu

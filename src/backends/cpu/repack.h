@@ -76,21 +76,14 @@ inline bool int8_kind(DType t, int64_t k, QuantKind* kind) {
   }
 }
 
-/// The kernel kind of a type that is repacked (Q8_0, Q4_0, Q4_1); false for any other.
+/// True for the types that are repacked (Q8_0, Q4_0, Q4_1); the others are read as stored.
+inline bool is_repacked(DType t) {
+  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_1;
+}
+
+/// The kernel kind of a type that is repacked; false for any other.
 inline bool repacked_kind(DType t, QuantKind* kind) {
-  switch (t) {
-    case DType::q8_0:
-      *kind = QuantKind::q8_0;
-      return true;
-    case DType::q4_0:
-      *kind = QuantKind::q4_0;
-      return true;
-    case DType::q4_1:
-      *kind = QuantKind::q4_1;
-      return true;
-    default:
-      return false;
-  }
+  return is_repacked(t) && int8_kind(t, 32, kind);
 }
 
 /// The repacked form of a Q8_0 / Q4_0 / Q4_1 weight matrix [rows, k], made on first use.

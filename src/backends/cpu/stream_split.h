@@ -9,7 +9,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <thread>
 
 #include "backends/cpu/cpu_threads.h"
 
@@ -67,11 +66,7 @@ class StreamSplit {
 
   /// Returns once every item is finished; their writes are then visible.
   void wait() const {
-    int spins = 0;
-    while (done_.load(std::memory_order_acquire) < n_) {
-      spin_pause();
-      if (++spins % 256 == 0) std::this_thread::yield();
-    }
+    spin_until([&] { return done_.load(std::memory_order_acquire) >= n_; });
   }
 
  private:
