@@ -34,10 +34,10 @@
 namespace anvil::cpu {
 namespace {
 
-constexpr int64_t kGroupRows = 8;  // rows per group of the repacked weights
-constexpr int64_t kMaxGroup = 16;  // query heads per KV head the attention kernel takes
-constexpr size_t kPhases = 3;      // per layer: RoPE + cache writes, attention, the merge
-constexpr size_t kProducts = 4;    // per layer: q/k/v, o, gate/up, down
+constexpr int64_t kGroupRows = kPackRows;  // rows per group of the repacked weights
+constexpr int64_t kMaxGroup = 16;          // query heads per KV head the attention kernel takes
+constexpr size_t kPhases = 3;              // per layer: RoPE + cache writes, attention, the merge
+constexpr size_t kProducts = 4;            // per layer: q/k/v, o, gate/up, down
 
 // A product of the step: repacked weights (Q8_0 / Q4_0 / Q4_1), else the stored rows of any
 // other block type the int8 kernels take (llama.cpp's K-quant files mix Q5_0, Q4_K, Q6_K...);

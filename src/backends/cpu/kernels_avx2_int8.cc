@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/repack.h"
+
 namespace anvil::cpu {
 namespace {
 
@@ -33,6 +35,8 @@ inline __m256i bits_to_bytes(uint32_t bits) {
   const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
   return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
 }
+
+constexpr int kVectorRegisters = 16;
 
 #include "backends/cpu/quant_int8_kernels.inc"
 

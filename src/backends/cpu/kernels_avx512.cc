@@ -24,6 +24,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/repack.h"
+
 namespace anvil::cpu {
 namespace {
 
@@ -40,6 +42,8 @@ inline __m256 first_lane_ps(__m256 v) {
 inline __m256i bits_to_bytes(uint32_t bits) {
   return _mm256_movm_epi8(bits);
 }
+
+constexpr int kVectorRegisters = 32;
 
 #include "backends/cpu/quant_int8_kernels.inc"
 

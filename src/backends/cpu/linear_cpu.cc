@@ -214,7 +214,7 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
     const auto packed = packed_weights(a.weight);
     const auto groups = [&](int64_t g0, int64_t g1) {
       kern.packed(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out, o);
-      add_rows(residual, out, n, o, g0 * 8, std::min(o, g1 * 8));
+      add_rows(residual, out, n, o, g0 * kPackRows, std::min(o, g1 * kPackRows));
     };
     if (n == 1) {
       cpu::stream_for(packed->groups, groups);
@@ -328,7 +328,7 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
                          gate, o);
       gemm_packed_avx512(kind, packed[1]->data, packed[1]->block_bytes, o, g0, g1, xq, n, bias[1],
                          up, o);
-      const int64_t f0 = g0 * 8, f1 = std::min(o, g1 * 8);
+      const int64_t f0 = g0 * kPackRows, f1 = std::min(o, g1 * kPackRows);
       for (int64_t r = 0; r < n; ++r) {
         swiglu_avx512(gate + r * o + f0, up + r * o + f0, gate + r * o + f0, f1 - f0);
       }

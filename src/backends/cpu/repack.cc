@@ -38,7 +38,7 @@ std::shared_ptr<const PackedWeights> repack(const Tensor& w) {
   p->type = w.dtype();
   p->rows = w.size(0);
   p->k = w.size(1);
-  p->groups = (p->rows + 7) / 8;
+  p->groups = (p->rows + kPackRows - 1) / kPackRows;
   p->kb = p->k / 32;
   const bool q8 = p->type == DType::q8_0, q41 = p->type == DType::q4_1;
   p->block_bytes = q8 ? 16 + 256 : q41 ? 32 + 128 : 16 + 128;
@@ -57,8 +57,8 @@ std::shared_ptr<const PackedWeights> repack(const Tensor& w) {
       for (int64_t b = 0; b < p->kb; ++b) {
         uint8_t* out = dst + static_cast<size_t>(g * p->kb + b) * p->block_bytes;
         std::memset(out, 0, p->block_bytes);
-        for (int r = 0; r < 8; ++r) {
-          const int64_t row = g * 8 + r;
+        for (int r = 0; r < kPackRows; ++r) {
+          const int64_t row = g * kPackRows + r;
           if (row >= p->rows) break;
           const uint8_t* blk = src + static_cast<size_t>(row) * row_bytes + b * src_block;
           std::memcpy(out + 2 * r, blk, 2);                    // d

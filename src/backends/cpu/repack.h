@@ -17,6 +17,9 @@
 
 namespace anvil::cpu {
 
+/// Rows per group of the repacked layout.
+constexpr int64_t kPackRows = 8;
+
 /// Layout: groups of 8 rows (the last padded with zero scales), each group kb = k / 32 blocks
 /// of `block_bytes`: the 8 rows' f16 scales d (16 bytes), for Q4_1 their f16 minimums (16
 /// bytes), then the quants in steps of 32 bytes, each step 4 bytes of each of the 8 rows:
