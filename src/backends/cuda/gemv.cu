@@ -328,8 +328,24 @@ int warps_per_row(int rows, int k, int esize, int sm_count) {
   return s;
 }
 
-unsigned grid_for(int groups, int sm_count) {
-  const int cap = sm_count * 8;  // a few waves of 8-warp blocks
+// One wave: as many blocks as can be resident at once (registers and shared memory decide), each
+// walking row groups. A larger grid (it was 8 blocks per SM while registers allowed 6) left its
+// last blocks to start when the first had finished all their groups, and to walk theirs with a
+// quarter of the GPU's loads in flight: the head read at ~3.0 TB/s.
+// ANVIL_CUDA_GEMV_BLOCKS_PER_SM=N sets the blocks per SM instead (for measuring).
+template <class Kernel>
+unsigned grid_for(Kernel kernel, size_t smem, int groups, int sm_count) {
+  static const int forced = [] {
+    const char* v = std::getenv("ANVIL_CUDA_GEMV_BLOCKS_PER_SM");
+    return v ? std::atoi(v) : 0;
+  }();
+  int per_sm = forced;
+  if (per_sm < 1 && (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                         &per_sm, kernel, kWarpsPerBlock * 32, smem) != cudaSuccess ||
+                     per_sm < 1)) {
+    per_sm = 1;
+  }
+  const int cap = sm_count * per_sm;
   return static_cast<unsigned>(groups < cap ? groups : cap);
 }
 
@@ -365,8 +381,9 @@ void launch_plain(int s, const void* x, const GemvSegments& seg, int k, int sms,
   by_split(s, smem > 0, [&](auto split, auto staged) {
     constexpr int S = decltype(split)::value;
     const int groups = (total + kWarpsPerBlock / S - 1) / (kWarpsPerBlock / S);
-    launch(gemv_kernel<T, R, S, decltype(staged)::value>, grid_for(groups, sms),
-           kWarpsPerBlock * 32, smem, st, static_cast<const T*>(x), seg, k, groups);
+    const auto kernel = gemv_kernel<T, R, S, decltype(staged)::value>;
+    launch(kernel, grid_for(kernel, smem, groups, sms), kWarpsPerBlock * 32, smem, st,
+           static_cast<const T*>(x), seg, k, groups);
   });
 }
 
@@ -378,10 +395,11 @@ void launch_swiglu(int s, const void* x, const void* gate, const void* gb, const
   by_split(s, smem > 0, [&](auto split, auto staged) {
     constexpr int S = decltype(split)::value;
     const int groups = (o + kWarpsPerBlock / S - 1) / (kWarpsPerBlock / S);
-    launch(gemv_swiglu_kernel<T, R, S, decltype(staged)::value>, grid_for(groups, sms),
-           kWarpsPerBlock * 32, smem, st, static_cast<const T*>(x), static_cast<const T*>(gate),
-           static_cast<const T*>(gb), static_cast<const T*>(up), static_cast<const T*>(ub),
-           static_cast<T*>(out), k, o, groups, static_cast<const T*>(norm_w), eps);
+    const auto kernel = gemv_swiglu_kernel<T, R, S, decltype(staged)::value>;
+    launch(kernel, grid_for(kernel, smem, groups, sms), kWarpsPerBlock * 32, smem, st,
+           static_cast<const T*>(x), static_cast<const T*>(gate), static_cast<const T*>(gb),
+           static_cast<const T*>(up), static_cast<const T*>(ub), static_cast<T*>(out), k, o, groups,
+           static_cast<const T*>(norm_w), eps);
   });
 }
 
