@@ -52,17 +52,39 @@ class StepGraph {
   virtual void replay() = 0;
 };
 
+/// A copy to host memory queued behind the work already queued on a device
+/// (Backend::copy_to_host_async).
+class PendingCopy {
+ public:
+  virtual ~PendingCopy() = default;
+  /// Returns once the bytes are in the destination.
+  virtual void wait() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual DeviceType type() const = 0;
   virtual std::vector<DeviceInfo> devices() const = 0;
+  /// How many devices devices() lists, without gathering what it prints (checked on every
+  /// backend_for call, so on every step).
+  virtual int device_count() const { return static_cast<int>(devices().size()); }
   /// Allocates `nbytes` on `device` (uninitialised).
   virtual std::shared_ptr<Buffer> allocate(Device device, size_t nbytes) = 0;
   /// Copies between host memory and this backend's memory (either side may be the host).
   virtual void copy_to_host(void* dst, const void* src, size_t nbytes, Device device) = 0;
   virtual void copy_from_host(void* dst, const void* src, size_t nbytes, Device device) = 0;
   virtual void copy_on_device(void* dst, const void* src, size_t nbytes, Device device) = 0;
+  /// Queues a copy from host memory behind the work already queued on `device` and returns
+  /// without waiting for that work: the bytes are taken before it returns. By default, as
+  /// copy_from_host (which waits).
+  virtual void copy_from_host_queued(void* dst, const void* src, size_t nbytes, Device device) {
+    copy_from_host(dst, src, nbytes, device);
+  }
+  /// Queues a copy to host memory behind the work already queued on `device`; `dst` must stay
+  /// valid until the returned copy's wait(). By default the copy is made before returning.
+  virtual std::unique_ptr<PendingCopy> copy_to_host_async(void* dst, const void* src, size_t nbytes,
+                                                          Device device);
   /// Waits for all queued work on `device`.
   virtual void synchronize(Device device) = 0;
   /// The dtype activations are kept in when weights are stored as `weights`.

@@ -106,6 +106,15 @@ bool supports(const std::string& op, DeviceType type, DType act, DType weight) {
   return find_kernel_raw(op, type, act, weight) != nullptr;
 }
 
+std::unique_ptr<PendingCopy> Backend::copy_to_host_async(void* dst, const void* src, size_t nbytes,
+                                                         Device device) {
+  struct Done : PendingCopy {
+    void wait() override {}
+  };
+  copy_to_host(dst, src, nbytes, device);
+  return std::make_unique<Done>();
+}
+
 Backend* find_backend(DeviceType type) {
   auto& r = registry();
   auto it = r.backends.find(type);
@@ -119,10 +128,10 @@ Backend& backend_for(Device device) {
     throw Error("device '" + device.str() + "' is not available: " + r.absent[device.type]);
   }
   if (device.type != DeviceType::cpu) {
-    const auto devs = it->second->devices();
-    if (device.ordinal() >= static_cast<int>(devs.size())) {
-      throw Error("device '" + device.str() + "' is not available: " + std::to_string(devs.size()) +
-                  " " + std::string(device_type_name(device.type)) + " device(s) visible");
+    const int count = it->second->device_count();
+    if (device.ordinal() >= count) {
+      throw Error("device '" + device.str() + "' is not available: " + std::to_string(count) + " " +
+                  std::string(device_type_name(device.type)) + " device(s) visible");
     }
   } else if (device.ordinal() != 0) {
     throw Error("device '" + device.str() + "' is not available: there is one cpu device, cpu:0");

@@ -1,5 +1,6 @@
-// Timings use a steady clock around whole steps. Each step ends with its greedy pick copied to
-// the host, which waits for the device, so the clock measures finished work on every backend.
+// Timings use a steady clock around whole steps. Every step's greedy pick is copied to the host,
+// which waits for it (where steps are queued one ahead, as generate() queues them, the last
+// wait covers the last step), so the clock measures finished work on every backend.
 // Prompts are random ids (the speed of a step does not depend on which ids they are).
 #include "generate/bench.h"
 
@@ -16,6 +17,7 @@
 #include "anvil/error.h"
 #include "core/thread_pool.h"
 #include "generate/generate.h"
+#include "generate/greedy_chain.h"
 #include "models/decoder.h"
 
 namespace anvil {
@@ -128,6 +130,10 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
   if (cpu) probe = std::make_unique<ReadBandwidthProbe>(int64_t{512} << 20);
   std::vector<double> prefill_s, decode_s, ttft_s, run_bw, run_fraction, bw_samples;
   const double bytes_per_step = static_cast<double>(dec.decode_weight_bytes());
+  // ANVIL_NO_GREEDY_CHAIN=1: one step at a time, the host reading each token before queueing
+  // the next (for measuring the chain).
+  const bool chained =
+      GreedyChain::available(dec) && std::getenv("ANVIL_NO_GREEDY_CHAIN") == nullptr;
   for (int r = 0; r < o.repeats + 1; ++r) {  // the first run warms caches and allocations
     KvCache cache = dec.new_cache(o.batch, o.prompt_len + o.gen_len);
     const auto t0 = Clock::now();
@@ -142,16 +148,37 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
     // waiting for its token), for telling host-bound from device-bound decoding apart.
     static const bool trace = std::getenv("ANVIL_BENCH_TRACE") != nullptr;
     double t_queue = 0, t_pick = 0;
-    for (int64_t g = 0; g < o.gen_len; ++g) {
-      step.ids = next;
+    const auto set_step = [&](int64_t g) {
       step.positions.assign(static_cast<size_t>(o.batch), static_cast<int32_t>(o.prompt_len + g));
       step.key_mask.assign(static_cast<size_t>(o.batch * (o.prompt_len + g + 1)), 1);
-      const auto ta = Clock::now();
-      const Tensor logits = dec.forward(step, cache);
-      const auto tb = Clock::now();
-      next = greedy_tokens(logits);
-      t_queue += std::chrono::duration<double>(tb - ta).count();
-      t_pick += seconds_since(tb);
+    };
+    if (chained) {  // as generate() decodes greedily: each step queued before the last is read
+      GreedyChain chain(dec, o.batch);
+      step.ids = next;
+      set_step(0);
+      chain.queue(step, cache, false);
+      for (int64_t g = 0; g < o.gen_len; ++g) {
+        const auto ta = Clock::now();
+        if (g + 1 < o.gen_len) {
+          set_step(g + 1);
+          chain.queue(step, cache, true);
+        }
+        const auto tb = Clock::now();
+        next = chain.take();
+        t_queue += std::chrono::duration<double>(tb - ta).count();
+        t_pick += seconds_since(tb);
+      }
+    } else {
+      for (int64_t g = 0; g < o.gen_len; ++g) {
+        step.ids = next;
+        set_step(g);
+        const auto ta = Clock::now();
+        const Tensor logits = dec.forward(step, cache);
+        const auto tb = Clock::now();
+        next = greedy_tokens(logits);
+        t_queue += std::chrono::duration<double>(tb - ta).count();
+        t_pick += seconds_since(tb);
+      }
     }
     const double t_decode = seconds_since(t1);
     if (trace && r > 0) {

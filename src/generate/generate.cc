@@ -10,6 +10,7 @@
 #include <span>
 
 #include "anvil/error.h"
+#include "generate/greedy_chain.h"
 #include "generate/logits_processor.h"
 #include "ops/ops.h"
 
@@ -179,21 +180,60 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   double t_forward = 0, t_pick = 0, t_rest = 0;
   int64_t traced = 0;
   const auto now = [trace] { return trace ? Clock::now() : Clock::time_point(); };
+  // The next step: one new token per row, its position the count of real tokens so far.
+  const auto advance = [&] {
+    step.seq = 1;
+    step.positions.assign(rows, 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t real = 0;
+      for (int64_t m : mask[r]) real += m;
+      step.positions[r] = static_cast<int32_t>(real);
+      mask[r].push_back(1);
+    }
+    step.key_mask.clear();
+    for (int64_t r = 0; r < rows; ++r) {
+      step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
+    }
+  };
+  // Plain greedy one-token steps go through a chain (greedy_chain.h) where the device runs
+  // behind the host: the next step is queued, taking its ids from the device's picks, before
+  // this step's tokens are read. Finished rows then get the pick instead of the pad token as
+  // their next input, which changes nothing: rows do not see each other, and a finished row's
+  // outputs are replaced by pad.
+  const bool chain_greedy = !sp.do_sample && sp.repetition_penalty == 1.0f &&
+                            GreedyChain::available(decoder) &&
+                            std::getenv("ANVIL_NO_GREEDY_CHAIN") == nullptr;
+  std::optional<GreedyChain> chain;
   auto t_end = now();
   for (int64_t t = 0; t < max_new; ++t) {
     const auto t_begin = now();
     if (t > 0) t_rest += std::chrono::duration<double>(t_begin - t_end).count();
-    const Tensor step_logits = decoder.forward(step, cache);
-    const auto t_queued = now();
     // Plain greedy steps pick on the device; plain top-k sampling reads each row's top_k + 1
     // candidates from the device; anything else that edits the scores runs on the whole row on
     // the host.
     const bool plain = sp.repetition_penalty == 1.0f && t >= opts.min_new_tokens;
     const bool plain_greedy = plain && !sp.do_sample;
+    const bool chained = chain_greedy && plain_greedy && t > 0;
+    bool advanced = false;  // the next step's positions and mask are already set
     std::vector<int64_t> greedy;
     std::vector<float> logits;
     Candidates candidates;
-    if (plain_greedy) {
+    Tensor step_logits;
+    if (chained) {
+      if (!chain) chain.emplace(decoder, rows);
+      if (chain->pending() == 0) chain->queue(step, cache, false);
+      if (t + 1 < max_new) {
+        advance();
+        advanced = true;
+        chain->queue(step, cache, true);
+      }
+    } else {
+      step_logits = decoder.forward(step, cache);
+    }
+    const auto t_queued = now();
+    if (chained) {
+      greedy = chain->take();
+    } else if (plain_greedy) {
       greedy = greedy_tokens(step_logits);
     } else if (plain && sp.do_sample && device_candidates(step_logits, sp.top_k)) {
       candidates = top_candidates(step_logits, sp.top_k + 1);
@@ -235,23 +275,15 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
       sequences[r].push_back(token);
       if (std::find(eos.begin(), eos.end(), token) != eos.end()) finished[r] = true;
     }
-    if (opts.streamer && !opts.streamer(chosen)) break;
-    if (std::all_of(finished.begin(), finished.end(), [](bool f) { return f; })) break;
-    if (t + 1 == max_new) break;
-    // Next step: one new token per row, its position the count of real tokens so far.
-    step.seq = 1;
+    const bool stop = (opts.streamer && !opts.streamer(chosen)) ||
+                      std::all_of(finished.begin(), finished.end(), [](bool f) { return f; }) ||
+                      t + 1 == max_new;
+    if (stop) {
+      if (chain) chain->drop(cache);  // a step queued ahead of the stop
+      break;
+    }
     step.ids = chosen;
-    step.positions.assign(rows, 0);
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t real = 0;
-      for (int64_t m : mask[r]) real += m;
-      step.positions[r] = static_cast<int32_t>(real);
-      mask[r].push_back(1);
-    }
-    step.key_mask.clear();
-    for (int64_t r = 0; r < rows; ++r) {
-      step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
-    }
+    if (!advanced) advance();
     t_end = now();
   }
   if (trace && traced > 0) {

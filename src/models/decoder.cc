@@ -85,7 +85,14 @@ Tensor Decoder::upload_i32(const std::vector<int32_t>& v, const Shape& shape) co
 void Decoder::check_step(const StepInput& step, const KvCache& cache) const {
   const ModelConfig& c = config_;
   const int64_t b = step.batch, s = step.seq, n = b * s, past = cache.length;
-  if (static_cast<int64_t>(step.ids.size()) != n ||
+  if (step.device_ids.defined() &&
+      (s != 1 || step.device_ids.dtype() != DType::i64 || step.device_ids.numel() != b ||
+       step.device_ids.device() != device_ || !step.device_ids.is_contiguous())) {
+    throw Error("decoder step: device ids must be i64 [batch] on " + device_.str() +
+                " for a one-token step");
+  }
+  const int64_t host_ids = step.device_ids.defined() && step.ids.empty() ? 0 : n;
+  if (static_cast<int64_t>(step.ids.size()) != host_ids ||
       static_cast<int64_t>(step.positions.size()) != n ||
       static_cast<int64_t>(step.key_mask.size()) != b * (past + s)) {
     throw Error("decoder step: inconsistent input sizes");
@@ -104,15 +111,18 @@ void Decoder::check_step(const StepInput& step, const KvCache& cache) const {
   }
 }
 
+bool Decoder::queues_steps() const {
+  return device_.type != DeviceType::cpu &&
+         supports(ops::kMaskColumn, device_.type, DType::i32, DType::i32);
+}
+
 Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
   check_step(step, cache);
   const int64_t b = step.batch, s = step.seq, n = b * s, past = cache.length;
-  if (s == 1 && !step.all_logits && device_.type != DeviceType::cpu &&
-      supports(ops::kMaskColumn, device_.type, DType::i32, DType::i32)) {
-    return forward_graph(step, cache);
-  }
+  if (s == 1 && !step.all_logits && queues_steps()) return forward_graph(step, cache);
   StepTensors in;
-  in.ids = Tensor::from_i64(step.ids, {n}).to(device_);
+  in.ids =
+      step.device_ids.defined() ? step.device_ids : Tensor::from_i64(step.ids, {n}).to(device_);
   in.positions = upload_i32(step.positions, {n});
   in.key_mask = upload_i32(step.key_mask, {b, past + s});
   const int64_t out_seq = step.all_logits ? s : 1;
@@ -274,14 +284,23 @@ Tensor Decoder::forward_graph(const StepInput& step, KvCache& cache) const {
     state->in.key_mask.copy_from(host);
   }
   uint8_t* st = state->staging.data();
-  std::memcpy(st, step.ids.data(), static_cast<size_t>(b) * 8);
+  if (!step.device_ids.defined()) std::memcpy(st, step.ids.data(), static_cast<size_t>(b) * 8);
   std::memcpy(st + b * 8, step.positions.data(), static_cast<size_t>(b) * 4);
   const auto past32 = static_cast<int32_t>(past);
   std::memcpy(st + b * 12, &past32, 4);
   for (int64_t r = 0; r < b; ++r) {
     std::memcpy(st + b * 12 + 4 + r * 4, &step.key_mask[r * (past + 1) + past], 4);
   }
-  backend_for(device_).copy_from_host(state->inputs.raw(), st, state->staging.size(), device_);
+  // Queued behind the previous step: the host goes on to queue this one without waiting.
+  Backend& backend = backend_for(device_);
+  if (step.device_ids.defined()) {
+    const size_t ids_bytes = static_cast<size_t>(b) * 8;
+    backend.copy_on_device(state->inputs.raw(), step.device_ids.raw(), ids_bytes, device_);
+    backend.copy_from_host_queued(static_cast<uint8_t*>(state->inputs.raw()) + ids_bytes,
+                                  st + ids_bytes, state->staging.size() - ids_bytes, device_);
+  } else {
+    backend.copy_from_host_queued(state->inputs.raw(), st, state->staging.size(), device_);
+  }
 
   const auto body = [&, state] {
     ops::write_mask_column(state->in.key_mask, state->mask_column, state->in.past);

@@ -24,6 +24,10 @@ struct StepInput {
   std::vector<int32_t> positions;  ///< [batch * seq] rotary positions
   std::vector<int32_t> key_mask;   ///< [batch * (cache.length + seq)], 0 for padding keys
   bool all_logits = false;         ///< logits of every position, else only the last of each row
+  /// One-token steps: i64 [batch] on the decoder's device, taken as the ids instead of `ids`
+  /// (which may then be empty), so a step can follow the device-side pick of the previous one
+  /// without the host reading it first. Ids from the device are not range-checked.
+  Tensor device_ids;
 };
 
 class Decoder {
@@ -48,9 +52,13 @@ class Decoder {
   /// Not thread-safe (shared scratch).
   ///
   /// One-token steps on a backend with graphs are recorded once per cache and replayed: the
-  /// inputs go to fixed device buffers in one copy, positions and the past length are read
-  /// by the kernels from device memory.
+  /// inputs go to fixed device buffers in one queued copy (the host does not wait for the
+  /// device), positions and the past length are read by the kernels from device memory.
   Tensor forward(const StepInput& step, KvCache& cache) const;
+
+  /// Whether one-token steps are queued without the host waiting for the device (graph
+  /// replay), so that a step can be queued before the previous one's tokens are read.
+  bool queues_steps() const;
 
  private:
   /// The device tensors of one step's inputs.

@@ -13,6 +13,7 @@
 #include "anvil/model.h"
 #include "backends/cpu/cpu_isa.h"
 #include "generate/generate.h"
+#include "generate/greedy_chain.h"
 #include "models/decoder.h"
 #include "models/init_model.h"
 #include "temp_dir.h"
@@ -113,6 +114,78 @@ TEST_P(DeviceDecode, SecondGenerationOnSameModelMatches) {
   o.do_sample = false;
   EXPECT_EQ(dev.generate(b, o), test::id_rows(golden, "gen_a"));
   EXPECT_EQ(dev.generate(b, o), test::id_rows(golden, "gen_a"));
+}
+
+// Greedy decoding on a device queues each step before the host has read the previous one's
+// tokens (greedy_chain.h). Stops must still come exactly where the CPU stops: at an eos reached
+// by one row of a batch while the other goes on (then by both), at max_new_tokens, and where a
+// streamer says stop; and a generation that stopped with a step queued ahead must leave the
+// model ready for the next. The eos ids are tokens the fixture's own greedy run produces.
+TEST_P(DeviceDecode, GreedyStopsWhereTheCpuStops) {
+  const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
+  const CausalLM cpu = load("cpu"), dev = load(test::device_name(std::get<1>(GetParam())));
+  Batch b;
+  b.input_ids = test::id_rows(golden, "input_ids_b");
+  b.attention_mask = test::id_rows(golden, "attention_mask_b");
+  GenerateOptions o;
+  o.max_new_tokens = 12;
+  o.do_sample = false;
+  o.eos_token_ids = std::vector<int64_t>{};
+  const auto free_run = cpu.generate(b, o);
+  ASSERT_EQ(free_run, dev.generate(b, o));
+  const auto prompt = static_cast<size_t>(b.input_ids[0].size());
+  ASSERT_GE(free_run[0].size(), prompt + 8);
+  for (const size_t at : {size_t{1}, size_t{4}}) {
+    o.eos_token_ids = std::vector<int64_t>{free_run[0][prompt + at]};
+    o.pad_token_id = 0;
+    const auto want = cpu.generate(b, o);
+    EXPECT_EQ(dev.generate(b, o), want) << "eos = the token at " << at;
+  }
+  o.eos_token_ids = std::vector<int64_t>{};
+  int calls = 0;
+  o.streamer = [&](const std::vector<int64_t>&) { return ++calls < 3; };
+  const auto want_streamed = cpu.generate(b, o);
+  calls = 0;
+  EXPECT_EQ(dev.generate(b, o), want_streamed);
+  EXPECT_EQ(want_streamed[0].size(), prompt + 3);
+  o.streamer = nullptr;
+  EXPECT_EQ(dev.generate(b, o), free_run);  // after stops with steps queued ahead
+}
+
+// The chain's picks are the greedy tokens, a step follows the one queued before it, and steps
+// dropped after a stop leave the cache as it was before them.
+TEST_P(DeviceDecode, GreedyChainFollowsAndDrops) {
+  const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
+  const CausalLM dev = load(test::device_name(std::get<1>(GetParam())));
+  const Decoder& d = dev.decoder();
+  if (!GreedyChain::available(d)) GTEST_SKIP() << "this device takes one step at a time";
+  const auto prompt = test::id_rows(golden, "input_ids_a")[0];
+  const auto want = test::id_rows(golden, "gen_a")[0];
+  const auto len = static_cast<int64_t>(prompt.size());
+  KvCache cache = d.new_cache(1, len + 8);
+  StepInput step;
+  step.batch = 1;
+  step.seq = len;
+  step.ids = prompt;
+  for (int64_t i = 0; i < len; ++i) step.positions.push_back(static_cast<int32_t>(i));
+  step.key_mask.assign(static_cast<size_t>(len), 1);
+  std::vector<int64_t> first = greedy_tokens(d.forward(step, cache));
+  ASSERT_EQ(first[0], want[static_cast<size_t>(len)]);
+  GreedyChain chain(d, 1);
+  step.seq = 1;
+  step.ids = first;
+  for (int64_t g = 0; g < 4; ++g) {
+    step.positions = {static_cast<int32_t>(len + g)};
+    step.key_mask.assign(static_cast<size_t>(len + g + 1), 1);
+    chain.queue(step, cache, g > 0);
+  }
+  EXPECT_EQ(cache.length, len + 4);
+  for (int64_t g = 0; g < 2; ++g) {
+    EXPECT_EQ(chain.take()[0], want[static_cast<size_t>(len + 1 + g)]) << "step " << g;
+  }
+  chain.drop(cache);
+  EXPECT_EQ(chain.pending(), 0u);
+  EXPECT_EQ(cache.length, len + 2);
 }
 
 // Sampling with top-k from each row's candidates on the device (ops::top_k, the default where a

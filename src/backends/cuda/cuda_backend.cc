@@ -4,12 +4,17 @@
 
 #include <cuda_runtime.h>
 
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "anvil/error.h"
 #include "backends/cuda/cuda_allocator.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
+#include "backends/cuda/pinned_staging.h"
 
 namespace anvil {
 namespace {
@@ -54,6 +59,8 @@ class CudaBackend : public Backend {
     return out;
   }
 
+  int device_count() const override { return cuda::visible_device_count(); }
+
   std::shared_ptr<Buffer> allocate(Device device, size_t nbytes) override {
     return cuda::allocate(device, nbytes);
   }
@@ -69,6 +76,27 @@ class CudaBackend : public Backend {
     const cudaStream_t s = cuda::stream_of(device);
     ANVIL_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s));
     ANVIL_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  // Queued copies pass through page-locked slots (pinned_staging.h): the host returns at once.
+  void copy_from_host_queued(void* dst, const void* src, size_t n, Device device) override {
+    const cudaStream_t s = cuda::stream_of(device);
+    cuda::PinnedStaging::Slot* slot =
+        n <= cuda::PinnedStaging::kSlotBytes ? staging(device).take() : nullptr;
+    if (!slot) return copy_from_host(dst, src, n, device);
+    std::memcpy(slot->host, src, n);
+    ANVIL_CUDA_CHECK(cudaMemcpyAsync(dst, slot->host, n, cudaMemcpyHostToDevice, s));
+    ANVIL_CUDA_CHECK(cudaEventRecord(slot->done, s));
+    staging(device).release(slot);  // reused only after `done`
+  }
+  std::unique_ptr<PendingCopy> copy_to_host_async(void* dst, const void* src, size_t n,
+                                                  Device device) override {
+    const cudaStream_t s = cuda::stream_of(device);
+    cuda::PinnedStaging& st = staging(device);
+    cuda::PinnedStaging::Slot* slot = n <= cuda::PinnedStaging::kSlotBytes ? st.take() : nullptr;
+    if (!slot) return Backend::copy_to_host_async(dst, src, n, device);
+    ANVIL_CUDA_CHECK(cudaMemcpyAsync(slot->host, src, n, cudaMemcpyDeviceToHost, s));
+    ANVIL_CUDA_CHECK(cudaEventRecord(slot->done, s));
+    return std::make_unique<PinnedCopy>(st, slot, dst, n);
   }
   void copy_on_device(void* dst, const void* src, size_t n, Device device) override {
     ANVIL_CUDA_CHECK(
@@ -104,6 +132,41 @@ class CudaBackend : public Backend {
     ANVIL_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
     return std::make_unique<CudaGraph>(exec, graph, device);
   }
+
+ private:
+  // A copy to the host through a held slot: wait() moves the bytes out and frees the slot.
+  class PinnedCopy : public PendingCopy {
+   public:
+    PinnedCopy(cuda::PinnedStaging& staging, cuda::PinnedStaging::Slot* slot, void* dst, size_t n)
+        : staging_(staging), slot_(slot), dst_(dst), n_(n) {}
+    ~PinnedCopy() override {
+      if (slot_) staging_.release(slot_);
+    }
+    void wait() override {
+      if (!slot_) return;
+      ANVIL_CUDA_CHECK(cudaEventSynchronize(slot_->done));
+      std::memcpy(dst_, slot_->host, n_);
+      staging_.release(slot_);
+      slot_ = nullptr;
+    }
+
+   private:
+    cuda::PinnedStaging& staging_;
+    cuda::PinnedStaging::Slot* slot_;
+    void* dst_;
+    size_t n_;
+  };
+
+  cuda::PinnedStaging& staging(Device device) {
+    cuda::context(device);  // makes the device current: the slots' events belong to it
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& slot = staging_[device.ordinal()];
+    if (!slot) slot = std::make_unique<cuda::PinnedStaging>();
+    return *slot;
+  }
+
+  std::mutex mu_;
+  std::map<int, std::unique_ptr<cuda::PinnedStaging>> staging_;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@ target_sources(anvil PRIVATE
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/cuda_backend.cc
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/cuda_context.cc
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/cuda_allocator.cc
+  ${CMAKE_SOURCE_DIR}/src/backends/cuda/pinned_staging.cc
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/linear_cuda.cc
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/batched_gemm.cc
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/gemv.cu

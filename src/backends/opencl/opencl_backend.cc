@@ -52,6 +52,11 @@ class OpenClBackend : public Backend {
     return out;
   }
 
+  int device_count() const override {
+    return type_ == DeviceType::xpu ? static_cast<int>(opencl::intel_gpus().size())
+                                    : static_cast<int>(opencl::devices().size());
+  }
+
   std::shared_ptr<Buffer> allocate(Device device, size_t nbytes) override {
     note_xpu_use(device);
     return opencl::allocate(device, nbytes);
