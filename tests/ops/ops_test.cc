@@ -58,8 +58,10 @@ TEST_P(Ops, Linear) {
   for (DType w : kWeightTypes) {
     if (!has(ops::kLinear, w)) continue;
     // Decode shapes (up to four rows) with k not a multiple of 4 and odd o, long rows (which
-    // a GPU kernel may split across teams, with a tail), then larger ones.
+    // a GPU kernel may split across teams, with a tail), then larger ones; one row against
+    // many outputs, an odd count (a head: the GPU takes two rows per warp there).
     for (auto [n, k, o] : {std::tuple{1, 64, 96},
+                           {1, 96, 32771},
                            {3, 7, 10},
                            {4, 70, 9},
                            {1, 4864, 37},

@@ -285,6 +285,47 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
+// The head's shape (one activation row, one matrix of many rows): each warp takes two
+// consecutive rows, so each lane has twice the loads in flight per round.
+template <class T, bool kStaged>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    gemv_pairs_kernel(const T* __restrict__ x_in, GemvSegments seg, int k, int groups) {
+  constexpr int kRowsPerBlock = 2 * kWarpsPerBlock;
+  const int total = seg.rows[0];
+  const T* w = static_cast<const T*>(seg.w[0]);
+  const T* norm_w = static_cast<const T*>(seg.norm_w);
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  if (static_cast<int>(blockIdx.x) < groups) {  // the first rows' weights, before waiting for x
+    const int row = static_cast<int>(blockIdx.x) * kRowsPerBlock + 2 * warp;
+    if (row < total) prefetch_share<T, 1>(w, row, k);
+    if (row + 1 < total) prefetch_share<T, 1>(w, row + 1, k);
+  }
+  pdl_wait();
+  float scale[1];
+  const T* x = prepare_x<T, 1, kStaged>(x_in, k, norm_w, seg.eps, scale);
+  const int chunks = k / Vec<T>::kN;
+  const T* bias = static_cast<const T*>(seg.bias[0]);
+  T* out = static_cast<T*>(seg.out[0]);
+  for (int g = blockIdx.x; g < groups; g += gridDim.x) {
+    const int row = g * kRowsPerBlock + 2 * warp;
+    if (row >= total) continue;
+    const int second = row + 1 < total ? row + 1 : row;
+    const uint4* const rows[2] = {
+        reinterpret_cast<const uint4*>(w + static_cast<long long>(row) * k),
+        reinterpret_cast<const uint4*>(w + static_cast<long long>(second) * k)};
+    float acc[2][1] = {{0.0f}, {0.0f}};
+    dot_rows<T, 1, 2, kStaged>(x, rows, k, 0, chunks, norm_w, scale, acc);
+    if (lane != 0) continue;
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+      const int r = row + m;
+      if (m == 1 && second == row) break;
+      const T product = from_float<T>(acc[m][0] + (bias ? to_float(bias[r]) : 0.0f));
+      out[r] = seg.accumulate ? from_float<T>(to_float(out[r]) + to_float(product)) : product;
+    }
+  }
+}
+
 template <class T, int R, int S, bool kStaged>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemv_swiglu_kernel(const T* __restrict__ x_in, const T* __restrict__ gate,
@@ -374,10 +415,28 @@ void by_split(int s, bool staged, F&& f) {
     with_s(std::false_type{});
 }
 
+// Rows from which a one-row product of one matrix takes the two-rows-per-warp kernel (the
+// head); ANVIL_CUDA_GEMV_NO_PAIRS=1 keeps it on the plain kernel (for measuring).
+constexpr int kPairRows = 32768;
+
 template <class T, int R>
 void launch_plain(int s, const void* x, const GemvSegments& seg, int k, int sms, cudaStream_t st) {
   const int total = seg.rows[0] + seg.rows[1] + seg.rows[2];
   const size_t smem = staged_bytes(R, k, sizeof(T));
+  static const bool no_pairs = std::getenv("ANVIL_CUDA_GEMV_NO_PAIRS") != nullptr;
+  if (R == 1 && s == 1 && seg.count == 1 && total >= kPairRows && !no_pairs) {
+    const int groups = (total + 2 * kWarpsPerBlock - 1) / (2 * kWarpsPerBlock);
+    const auto run = [&](auto kernel) {
+      launch(kernel, grid_for(kernel, smem, groups, sms), kWarpsPerBlock * 32, smem, st,
+             static_cast<const T*>(x), seg, k, groups);
+    };
+    if (smem > 0) {
+      run(gemv_pairs_kernel<T, true>);
+    } else {
+      run(gemv_pairs_kernel<T, false>);
+    }
+    return;
+  }
   by_split(s, smem > 0, [&](auto split, auto staged) {
     constexpr int S = decltype(split)::value;
     const int groups = (total + kWarpsPerBlock / S - 1) / (kWarpsPerBlock / S);
