@@ -127,29 +127,32 @@ TEST_P(DeviceDecode, GreedyStopsWhereTheCpuStops) {
   Batch b;
   b.input_ids = test::id_rows(golden, "input_ids_b");
   b.attention_mask = test::id_rows(golden, "attention_mask_b");
-  GenerateOptions o;
-  o.max_new_tokens = 12;
-  o.do_sample = false;
-  o.eos_token_ids = std::vector<int64_t>{};
-  const auto free_run = cpu.generate(b, o);
-  ASSERT_EQ(free_run, dev.generate(b, o));
+  // Greedy, 12 new tokens, stopping on `eos` (none when negative).
+  const auto options = [](int64_t eos) {
+    GenerateOptions o;
+    o.max_new_tokens = 12;
+    o.do_sample = false;
+    o.pad_token_id = 0;
+    o.eos_token_ids.emplace();
+    if (eos >= 0) o.eos_token_ids->push_back(eos);
+    return o;
+  };
+  const auto free_run = cpu.generate(b, options(-1));
+  ASSERT_EQ(free_run, dev.generate(b, options(-1)));
   const auto prompt = static_cast<size_t>(b.input_ids[0].size());
   ASSERT_GE(free_run[0].size(), prompt + 8);
   for (const size_t at : {size_t{1}, size_t{4}}) {
-    o.eos_token_ids = std::vector<int64_t>{free_run[0][prompt + at]};
-    o.pad_token_id = 0;
-    const auto want = cpu.generate(b, o);
-    EXPECT_EQ(dev.generate(b, o), want) << "eos = the token at " << at;
+    const GenerateOptions o = options(free_run[0][prompt + at]);
+    EXPECT_EQ(dev.generate(b, o), cpu.generate(b, o)) << "eos = the token at " << at;
   }
-  o.eos_token_ids = std::vector<int64_t>{};
+  GenerateOptions streamed = options(-1);
   int calls = 0;
-  o.streamer = [&](const std::vector<int64_t>&) { return ++calls < 3; };
-  const auto want_streamed = cpu.generate(b, o);
+  streamed.streamer = [&](const std::vector<int64_t>&) { return ++calls < 3; };
+  const auto want_streamed = cpu.generate(b, streamed);
   calls = 0;
-  EXPECT_EQ(dev.generate(b, o), want_streamed);
+  EXPECT_EQ(dev.generate(b, streamed), want_streamed);
   EXPECT_EQ(want_streamed[0].size(), prompt + 3);
-  o.streamer = nullptr;
-  EXPECT_EQ(dev.generate(b, o), free_run);  // after stops with steps queued ahead
+  EXPECT_EQ(dev.generate(b, options(-1)), free_run);  // after stops with steps queued ahead
 }
 
 // The chain's picks are the greedy tokens, a step follows the one queued before it, and steps
