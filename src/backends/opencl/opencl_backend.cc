@@ -3,13 +3,9 @@
 // it only reports them.
 #include "backends/opencl/opencl_backend.h"
 
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
-#include <mutex>
 #include <string>
-#include <vector>
 
 #include "anvil/error.h"
 #include "backends/opencl/command_buffer.h"
@@ -82,40 +78,6 @@ class OpenClBackend : public Backend {
                                        src, 0, nullptr, nullptr),
                   "clEnqueueWriteBuffer");
   }
-  // Queued copies: the write reads a copy of the bytes kept until its event completes; the
-  // read lands in `dst` by itself, and wait() waits for its event.
-  void copy_from_host_queued(void* dst, const void* src, size_t n, Device device) override {
-    not_recording(device, "copy from the host");
-    opencl::release_gate(opencl::queue(device));
-    const auto* bytes = static_cast<const uint8_t*>(src);
-    auto held = std::make_shared<std::vector<uint8_t>>(bytes, bytes + n);
-    const auto loc = opencl::locate(dst);
-    cl_event done = nullptr;
-    opencl::check(clEnqueueWriteBuffer(opencl::queue(device).queue, loc.mem, CL_FALSE, loc.offset,
-                                       n, held->data(), 0, nullptr, &done),
-                  "clEnqueueWriteBuffer");
-    std::lock_guard<std::mutex> lock(mu_);
-    std::erase_if(writes_, [](const HeldWrite& w) {
-      cl_int status = CL_QUEUED;
-      clGetEventInfo(w.done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
-      if (status != CL_COMPLETE && status >= 0) return false;
-      clReleaseEvent(w.done);
-      return true;
-    });
-    writes_.push_back({done, std::move(held)});
-  }
-  std::unique_ptr<PendingCopy> copy_to_host_async(void* dst, const void* src, size_t n,
-                                                  Device device) override {
-    not_recording(device, "copy to the host");
-    opencl::release_gate(opencl::queue(device));
-    const auto loc = opencl::locate(src);
-    cl_event done = nullptr;
-    opencl::check(clEnqueueReadBuffer(opencl::queue(device).queue, loc.mem, CL_FALSE, loc.offset, n,
-                                      dst, 0, nullptr, &done),
-                  "clEnqueueReadBuffer");
-    clFlush(opencl::queue(device).queue);  // so it runs while the host goes on
-    return std::make_unique<EventCopy>(done);
-  }
   void copy_on_device(void* dst, const void* src, size_t n, Device device) override {
     not_recording(device, "copy on the device");
     opencl::release_gate(opencl::queue(device));
@@ -154,36 +116,8 @@ class OpenClBackend : public Backend {
     std::fprintf(stderr, "anvil: using %s (%s)\n", device.str().c_str(),
                  xpu_environment_note().c_str());
   }
-  // A queued read: done once its event is.
-  class EventCopy : public PendingCopy {
-   public:
-    explicit EventCopy(cl_event done) : done_(done) {}
-    ~EventCopy() override {
-      if (done_) {
-        clWaitForEvents(1, &done_);  // the read still writes into the caller's memory
-        clReleaseEvent(done_);
-      }
-    }
-    void wait() override {
-      if (!done_) return;
-      const cl_int err = clWaitForEvents(1, &done_);
-      clReleaseEvent(done_);
-      done_ = nullptr;
-      opencl::check(err, "clWaitForEvents (a copy to the host)");
-    }
-
-   private:
-    cl_event done_;
-  };
-  struct HeldWrite {
-    cl_event done;
-    std::shared_ptr<std::vector<uint8_t>> bytes;
-  };
-
   DeviceType type_;
   bool noted_ = false;
-  std::mutex mu_;
-  std::vector<HeldWrite> writes_;  // queued writes and the bytes they read
 };
 
 }  // namespace
