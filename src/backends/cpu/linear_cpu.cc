@@ -298,7 +298,7 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
   static const bool disabled = std::getenv("ANVIL_NO_GROUPED") != nullptr;  // for A/B timing
   if (disabled || isa() < Isa::avx512 || !kUsePacked || n > 4) return false;
   QuantKind kind;
-  if (!repacked_kind(wt, &kind)) return false;
+  if (!repacked_kind(wt, k, &kind)) return false;
   for (int i = 0; i < count; ++i) {
     if (weights[i].dtype() != wt) return false;
   }

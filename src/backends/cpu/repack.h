@@ -25,9 +25,16 @@ constexpr int64_t kPackRows = 8;
 /// bytes), then the quants in steps of 32 bytes, each step 4 bytes of each of the 8 rows:
 /// Q8_0 8 steps of values 4t..4t+3 stored as q + 128 (unsigned for vpdpbusd); Q4_0/Q4_1 4 steps
 /// of the packed bytes 4t..4t+3 (low nibbles values 4t.., high nibbles 16 + 4t..).
+/// Q4_K (256-value super-blocks): per super-block, the 8 rows' f16 d (16 bytes) and dmin (16
+/// bytes), the six-bit scales unpacked to bytes [sub-block][row] (64 bytes), the mins likewise
+/// (64 bytes), then each of the 8 sub-blocks of 32 values laid out as a Q4_0 block's quants
+/// (4 steps of 32 bytes; in each byte value i in the low nibble, value 16 + i in the high one):
+/// 1,184 bytes per super-block and group, 2.8% more than the 8 rows' own 1,152.
+constexpr size_t kPackedQ4kBytes = 16 + 16 + 64 + 64 + 8 * 128;
+
 struct PackedWeights {
   DType type;
-  int64_t rows, k, groups, kb;
+  int64_t rows, k, groups, kb;  // kb: blocks of `block_bytes` per group (k / 32; Q4_K k / 256)
   size_t block_bytes;
   const uint8_t* data;
   std::shared_ptr<uint8_t> storage;
@@ -79,17 +86,17 @@ inline bool int8_kind(DType t, int64_t k, QuantKind* kind) {
   }
 }
 
-/// True for the types that are repacked (Q8_0, Q4_0, Q4_1); the others are read as stored.
+/// True for the types that are repacked (Q8_0, Q4_0, Q4_1, Q4_K); the others are read as stored.
 inline bool is_repacked(DType t) {
-  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_1;
+  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_1 || t == DType::q4_k;
 }
 
-/// The kernel kind of a type that is repacked; false for any other.
-inline bool repacked_kind(DType t, QuantKind* kind) {
-  return is_repacked(t) && int8_kind(t, 32, kind);
+/// The kernel kind of a type that is repacked, for rows of k values; false for any other.
+inline bool repacked_kind(DType t, int64_t k, QuantKind* kind) {
+  return is_repacked(t) && int8_kind(t, k, kind);
 }
 
-/// The repacked form of a Q8_0 / Q4_0 / Q4_1 weight matrix [rows, k], made on first use.
+/// The repacked form of a Q8_0 / Q4_0 / Q4_1 / Q4_K weight matrix [rows, k], made on first use.
 std::shared_ptr<const PackedWeights> packed_weights(const Tensor& w);
 
 }  // namespace anvil::cpu
