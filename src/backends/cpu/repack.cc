@@ -82,21 +82,25 @@ std::shared_ptr<const PackedWeights> repack(const Tensor& w) {
   p->rows = w.size(0);
   p->k = w.size(1);
   p->groups = (p->rows + kPackRows - 1) / kPackRows;
-  const bool q8 = p->type == DType::q8_0, q41 = p->type == DType::q4_1;
-  const bool q4k = p->type == DType::q4_k;
+  const bool q8 = p->type == DType::q8_0, q4k = p->type == DType::q4_k;
+  const bool q5 = p->type == DType::q5_0 || p->type == DType::q5_1;
+  const bool with_min = p->type == DType::q4_1 || p->type == DType::q5_1;
   if (q4k && p->k % 256 != 0) {
     throw Error("internal error: repacking a Q4_K matrix whose rows (" + std::to_string(p->k) +
                 ") are not whole 256-value super-blocks");
   }
   p->kb = p->k / (q4k ? 256 : 32);
-  p->block_bytes = q4k ? kPackedQ4kBytes : q8 ? 16 + 256 : q41 ? 32 + 128 : 16 + 128;
+  p->block_bytes = q4k  ? kPackedQ4kBytes
+                   : q8 ? 16 + 256
+                        : (with_min ? 32 : 16) + 128 + (q5 ? 32 : 0);
   const size_t total = static_cast<size_t>(p->groups * p->kb) * p->block_bytes;
   void* mem = std::aligned_alloc(64, (total + 63) / 64 * 64);
   if (!mem) throw Error("out of host memory repacking a weight matrix");
   p->storage =
       std::shared_ptr<uint8_t>(static_cast<uint8_t*>(mem), [](uint8_t* q) { std::free(q); });
   p->data = p->storage.get();
-  const size_t src_block = q4k ? 144 : q8 ? 34 : q41 ? 20 : 18;
+  // Source blocks: d, [m], [32 fifth bits], the quants.
+  const size_t src_block = q4k ? 144 : q8 ? 34 : (with_min ? 4 : 2) + (q5 ? 4 : 0) + 16;
   const size_t row_bytes = static_cast<size_t>(p->kb) * src_block;
   const auto* src = static_cast<const uint8_t*>(w.raw());
   uint8_t* dst = p->storage.get();
@@ -113,9 +117,9 @@ std::shared_ptr<const PackedWeights> repack(const Tensor& w) {
           const int64_t row = g * kPackRows + r;
           if (row >= p->rows) break;
           const uint8_t* blk = src + static_cast<size_t>(row) * row_bytes + b * src_block;
-          std::memcpy(out + 2 * r, blk, 2);                    // d
-          if (q41) std::memcpy(out + 16 + 2 * r, blk + 2, 2);  // m
-          uint8_t* qs = out + (q41 ? 32 : 16);
+          std::memcpy(out + 2 * r, blk, 2);                         // d
+          if (with_min) std::memcpy(out + 16 + 2 * r, blk + 2, 2);  // m
+          uint8_t* qs = out + (with_min ? 32 : 16);
           if (q8) {
             for (int t = 0; t < 8; ++t) {
               for (int e = 0; e < 4; ++e) {
@@ -123,8 +127,22 @@ std::shared_ptr<const PackedWeights> repack(const Tensor& w) {
               }
             }
           } else {
-            const uint8_t* nib = blk + (q41 ? 4 : 2);
+            const uint8_t* nib = blk + (with_min ? 4 : 2) + (q5 ? 4 : 0);
             for (int t = 0; t < 4; ++t) std::memcpy(qs + t * 32 + r * 4, nib + 4 * t, 4);
+            if (q5) {  // bit j of qh: value j's fifth bit
+              uint32_t qh;
+              std::memcpy(&qh, blk + (with_min ? 4 : 2), 4);
+              uint8_t* bits = qs + 128;
+              for (int t = 0; t < 4; ++t) {
+                for (int e = 0; e < 4; ++e) {
+                  const int bit = r * 4 + e;
+                  if ((qh >> (4 * t + e)) & 1u) bits[8 * t + bit / 8] |= uint8_t(1u << (bit % 8));
+                  if ((qh >> (16 + 4 * t + e)) & 1u) {
+                    bits[8 * t + 4 + bit / 8] |= uint8_t(1u << (bit % 8));
+                  }
+                }
+              }
+            }
           }
         }
       }

@@ -24,7 +24,9 @@ constexpr int64_t kPackRows = 8;
 /// of `block_bytes`: the 8 rows' f16 scales d (16 bytes), for Q4_1 their f16 minimums (16
 /// bytes), then the quants in steps of 32 bytes, each step 4 bytes of each of the 8 rows:
 /// Q8_0 8 steps of values 4t..4t+3 stored as q + 128 (unsigned for vpdpbusd); Q4_0/Q4_1 4 steps
-/// of the packed bytes 4t..4t+3 (low nibbles values 4t.., high nibbles 16 + 4t..).
+/// of the packed bytes 4t..4t+3 (low nibbles values 4t.., high nibbles 16 + 4t..). Q5_0/Q5_1: as
+/// Q4_0/Q4_1, then each step's fifth bits as two 32-bit masks (bit 4r + e: row r's value 4t + e,
+/// then 16 + 4t + e), so the block keeps the rows' own size (176 / 192 bytes for 8 rows).
 /// Q4_K (256-value super-blocks): per super-block, the 8 rows' f16 d (16 bytes) and dmin (16
 /// bytes), the six-bit scales unpacked to bytes [sub-block][row] (64 bytes), the mins likewise
 /// (64 bytes), then each of the 8 sub-blocks of 32 values laid out as a Q4_0 block's quants
@@ -86,9 +88,11 @@ inline bool int8_kind(DType t, int64_t k, QuantKind* kind) {
   }
 }
 
-/// True for the types that are repacked (Q8_0, Q4_0, Q4_1, Q4_K); the others are read as stored.
+/// True for the types that are repacked (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K); the others are
+/// read as stored.
 inline bool is_repacked(DType t) {
-  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_1 || t == DType::q4_k;
+  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_1 || t == DType::q5_0 ||
+         t == DType::q5_1 || t == DType::q4_k;
 }
 
 /// The kernel kind of a type that is repacked, for rows of k values; false for any other.
@@ -96,7 +100,7 @@ inline bool repacked_kind(DType t, int64_t k, QuantKind* kind) {
   return is_repacked(t) && int8_kind(t, k, kind);
 }
 
-/// The repacked form of a Q8_0 / Q4_0 / Q4_1 / Q4_K weight matrix [rows, k], made on first use.
+/// The repacked form of a weight matrix [rows, k] of a repacked type, made on first use.
 std::shared_ptr<const PackedWeights> packed_weights(const Tensor& w);
 
 }  // namespace anvil::cpu
