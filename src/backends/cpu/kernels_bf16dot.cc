@@ -92,37 +92,20 @@ void tile(const uint16_t* w, int nr, const uint16_t* x, int64_t j0, int nx, int6
   const auto step = [&](int64_t c, __mmask32 m) {
     const __m512bh v0 = as_bf16(load32(w0 + c, m)), v1 = as_bf16(load32(w1 + c, m)),
                    v2 = as_bf16(load32(w2 + c, m)), v3 = as_bf16(load32(w3 + c, m));
-    __m512bh xv;
-    xv = as_bf16(load32(x0 + c, m));
-    a00 = _mm512_dpbf16_ps(a00, v0, xv);
-    a10 = _mm512_dpbf16_ps(a10, v1, xv);
-    a20 = _mm512_dpbf16_ps(a20, v2, xv);
-    a30 = _mm512_dpbf16_ps(a30, v3, xv);
-    xv = as_bf16(load32(x1 + c, m));
-    a01 = _mm512_dpbf16_ps(a01, v0, xv);
-    a11 = _mm512_dpbf16_ps(a11, v1, xv);
-    a21 = _mm512_dpbf16_ps(a21, v2, xv);
-    a31 = _mm512_dpbf16_ps(a31, v3, xv);
-    xv = as_bf16(load32(x2 + c, m));
-    a02 = _mm512_dpbf16_ps(a02, v0, xv);
-    a12 = _mm512_dpbf16_ps(a12, v1, xv);
-    a22 = _mm512_dpbf16_ps(a22, v2, xv);
-    a32 = _mm512_dpbf16_ps(a32, v3, xv);
-    xv = as_bf16(load32(x3 + c, m));
-    a03 = _mm512_dpbf16_ps(a03, v0, xv);
-    a13 = _mm512_dpbf16_ps(a13, v1, xv);
-    a23 = _mm512_dpbf16_ps(a23, v2, xv);
-    a33 = _mm512_dpbf16_ps(a33, v3, xv);
-    xv = as_bf16(load32(x4 + c, m));
-    a04 = _mm512_dpbf16_ps(a04, v0, xv);
-    a14 = _mm512_dpbf16_ps(a14, v1, xv);
-    a24 = _mm512_dpbf16_ps(a24, v2, xv);
-    a34 = _mm512_dpbf16_ps(a34, v3, xv);
-    xv = as_bf16(load32(x5 + c, m));
-    a05 = _mm512_dpbf16_ps(a05, v0, xv);
-    a15 = _mm512_dpbf16_ps(a15, v1, xv);
-    a25 = _mm512_dpbf16_ps(a25, v2, xv);
-    a35 = _mm512_dpbf16_ps(a35, v3, xv);
+    // One activation row against the four weight vectors, into that column's accumulators.
+    const auto column = [&](const uint16_t* xr, __m512& c0, __m512& c1, __m512& c2, __m512& c3) {
+      const __m512bh xv = as_bf16(load32(xr + c, m));
+      c0 = _mm512_dpbf16_ps(c0, v0, xv);
+      c1 = _mm512_dpbf16_ps(c1, v1, xv);
+      c2 = _mm512_dpbf16_ps(c2, v2, xv);
+      c3 = _mm512_dpbf16_ps(c3, v3, xv);
+    };
+    column(x0, a00, a10, a20, a30);
+    column(x1, a01, a11, a21, a31);
+    column(x2, a02, a12, a22, a32);
+    column(x3, a03, a13, a23, a33);
+    column(x4, a04, a14, a24, a34);
+    column(x5, a05, a15, a25, a35);
   };
   int64_t c = 0;
   for (; c + 32 <= k; c += 32) step(c, ~__mmask32{0});
