@@ -139,11 +139,15 @@ TEST_P(Ops, LinearWithQuantizedWeights) {
         DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_nl, DType::iq4_xs}) {
     if (!has(ops::kLinear, w)) continue;
     const bool k_type = dtype_block_elems(w) == 256;  // super-blocks
-    // Odd shapes: rows not a multiple of the register tiles (8-row groups, 4 activation rows),
-    // a single row and a single output.
+    // Odd shapes: rows not a multiple of the register tiles (8-row groups, 4 or 6 activation
+    // rows, their leftovers in tiles of 4, 2 and 1), a single row and a single output.
     using Shape3 = std::tuple<int64_t, int64_t, int64_t>;
     const std::vector<Shape3> shapes =
-        k_type ? std::vector<Shape3>{{1, 256, 40}, {3, 512, 33}, {6, 768, 9}, {1, 1536, 1}}
+        k_type ? std::vector<Shape3>{{1, 256, 40},
+                                     {3, 512, 33},
+                                     {6, 768, 9},
+                                     {1, 1536, 1},
+                                     {11, 512, 24}}
                : std::vector<Shape3>{{1, 64, 40},  {3, 576, 33}, {2, 1536, 17},
                                      {17, 96, 37}, {5, 32, 1},   {1, 160, 7}};
     for (auto [n, k, o] : shapes) {

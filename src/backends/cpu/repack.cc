@@ -35,8 +35,34 @@ bool same_allocation(const std::weak_ptr<void>& a, const std::shared_ptr<void>& 
 std::mutex g_mu;
 std::unordered_map<const void*, Entry> g_cache;
 
-// Q4_K: the layout of repack.h, super-block by super-block.
-void repack_q4_k(const uint8_t* src, size_t row_bytes, PackedWeights& p, uint8_t* dst) {
+// One row's sub-block s (32 values) of a Q4_K / Q5_K super-block as unsigned values: the low
+// (s even) or high (s odd) nibbles of qs[32 (s / 2) ..], for Q5_K plus bit s of qh[i] as 16.
+void k_sub_block(const uint8_t* blk, bool five, int s, uint8_t vals[32]) {
+  const uint8_t* qs = blk + (five ? 48 : 16);
+  for (int i = 0; i < 32; ++i) {
+    const uint8_t b = qs[32 * (s / 2) + i];
+    vals[i] = s % 2 == 0 ? b & 0x0f : b >> 4;
+    if (five) vals[i] |= static_cast<uint8_t>(((blk[16 + i] >> s) & 1u) << 4);
+  }
+}
+
+// A row's 32-value block (values below 32) into the Q4 nibble layout at q (4 steps of 32
+// bytes) and, with `fifth`, the values' fifth bits into the 32-byte word at fifth (repack.h).
+void put_q5(int r, const uint8_t vals[32], uint8_t* q, uint8_t* fifth) {
+  for (int t = 0; t < 4; ++t) {
+    for (int e = 0; e < 4; ++e) {
+      const uint8_t lo = vals[4 * t + e], hi = vals[16 + 4 * t + e];
+      q[t * 32 + r * 4 + e] = static_cast<uint8_t>((lo & 0x0f) | (hi & 0x0f) << 4);
+      if (!fifth) continue;
+      fifth[r * 4 + e] |= static_cast<uint8_t>(((lo >> 4) & 1u) << t | ((hi >> 4) & 1u) << (4 + t));
+    }
+  }
+}
+
+// Q4_K / Q5_K: the layout of repack.h, super-block by super-block.
+void repack_q45_k(const uint8_t* src, size_t row_bytes, PackedWeights& p, uint8_t* dst) {
+  const bool five = p.type == DType::q5_k;
+  const size_t src_block = five ? 176 : 144, sub_stride = five ? 160 : 128;
   parallel_for(p.groups, 16, [&](int64_t g0, int64_t g1) {
     for (int64_t g = g0; g < g1; ++g) {
       for (int64_t sb = 0; sb < p.kb; ++sb) {
@@ -45,7 +71,7 @@ void repack_q4_k(const uint8_t* src, size_t row_bytes, PackedWeights& p, uint8_t
         for (int r = 0; r < kPackRows; ++r) {
           const int64_t row = g * kPackRows + r;
           if (row >= p.rows) break;
-          const uint8_t* blk = src + static_cast<size_t>(row) * row_bytes + sb * 144;
+          const uint8_t* blk = src + static_cast<size_t>(row) * row_bytes + sb * src_block;
           std::memcpy(out + 2 * r, blk, 2);           // d
           std::memcpy(out + 16 + 2 * r, blk + 2, 2);  // dmin
           uint8_t sc[8], mn[8];
@@ -53,20 +79,48 @@ void repack_q4_k(const uint8_t* src, size_t row_bytes, PackedWeights& p, uint8_t
           for (int s = 0; s < 8; ++s) {
             out[32 + 8 * s + r] = sc[s];
             out[96 + 8 * s + r] = mn[s];
+            uint8_t vals[32];
+            k_sub_block(blk, five, s, vals);
+            uint8_t* q = out + 160 + sub_stride * s;
+            put_q5(r, vals, q, five ? q + 128 : nullptr);
           }
-          // Sub-block s: the low (s even) or high (s odd) nibbles of qs[32 (s / 2) ..][0, 32).
-          const uint8_t* qs = blk + 16;
-          for (int s = 0; s < 8; ++s) {
+        }
+      }
+    }
+  });
+}
+
+// Q6_K: the layout of repack.h. A row's value v of a super-block: in its half (v / 128), the
+// quarter u = (v % 128) / 32 takes the low (u < 2) or high nibble of ql[64 half + 32 (u % 2) +
+// l] and bits 2u..2u+1 of qh[32 half + l], l = v % 32.
+void repack_q6_k(const uint8_t* src, size_t row_bytes, PackedWeights& p, uint8_t* dst) {
+  parallel_for(p.groups, 16, [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g) {
+      for (int64_t sb = 0; sb < p.kb; ++sb) {
+        uint8_t* out = dst + static_cast<size_t>(g * p.kb + sb) * p.block_bytes;
+        std::memset(out, 0, p.block_bytes);
+        for (int r = 0; r < kPackRows; ++r) {
+          const int64_t row = g * kPackRows + r;
+          if (row >= p.rows) break;
+          const uint8_t* blk = src + static_cast<size_t>(row) * row_bytes + sb * 210;
+          std::memcpy(out + 2 * r, blk + 208, 2);  // d
+          for (int s = 0; s < 16; ++s) out[16 + 8 * s + r] = blk[192 + s];
+          for (int b = 0; b < 8; ++b) {
             uint8_t vals[32];
             for (int i = 0; i < 32; ++i) {
-              const uint8_t b = qs[32 * (s / 2) + i];
-              vals[i] = s % 2 == 0 ? b & 0x0f : b >> 4;
+              const int v = 32 * b + i, half = v / 128, u = (v % 128) / 32, l = v % 32;
+              const uint8_t lo4 = blk[64 * half + 32 * (u % 2) + l];
+              const uint8_t hi2 = (blk[128 + 32 * half + l] >> (2 * u)) & 3u;
+              vals[i] = static_cast<uint8_t>((u < 2 ? lo4 & 0x0f : lo4 >> 4) | hi2 << 4);
             }
-            uint8_t* q = out + 160 + 128 * s;
+            uint8_t* q = out + 144 + 192 * b;
+            uint8_t* top = q + 128;
             for (int t = 0; t < 4; ++t) {
               for (int e = 0; e < 4; ++e) {
-                q[t * 32 + r * 4 + e] =
-                    static_cast<uint8_t>(vals[4 * t + e] | (vals[16 + 4 * t + e] << 4));
+                const uint8_t lo = vals[4 * t + e], hi = vals[16 + 4 * t + e];
+                q[t * 32 + r * 4 + e] = static_cast<uint8_t>((lo & 0x0f) | (hi & 0x0f) << 4);
+                top[r * 4 + e] |= static_cast<uint8_t>((lo >> 4) << (2 * t));
+                top[32 + r * 4 + e] |= static_cast<uint8_t>((hi >> 4) << (2 * t));
               }
             }
           }
@@ -82,17 +136,20 @@ std::shared_ptr<const PackedWeights> repack(const Tensor& w) {
   p->rows = w.size(0);
   p->k = w.size(1);
   p->groups = (p->rows + kPackRows - 1) / kPackRows;
-  const bool q8 = p->type == DType::q8_0, q4k = p->type == DType::q4_k;
+  const bool q8 = p->type == DType::q8_0, super = is_super_block(p->type);
   const bool q5 = p->type == DType::q5_0 || p->type == DType::q5_1;
   const bool with_min = p->type == DType::q4_1 || p->type == DType::q5_1;
-  if (q4k && p->k % 256 != 0) {
-    throw Error("internal error: repacking a Q4_K matrix whose rows (" + std::to_string(p->k) +
+  if (super && p->k % 256 != 0) {
+    throw Error("internal error: repacking a " + std::string(dtype_name(p->type)) +
+                " matrix whose rows (" + std::to_string(p->k) +
                 ") are not whole 256-value super-blocks");
   }
-  p->kb = p->k / (q4k ? 256 : 32);
-  p->block_bytes = q4k  ? kPackedQ4kBytes
-                   : q8 ? 16 + 256
-                        : (with_min ? 32 : 16) + 128 + (q5 ? 32 : 0);
+  p->kb = p->k / (super ? 256 : 32);
+  p->block_bytes = p->type == DType::q4_k   ? kPackedQ4kBytes
+                   : p->type == DType::q5_k ? kPackedQ5kBytes
+                   : p->type == DType::q6_k ? kPackedQ6kBytes
+                   : q8                     ? 16 + 256
+                                            : (with_min ? 32 : 16) + 128 + (q5 ? 32 : 0);
   const size_t total = static_cast<size_t>(p->groups * p->kb) * p->block_bytes;
   void* mem = std::aligned_alloc(64, (total + 63) / 64 * 64);
   if (!mem) throw Error("out of host memory repacking a weight matrix");
@@ -100,14 +157,18 @@ std::shared_ptr<const PackedWeights> repack(const Tensor& w) {
       std::shared_ptr<uint8_t>(static_cast<uint8_t*>(mem), [](uint8_t* q) { std::free(q); });
   p->data = p->storage.get();
   // Source blocks: d, [m], [32 fifth bits], the quants.
-  const size_t src_block = q4k ? 144 : q8 ? 34 : (with_min ? 4 : 2) + (q5 ? 4 : 0) + 16;
-  const size_t row_bytes = static_cast<size_t>(p->kb) * src_block;
+  const size_t row_bytes = dtype_nbytes(p->type, p->k);
   const auto* src = static_cast<const uint8_t*>(w.raw());
   uint8_t* dst = p->storage.get();
-  if (q4k) {
-    repack_q4_k(src, row_bytes, *p, dst);
+  if (p->type == DType::q6_k) {
+    repack_q6_k(src, row_bytes, *p, dst);
     return p;
   }
+  if (super) {
+    repack_q45_k(src, row_bytes, *p, dst);
+    return p;
+  }
+  const size_t src_block = q8 ? 34 : (with_min ? 4 : 2) + (q5 ? 4 : 0) + 16;
   parallel_for(p->groups, 16, [&](int64_t g0, int64_t g1) {
     for (int64_t g = g0; g < g1; ++g) {
       for (int64_t b = 0; b < p->kb; ++b) {
@@ -126,23 +187,21 @@ std::shared_ptr<const PackedWeights> repack(const Tensor& w) {
                 qs[t * 32 + r * 4 + e] = static_cast<uint8_t>(blk[2 + 4 * t + e] ^ 0x80);
               }
             }
-          } else {
-            const uint8_t* nib = blk + (with_min ? 4 : 2) + (q5 ? 4 : 0);
-            for (int t = 0; t < 4; ++t) std::memcpy(qs + t * 32 + r * 4, nib + 4 * t, 4);
-            if (q5) {  // bit j of qh: value j's fifth bit
-              uint32_t qh;
-              std::memcpy(&qh, blk + (with_min ? 4 : 2), 4);
-              uint8_t* bits = qs + 128;
-              for (int t = 0; t < 4; ++t) {
-                for (int e = 0; e < 4; ++e) {
-                  const int bit = r * 4 + e;
-                  if ((qh >> (4 * t + e)) & 1u) bits[8 * t + bit / 8] |= uint8_t(1u << (bit % 8));
-                  if ((qh >> (16 + 4 * t + e)) & 1u) {
-                    bits[8 * t + 4 + bit / 8] |= uint8_t(1u << (bit % 8));
-                  }
-                }
-              }
+          } else if (q5) {
+            // Value j: the low (j < 16) or high nibble of byte j % 16, fifth bit j of qh.
+            uint32_t qh;
+            std::memcpy(&qh, blk + (with_min ? 4 : 2), 4);
+            const uint8_t* nib = blk + (with_min ? 4 : 2) + 4;
+            uint8_t vals[32];
+            for (int j = 0; j < 32; ++j) {
+              const uint8_t byte = nib[j % 16];
+              vals[j] =
+                  static_cast<uint8_t>((j < 16 ? byte & 0x0f : byte >> 4) | ((qh >> j) & 1u) << 4);
             }
+            put_q5(r, vals, qs, qs + 128);
+          } else {
+            const uint8_t* nib = blk + (with_min ? 4 : 2);
+            for (int t = 0; t < 4; ++t) std::memcpy(qs + t * 32 + r * 4, nib + 4 * t, 4);
           }
         }
       }
