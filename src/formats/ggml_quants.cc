@@ -383,64 +383,6 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
   }
 }
 
-void quantize_row(GgmlType t, const float* x, void* dst, int64_t n) {
-  if (n % 32 != 0) throw Error("quantize: " + std::to_string(n) + " values is not whole blocks");
-  auto* out = static_cast<uint8_t*>(dst);
-  const auto store_f16 = [](uint8_t* p, float v) {
-    const uint16_t h = f32_to_f16(v);
-    std::memcpy(p, &h, 2);
-  };
-  for (int64_t b = 0; b < n / 32; ++b, x += 32) {
-    if (t == GgmlType::q8_0) {
-      auto& y = reinterpret_cast<BlockQ8_0*>(out)[b];
-      float amax = 0;
-      for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
-      const float d = amax / 127.0f;
-      const float id = d != 0.0f ? 1.0f / d : 0.0f;
-      store_f16(y.d, d);
-      for (int j = 0; j < 32; ++j) y.qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
-    } else if (t == GgmlType::q4_0) {
-      auto& y = reinterpret_cast<BlockQ4_0*>(out)[b];
-      float amax = 0, max = 0;
-      for (int j = 0; j < 32; ++j) {
-        if (amax < std::fabs(x[j])) {
-          amax = std::fabs(x[j]);
-          max = x[j];
-        }
-      }
-      const float d = max / -8.0f;
-      const float id = d != 0.0f ? 1.0f / d : 0.0f;
-      store_f16(y.d, d);
-      for (int j = 0; j < 16; ++j) {
-        const int lo = std::min(15, static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f)));
-        const int hi = std::min(15, static_cast<int>(static_cast<int8_t>(x[j + 16] * id + 8.5f)));
-        y.qs[j] = static_cast<uint8_t>(lo | (hi << 4));
-      }
-    } else if (t == GgmlType::q4_1) {
-      auto& y = reinterpret_cast<BlockQ4_1*>(out)[b];
-      float min = x[0], max = x[0];
-      for (int j = 1; j < 32; ++j) {
-        min = std::min(min, x[j]);
-        max = std::max(max, x[j]);
-      }
-      const float d = (max - min) / 15.0f;
-      const float id = d != 0.0f ? 1.0f / d : 0.0f;
-      store_f16(y.d, d);
-      store_f16(y.m, min);
-      for (int j = 0; j < 16; ++j) {
-        const int lo =
-            std::min(15, static_cast<int>(static_cast<int8_t>((x[j] - min) * id + 0.5f)));
-        const int hi =
-            std::min(15, static_cast<int>(static_cast<int8_t>((x[j + 16] - min) * id + 0.5f)));
-        y.qs[j] = static_cast<uint8_t>(lo | (hi << 4));
-      }
-    } else {
-      throw Error("quantize: " + std::string(ggml_type_name(t)) +
-                  " is not supported (Q8_0, Q4_0, Q4_1)");
-    }
-  }
-}
-
 void dequantize_block(GgmlType t, const void* src, float* dst) {
   dequantize_row(t, src, dst, ggml_block_size(t) > 0 ? ggml_block_size(t) : 1);
 }

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@
 #include "formats/ggml_quants.h"
 #include "formats/gguf_writer.h"
 #include "formats/mapped_file.h"
+#include "models/gguf_quant_plan.h"
 
 namespace anvil {
 namespace fs = std::filesystem;
@@ -59,25 +61,21 @@ void fill_constant(std::span<std::byte> out, DType dtype, float value) {
 }
 
 // The weights as a GGUF file laid out as llama.cpp writes one (llama.cpp tensor names, {arch}.*
-// metadata): matrices (and the embedding) in the block type `qtype`, norms and biases F32. The
-// float values before quantization are those the safetensors writer would store (same seed and
-// tensor ids), quantized as ggml's reference quantizer does. The tokenizer is a placeholder
-// vocabulary of vocab_size tokens "<t0>", "<t1>", ... (the model is random: its ids mean
-// nothing). Llama's q/k rows are written unpermuted; the weights are random, so the model is
-// just another random model of the same shape.
-void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, DType dtype,
-                      const std::string& path) {
-  const GgmlType qtype = dtype == DType::q8_0   ? GgmlType::q8_0
-                         : dtype == DType::q4_0 ? GgmlType::q4_0
-                                                : GgmlType::q4_1;
+// metadata): matrices (and the embedding) in the block types of `plan`, norms and biases F32.
+// The float values before quantization are those the safetensors writer would store (same seed
+// and tensor ids), quantized by quantize_row. The tokenizer is a placeholder vocabulary of
+// vocab_size tokens "<t0>", "<t1>", ... (the model is random: its ids mean nothing). Llama's q/k
+// rows are written unpermuted; the weights are random, so the model is just another random
+// model of the same shape.
+void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const GgufQuantPlan& plan,
+                      const std::string& dtype_name, const std::string& path) {
   const std::string arch = c.model_type;
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
     throw Error("init-model: a GGUF file needs a llama, qwen2 or qwen3 model, not '" + arch + "'");
   }
   if (c.hidden_size % 32 != 0 || c.intermediate_size % 32 != 0 ||
       (c.num_attention_heads * c.head_dim) % 32 != 0) {
-    throw Error("init-model: " + std::string(dtype_name(dtype)) +
-                " needs matrix rows that are whole 32-value blocks");
+    throw Error("init-model: " + dtype_name + " needs matrix rows that are whole 32-value blocks");
   }
   GgufWriter w(path);
   w.add_string("general.architecture", arch);
@@ -104,8 +102,11 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, DType 
   }
 
   uint64_t tensor_id = 0;
-  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+  const int64_t layers = c.num_hidden_layers;
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols,
+                    MatrixRole role = MatrixRole::other, int64_t layer = 0) {
     const uint64_t id = tensor_id++;
+    const GgmlType qtype = plan.type_for(role, layer, layers, cols, c.tie_word_embeddings);
     w.add_tensor(name, qtype, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)},
                  [=](std::span<std::byte> out) {
                    std::vector<float> f(static_cast<size_t>(rows * cols));
@@ -126,13 +127,13 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, DType 
   };
   const int64_t h = c.hidden_size, hd = c.head_dim, inter = c.intermediate_size;
   const int64_t q_out = c.num_attention_heads * hd, kv_out = c.num_key_value_heads * hd;
-  matrix("token_embd.weight", c.vocab_size, h);
+  matrix("token_embd.weight", c.vocab_size, h, MatrixRole::embedding);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     constant(p + "attn_norm.weight", h, 1.0f);
     matrix(p + "attn_q.weight", q_out, h);
     matrix(p + "attn_k.weight", kv_out, h);
-    matrix(p + "attn_v.weight", kv_out, h);
+    matrix(p + "attn_v.weight", kv_out, h, MatrixRole::attn_v, i);
     matrix(p + "attn_output.weight", h, q_out);
     if (c.qkv_bias) {
       constant(p + "attn_q.bias", q_out, 0.0f);
@@ -147,7 +148,7 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, DType 
     constant(p + "ffn_norm.weight", h, 1.0f);
     matrix(p + "ffn_gate.weight", inter, h);
     matrix(p + "ffn_up.weight", inter, h);
-    matrix(p + "ffn_down.weight", h, inter);
+    matrix(p + "ffn_down.weight", h, inter, MatrixRole::ffn_down, i);
     if (c.mlp_bias) {
       constant(p + "ffn_gate.bias", inter, 0.0f);
       constant(p + "ffn_up.bias", inter, 0.0f);
@@ -155,13 +156,25 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, DType 
     }
   }
   constant("output_norm.weight", h, 1.0f);
-  if (!c.tie_word_embeddings) matrix("output.weight", c.vocab_size, h);
+  if (!c.tie_word_embeddings) matrix("output.weight", c.vocab_size, h, MatrixRole::output);
   w.finish();
 }
 
 }  // namespace
 
 void init_model(const std::string& like, const std::string& out_dir, uint64_t seed, DType dtype) {
+  init_model(like, out_dir, seed, std::string(dtype_name(dtype)));
+}
+
+void init_model(const std::string& like, const std::string& out_dir, uint64_t seed,
+                const std::string& dtype_spec) {
+  const std::optional<GgufQuantPlan> plan = GgufQuantPlan::parse(dtype_spec);
+  const std::optional<DType> float_type = parse_compute_dtype(dtype_spec);
+  if (!plan && !float_type) {
+    throw Error("init-model: dtype '" + dtype_spec + "' is not one of f32, bf16, f16, " +
+                GgufQuantPlan::names());
+  }
+  const DType dtype = float_type.value_or(DType::f32);
   const auto [text, source] = find_config(like);
   const ModelConfig c = ModelConfig::from_json_text(text, source);
   nlohmann::ordered_json raw = nlohmann::ordered_json::parse(text);
@@ -171,10 +184,6 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
   fs::create_directories(out_dir, ec);
   if (ec) throw Error(out_dir + ": cannot create folder: " + ec.message());
 
-  if (is_quantized(dtype) && dtype != DType::q8_0 && dtype != DType::q4_0 && dtype != DType::q4_1) {
-    throw Error("init-model: dtype " + std::string(dtype_name(dtype)) +
-                " is not supported (f32, bf16, f16, q8_0, q4_0, q4_1)");
-  }
   const char* torch_name = dtype == DType::bf16  ? "bfloat16"
                            : dtype == DType::f16 ? "float16"
                                                  : "float32";
@@ -195,8 +204,9 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
     if (!f) throw Error(out_dir + "/generation_config.json: write failed");
   }
 
-  if (is_quantized(dtype)) {
-    write_gguf_model(c, stddev, seed, dtype, (fs::path(out_dir) / "model.gguf").string());
+  if (plan) {
+    write_gguf_model(c, stddev, seed, *plan, dtype_spec,
+                     (fs::path(out_dir) / "model.gguf").string());
     return;
   }
   SafetensorsWriter w((fs::path(out_dir) / "model.safetensors").string());

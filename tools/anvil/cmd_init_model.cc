@@ -1,6 +1,5 @@
 // `anvil init-model`: a random-weight model folder with a public model's shapes.
 #include <cstdio>
-#include <optional>
 
 #include "anvil/error.h"
 #include "commands.h"
@@ -23,18 +22,12 @@ void add_init_model(CLI::App& app) {
   cmd->add_option("--out", f->out, "output folder")->required();
   cmd->add_option("--seed", f->seed, "random seed")->capture_default_str();
   cmd->add_option("--dtype", f->dtype,
-                  "f32, bf16, f16 (model.safetensors), or q8_0, q4_0, q4_1 (model.gguf, quantized "
-                  "as llama.cpp's reference quantizer does)")
+                  "f32, bf16, f16 (model.safetensors), or a GGUF block type (model.gguf): q8_0, "
+                  "q4_0, q4_1, q5_0, q5_1 (ggml's reference quantizer), q4_k, q5_k, q6_k, or "
+                  "llama.cpp's mixes q4_k_m, q5_k_m (K types by a min/max fit)")
       ->capture_default_str();
   cmd->callback([f] {
-    std::optional<DType> d = parse_compute_dtype(f->dtype);
-    if (f->dtype == "q8_0") d = DType::q8_0;
-    if (f->dtype == "q4_0") d = DType::q4_0;
-    if (f->dtype == "q4_1") d = DType::q4_1;
-    if (!d) {
-      throw Error("--dtype: '" + f->dtype + "' is not one of f32, bf16, f16, q8_0, q4_0, q4_1");
-    }
-    init_model(f->like, f->out, f->seed, *d);
+    init_model(f->like, f->out, f->seed, f->dtype);
     std::printf("wrote %s (%s, %s)\n", f->out.c_str(), f->like.c_str(), f->dtype.c_str());
   });
 }
