@@ -13,6 +13,7 @@
 #include "descending_order.h"
 #include "ops/ops.h"
 #include "ops/reference.h"
+#include "quant_blocks.h"
 #include "tensor_compare.h"
 #include "test_data.h"
 
@@ -20,6 +21,8 @@ namespace anvil {
 namespace {
 
 using test::max_abs_diff;
+using test::q8_round_trip;
+using test::random_blocks;
 using test::random_tensor;
 
 constexpr DeviceType kDeviceTypes[] = {DeviceType::cpu, DeviceType::cuda, DeviceType::opencl};
@@ -83,46 +86,6 @@ TEST_P(Ops, Linear) {
       EXPECT_LE(max_abs_diff(no_bias, want), tolerance(1e-4f));
     }
   }
-}
-
-// Random GGUF blocks with sane f16 scales (random bytes elsewhere), `rows` x `k` values.
-Tensor random_blocks(DType type, int64_t rows, int64_t k, std::mt19937& rng) {
-  Tensor t = Tensor::empty({rows, k}, type);
-  auto* bytes = static_cast<uint8_t*>(t.raw());
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] = static_cast<uint8_t>(byte(rng));
-  const size_t block = dtype_nbytes(type, dtype_block_elems(type));
-  // The f16 fields: d (and m / dmin for Q4_1 / Q5_1 / Q4_K / Q5_K) lead each block; Q2_K's d
-  // and dmin and Q3_K's and Q6_K's d end it.
-  std::vector<size_t> f16_at = {0};
-  if (type == DType::q4_1 || type == DType::q5_1 || type == DType::q4_k || type == DType::q5_k) {
-    f16_at = {0, 2};
-  }
-  if (type == DType::q6_k) f16_at = {208};
-  if (type == DType::q2_k) f16_at = {80, 82};
-  if (type == DType::q3_k) f16_at = {108};
-  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
-  for (size_t b = 0; b < t.nbytes(); b += block) {
-    for (size_t at : f16_at) {
-      const uint16_t h = f32_to_f16(scale(rng));
-      std::memcpy(bytes + b + at, &h, 2);
-    }
-  }
-  return t;
-}
-
-// x with each 32-value block rounded to int8 as llama.cpp's Q8 activation format does it
-// (d = max|x| / 127, q = round-half-even(x * 127 / max|x|)), back in float32: what the CPU's
-// AVX-512 VNNI kernels multiply quantized weights with.
-Tensor q8_round_trip(const Tensor& x) {
-  std::vector<float> v = x.to_f32_vector();
-  for (size_t b = 0; b + 32 <= v.size(); b += 32) {
-    float amax = 0;
-    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[b + i]));
-    const float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
-    for (size_t i = 0; i < 32; ++i) v[b + i] = std::nearbyint(v[b + i] * id) * d;
-  }
-  return Tensor::from_f32(v, x.shape());
 }
 
 // True when this device's products with `weight` blocks use int8 activations: the CPU's int8

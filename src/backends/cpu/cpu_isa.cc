@@ -4,7 +4,28 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace anvil::cpu {
+namespace {
+
+const char* g_amx_refusal = "";
+
+// AMX's tile data is a dynamically enabled state on Linux (5.16+): a process must ask for it
+// before its first tile instruction, which would otherwise fault.
+bool amx_granted() {
+#if defined(__linux__) && defined(__x86_64__)
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureTileData = 18;
+  if (syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureTileData) == 0) return true;
+  g_amx_refusal = "the kernel refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM)";
+#endif
+  return false;
+}
+
+}  // namespace
 
 Isa isa() {
   static const Isa level = [] {
@@ -18,7 +39,13 @@ Isa isa() {
           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
           __builtin_cpu_supports("avx512vnni")) {
         detected = Isa::avx512;
-        if (__builtin_cpu_supports("avx512bf16")) detected = Isa::avx512bf16;
+        if (__builtin_cpu_supports("avx512bf16")) {
+          detected = Isa::avx512bf16;
+          if (__builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8") &&
+              __builtin_cpu_supports("amx-bf16") && amx_granted()) {
+            detected = Isa::amx;
+          }
+        }
       }
     }
 #endif
@@ -28,6 +55,7 @@ Isa isa() {
       if (std::strcmp(env, "avx2") == 0) cap = Isa::avx2;
       if (std::strcmp(env, "avx512") == 0) cap = Isa::avx512;
       if (std::strcmp(env, "avx512bf16") == 0) cap = Isa::avx512bf16;
+      if (std::strcmp(env, "amx") == 0) cap = Isa::amx;
       if (cap < detected) detected = cap;
     }
     return detected;
@@ -35,8 +63,15 @@ Isa isa() {
   return level;
 }
 
+const char* amx_refusal() {
+  isa();
+  return g_amx_refusal;
+}
+
 const char* isa_name(Isa level) {
   switch (level) {
+    case Isa::amx:
+      return "amx";
     case Isa::avx512bf16:
       return "avx512bf16";
     case Isa::avx512:

@@ -1,6 +1,6 @@
 // Which instruction-set level the CPU kernels use: detected once, lowered (never raised) by
-// ANVIL_CPU_ISA=baseline|avx2|avx512|avx512bf16 so every kernel path can be tested on a machine
-// that has more.
+// ANVIL_CPU_ISA=baseline|avx2|avx512|avx512bf16|amx so every kernel path can be tested on a
+// machine that has more.
 #pragma once
 
 namespace anvil::cpu {
@@ -12,9 +12,15 @@ namespace anvil::cpu {
 //   avx512bf16: avx512 + AVX512_BF16 (bf16 pair dot products: Cooper Lake, Sapphire Rapids,
 //           Zen 4). bf16 weights then multiply bf16-rounded activations, as llama.cpp's and
 //           transformers' bf16 paths do; below it their products are exact in float32.
-enum class Isa { baseline, avx2, avx512, avx512bf16 };
+//   amx:    avx512bf16 + AMX tiles with int8 and bf16 multiplies (Sapphire Rapids and later
+//           Xeons), once Linux grants the process the tile state (arch_prctl): prefill
+//           products of the repacked 32-value block types and of bf16 weights run on tiles.
+enum class Isa { baseline, avx2, avx512, avx512bf16, amx };
 
 Isa isa();
 const char* isa_name(Isa isa);
+
+/// Why the CPU runs below amx although it has AMX (the OS refused the tile state), else empty.
+const char* amx_refusal();
 
 }  // namespace anvil::cpu

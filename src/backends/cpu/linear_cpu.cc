@@ -11,6 +11,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_threads.h"
+#include "backends/cpu/kernels_amx.h"
 #include "backends/cpu/kernels_avx2_int8.h"
 #include "backends/cpu/kernels_avx512.h"
 #include "backends/cpu/kernels_bf16dot.h"
@@ -212,6 +213,19 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
   const float* bias = bias_f32(a);
   if (kUsePacked && is_repacked(wt)) {
     const auto packed = packed_weights(a.weight);
+    if (isa() >= Isa::amx && n >= kAmxMinRows && amx_takes(kind)) {
+      // Tiles take two groups (16 rows) at a time: the threads split pairs of groups.
+      cpu::parallel_for((packed->groups + 1) / 2, 1,
+                        [&](int64_t p0, int64_t p1) {
+                          const int64_t g0 = 2 * p0, g1 = std::min(packed->groups, 2 * p1);
+                          gemm_packed_amx(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n,
+                                          bias, out, o);
+                          add_rows(residual, out, n, o, g0 * kPackRows,
+                                   std::min(o, g1 * kPackRows));
+                        },
+                        kPrefillChunks);
+      return true;
+    }
     const auto groups = [&](int64_t g0, int64_t g1) {
       kern.packed(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out, o);
       add_rows(residual, out, n, o, g0 * kPackRows, std::min(o, g1 * kPackRows));
@@ -252,6 +266,21 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
     });
     const float* bias = bias_f32(a);
     const auto* w = static_cast<const uint16_t*>(a.weight.raw());
+    if (isa() >= Isa::amx && n >= kAmxMinRows && k % 32 == 0) {
+      // The activations packed for the tiles once; the threads split panels of 32 rows.
+      thread_local std::vector<uint32_t> pairs_store;
+      uint32_t* pairs = grow(pairs_store, amx_pairs_words(n, k));
+      pack_pairs_amx(xb, n, k, pairs);
+      cpu::parallel_for((o + 31) / 32, 1,
+                        [&](int64_t p0, int64_t p1) {
+                          const int64_t r0 = 32 * p0, r1 = std::min(o, 32 * p1);
+                          gemm_bf16_amx(w + r0 * k, r1 - r0, pairs, n, k,
+                                        bias ? bias + r0 : nullptr, out + r0, o);
+                          add_rows(residual, out, n, o, r0, r1);
+                        },
+                        kPrefillChunks);
+      return true;
+    }
     split_rows(o, n, [&](int64_t r0, int64_t r1) {
       gemm_bf16dot_avx512(w + r0 * k, r1 - r0, xb, n, k, bias ? bias + r0 : nullptr, out + r0, o);
       add_rows(residual, out, n, o, r0, r1);

@@ -1,0 +1,102 @@
+// Prefill-sized products on the CPU (16 and more activation rows), where CPUs with AMX run tile
+// kernels (kernels_amx.cc) and the others the vector tiles: every shape against the
+// double-precision reference, with row counts and widths that leave partial tiles on each side.
+// On a CPU without AMX these still check the vector prefill tiles; the AMX run says whether it
+// ran (an AMX machine's plain run uses it; ANVIL_CPU_ISA=amx asks for it).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "anvil/tensor.h"
+#include "backends/cpu/cpu_isa.h"
+#include "ops/ops.h"
+#include "ops/reference.h"
+#include "quant_blocks.h"
+#include "tensor_compare.h"
+
+namespace anvil {
+namespace {
+
+using Shape3 = std::tuple<int64_t, int64_t, int64_t>;  // activation rows, k, weight rows
+
+// Rows in tiles of 16 and 32 with tails of 1-15, widths of one to many 32-value chunks, weight
+// rows leaving a partial 16-row panel or an odd 8-row group.
+const std::vector<Shape3> kShapes = {{16, 32, 16},  {17, 64, 24},   {33, 96, 37},
+                                     {48, 256, 40}, {64, 1024, 72}, {20, 512, 8}};
+
+// The largest sum of |w x| over the outputs: float32 sums in another order differ relative to it.
+float magnitude(const Tensor& w, const Tensor& x) {
+  const auto wf = w.to_f32_vector(), xf = x.to_f32_vector();
+  const int64_t n = x.size(0), k = x.size(1), o = w.size(0);
+  float m = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t r = 0; r < o; ++r) {
+      float s = 0;
+      for (int64_t i = 0; i < k; ++i) s += std::fabs(wf[r * k + i] * xf[j * k + i]);
+      m = std::max(m, s);
+    }
+  }
+  return m;
+}
+
+TEST(CpuPrefillTiles, QuantizedWeightsMatchTheReference) {
+  std::mt19937 rng(77);
+  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1}) {
+    for (auto [n, k, o] : kShapes) {
+      const Tensor x = test::random_tensor({n, k}, rng);
+      const Tensor weight = test::random_blocks(w, o, k, rng);
+      const Tensor bias = test::random_tensor({o}, rng);
+      Tensor out = Tensor::empty({n, o}, DType::f32);
+      ops::linear(x, weight, bias, out);
+      // The CPU's int8 kernels (avx512 and above; avx2 for all but Q8_0) multiply the
+      // activations rounded per 32-value block.
+      const bool int8 =
+          cpu::isa() >= cpu::Isa::avx512 || (cpu::isa() == cpu::Isa::avx2 && w != DType::q8_0);
+      const Tensor x_used = int8 ? test::q8_round_trip(x) : x;
+      Tensor want = Tensor::empty({n, o}, DType::f32);
+      ops::reference::linear({x_used, weight, bias, want});
+      EXPECT_LE(test::max_abs_diff(out, want), 1e-5f * magnitude(weight, x) + 1e-5f)
+          << dtype_name(w) << " " << n << "x" << k << "x" << o << " at "
+          << cpu::isa_name(cpu::isa());
+    }
+  }
+}
+
+TEST(CpuPrefillTiles, Bf16WeightsMatchTheReference) {
+  std::mt19937 rng(78);
+  for (auto [n, k, o] : kShapes) {
+    const Tensor x = test::random_tensor({n, k}, rng);
+    const Tensor weight = test::random_tensor({o, k}, rng).to(DType::bf16);
+    const Tensor bias = test::random_tensor({o}, rng);
+    Tensor out = Tensor::empty({n, o}, DType::f32);
+    ops::linear(x, weight, bias, out);
+    // From avx512bf16 up the activations are rounded to bf16 before the pair products.
+    const Tensor x_used = cpu::isa() >= cpu::Isa::avx512bf16 ? x.to(DType::bf16).to(DType::f32) : x;
+    Tensor want = Tensor::empty({n, o}, DType::f32);
+    ops::reference::linear({x_used, weight, bias, want});
+    EXPECT_LE(test::max_abs_diff(out, want), 1e-5f * magnitude(weight, x) + 1e-5f)
+        << n << "x" << k << "x" << o << " at " << cpu::isa_name(cpu::isa());
+  }
+}
+
+// Where AMX is asked for (ANVIL_CPU_ISA=amx) the tests above must have run on it; a CPU or a
+// kernel without it says so instead of passing silently on the vector kernels.
+TEST(CpuPrefillTiles, AmxRunsWhereAskedFor) {
+  const char* asked = std::getenv("ANVIL_CPU_ISA");
+  if (!asked || std::string(asked) != "amx") {
+    GTEST_SKIP() << "ANVIL_CPU_ISA=amx not set; this CPU runs at " << cpu::isa_name(cpu::isa());
+  }
+  if (cpu::isa() < cpu::Isa::amx) {
+    const std::string why = cpu::amx_refusal();
+    GTEST_SKIP() << "no AMX here: " << (why.empty() ? "the CPU lacks amx-tile/int8/bf16" : why);
+  }
+  EXPECT_EQ(cpu::isa(), cpu::Isa::amx);
+}
+
+}  // namespace
+}  // namespace anvil
