@@ -1,6 +1,8 @@
 // Host memory (64-byte aligned, for vector loads) and the CPU's entry in `anvil devices`.
 #include "backends/cpu/cpu_backend.h"
 
+#include "backends/cpu/cpu_isa.h"
+
 #include <malloc.h>
 #include <unistd.h>
 
@@ -102,7 +104,8 @@ class CpuBackend : public Backend {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     if (pages > 0 && page > 0) info.total_memory = static_cast<uint64_t>(pages) * page;
     info.bf16 = cpu_has_flag("avx512_bf16") || cpu_has_flag("amx_bf16");
-    info.details = std::to_string(num_threads()) + " threads";
+    // The kernels' ISA level (ANVIL_CPU_ISA caps it), so a user sees what runs.
+    info.details = std::to_string(num_threads()) + " threads, " + cpu::isa_name(cpu::isa()) + " kernels";
     return {info};
   }
 
