@@ -46,8 +46,11 @@ float magnitude(const Tensor& w, const Tensor& x) {
 
 TEST(CpuPrefillTiles, QuantizedWeightsMatchTheReference) {
   std::mt19937 rng(77);
-  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1}) {
-    for (auto [n, k, o] : kShapes) {
+  // The K types need whole 256-value super-blocks.
+  const std::vector<Shape3> k_shapes = {{16, 256, 16}, {33, 512, 37}, {20, 768, 24}};
+  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q4_k,
+                  DType::q5_k, DType::q6_k}) {
+    for (auto [n, k, o] : dtype_block_elems(w) == 256 ? k_shapes : kShapes) {
       const Tensor x = test::random_tensor({n, k}, rng);
       const Tensor weight = test::random_blocks(w, o, k, rng);
       const Tensor bias = test::random_tensor({o}, rng);

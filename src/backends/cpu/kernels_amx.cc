@@ -58,40 +58,97 @@ TileConfig bf16_config() {
 
 // ---- int8 --------------------------------------------------------------------------------
 
-// What the int8 tile kernel needs of a repacked type: header bytes before the quants, whether
-// a minimum follows d, the offset its stored quants carry, and whether the fifth bits follow.
+// What the int8 tile kernel needs of a repacked type (repack.h): where a 32-value block's quants
+// are, the offset they carry, whether a minimum term and fifth bits follow. The K types (super:
+// Q4_K, Q5_K) hold 8 such blocks per super-block, their quants at 160 + sub_stride * s, and
+// their row scales are d times a six-bit scale and dmin times a six-bit minimum.
 struct Int8Layout {
   int quants_at, offset;
-  bool with_min, fifth, q8;
+  bool with_min, fifth, q8, super;
+  int sub_stride;
+  bool q6 = false;  // Q6_K: a scale per 16 values, so tiles of 16-value blocks
 };
 
 Int8Layout layout_of(QuantKind kind) {
   switch (kind) {
     case QuantKind::q8_0:
-      return {16, 0, false, false, true};
+      return {16, 0, false, false, true, false, 0};
     case QuantKind::q4_0:
-      return {16, 8, false, false, false};
+      return {16, 8, false, false, false, false, 0};
     case QuantKind::q4_1:
-      return {32, 0, true, false, false};
+      return {32, 0, true, false, false, false, 0};
     case QuantKind::q5_0:
-      return {16, 16, false, true, false};
-    default:  // q5_1
-      return {32, 0, true, true, false};
+      return {16, 16, false, true, false, false, 0};
+    case QuantKind::q5_1:
+      return {32, 0, true, true, false, false, 0};
+    case QuantKind::q4_k:
+      return {160, 0, true, false, false, true, 128};
+    case QuantKind::q5_k:
+      return {160, 0, true, true, false, true, 160};
+    default:  // q6_k: 144 + 192 s, the top two bits after each 32-value block's nibbles
+      return {144, 32, false, false, false, true, 192, true};
   }
+}
+
+// Where 32-value block b of a group (`group`: its first byte) keeps its quants.
+const uint8_t* block_quants(const Int8Layout& lay, const uint8_t* group, size_t block_bytes,
+                            int64_t b) {
+  if (!lay.super) return group + static_cast<size_t>(b) * block_bytes + lay.quants_at;
+  return group + static_cast<size_t>(b / 8) * block_bytes + lay.quants_at +
+         static_cast<size_t>(lay.sub_stride * (b % 8));
+}
+
+// Two f16 fields of 8 rows each (groups a and b) as 16 floats.
+__m512 two_groups_f16(const uint8_t* a, const uint8_t* b) {
+  const __m256i both = _mm256_inserti128_si256(
+      _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1);
+  return _mm512_maskz_cvtph_ps(0xffff, both);  // maskz: no undefined pass-through (GCC 12 warns)
+}
+
+// Two groups' 8 bytes each as 16 floats.
+__m512 two_groups_u8(const uint8_t* a, const uint8_t* b) {
+  uint64_t wa, wb;
+  std::memcpy(&wa, a, 8);
+  std::memcpy(&wb, b, 8);
+  const __m128i both = _mm_set_epi64x(static_cast<long long>(wb), static_cast<long long>(wa));
+  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(both));
+}
+
+// Block b's 16 row scales into d_out and, with a minimum, the 16 terms that multiply the
+// activation block's d x sum into m_out, for groups a and b (block_bytes apart per block).
+void block_scales(const Int8Layout& lay, const uint8_t* ga, const uint8_t* gb, size_t block_bytes,
+                  int64_t b, float* d_out, float* m_out) {
+  if (!lay.super) {
+    const uint8_t* ba = ga + static_cast<size_t>(b) * block_bytes;
+    const uint8_t* bb = gb + static_cast<size_t>(b) * block_bytes;
+    _mm512_storeu_ps(d_out, two_groups_f16(ba, bb));
+    if (lay.with_min) _mm512_storeu_ps(m_out, two_groups_f16(ba + 16, bb + 16));
+    return;
+  }
+  // value = d sc q - dmin m: the minimum's term is -dmin m.
+  const size_t at = static_cast<size_t>(b / 8) * block_bytes;
+  const int s = static_cast<int>(b % 8);
+  const uint8_t* ba = ga + at;
+  const uint8_t* bb = gb + at;
+  const __m512 d =
+      _mm512_mul_ps(two_groups_f16(ba, bb), two_groups_u8(ba + 32 + 8 * s, bb + 32 + 8 * s));
+  const __m512 m = _mm512_mul_ps(two_groups_f16(ba + 16, bb + 16),
+                                 two_groups_u8(ba + 96 + 8 * s, bb + 96 + 8 * s));
+  _mm512_storeu_ps(d_out, d);
+  _mm512_storeu_ps(m_out, _mm512_sub_ps(_mm512_setzero_ps(), m));
 }
 
 // One 32-value block of two 8-row groups as a signed B tile: 8 rows (4 values each) of 16
 // columns, group a's 8 rows then group b's. Q8_0 is stored as q + 128; the nibble types as
 // the Q4 layout (step t: low nibbles values 4t.., high nibbles 16 + 4t..) with Q5's fifth bits
 // in one word (bit t / 4 + t of each byte), minus their offset.
-void build_b(const Int8Layout& lay, const uint8_t* a, const uint8_t* b, int8_t* tile) {
+void build_b(const Int8Layout& lay, const uint8_t* qa, const uint8_t* qb, int8_t* tile) {
   const auto pair = [](const uint8_t* pa, const uint8_t* pb) {
     return _mm512_inserti64x4(
         _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pa))),
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb)), 1);
   };
-  const uint8_t* qa = a + lay.quants_at;
-  const uint8_t* qb = b + lay.quants_at;
   if (lay.q8) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     for (int t = 0; t < 8; ++t) {
@@ -118,6 +175,44 @@ void build_b(const Int8Layout& lay, const uint8_t* a, const uint8_t* b, int8_t* 
   }
 }
 
+// Q6_K's top two bits of step t (bits 2t..2t+1 of each byte) moved to bits 4-5.
+inline __m512i top2_at(__m512i v, int t) {
+  const __m512i mask = _mm512_set1_epi8(0x30);
+  if (t < 2) return _mm512_and_si512(_mm512_sll_epi16(v, _mm_cvtsi32_si128(4 - 2 * t)), mask);
+  return _mm512_and_si512(_mm512_srl_epi16(v, _mm_cvtsi32_si128(2 * t - 4)), mask);
+}
+
+// A repacked Q6_K 32-value block of two groups (quants qa / qb, their top bits 128 bytes on) as
+// two signed B tiles of 16 values (4 rows x 16 columns): values 0-15 (the low nibbles) and
+// 16-31 (the high ones), each with its own scale, minus the stored offset 32.
+void build_q6_halves(const uint8_t* qa, const uint8_t* qb, int8_t* half0, int8_t* half1) {
+  const auto pair = [](const uint8_t* pa, const uint8_t* pb) {
+    return _mm512_inserti64x4(
+        _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pa))),
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb)), 1);
+  };
+  const __m512i low = _mm512_set1_epi8(0x0f), offset = _mm512_set1_epi8(32);
+  const __m512i top_lo = pair(qa + 128, qb + 128), top_hi = pair(qa + 160, qb + 160);
+  for (int t = 0; t < 4; ++t) {
+    const __m512i v = pair(qa + 32 * t, qb + 32 * t);
+    const __m512i lo = _mm512_or_si512(_mm512_and_si512(v, low), top2_at(top_lo, t));
+    const __m512i hi =
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), low), top2_at(top_hi, t));
+    _mm512_storeu_si512(half0 + 64 * t, _mm512_sub_epi8(lo, offset));
+    _mm512_storeu_si512(half1 + 64 * t, _mm512_sub_epi8(hi, offset));
+  }
+}
+
+// Q6_K's row scales of 16-value block h (0-15) of a super-block (sb_a / sb_b: its bytes in
+// groups a and b): d times the signed scale.
+__m512 q6_scales(const uint8_t* sb_a, const uint8_t* sb_b, int h) {
+  uint64_t wa, wb;
+  std::memcpy(&wa, sb_a + 16 + 8 * h, 8);
+  std::memcpy(&wb, sb_b + 16 + 8 * h, 8);
+  const __m128i both = _mm_set_epi64x(static_cast<long long>(wb), static_cast<long long>(wa));
+  return _mm512_mul_ps(two_groups_f16(sb_a, sb_b), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(both)));
+}
+
 // Block of activations `a` (16 rows, `stride` apart) times the B tile at `b` into a zeroed C
 // tile: tiles 0, 2 -> 4 for even blocks, 1, 3 -> 5 for odd ones (the tile intrinsics take
 // literal register numbers).
@@ -134,23 +229,16 @@ inline void issue_odd(const int8_t* a, const int8_t* b, long stride) {
   _tile_dpbssd(5, 1, 3);
 }
 
-TileConfig int8_config() {
+// Tiles for blocks of `block` (32 or 16) values.
+TileConfig int8_config(int block) {
   TileConfig c;
-  set_tile(c, 0, 16, 32);  // A: 16 activation rows x 32 int8
-  set_tile(c, 1, 16, 32);
-  set_tile(c, 2, 8, 64);  // B: 8 rows of 4 values x 16 columns
-  set_tile(c, 3, 8, 64);
+  set_tile(c, 0, 16, block);  // A: 16 activation rows x block int8
+  set_tile(c, 1, 16, block);
+  set_tile(c, 2, block / 4, 64);  // B: block / 4 rows of 4 values x 16 columns
+  set_tile(c, 3, block / 4, 64);
   set_tile(c, 4, 16, 64);  // C: 16 x 16 int32
   set_tile(c, 5, 16, 64);
   return c;
-}
-
-// Two f16 fields of 8 rows each (groups a and b) as 16 floats.
-__m512 two_groups_f16(const uint8_t* a, const uint8_t* b) {
-  const __m256i both = _mm256_inserti128_si256(
-      _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1);
-  return _mm512_maskz_cvtph_ps(0xffff, both);  // maskz: no undefined pass-through (GCC 12 warns)
 }
 
 }  // namespace
@@ -235,20 +323,26 @@ void gemm_bf16_amx(const uint16_t* w, int64_t rows, const uint32_t* packed, int6
 
 bool amx_takes(QuantKind kind) {
   return kind == QuantKind::q8_0 || kind == QuantKind::q4_0 || kind == QuantKind::q4_1 ||
-         kind == QuantKind::q5_0 || kind == QuantKind::q5_1;
+         kind == QuantKind::q5_0 || kind == QuantKind::q5_1 || kind == QuantKind::q4_k ||
+         kind == QuantKind::q5_k || kind == QuantKind::q6_k;
 }
 
 namespace {
 
-// gemm_packed_amx for one type family (kMin: Q4_1 / Q5_1's minimums).
-template <bool kMin>
+// gemm_packed_amx for one type family (kMin: a minimum term; kBlock: values per scale, 32, or
+// 16 for Q6_K).
+template <bool kMin, int kBlock>
 void packed_tiles(const Int8Layout& lay, const uint8_t* packed, size_t block_bytes, int64_t rows,
                   int64_t g0, int64_t g1, const Q8Rows& x, int64_t nx, const float* bias,
                   float* out, int64_t ldo) {
   const int64_t kb = x.k / 32, jblocks = (nx + 15) / 16;
-  const size_t group_bytes = static_cast<size_t>(kb) * block_bytes;
-  // A missing second group (an odd count) reads a zero block: d = 0, quants 0.
-  alignas(64) static const uint8_t zero_block[512] = {};
+  const int64_t nb = x.k / kBlock;  // tile blocks (kb, or 2 kb for Q6_K)
+  constexpr int kTileBytes = kBlock * 16;
+  const size_t group_bytes = static_cast<size_t>(lay.super ? kb / 8 : kb) * block_bytes;
+  // A missing second group (an odd count) reads a group of zeros: d = 0, quants 0.
+  thread_local std::vector<uint8_t> zero_store;
+  if ((g1 - g0) % 2 != 0) zero_store.assign(group_bytes, 0);
+  const uint8_t* zero_group = zero_store.data();
   // The last activation rows (nx not a multiple of 16) from a zero-padded copy, so every tile
   // takes 16 rows.
   thread_local std::vector<int8_t> tail_q;
@@ -277,22 +371,30 @@ void packed_tiles(const Int8Layout& lay, const uint8_t* packed, size_t block_byt
   thread_local std::vector<int8_t> b_store;
   thread_local std::vector<float> w_store;
   if (b_store.size() < static_cast<size_t>(kb * 512)) b_store.resize(static_cast<size_t>(kb * 512));
-  if (w_store.size() < static_cast<size_t>(kb * 32)) w_store.resize(static_cast<size_t>(kb * 32));
+  if (w_store.size() < static_cast<size_t>(nb * 32)) w_store.resize(static_cast<size_t>(nb * 32));
   int8_t* b_tiles = b_store.data();
   float* wscale = w_store.data();  // per block: the 16 rows' d, then their minimums
-  const TileScope tiles(int8_config());
+  const TileScope tiles(int8_config(kBlock));
   alignas(64) int32_t c[16][16];
   for (int64_t g = g0; g < g1; g += 2) {
     const uint8_t* ga = packed + static_cast<size_t>(g) * group_bytes;
     const bool two = g + 1 < g1;
     const int64_t r0 = g * kPackRows;
     const int nr = static_cast<int>(std::min<int64_t>(two ? 16 : 8, rows - r0));
+    const uint8_t* gb = two ? ga + group_bytes : zero_group;
     for (int64_t b = 0; b < kb; ++b) {
-      const uint8_t* blk_a = ga + static_cast<size_t>(b) * block_bytes;
-      const uint8_t* blk_b = two ? blk_a + group_bytes : zero_block;
-      build_b(lay, blk_a, blk_b, b_tiles + b * 512);
-      _mm512_storeu_ps(wscale + 32 * b, two_groups_f16(blk_a, blk_b));
-      if (kMin) _mm512_storeu_ps(wscale + 32 * b + 16, two_groups_f16(blk_a + 16, blk_b + 16));
+      if constexpr (kBlock == 16) {  // Q6_K: two tiles and two scales per 32 values
+        const size_t at = static_cast<size_t>(b / 8) * block_bytes;
+        const int s = static_cast<int>(b % 8);
+        build_q6_halves(ga + at + 144 + 192 * s, gb + at + 144 + 192 * s, b_tiles + b * 512,
+                        b_tiles + b * 512 + 256);
+        _mm512_storeu_ps(wscale + 64 * b, q6_scales(ga + at, gb + at, 2 * s));
+        _mm512_storeu_ps(wscale + 64 * b + 32, q6_scales(ga + at, gb + at, 2 * s + 1));
+      } else {
+        build_b(lay, block_quants(lay, ga, block_bytes, b), block_quants(lay, gb, block_bytes, b),
+                b_tiles + b * 512);
+        block_scales(lay, ga, gb, block_bytes, b, wscale + 32 * b, wscale + 32 * b + 16);
+      }
     }
     for (int64_t jb = 0; jb < jblocks; ++jb) {
       const int64_t j0 = jb * 16;
@@ -306,12 +408,14 @@ void packed_tiles(const Int8Layout& lay, const uint8_t* packed, size_t block_byt
       // back, so the tile unit and the vector units overlap.
       const long stride = static_cast<long>(x.k);
       issue_even(a, b_tiles, stride);
-      for (int64_t b = 0; b < kb; ++b) {
-        if (b + 1 < kb) {
+      for (int64_t b = 0; b < nb; ++b) {
+        if (b + 1 < nb) {
+          const int8_t* next_a = a + (b + 1) * kBlock;
+          const int8_t* next_b = b_tiles + (b + 1) * kTileBytes;
           if (b % 2 == 0) {
-            issue_odd(a + (b + 1) * 32, b_tiles + (b + 1) * 512, stride);
+            issue_odd(next_a, next_b, stride);
           } else {
-            issue_even(a + (b + 1) * 32, b_tiles + (b + 1) * 512, stride);
+            issue_even(next_a, next_b, stride);
           }
         }
         if (b % 2 == 0) {
@@ -323,7 +427,7 @@ void packed_tiles(const Int8Layout& lay, const uint8_t* packed, size_t block_byt
         // the minimums times the activation sum.
         const __m512 dw = _mm512_loadu_ps(wscale + 32 * b);
         [[maybe_unused]] const __m512 mw = _mm512_loadu_ps(wscale + 32 * b + 16);
-        const float* d = xd + b * 16;
+        const float* d = xd + b / (32 / kBlock) * 16;
 #pragma GCC unroll 16
         for (int j = 0; j < 16; ++j) {
           const __m512 sums = _mm512_cvtepi32_ps(_mm512_load_si512(c[j]));
@@ -350,10 +454,12 @@ void gemm_packed_amx(QuantKind kind, const uint8_t* packed, size_t block_bytes, 
                      int64_t g0, int64_t g1, const Q8Rows& x, int64_t nx, const float* bias,
                      float* out, int64_t ldo) {
   const Int8Layout lay = layout_of(kind);
-  if (lay.with_min) {
-    packed_tiles<true>(lay, packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
+  if (lay.q6) {
+    packed_tiles<false, 16>(lay, packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
+  } else if (lay.with_min) {
+    packed_tiles<true, 32>(lay, packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
   } else {
-    packed_tiles<false>(lay, packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
+    packed_tiles<false, 32>(lay, packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
   }
 }
 

@@ -28,7 +28,8 @@ void pack_pairs_amx(const uint16_t* xb, int64_t nx, int64_t k, uint32_t* pairs);
 void gemm_bf16_amx(const uint16_t* w, int64_t rows, const uint32_t* pairs, int64_t nx, int64_t k,
                    const float* bias, float* out, int64_t ldo);
 
-/// True for the repacked block types the int8 tile kernel takes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1).
+/// True for the repacked block types the int8 tile kernel takes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+/// Q4_K, Q5_K, Q6_K).
 bool amx_takes(QuantKind kind);
 
 /// gemm_packed_avx512's contract (repacked weights, 8-row groups [g0, g1)) on int8 tiles: per
