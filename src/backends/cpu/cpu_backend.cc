@@ -105,7 +105,8 @@ class CpuBackend : public Backend {
     if (pages > 0 && page > 0) info.total_memory = static_cast<uint64_t>(pages) * page;
     info.bf16 = cpu_has_flag("avx512_bf16") || cpu_has_flag("amx_bf16");
     // The kernels' ISA level (ANVIL_CPU_ISA caps it), so a user sees what runs.
-    info.details = std::to_string(num_threads()) + " threads, " + cpu::isa_name(cpu::isa()) + " kernels";
+    info.details =
+        std::to_string(num_threads()) + " threads, " + cpu::isa_name(cpu::isa()) + " kernels";
     return {info};
   }
 
