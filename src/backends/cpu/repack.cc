@@ -49,13 +49,14 @@ void k_sub_block(const uint8_t* blk, bool five, int s, uint8_t vals[32]) {
 // A row's 32-value block (values below 32) into the Q4 nibble layout at q (4 steps of 32
 // bytes) and, with `fifth`, the values' fifth bits into the 32-byte word at fifth (repack.h).
 void put_q5(int r, const uint8_t vals[32], uint8_t* q, uint8_t* fifth) {
-  for (int t = 0; t < 4; ++t) {
-    for (int e = 0; e < 4; ++e) {
+  for (int e = 0; e < 4; ++e) {
+    uint8_t bits = 0;
+    for (int t = 0; t < 4; ++t) {
       const uint8_t lo = vals[4 * t + e], hi = vals[16 + 4 * t + e];
       q[t * 32 + r * 4 + e] = static_cast<uint8_t>((lo & 0x0f) | (hi & 0x0f) << 4);
-      if (!fifth) continue;
-      fifth[r * 4 + e] |= static_cast<uint8_t>(((lo >> 4) & 1u) << t | ((hi >> 4) & 1u) << (4 + t));
+      bits = static_cast<uint8_t>(bits | ((lo >> 4) & 1u) << t | ((hi >> 4) & 1u) << (4 + t));
     }
+    if (fifth) fifth[r * 4 + e] = bits;
   }
 }
 
@@ -106,22 +107,29 @@ void repack_q6_k(const uint8_t* src, size_t row_bytes, PackedWeights& p, uint8_t
           std::memcpy(out + 2 * r, blk + 208, 2);  // d
           for (int s = 0; s < 16; ++s) out[16 + 8 * s + r] = blk[192 + s];
           for (int b = 0; b < 8; ++b) {
+            // Block b is quarter u = b % 4 of half b / 4: its low bits are one nibble of 32
+            // consecutive ql bytes, its top bits one bit pair of 32 consecutive qh bytes.
+            const int half = b / 4, u = b % 4;
+            const uint8_t* lo_src = blk + 64 * half + 32 * (u % 2);
+            const uint8_t* hi_src = blk + 128 + 32 * half;
+            const int nibble = u < 2 ? 0 : 4;
             uint8_t vals[32];
             for (int i = 0; i < 32; ++i) {
-              const int v = 32 * b + i, half = v / 128, u = (v % 128) / 32, l = v % 32;
-              const uint8_t lo4 = blk[64 * half + 32 * (u % 2) + l];
-              const uint8_t hi2 = (blk[128 + 32 * half + l] >> (2 * u)) & 3u;
-              vals[i] = static_cast<uint8_t>((u < 2 ? lo4 & 0x0f : lo4 >> 4) | hi2 << 4);
+              vals[i] = static_cast<uint8_t>(((lo_src[i] >> nibble) & 0x0f) |
+                                             ((hi_src[i] >> (2 * u)) & 3) << 4);
             }
             uint8_t* q = out + 144 + 192 * b;
             uint8_t* top = q + 128;
-            for (int t = 0; t < 4; ++t) {
-              for (int e = 0; e < 4; ++e) {
+            for (int e = 0; e < 4; ++e) {
+              uint8_t top_lo = 0, top_hi = 0;
+              for (int t = 0; t < 4; ++t) {
                 const uint8_t lo = vals[4 * t + e], hi = vals[16 + 4 * t + e];
                 q[t * 32 + r * 4 + e] = static_cast<uint8_t>((lo & 0x0f) | (hi & 0x0f) << 4);
-                top[r * 4 + e] |= static_cast<uint8_t>((lo >> 4) << (2 * t));
-                top[32 + r * 4 + e] |= static_cast<uint8_t>((hi >> 4) << (2 * t));
+                top_lo = static_cast<uint8_t>(top_lo | (lo >> 4) << (2 * t));
+                top_hi = static_cast<uint8_t>(top_hi | (hi >> 4) << (2 * t));
               }
+              top[r * 4 + e] = top_lo;
+              top[32 + r * 4 + e] = top_hi;
             }
           }
         }
@@ -182,23 +190,27 @@ std::shared_ptr<const PackedWeights> repack(const Tensor& w) {
           if (with_min) std::memcpy(out + 16 + 2 * r, blk + 2, 2);  // m
           uint8_t* qs = out + (with_min ? 32 : 16);
           if (q8) {
-            for (int t = 0; t < 8; ++t) {
-              for (int e = 0; e < 4; ++e) {
-                qs[t * 32 + r * 4 + e] = static_cast<uint8_t>(blk[2 + 4 * t + e] ^ 0x80);
-              }
+            for (int t = 0; t < 8; ++t) {  // 4 values at a time, q + 128
+              uint32_t word;
+              std::memcpy(&word, blk + 2 + 4 * t, 4);
+              word ^= 0x80808080u;
+              std::memcpy(qs + t * 32 + r * 4, &word, 4);
             }
           } else if (q5) {
-            // Value j: the low (j < 16) or high nibble of byte j % 16, fifth bit j of qh.
+            // ggml's byte j holds value j (low nibble) and j + 16 (high): the Q4 layout as
+            // stored; value j's fifth bit is bit j of qh.
             uint32_t qh;
             std::memcpy(&qh, blk + (with_min ? 4 : 2), 4);
             const uint8_t* nib = blk + (with_min ? 4 : 2) + 4;
-            uint8_t vals[32];
-            for (int j = 0; j < 32; ++j) {
-              const uint8_t byte = nib[j % 16];
-              vals[j] =
-                  static_cast<uint8_t>((j < 16 ? byte & 0x0f : byte >> 4) | ((qh >> j) & 1u) << 4);
+            for (int t = 0; t < 4; ++t) std::memcpy(qs + t * 32 + r * 4, nib + 4 * t, 4);
+            for (int e = 0; e < 4; ++e) {
+              uint8_t bits = 0;
+              for (int t = 0; t < 4; ++t) {
+                bits = static_cast<uint8_t>(bits | ((qh >> (4 * t + e)) & 1u) << t |
+                                            ((qh >> (16 + 4 * t + e)) & 1u) << (4 + t));
+              }
+              qs[128 + r * 4 + e] = bits;
             }
-            put_q5(r, vals, qs, qs + 128);
           } else {
             const uint8_t* nib = blk + (with_min ? 4 : 2);
             for (int t = 0; t < 4; ++t) std::memcpy(qs + t * 32 + r * 4, nib + 4 * t, 4);
