@@ -35,6 +35,28 @@ bool same_allocation(const std::weak_ptr<void>& a, const std::shared_ptr<void>& 
 std::mutex g_mu;
 std::unordered_map<const void*, Entry> g_cache;
 
+// Every (group, block) of the repacked layout, zeroed (padding rows stay zero), then each of its
+// rows that exists: fn(out, r, blk) with `out` the packed block, r the row within the group and
+// `blk` that row's source block (src_block bytes each). Threads split the groups.
+template <class Fn>
+void for_each_row_block(const uint8_t* src, size_t row_bytes, size_t src_block,
+                        const PackedWeights& p, uint8_t* dst, const Fn& fn) {
+  parallel_for(p.groups, 16, [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g) {
+      for (int64_t b = 0; b < p.kb; ++b) {
+        uint8_t* out = dst + static_cast<size_t>(g * p.kb + b) * p.block_bytes;
+        std::memset(out, 0, p.block_bytes);
+        for (int r = 0; r < kPackRows; ++r) {
+          const int64_t row = g * kPackRows + r;
+          if (row >= p.rows) break;
+          fn(out, r,
+             src + static_cast<size_t>(row) * row_bytes + static_cast<size_t>(b) * src_block);
+        }
+      }
+    }
+  });
+}
+
 // One row's sub-block s (32 values) of a Q4_K / Q5_K super-block as unsigned values: the low
 // (s even) or high (s odd) nibbles of qs[32 (s / 2) ..], for Q5_K plus bit s of qh[i] as 16.
 void k_sub_block(const uint8_t* blk, bool five, int s, uint8_t vals[32]) {
@@ -63,76 +85,55 @@ void put_q5(int r, const uint8_t vals[32], uint8_t* q, uint8_t* fifth) {
 // Q4_K / Q5_K: the layout of repack.h, super-block by super-block.
 void repack_q45_k(const uint8_t* src, size_t row_bytes, PackedWeights& p, uint8_t* dst) {
   const bool five = p.type == DType::q5_k;
-  const size_t src_block = five ? 176 : 144, sub_stride = five ? 160 : 128;
-  parallel_for(p.groups, 16, [&](int64_t g0, int64_t g1) {
-    for (int64_t g = g0; g < g1; ++g) {
-      for (int64_t sb = 0; sb < p.kb; ++sb) {
-        uint8_t* out = dst + static_cast<size_t>(g * p.kb + sb) * p.block_bytes;
-        std::memset(out, 0, p.block_bytes);
-        for (int r = 0; r < kPackRows; ++r) {
-          const int64_t row = g * kPackRows + r;
-          if (row >= p.rows) break;
-          const uint8_t* blk = src + static_cast<size_t>(row) * row_bytes + sb * src_block;
-          std::memcpy(out + 2 * r, blk, 2);           // d
-          std::memcpy(out + 16 + 2 * r, blk + 2, 2);  // dmin
-          uint8_t sc[8], mn[8];
-          unpack_k_scale_min(blk + 4, sc, mn);
-          for (int s = 0; s < 8; ++s) {
-            out[32 + 8 * s + r] = sc[s];
-            out[96 + 8 * s + r] = mn[s];
-            uint8_t vals[32];
-            k_sub_block(blk, five, s, vals);
-            uint8_t* q = out + 160 + sub_stride * s;
-            put_q5(r, vals, q, five ? q + 128 : nullptr);
-          }
-        }
-      }
-    }
-  });
+  const size_t sub_stride = five ? 160 : 128;
+  for_each_row_block(src, row_bytes, five ? 176 : 144, p, dst,
+                     [&](uint8_t* out, int r, const uint8_t* blk) {
+                       std::memcpy(out + 2 * r, blk, 2);           // d
+                       std::memcpy(out + 16 + 2 * r, blk + 2, 2);  // dmin
+                       uint8_t sc[8], mn[8];
+                       unpack_k_scale_min(blk + 4, sc, mn);
+                       for (int sub = 0; sub < 8; ++sub) {
+                         out[32 + 8 * sub + r] = sc[sub];
+                         out[96 + 8 * sub + r] = mn[sub];
+                         uint8_t vals[32];
+                         k_sub_block(blk, five, sub, vals);
+                         uint8_t* q = out + 160 + sub_stride * sub;
+                         put_q5(r, vals, q, five ? q + 128 : nullptr);
+                       }
+                     });
 }
 
 // Q6_K: the layout of repack.h. A row's value v of a super-block: in its half (v / 128), the
 // quarter u = (v % 128) / 32 takes the low (u < 2) or high nibble of ql[64 half + 32 (u % 2) +
 // l] and bits 2u..2u+1 of qh[32 half + l], l = v % 32.
 void repack_q6_k(const uint8_t* src, size_t row_bytes, PackedWeights& p, uint8_t* dst) {
-  parallel_for(p.groups, 16, [&](int64_t g0, int64_t g1) {
-    for (int64_t g = g0; g < g1; ++g) {
-      for (int64_t sb = 0; sb < p.kb; ++sb) {
-        uint8_t* out = dst + static_cast<size_t>(g * p.kb + sb) * p.block_bytes;
-        std::memset(out, 0, p.block_bytes);
-        for (int r = 0; r < kPackRows; ++r) {
-          const int64_t row = g * kPackRows + r;
-          if (row >= p.rows) break;
-          const uint8_t* blk = src + static_cast<size_t>(row) * row_bytes + sb * 210;
-          std::memcpy(out + 2 * r, blk + 208, 2);  // d
-          for (int s = 0; s < 16; ++s) out[16 + 8 * s + r] = blk[192 + s];
-          for (int b = 0; b < 8; ++b) {
-            // Block b is quarter u = b % 4 of half b / 4: its low bits are one nibble of 32
-            // consecutive ql bytes, its top bits one bit pair of 32 consecutive qh bytes.
-            const int half = b / 4, u = b % 4;
-            const uint8_t* lo_src = blk + 64 * half + 32 * (u % 2);
-            const uint8_t* hi_src = blk + 128 + 32 * half;
-            const int nibble = u < 2 ? 0 : 4;
-            uint8_t vals[32];
-            for (int i = 0; i < 32; ++i) {
-              vals[i] = static_cast<uint8_t>(((lo_src[i] >> nibble) & 0x0f) |
-                                             ((hi_src[i] >> (2 * u)) & 3) << 4);
-            }
-            uint8_t* q = out + 144 + 192 * b;
-            uint8_t* top = q + 128;
-            for (int e = 0; e < 4; ++e) {
-              uint8_t top_lo = 0, top_hi = 0;
-              for (int t = 0; t < 4; ++t) {
-                const uint8_t lo = vals[4 * t + e], hi = vals[16 + 4 * t + e];
-                q[t * 32 + r * 4 + e] = static_cast<uint8_t>((lo & 0x0f) | (hi & 0x0f) << 4);
-                top_lo = static_cast<uint8_t>(top_lo | (lo >> 4) << (2 * t));
-                top_hi = static_cast<uint8_t>(top_hi | (hi >> 4) << (2 * t));
-              }
-              top[r * 4 + e] = top_lo;
-              top[32 + r * 4 + e] = top_hi;
-            }
-          }
+  for_each_row_block(src, row_bytes, 210, p, dst, [&](uint8_t* out, int r, const uint8_t* blk) {
+    std::memcpy(out + 2 * r, blk + 208, 2);  // d
+    for (int s = 0; s < 16; ++s) out[16 + 8 * s + r] = blk[192 + s];
+    for (int b = 0; b < 8; ++b) {
+      // Block b is quarter u = b % 4 of half b / 4: its low bits are one nibble of 32
+      // consecutive ql bytes, its top bits one bit pair of 32 consecutive qh bytes.
+      const int half = b / 4, u = b % 4;
+      const uint8_t* lo_src = blk + 64 * half + 32 * (u % 2);
+      const uint8_t* hi_src = blk + 128 + 32 * half;
+      const int nibble = u < 2 ? 0 : 4;
+      uint8_t vals[32];
+      for (int i = 0; i < 32; ++i) {
+        vals[i] = static_cast<uint8_t>(((lo_src[i] >> nibble) & 0x0f) | ((hi_src[i] >> (2 * u)) & 3)
+                                                                            << 4);
+      }
+      uint8_t* q = out + 144 + 192 * b;
+      uint8_t* top = q + 128;
+      for (int e = 0; e < 4; ++e) {
+        uint8_t top_lo = 0, top_hi = 0;
+        for (int t = 0; t < 4; ++t) {
+          const uint8_t lo = vals[4 * t + e], hi = vals[16 + 4 * t + e];
+          q[t * 32 + r * 4 + e] = static_cast<uint8_t>((lo & 0x0f) | (hi & 0x0f) << 4);
+          top_lo = static_cast<uint8_t>(top_lo | (lo >> 4) << (2 * t));
+          top_hi = static_cast<uint8_t>(top_hi | (hi >> 4) << (2 * t));
         }
+        top[r * 4 + e] = top_lo;
+        top[32 + r * 4 + e] = top_hi;
       }
     }
   });
@@ -177,48 +178,38 @@ std::shared_ptr<const PackedWeights> repack(const Tensor& w) {
     return p;
   }
   const size_t src_block = q8 ? 34 : (with_min ? 4 : 2) + (q5 ? 4 : 0) + 16;
-  parallel_for(p->groups, 16, [&](int64_t g0, int64_t g1) {
-    for (int64_t g = g0; g < g1; ++g) {
-      for (int64_t b = 0; b < p->kb; ++b) {
-        uint8_t* out = dst + static_cast<size_t>(g * p->kb + b) * p->block_bytes;
-        std::memset(out, 0, p->block_bytes);
-        for (int r = 0; r < kPackRows; ++r) {
-          const int64_t row = g * kPackRows + r;
-          if (row >= p->rows) break;
-          const uint8_t* blk = src + static_cast<size_t>(row) * row_bytes + b * src_block;
-          std::memcpy(out + 2 * r, blk, 2);                         // d
-          if (with_min) std::memcpy(out + 16 + 2 * r, blk + 2, 2);  // m
-          uint8_t* qs = out + (with_min ? 32 : 16);
-          if (q8) {
-            for (int t = 0; t < 8; ++t) {  // 4 values at a time, q + 128
-              uint32_t word;
-              std::memcpy(&word, blk + 2 + 4 * t, 4);
-              word ^= 0x80808080u;
-              std::memcpy(qs + t * 32 + r * 4, &word, 4);
-            }
-          } else if (q5) {
-            // ggml's byte j holds value j (low nibble) and j + 16 (high): the Q4 layout as
-            // stored; value j's fifth bit is bit j of qh.
-            uint32_t qh;
-            std::memcpy(&qh, blk + (with_min ? 4 : 2), 4);
-            const uint8_t* nib = blk + (with_min ? 4 : 2) + 4;
-            for (int t = 0; t < 4; ++t) std::memcpy(qs + t * 32 + r * 4, nib + 4 * t, 4);
-            for (int e = 0; e < 4; ++e) {
-              uint8_t bits = 0;
-              for (int t = 0; t < 4; ++t) {
-                bits = static_cast<uint8_t>(bits | ((qh >> (4 * t + e)) & 1u) << t |
-                                            ((qh >> (16 + 4 * t + e)) & 1u) << (4 + t));
-              }
-              qs[128 + r * 4 + e] = bits;
-            }
-          } else {
-            const uint8_t* nib = blk + (with_min ? 4 : 2);
-            for (int t = 0; t < 4; ++t) std::memcpy(qs + t * 32 + r * 4, nib + 4 * t, 4);
+  for_each_row_block(
+      src, row_bytes, src_block, *p, dst, [&](uint8_t* out, int r, const uint8_t* blk) {
+        std::memcpy(out + 2 * r, blk, 2);                         // d
+        if (with_min) std::memcpy(out + 16 + 2 * r, blk + 2, 2);  // m
+        uint8_t* qs = out + (with_min ? 32 : 16);
+        if (q8) {
+          for (int t = 0; t < 8; ++t) {  // 4 values at a time, q + 128
+            uint32_t word;
+            std::memcpy(&word, blk + 2 + 4 * t, 4);
+            word ^= 0x80808080u;
+            std::memcpy(qs + t * 32 + r * 4, &word, 4);
           }
+        } else if (q5) {
+          // ggml's byte j holds value j (low nibble) and j + 16 (high): the Q4 layout as
+          // stored; value j's fifth bit is bit j of qh.
+          uint32_t qh;
+          std::memcpy(&qh, blk + (with_min ? 4 : 2), 4);
+          const uint8_t* nib = blk + (with_min ? 4 : 2) + 4;
+          for (int t = 0; t < 4; ++t) std::memcpy(qs + t * 32 + r * 4, nib + 4 * t, 4);
+          for (int e = 0; e < 4; ++e) {
+            uint8_t bits = 0;
+            for (int t = 0; t < 4; ++t) {
+              bits = static_cast<uint8_t>(bits | ((qh >> (4 * t + e)) & 1u) << t |
+                                          ((qh >> (16 + 4 * t + e)) & 1u) << (4 + t));
+            }
+            qs[128 + r * 4 + e] = bits;
+          }
+        } else {
+          const uint8_t* nib = blk + (with_min ? 4 : 2);
+          for (int t = 0; t < 4; ++t) std::memcpy(qs + t * 32 + r * 4, nib + 4 * t, 4);
         }
-      }
-    }
-  });
+      });
   return p;
 }
 
