@@ -157,6 +157,19 @@ TEST(GgufWriter, WritesWhatTheReaderReads) {
   EXPECT_EQ(last, 5.0f);
 }
 
+// The largest difference between two runs' logits, and the largest logit of the reference.
+struct LogitGap {
+  float max_diff = 0, max_abs = 0;
+};
+LogitGap logit_gap(const std::vector<float>& got, const std::vector<float>& want) {
+  LogitGap g;
+  for (size_t i = 0; i < got.size(); ++i) {
+    g.max_diff = std::max(g.max_diff, std::fabs(got[i] - want[i]));
+    g.max_abs = std::max(g.max_abs, std::fabs(want[i]));
+  }
+  return g;
+}
+
 class InitModelGguf : public ::testing::TestWithParam<DType> {};
 
 // The quantized model through the quantized kernels against the same file dequantized at load
@@ -175,11 +188,7 @@ TEST_P(InitModelGguf, QuantizedKernelsAgreeWithTheDequantizedWeights) {
   const Tensor lq = q.logits(b), lr = ref.logits(b);
   const auto got = lq.to_f32_vector(), want = lr.to_f32_vector();
   const int64_t vocab = lq.size(-1);
-  float max_diff = 0, max_abs = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    max_diff = std::max(max_diff, std::fabs(got[i] - want[i]));
-    max_abs = std::max(max_abs, std::fabs(want[i]));
-  }
+  const auto [max_diff, max_abs] = logit_gap(got, want);
   RecordProperty("max_abs_logit_difference", std::to_string(max_diff));
   // int8 activations (AVX-512 VNNI): measured 0.5-0.75% of the largest logit; exact paths ~0.
   EXPECT_LE(max_diff, 2e-2f * max_abs + 1e-4f);
@@ -220,11 +229,7 @@ TEST_P(InitModelGguf, HalfKvCacheByDefaultForQuantizedWeights) {
   Batch b;
   b.input_ids = {{1, 5, 9, 22, 7, 3, 100, 4, 8, 15, 16, 23, 42}};
   const auto got = half.logits(b).to_f32_vector(), want = full.logits(b).to_f32_vector();
-  float max_diff = 0, max_abs = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    max_diff = std::max(max_diff, std::fabs(got[i] - want[i]));
-    max_abs = std::max(max_abs, std::fabs(want[i]));
-  }
+  const auto [max_diff, max_abs] = logit_gap(got, want);
   RecordProperty("max_abs_logit_difference", std::to_string(max_diff));
   EXPECT_GT(max_diff, 0.0f);  // the cache really is half precision
   // Half's rounding of keys and values moves the int8 rounding of the activations after them:
@@ -291,11 +296,7 @@ TEST(InitModelGgufMix, KQuantMixesFollowLlamaQuantize) {
     Batch b;
     b.input_ids = {{1, 5, 9, 22, 7, 3, 100, 4, 8, 15, 16, 23, 42}};
     const auto got = q.logits(b).to_f32_vector(), want = ref.logits(b).to_f32_vector();
-    float max_diff = 0, max_abs = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      max_diff = std::max(max_diff, std::fabs(got[i] - want[i]));
-      max_abs = std::max(max_abs, std::fabs(want[i]));
-    }
+    const auto [max_diff, max_abs] = logit_gap(got, want);
     EXPECT_LE(max_diff, 2e-2f * max_abs + 1e-4f) << mix;
   }
   // Widths that are not whole super-blocks fall back as llama-quantize does.

@@ -29,21 +29,6 @@ using Shape3 = std::tuple<int64_t, int64_t, int64_t>;  // activation rows, k, we
 const std::vector<Shape3> kShapes = {{16, 32, 16},  {17, 64, 24},   {33, 96, 37},
                                      {48, 256, 40}, {64, 1024, 72}, {20, 512, 8}};
 
-// The largest sum of |w x| over the outputs: float32 sums in another order differ relative to it.
-float magnitude(const Tensor& w, const Tensor& x) {
-  const auto wf = w.to_f32_vector(), xf = x.to_f32_vector();
-  const int64_t n = x.size(0), k = x.size(1), o = w.size(0);
-  float m = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    for (int64_t r = 0; r < o; ++r) {
-      float s = 0;
-      for (int64_t i = 0; i < k; ++i) s += std::fabs(wf[r * k + i] * xf[j * k + i]);
-      m = std::max(m, s);
-    }
-  }
-  return m;
-}
-
 TEST(CpuPrefillTiles, QuantizedWeightsMatchTheReference) {
   std::mt19937 rng(77);
   // The K types need whole 256-value super-blocks.
@@ -56,14 +41,11 @@ TEST(CpuPrefillTiles, QuantizedWeightsMatchTheReference) {
       const Tensor bias = test::random_tensor({o}, rng);
       Tensor out = Tensor::empty({n, o}, DType::f32);
       ops::linear(x, weight, bias, out);
-      // The CPU's int8 kernels (avx512 and above; avx2 for all but Q8_0) multiply the
-      // activations rounded per 32-value block.
-      const bool int8 =
-          cpu::isa() >= cpu::Isa::avx512 || (cpu::isa() == cpu::Isa::avx2 && w != DType::q8_0);
-      const Tensor x_used = int8 ? test::q8_round_trip(x) : x;
+      // The CPU's int8 kernels multiply the activations rounded per 32-value block.
+      const Tensor x_used = test::cpu_int8_activations(w) ? test::q8_round_trip(x) : x;
       Tensor want = Tensor::empty({n, o}, DType::f32);
       ops::reference::linear({x_used, weight, bias, want});
-      EXPECT_LE(test::max_abs_diff(out, want), 1e-5f * magnitude(weight, x) + 1e-5f)
+      EXPECT_LE(test::max_abs_diff(out, want), 1e-5f * test::product_magnitude(weight, x) + 1e-5f)
           << dtype_name(w) << " " << n << "x" << k << "x" << o << " at "
           << cpu::isa_name(cpu::isa());
     }
@@ -82,7 +64,7 @@ TEST(CpuPrefillTiles, Bf16WeightsMatchTheReference) {
     const Tensor x_used = cpu::isa() >= cpu::Isa::avx512bf16 ? x.to(DType::bf16).to(DType::f32) : x;
     Tensor want = Tensor::empty({n, o}, DType::f32);
     ops::reference::linear({x_used, weight, bias, want});
-    EXPECT_LE(test::max_abs_diff(out, want), 1e-5f * magnitude(weight, x) + 1e-5f)
+    EXPECT_LE(test::max_abs_diff(out, want), 1e-5f * test::product_magnitude(weight, x) + 1e-5f)
         << n << "x" << k << "x" << o << " at " << cpu::isa_name(cpu::isa());
   }
 }

@@ -88,12 +88,10 @@ TEST_P(Ops, Linear) {
   }
 }
 
-// True when this device's products with `weight` blocks use int8 activations: the CPU's int8
-// kernels, for every block type at the avx512 level and above, for all but Q8_0 at avx2.
+// True when this device's products with `weight` blocks use int8 activations (the CPU's int8
+// kernels).
 bool int8_activations(DeviceType d, DType weight = DType::q8_0) {
-  if (d != DeviceType::cpu || !is_quantized(weight)) return false;
-  if (cpu::isa() >= cpu::Isa::avx512) return true;
-  return cpu::isa() == cpu::Isa::avx2 && weight != DType::q8_0;
+  return d == DeviceType::cpu && test::cpu_int8_activations(weight);
 }
 
 TEST_P(Ops, LinearWithQuantizedWeights) {
@@ -126,16 +124,7 @@ TEST_P(Ops, LinearWithQuantizedWeights) {
       ops::reference::linear({x_used, weight, bias, want});
       // float32 accumulation in another order: relative to the size of the terms (the largest
       // sum of |w x| over every output).
-      const auto wf = weight.to_f32_vector(), xf = x.to_f32_vector();
-      float magnitude = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        for (int64_t r = 0; r < o; ++r) {
-          float m = 0;
-          for (int64_t i = 0; i < k; ++i) m += std::fabs(wf[r * k + i] * xf[j * k + i]);
-          magnitude = std::max(magnitude, m);
-        }
-      }
-      EXPECT_LE(max_abs_diff(out, want), 1e-5f * magnitude + 1e-5f)
+      EXPECT_LE(max_abs_diff(out, want), 1e-5f * test::product_magnitude(weight, x) + 1e-5f)
           << dtype_name(w) << " " << n << "x" << k << "x" << o;
     }
   }

@@ -10,6 +10,7 @@
 
 #include "anvil/dtype.h"
 #include "anvil/tensor.h"
+#include "backends/cpu/cpu_isa.h"
 
 namespace anvil::test {
 
@@ -51,6 +52,30 @@ inline Tensor q8_round_trip(const Tensor& x) {
     for (size_t i = 0; i < 32; ++i) v[b + i] = std::nearbyint(v[b + i] * id) * d;
   }
   return Tensor::from_f32(v, x.shape());
+}
+
+// True when the CPU's products with `weight` blocks use int8 activations: the int8 kernels, for
+// every block type at the avx512 level and above, for all but Q8_0 at avx2.
+inline bool cpu_int8_activations(DType weight) {
+  if (!is_quantized(weight)) return false;
+  if (cpu::isa() >= cpu::Isa::avx512) return true;
+  return cpu::isa() == cpu::Isa::avx2 && weight != DType::q8_0;
+}
+
+// The largest sum of |w x| over the outputs of w [o, k] x^T (x [n, k]): float32 sums in another
+// order differ from the reference relative to it.
+inline float product_magnitude(const Tensor& w, const Tensor& x) {
+  const auto wf = w.to_f32_vector(), xf = x.to_f32_vector();
+  const int64_t n = x.size(0), k = x.size(1), o = w.size(0);
+  float m = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t r = 0; r < o; ++r) {
+      float s = 0;
+      for (int64_t i = 0; i < k; ++i) s += std::fabs(wf[r * k + i] * xf[j * k + i]);
+      m = std::max(m, s);
+    }
+  }
+  return m;
 }
 
 }  // namespace anvil::test
