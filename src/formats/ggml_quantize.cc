@@ -199,13 +199,22 @@ void quantize_q6_k(const float* x, BlockQ6_K& y) {
 }  // namespace
 
 void quantize_row(GgmlType t, const float* x, void* dst, int64_t n) {
+  if (t == GgmlType::f32 || t == GgmlType::f16 || t == GgmlType::bf16) {
+    // Float types: a conversion (round to nearest even), so float GGUF files can be written too.
+    const DType dt = t == GgmlType::f32   ? DType::f32
+                     : t == GgmlType::f16 ? DType::f16
+                                          : DType::bf16;
+    convert_from_f32(x, dst, dt, static_cast<size_t>(n));
+    return;
+  }
   const int64_t block = ggml_block_size(t);
   const bool known = t == GgmlType::q8_0 || t == GgmlType::q4_0 || t == GgmlType::q4_1 ||
                      t == GgmlType::q5_0 || t == GgmlType::q5_1 || t == GgmlType::q4_k ||
                      t == GgmlType::q5_k || t == GgmlType::q6_k;
   if (!known) {
-    throw Error("quantize: " + std::string(ggml_type_name(t)) +
-                " is not supported (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+    throw Error(
+        "quantize: " + std::string(ggml_type_name(t)) +
+        " is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
   }
   if (n % block != 0) {
     throw Error("quantize: " + std::to_string(n) + " values is not whole " +

@@ -152,8 +152,9 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
 
 /// Quantizes `n` floats (whole blocks) into Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1 blocks at `dst`,
 /// exactly as ggml's reference quantize_row_*_ref (llama.cpp's `llama-quantize` without an
-/// imatrix), or into Q4_K, Q5_K or Q6_K blocks by a min/max fit per sub-block (ggml_quantize.cc).
-/// Throws anvil::Error for other types and for a partial block.
+/// imatrix), or into Q4_K, Q5_K or Q6_K blocks by a min/max fit per sub-block (ggml_quantize.cc);
+/// F32, F16 and BF16 are a conversion (round to nearest even). Throws anvil::Error for other
+/// types and for a partial block.
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 
 // Per-type block decoders (32 or 256 floats), for kernels that dispatch once per row.

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 #include "formats/gguf_writer.h"
 #include "formats/mapped_file.h"
 #include "models/gguf_quant_plan.h"
+#include "tokenizer/components.h"
 
 namespace anvil {
 namespace fs = std::filesystem;
@@ -61,25 +63,34 @@ void fill_constant(std::span<std::byte> out, DType dtype, float value) {
 }
 
 // The weights as a GGUF file laid out as llama.cpp writes one (llama.cpp tensor names, {arch}.*
-// metadata): matrices (and the embedding) in the block types of `plan`, norms and biases F32.
+// metadata): matrices (and the embedding) in the block types of `plan` (or one float type),
+// norms and biases F32.
 // The float values before quantization are those the safetensors writer would store (same seed
 // and tensor ids), quantized by quantize_row. The tokenizer is a placeholder vocabulary of
-// vocab_size tokens "<t0>", "<t1>", ... (the model is random: its ids mean nothing). Llama's q/k
-// rows are written unpermuted; the weights are random, so the model is just another random
-// model of the same shape.
+// vocab_size tokens: the 256 byte tokens, then "<t256>", ... (the model is random: its ids mean
+// nothing). Llama's q/k rows are written unpermuted; the weights are random, so the model is
+// just another random model of the same shape.
 void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const GgufQuantPlan& plan,
                       const std::string& dtype_name, const std::string& path) {
   const std::string arch = c.model_type;
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
     throw Error("init-model: a GGUF file needs a llama, qwen2 or qwen3 model, not '" + arch + "'");
   }
-  if (c.hidden_size % 32 != 0 || c.intermediate_size % 32 != 0 ||
-      (c.num_attention_heads * c.head_dim) % 32 != 0) {
+  if (ggml_block_size(plan.base) > 1 && (c.hidden_size % 32 != 0 || c.intermediate_size % 32 != 0 ||
+                                         (c.num_attention_heads * c.head_dim) % 32 != 0)) {
     throw Error("init-model: " + dtype_name + " needs matrix rows that are whole 32-value blocks");
   }
   GgufWriter w(path);
   w.add_string("general.architecture", arch);
   w.add_string("general.name", "anvil init-model");
+  // llama.cpp's file type (llama_ftype) where one names this file's mix exactly; a pure Q4_K or
+  // Q5_K file has none (llama.cpp then guesses it from the tensors).
+  static const std::map<std::string, uint32_t> kFileTypes = {
+      {"f32", 0},  {"f16", 1},     {"q4_0", 2},    {"q4_1", 3},  {"q8_0", 7}, {"q5_0", 8},
+      {"q5_1", 9}, {"q4_k_m", 15}, {"q5_k_m", 17}, {"q6_k", 18}, {"bf16", 32}};
+  if (const auto ft = kFileTypes.find(dtype_name); ft != kFileTypes.end()) {
+    w.add_u32("general.file_type", ft->second);
+  }
   const std::string a = arch + ".";
   w.add_u32(a + "block_count", static_cast<uint32_t>(c.num_hidden_layers));
   w.add_u32(a + "context_length", static_cast<uint32_t>(c.max_position_embeddings));
@@ -91,10 +102,17 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
   w.add_u32(a + "attention.value_length", static_cast<uint32_t>(c.head_dim));
   w.add_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
   w.add_f32(a + "rope.freq_base", static_cast<float>(c.rope.theta));
+  // A byte-level BPE vocabulary with no merges: the 256 byte tokens first (so any text
+  // tokenizes, byte by byte), placeholders after. The merges list, though empty, is there:
+  // llama.cpp refuses a gpt2 tokenizer without one.
   w.add_string("tokenizer.ggml.model", "gpt2");
   std::vector<std::string> tokens(static_cast<size_t>(c.vocab_size));
-  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = "<t" + std::to_string(i) + ">";
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] =
+        i < 256 ? tok::byte_to_char(static_cast<unsigned char>(i)) : "<t" + std::to_string(i) + ">";
+  }
   w.add_string_array("tokenizer.ggml.tokens", tokens);
+  w.add_string_array("tokenizer.ggml.merges", {});
   if (c.bos_token_id)
     w.add_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
   if (!c.eos_token_ids.empty()) {
@@ -167,12 +185,19 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
 }
 
 void init_model(const std::string& like, const std::string& out_dir, uint64_t seed,
-                const std::string& dtype_spec) {
-  const std::optional<GgufQuantPlan> plan = GgufQuantPlan::parse(dtype_spec);
+                const std::string& dtype_spec, InitFormat format) {
+  std::optional<GgufQuantPlan> plan = GgufQuantPlan::parse(dtype_spec);
   const std::optional<DType> float_type = parse_compute_dtype(dtype_spec);
   if (!plan && !float_type) {
     throw Error("init-model: dtype '" + dtype_spec + "' is not one of f32, bf16, f16, " +
                 GgufQuantPlan::names());
+  }
+  if (!plan && format == InitFormat::gguf) {
+    const DType t = *float_type;
+    plan = GgufQuantPlan{t == DType::bf16  ? GgmlType::bf16
+                         : t == DType::f16 ? GgmlType::f16
+                                           : GgmlType::f32,
+                         false};
   }
   const DType dtype = float_type.value_or(DType::f32);
   const auto [text, source] = find_config(like);

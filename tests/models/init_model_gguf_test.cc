@@ -313,6 +313,36 @@ TEST(InitModelGgufMix, KQuantMixesFollowLlamaQuantize) {
   }
 }
 
+// --format gguf with a float dtype: the same values the safetensors folder holds (same seed and
+// tensor ids), as float GGUF tensors (what llama.cpp's converter writes with --outtype), so the
+// two folders give the same logits; the norms are F32 as llama.cpp writes them.
+TEST(InitModelGgufFloat, FloatTensorsMatchTheSafetensorsFolder) {
+  test::TempDir dir;
+  const std::string config = test::model_dir("qwen2-tiny") + "/config.json";
+  for (const std::string dtype : {"bf16", "f16", "f32"}) {
+    init_model(config, dir.file("st-" + dtype), 5, dtype);
+    init_model(config, dir.file("gguf-" + dtype), 5, dtype, InitFormat::gguf);
+    const GgufFile f = GgufFile::open(dir.file("gguf-" + dtype) + "/model.gguf");
+    const GgmlType want = dtype == "bf16"  ? GgmlType::bf16
+                          : dtype == "f16" ? GgmlType::f16
+                                           : GgmlType::f32;
+    EXPECT_EQ(f.find_tensor("blk.0.attn_q.weight")->type, want) << dtype;
+    EXPECT_EQ(f.find_tensor("token_embd.weight")->type, want) << dtype;
+    EXPECT_EQ(f.find_tensor("blk.0.attn_norm.weight")->type, GgmlType::f32) << dtype;
+    const CausalLM st = CausalLM::from_pretrained(dir.file("st-" + dtype));
+    const CausalLM gg = CausalLM::from_pretrained(dir.file("gguf-" + dtype) + "/model.gguf");
+    Batch b;
+    b.input_ids = {{1, 5, 9, 22, 7, 3, 100, 4, 8, 15, 16, 23, 42}};
+    const auto got = gg.logits(b).to_f32_vector(), want_logits = st.logits(b).to_f32_vector();
+    ASSERT_EQ(got.size(), want_logits.size());
+    const auto [max_diff, max_abs] = logit_gap(got, want_logits);
+    // f32: the same arithmetic. bf16/f16: the folders run with different activation types or
+    // norm weights (F32 in GGUF), so 16-bit rounding apart; a tensor read wrongly would differ
+    // by the logits' whole size.
+    EXPECT_LE(max_diff, (dtype == "f32" ? 1e-5f : 1e-2f) * max_abs + 1e-6f) << dtype;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, InitModelGguf,
                          ::testing::Values(DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0,
                                            DType::q5_1),
