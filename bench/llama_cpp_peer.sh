@@ -18,9 +18,16 @@ if [ ! -x "$bin" ]; then
     mkdir -p "$dir/src"
     tar -xzf "$dir/download/llama_cpp_python-$version.tar.gz" -C "$dir/src" --strip-components=1
   fi
-  cmake -S "$dir/src/vendor/llama.cpp" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-    -DLLAMA_BUILD_SERVER=OFF >&2
-  ninja -C "$dir/build" llama-bench >&2
+  # Its compiler warnings are not ours to read: the build's output goes to a log, shown on failure.
+  echo "building llama-bench (llama.cpp from llama-cpp-python $version; ~10 min on 2 cores)," \
+    "log in $dir/build.log" >&2
+  if ! { cmake -S "$dir/src/vendor/llama.cpp" -B "$dir/build" -G Ninja \
+           -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+           -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF &&
+         ninja -C "$dir/build" llama-bench; } >"$dir/build.log" 2>&1; then
+    tail -n 30 "$dir/build.log" >&2
+    echo "llama_cpp_peer.sh: building llama-bench failed (log: $dir/build.log)" >&2
+    exit 1
+  fi
 fi
 echo "$bin"

@@ -24,10 +24,11 @@ namespace {
 
 using Shape3 = std::tuple<int64_t, int64_t, int64_t>;  // activation rows, k, weight rows
 
-// Rows in tiles of 16 and 32 with tails of 1-15, widths of one to many 32-value chunks, weight
-// rows leaving a partial 16-row panel or an odd 8-row group.
-const std::vector<Shape3> kShapes = {{16, 32, 16},  {17, 64, 24},   {33, 96, 37},
-                                     {48, 256, 40}, {64, 1024, 72}, {20, 512, 8}};
+// Rows in tiles of 16 and 32 with tails of 1-15 (23: the 512-bit int8 tiles' 8, 8, 4, 2 and 1),
+// widths of one to many 32-value chunks, weight rows leaving a partial 16-row panel or an odd
+// 8-row group.
+const std::vector<Shape3> kShapes = {{16, 32, 16},   {17, 64, 24}, {33, 96, 37}, {48, 256, 40},
+                                     {64, 1024, 72}, {20, 512, 8}, {23, 160, 48}};
 
 TEST(CpuPrefillTiles, QuantizedWeightsMatchTheReference) {
   std::mt19937 rng(77);

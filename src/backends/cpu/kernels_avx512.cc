@@ -18,6 +18,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -45,6 +46,8 @@ inline __m256i bits_to_bytes(uint32_t bits) {
 
 constexpr int kVectorRegisters = 32;
 
+// 512-bit prefill tiles for the Q8_0 / Q4 / Q5 layouts (quant_int8_wide.inc).
+#define ANVIL_INT8_WIDE_TILES 1
 #include "backends/cpu/quant_int8_kernels.inc"
 
 // Horizontal sum of 16 floats (not _mm512_reduce_add_ps: GCC 12's version starts from an
@@ -571,6 +574,50 @@ void gemm_packed_avx512(QuantKind kind, const uint8_t* packed, size_t block_byte
                         int64_t g0, int64_t g1, const Q8Rows& x, int64_t nx, const float* bias,
                         float* out, int64_t ldo) {
   gemm_packed_impl(kind, packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
+}
+
+bool wide_tiles_take(QuantKind kind) {
+  switch (kind) {
+    case QuantKind::q8_0:
+      return kWideTile<QuantKind::q8_0>;
+    case QuantKind::q4_0:
+      return kWideTile<QuantKind::q4_0>;
+    case QuantKind::q4_1:
+      return kWideTile<QuantKind::q4_1>;
+    case QuantKind::q5_0:
+      return kWideTile<QuantKind::q5_0>;
+    case QuantKind::q5_1:
+      return kWideTile<QuantKind::q5_1>;
+    default:
+      return false;
+  }
+}
+
+size_t q8_tiles_bytes(int64_t n, int64_t k) {
+  return static_cast<size_t>(n * (k / 32) * kWideActBytes);
+}
+
+int64_t q8_tile_count(int64_t n) {
+  return wide_tile_count(n);
+}
+
+void interleave_q8_tiles_avx512(const Q8Rows& x, int64_t n, QuantKind kind, int64_t t0, int64_t t1,
+                                uint8_t* out) {
+  float ds_scale = 1.0f;
+  switch (kind) {
+    case QuantKind::q8_0:
+      ds_scale = kWideDsScale<QuantKind::q8_0>;
+      break;
+    case QuantKind::q4_0:
+      ds_scale = kWideDsScale<QuantKind::q4_0>;
+      break;
+    case QuantKind::q5_0:
+      ds_scale = kWideDsScale<QuantKind::q5_0>;
+      break;
+    default:  // Q4_1, Q5_1: the minimum's term takes d x sum as it is
+      break;
+  }
+  interleave_tiles(x, n, t0, t1, ds_scale, out);
 }
 
 void gemm_f32_avx512(const float* w, int64_t rows, const float* x, int64_t nx, int64_t k,

@@ -17,6 +17,9 @@ struct Q8Rows {
   int32_t* s;
   float* ds;
   int64_t k;
+  /// Prefill only, optional: the rows interleaved tile by tile for the 512-bit tiles
+  /// (interleave_q8_tiles_avx512); products of the types they take use them when present.
+  const uint8_t* tiles = nullptr;
 };
 
 /// Quantizes n rows of k floats (k a multiple of 32) into `out`.
@@ -24,6 +27,16 @@ void quantize_rows_q8_avx512(const float* x, int64_t n, const Q8Rows& out);
 
 /// Block types the int8 kernels read.
 enum class QuantKind { q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs };
+
+/// Whether the 512-bit prefill tiles take repacked weights of `kind` (Q8_0, Q4_0, Q4_1, Q5_0,
+/// Q5_1), and for n activation rows of k values: the bytes of Q8Rows::tiles, the number of
+/// tiles, and tiles [t0, t1) written into `out` for products with weights of `kind` (the threads
+/// can split them).
+bool wide_tiles_take(QuantKind kind);
+size_t q8_tiles_bytes(int64_t n, int64_t k);
+int64_t q8_tile_count(int64_t n);
+void interleave_q8_tiles_avx512(const Q8Rows& x, int64_t n, QuantKind kind, int64_t t0, int64_t t1,
+                                uint8_t* out);
 
 /// out[j * ldo + r] = dot(weight row r, activation row j) (+ bias[r] when bias is non-null) for
 /// weight rows [0, rows) (`row_bytes` apart) and activation rows [0, nx) of `x`.

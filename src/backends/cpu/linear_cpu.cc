@@ -165,6 +165,8 @@ const bool kUsePacked = std::getenv("ANVIL_NO_REPACK") == nullptr;
 // one run of the weights and then takes pieces of the others', so a thread slowed by another
 // process on its core takes less.
 constexpr int kPrefillChunks = 8;
+// The most activation rows the grouped products (group_avx512) take: decode's batches.
+constexpr int64_t kMaxGroupedRows = 4;
 
 // residual[j, r] += out[j, r] for output features [r0, r1) of every activation row: a task adds
 // the features it just wrote while they are in its cache (linear_add's epilogue).
@@ -184,10 +186,27 @@ struct Int8Kernels {
   void (*packed)(QuantKind, const uint8_t*, size_t, int64_t, int64_t, int64_t, const Q8Rows&,
                  int64_t, const float*, float*, int64_t);
   bool q8_0;  // whether they take Q8_0 (AVX2's vpmaddubsw cannot: its weights use 8 bits)
+  bool wide;  // whether `packed` has the 512-bit prefill tiles (Q8Rows::tiles)
 };
 constexpr Int8Kernels kInt8Avx512{&quantize_rows_q8_avx512, &gemm_quant_avx512, &gemm_packed_avx512,
-                                  true};
-constexpr Int8Kernels kInt8Avx2{&quantize_rows_q8_avx2, &gemm_quant_avx2, &gemm_packed_avx2, false};
+                                  true, true};
+constexpr Int8Kernels kInt8Avx2{&quantize_rows_q8_avx2, &gemm_quant_avx2, &gemm_packed_avx2, false,
+                                false};
+
+// Prefill rows for the 512-bit tiles (Q8Rows::tiles), interleaved by the threads into a buffer
+// of the calling thread, when the kernels have them and take `kind`. Not for the few rows of
+// batched decode (the grouped products take up to 4 rows, through the 256-bit tiles, and give
+// what the products one by one give: the two tiles round differently).
+void attach_wide_tiles(const Int8Kernels& kern, QuantKind kind, int64_t n, Q8Rows& xq) {
+  if (!kern.wide || n <= kMaxGroupedRows || !wide_tiles_take(kind)) return;
+  thread_local std::vector<uint8_t> tiles;
+  uint8_t* out = grow(tiles, q8_tiles_bytes(n, xq.k));
+  const Q8Rows& rows = xq;
+  cpu::parallel_for(q8_tile_count(n), 1, [&](int64_t t0, int64_t t1) {
+    interleave_q8_tiles_avx512(rows, n, kind, t0, t1, out);
+  });
+  xq.tiles = out;
+}
 
 // Quantized weights through int8 activations (false when the weights' type or shape is not
 // one the kernels take). With `residual`, each task also adds its part of the product into it
@@ -205,7 +224,7 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
   thread_local std::vector<float> ds;
   const int64_t kb = k / 32;
   const size_t nb = static_cast<size_t>(n * kb);
-  const Q8Rows xq{grow(q, static_cast<size_t>(n * k)), grow(d, nb), grow(s, nb), grow(ds, nb), k};
+  Q8Rows xq{grow(q, static_cast<size_t>(n * k)), grow(d, nb), grow(s, nb), grow(ds, nb), k};
   cpu::parallel_for(n, 16, [&](int64_t r0, int64_t r1) {
     const Q8Rows part{xq.q + r0 * k, xq.d + r0 * kb, xq.s + r0 * kb, xq.ds + r0 * kb, k};
     kern.quantize(x + r0 * k, r1 - r0, part);
@@ -226,6 +245,7 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
                         kPrefillChunks);
       return true;
     }
+    attach_wide_tiles(kern, kind, n, xq);
     const auto groups = [&](int64_t g0, int64_t g1) {
       kern.packed(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out, o);
       add_rows(residual, out, n, o, g0 * kPackRows, std::min(o, g1 * kPackRows));
@@ -233,7 +253,12 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
     if (n == 1) {
       cpu::stream_for(packed->groups, groups);
     } else {
-      cpu::parallel_for(packed->groups, 1, groups, kPrefillChunks);
+      // Prefill tiles take two groups at a time: the tasks split pairs of groups, so none ends
+      // on a lone group (its tiles run at half the rate).
+      cpu::parallel_for(
+          (packed->groups + 1) / 2, 1,
+          [&](int64_t p0, int64_t p1) { groups(2 * p0, std::min(packed->groups, 2 * p1)); },
+          kPrefillChunks);
     }
     return true;
   }
@@ -325,7 +350,7 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
   const DType wt = weights[0].dtype();
   const int64_t n = x_in.size(0), k = x_in.size(1);
   static const bool disabled = std::getenv("ANVIL_NO_GROUPED") != nullptr;  // for A/B timing
-  if (disabled || isa() < Isa::avx512 || !kUsePacked || n > 4) return false;
+  if (disabled || isa() < Isa::avx512 || !kUsePacked || n > kMaxGroupedRows) return false;
   QuantKind kind;
   if (!repacked_kind(wt, k, &kind)) return false;
   for (int i = 0; i < count; ++i) {
@@ -337,8 +362,7 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
   thread_local std::vector<float> bias_slots[3];
   const int64_t kb = k / 32;
   const size_t nb = static_cast<size_t>(n * kb);
-  const Q8Rows xq{grow(q, static_cast<size_t>(n * k)), grow(d, nb), grow(sums, nb), grow(ds, nb),
-                  k};
+  Q8Rows xq{grow(q, static_cast<size_t>(n * k)), grow(d, nb), grow(sums, nb), grow(ds, nb), k};
   quantize_rows_q8_avx512(x_in.data<float>(), n, xq);
   std::shared_ptr<const PackedWeights> packed[3];
   const float* bias[3] = {};
