@@ -577,20 +577,8 @@ void gemm_packed_avx512(QuantKind kind, const uint8_t* packed, size_t block_byte
 }
 
 bool wide_tiles_take(QuantKind kind) {
-  switch (kind) {
-    case QuantKind::q8_0:
-      return kWideTile<QuantKind::q8_0>;
-    case QuantKind::q4_0:
-      return kWideTile<QuantKind::q4_0>;
-    case QuantKind::q4_1:
-      return kWideTile<QuantKind::q4_1>;
-    case QuantKind::q5_0:
-      return kWideTile<QuantKind::q5_0>;
-    case QuantKind::q5_1:
-      return kWideTile<QuantKind::q5_1>;
-    default:
-      return false;
-  }
+  float ds_scale;
+  return wide_tile_kind(kind, &ds_scale);
 }
 
 size_t q8_tiles_bytes(int64_t n, int64_t k) {
@@ -603,21 +591,8 @@ int64_t q8_tile_count(int64_t n) {
 
 void interleave_q8_tiles_avx512(const Q8Rows& x, int64_t n, QuantKind kind, int64_t t0, int64_t t1,
                                 uint8_t* out) {
-  float ds_scale = 1.0f;
-  switch (kind) {
-    case QuantKind::q8_0:
-      ds_scale = kWideDsScale<QuantKind::q8_0>;
-      break;
-    case QuantKind::q4_0:
-      ds_scale = kWideDsScale<QuantKind::q4_0>;
-      break;
-    case QuantKind::q5_0:
-      ds_scale = kWideDsScale<QuantKind::q5_0>;
-      break;
-    default:  // Q4_1, Q5_1: the minimum's term takes d x sum as it is
-      break;
-  }
-  interleave_tiles(x, n, t0, t1, ds_scale, out);
+  float ds_scale = 0.0f;
+  if (wide_tile_kind(kind, &ds_scale)) interleave_tiles(x, n, t0, t1, ds_scale, out);
 }
 
 void gemm_f32_avx512(const float* w, int64_t rows, const float* x, int64_t nx, int64_t k,
