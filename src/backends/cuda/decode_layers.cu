@@ -4,9 +4,10 @@
 //
 //   1. input RMSNorm of the residual (every block, redundantly) and its slice of q/k/v rows;
 //   2. attention: (q head, key split) items, each doing rope_store's work for its head (q/k
-//      norm, RoPE, the cache write by one item per kv head), the last split of a head to finish
-//      combining the head's partial results;
-//   3. its slice of o_proj rows, added to the residual;
+//      norm, RoPE, the cache write by one item per kv head) and writing its split's partial
+//      result;
+//   3. every block combines the heads' partial results for itself, then its slice of o_proj
+//      rows, added to the residual;
 //   4. post-attention RMSNorm and its slice of gate/up rows with SwiGLU;
 //   5. its slice of down_proj rows, added to the residual.
 //
@@ -50,8 +51,12 @@ constexpr int kMaxChunkRows = 64;
 constexpr int kMaxSlots = 64;
 constexpr int kMinSlotBytes = 16 * 1024;
 constexpr int kMaxDim = 128;
-constexpr int kAttnScratch = 2048;  // floats: kWarps * kMaxDim partial sums, the combine's arrays
-constexpr int kMaxHeads = 4096;
+constexpr int kAttnScratch = 2048;  // floats: kWarps * kMaxDim partial sums
+// Floats per (head, split) partial result: dim accumulators, then the running max and sum,
+// padded so that each one starts 16-byte aligned (read as float4).
+__host__ __device__ constexpr int partial_floats(int dim) {
+  return dim + 4;
+}
 static_assert(kWarps * kMaxDim <= kAttnScratch);
 
 enum Phase : int { kQkv = 0, kOut = 1, kGateUp = 2, kDown = 3, kPhases = 4 };
@@ -72,8 +77,8 @@ struct Params {
   const int* past_dev;  // graph replay: the past length in device memory (else past_host)
   long long past_host;
   void *x, *q, *k, *v, *attn, *act;
-  float* partials;  // [heads][splits][dim + 2]: running max, sum, then the accumulators
-  unsigned* sync;   // the grid barrier's 64-bit count, then an arrival count per head
+  float* partials;  // [heads][splits][dim + 4]: the accumulators, running max, sum, padding
+  unsigned* sync;   // the grid barrier's 64-bit count
   unsigned long long* timeline;  // ANVIL_CUDA_DECODE_PROFILE: per layer, phase and block, the
                                  // time its work ended and the time its barrier released
   int slot_bytes, slots, xs_bytes, norm_bytes, piece_bytes;
@@ -514,8 +519,7 @@ constexpr int kKeysPerThread = 2;
 
 // One (q head, key split) item: rope_store's work for the head (as the fused decode attention
 // kernel does it), an online softmax over the split's keys in rounds of kKeysPerThread keys
-// per thread, the partial result to global memory; the last split of the head to arrive
-// combines them.
+// per thread, the partial result to global memory (stage_attention combines them).
 template <class T>
 __device__ void attention_item(const Params& p, const LayerPointers& L, int h, int split,
                                int splits, long long past, const Shared& sh) {
@@ -674,56 +678,73 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     consumers_sync();  // shared memory is reused by the next item
     return;
   }
-  float* out = p.partials + (static_cast<long long>(h) * splits + split) * (dim + 2);
+  float* out = p.partials + (static_cast<long long>(h) * splits + split) * partial_floats(dim);
   for (int d = tid; d < dim; d += kThreads) {
     float s = 0.0f;
     for (int w = 0; w < kWarps; ++w) s += part[w * dim + d];
-    out[2 + d] = s;
+    out[d] = s;
   }
   if (tid == 0) {
-    out[0] = m_run;
-    out[1] = l_run;
-  }
-  __threadfence();
-  consumers_sync();
-  if (tid == 0) {
-    unsigned* arrivals = p.sync + 2 + h;
-    const bool last = atomicAdd(arrivals, 1u) == static_cast<unsigned>(splits - 1);
-    if (last) *arrivals = 0;
-    *sh.flag = last;
-  }
-  consumers_sync();
-  if (*sh.flag) {  // every split of the head is in: combine them
-    // Each split's max and sum read in parallel into shared memory (scores[] is free now),
-    // then its weight; the accumulators are read with independent loads.
-    __threadfence();
-    const float* base = p.partials + static_cast<long long>(h) * splits * (dim + 2);
-    float* split_max = sh.scores;
-    float* split_sum = sh.scores + splits;
-    float* split_weight = sh.scores + 2 * splits;
-    for (int s = tid; s < splits; s += kThreads) {
-      const float ls = __ldcg(base + s * (dim + 2) + 1);
-      split_max[s] = ls > 0.0f ? __ldcg(base + s * (dim + 2)) : -FLT_MAX;
-      split_sum[s] = ls;
-    }
-    consumers_sync();
-    float m = -FLT_MAX;
-    for (int s = 0; s < splits; ++s) m = fmaxf(m, split_max[s]);
-    for (int s = tid; s < splits; s += kThreads) {
-      split_weight[s] = split_sum[s] > 0.0f ? __expf(split_max[s] - m) : 0.0f;
-    }
-    consumers_sync();
-    float l = 0.0f;
-    for (int s = 0; s < splits; ++s) l += split_sum[s] * split_weight[s];
-    T* attn = static_cast<T*>(p.attn) + static_cast<long long>(h) * dim;
-    for (int d = tid; d < dim; d += kThreads) {
-      float a = 0.0f;  // a split without keys holds zeros and weighs 0
-#pragma unroll 4
-      for (int s = 0; s < splits; ++s) a += __ldcg(base + s * (dim + 2) + 2 + d) * split_weight[s];
-      attn[d] = from_float<T>(l > 0.0f ? a / l : 0.0f);  // a query that sees no key gets zeros
-    }
+    out[dim] = m_run;
+    out[dim + 1] = l_run;
   }
   consumers_sync();  // shared memory is reused by the next item
+}
+
+// The attention output o_proj multiplies, into xs: each head's split partials combined
+// (weights exp(max_s - max), a split without keys weighs 0, a query that sees no key gets
+// zeros) and rounded to T. Every block combines for itself; the head's last split had combined
+// them inside the attention phase, after a fence, an arrival count and two more dependent L2
+// round trips (its item took ~6 us where the others took ~3). The loads of kBatch splits are
+// issued together, so up to kBatch splits cost one L2 round trip (a loop that loaded a split's
+// max only once its sum showed it had keys cost two per split: +4-6 us per layer); batches
+// after the first rescale what came before, as the online softmax does.
+template <class T>
+__device__ void stage_attention(const Params& p, const Shared& sh, int splits) {
+  constexpr int kBatch = 4;
+  uint4* xs = static_cast<uint4*>(sh.xs);
+  const int vecs = p.heads * p.dim / 8, stride = partial_floats(p.dim);
+  for (int c = threadIdx.x; c < vecs; c += kThreads) {
+    const int h = c * 8 / p.dim, d0 = c * 8 % p.dim;
+    const float* base = p.partials + static_cast<long long>(h) * splits * stride;
+    float m = -FLT_MAX, l = 0.0f, a[8] = {};
+    for (int s0 = 0; s0 < splits; s0 += kBatch) {
+      float4 stats[kBatch], lo[kBatch], hi[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        const float4 none = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        const float* part = base + static_cast<long long>(s0 + i) * stride;
+        const bool in = s0 + i < splits;
+        stats[i] = in ? __ldcg(reinterpret_cast<const float4*>(part + p.dim)) : none;
+        lo[i] = in ? __ldcg(reinterpret_cast<const float4*>(part + d0)) : none;
+        hi[i] = in ? __ldcg(reinterpret_cast<const float4*>(part + d0 + 4)) : none;
+      }
+      float mb = m;
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        if (stats[i].y > 0.0f) mb = fmaxf(mb, stats[i].x);
+      }
+      const float f = l > 0.0f ? __expf(m - mb) : 0.0f;  // l == 0: a holds zeros
+      l *= f;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) a[j] *= f;
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        const float w = stats[i].y > 0.0f ? __expf(stats[i].x - mb) : 0.0f;
+        l += stats[i].y * w;
+        const float v[8] = {lo[i].x, lo[i].y, lo[i].z, lo[i].w, hi[i].x, hi[i].y, hi[i].z, hi[i].w};
+#pragma unroll
+        for (int j = 0; j < 8; ++j) a[j] += v[j] * w;
+      }
+      m = mb;
+    }
+    uint4 packed;
+    T* out = reinterpret_cast<T*>(&packed);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) out[i] = from_float<T>(l > 0.0f ? a[i] / l : 0.0f);
+    xs[c] = packed;
+  }
+  consumers_sync();
 }
 
 // ---- The kernel ------------------------------------------------------------------------
@@ -831,7 +852,11 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
       attention_item<T>(p, L, it / splits, it % splits, splits, past, sh);
     }
     end_phase(p, pl, l, 1, true);
-    stage_plain<T>(sh, static_cast<const T*>(p.attn), p.heads * p.dim);
+    if (splits == 1) {
+      stage_plain<T>(sh, static_cast<const T*>(p.attn), p.heads * p.dim);
+    } else {
+      stage_attention<T>(p, sh, splits);
+    }
     consume_phase<T>(p, pl, sh, l, kOut, o_row);
     copy_norm(sh, L.post_norm, p.hidden);
     end_phase(p, pl, l, 2, true);
@@ -861,7 +886,7 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   if (hd < 8 || hd % 8 != 0 || hd > kMaxDim || 32 % (hd / 8) != 0) {
     return "head_dim must be 8-128, 2^k";
   }
-  if (nkv <= 0 || nh < nkv || nh % nkv != 0 || nh > kMaxHeads) {
+  if (nkv <= 0 || nh < nkv || nh % nkv != 0) {
     return "heads must be a multiple of kv_heads";
   }
   // The inputs the composed ops check; a stack that fails here gets their errors.
@@ -936,7 +961,7 @@ DeviceState& state_of(Device device) {
     s.smem_optin = static_cast<int>(prop.sharedMemPerBlockOptin);
     s.major = prop.major;
     s.cooperative = prop.cooperativeLaunch != 0;
-    const size_t bytes = (2 + kMaxHeads) * sizeof(unsigned);
+    const size_t bytes = 2 * sizeof(unsigned);
     s.sync = allocate(device, bytes);
     ANVIL_CUDA_CHECK(cudaMemsetAsync(s.sync->data(), 0, bytes, stream_of(device)));
     ANVIL_CUDA_CHECK(cudaStreamSynchronize(stream_of(device)));
@@ -1053,11 +1078,11 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   const int blocks = ctx.sm_count;
   // Enough (head, split) items to give most blocks one; ANVIL_CUDA_DECODE_SPLITS for tests.
   p.splits = env_int("ANVIL_CUDA_DECODE_SPLITS", std::max(1, blocks / p.heads));
-  p.splits = std::clamp(p.splits, 1, kAttnScratch / 3);  // the combine keeps 3 floats per split
+  p.splits = std::max(1, p.splits);
   // A split of one round of keys by default: its loads are all in flight together.
   const int round_keys = kThreads / (p.dim / 8) * kKeysPerThread;
   p.split_keys = std::max(1, env_int("ANVIL_CUDA_DECODE_SPLIT_KEYS", round_keys));
-  const size_t floats = static_cast<size_t>(p.heads) * p.splits * (p.dim + 2);
+  const size_t floats = static_cast<size_t>(p.heads) * p.splits * partial_floats(p.dim);
   if (st.partials.empty() || st.partials.back()->nbytes() < floats * sizeof(float)) {
     if (ctx.capturing) throw Error("decode_layers: workspace grown during graph capture");
     st.partials.push_back(allocate(a.x.device(), floats * sizeof(float)));
