@@ -1034,17 +1034,21 @@ Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
   Layout lay{};
   const int largest = *std::max_element(unit, unit + kPhases);
   const int slot_min = std::max(kMinSlotBytes, env_int("ANVIL_CUDA_DECODE_SLOT_KB", 64) * 1024);
-  lay.slot_bytes = std::max(slot_min, (largest + 127) / 128 * 128);
+  lay.xs_bytes = (std::max({hidden, inter, attn}) * es + 127) / 128 * 128;
+  lay.norm_bytes = (hidden * es + 127) / 128 * 128;
+  const int ring = smem_optin - kFixedBytes - lay.xs_bytes - lay.norm_bytes;
+  // The slots as large as the ring allows at the count slot_min gives: a phase's slice that
+  // just overflows a slot cost a chunk of its own (Qwen2.5-0.5B's down rows: 6 + 1 in 64 KB
+  // slots, 7 in the 68 KB that three slots leave room for), a block barrier and a pass.
+  const int count = std::max(1, std::min(kMaxSlots, ring / slot_min));
+  lay.slot_bytes = std::max({slot_min, ring / count / 128 * 128, (largest + 127) / 128 * 128});
   // Rows per chunk: what a slot holds, rounded down to a multiple of the computing warps
   // where it holds more than one row per warp, so no warp takes a row more than the others.
   for (int i = 0; i < kPhases; ++i) {
     const int fit = std::min(kMaxChunkRows, lay.slot_bytes / unit[i]);
     lay.chunk_rows[i] = fit >= kWarps ? fit / kWarps * kWarps : fit;
   }
-  lay.xs_bytes = (std::max({hidden, inter, attn}) * es + 127) / 128 * 128;
-  lay.norm_bytes = (hidden * es + 127) / 128 * 128;
-  lay.slots = std::min(kMaxSlots,
-                       (smem_optin - kFixedBytes - lay.xs_bytes - lay.norm_bytes) / lay.slot_bytes);
+  lay.slots = std::min(kMaxSlots, ring / lay.slot_bytes);
   return lay;
 }
 
