@@ -604,7 +604,9 @@ int64_t q8_tile_count(int64_t n) {
 void interleave_q8_tiles_avx512(const Q8Rows& x, int64_t n, QuantKind kind, int64_t t0, int64_t t1,
                                 uint8_t* out) {
   float ds_scale = 0.0f;
-  if (wide_tile_kind(kind, &ds_scale)) interleave_tiles(x, n, t0, t1, ds_scale, out);
+  if (wide_tile_kind(kind, &ds_scale)) {
+    interleave_tiles(x, n, t0, t1, ds_scale, kind == QuantKind::q6_k, out);
+  }
 }
 
 void gemm_f32_avx512(const float* w, int64_t rows, const float* x, int64_t nx, int64_t k,
