@@ -243,7 +243,7 @@ void sdpa_avx512(const ops::AttentionArgs& a) {
     }
     const int rows = static_cast<int>(qs.size());
     // 64-byte aligned: the kernel uses aligned vector loads on it.
-    const size_t need = static_cast<size_t>(32 * g.dim + 288 + 16);
+    const size_t need = static_cast<size_t>(64 * g.dim + 288 + 16);
     if (scratch.size() < need) scratch.resize(need);
     float* aligned = scratch.data();
     while (reinterpret_cast<uintptr_t>(aligned) % 64 != 0) ++aligned;

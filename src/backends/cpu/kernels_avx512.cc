@@ -289,6 +289,62 @@ inline void with_row_count(int rows, F&& f) {
   }
 }
 
+// f(std::integral_constant<int, C>) for C = vectors (1-8): accumulate_value_block's count, chosen
+// at run time.
+template <class F>
+inline void with_vector_count(int vectors, F&& f) {
+  switch (vectors) {
+    case 1:
+      return f(std::integral_constant<int, 1>{});
+    case 2:
+      return f(std::integral_constant<int, 2>{});
+    case 3:
+      return f(std::integral_constant<int, 3>{});
+    case 4:
+      return f(std::integral_constant<int, 4>{});
+    case 5:
+      return f(std::integral_constant<int, 5>{});
+    case 6:
+      return f(std::integral_constant<int, 6>{});
+    case 7:
+      return f(std::integral_constant<int, 7>{});
+    default:
+      return f(std::integral_constant<int, 8>{});
+  }
+}
+
+// acc[r] = acc[r] * corr[r] + sum_t p[t][r] v[t] for rows [0, rc) of a 16-row query group (p
+// holds 16 keys x 16 rows), dim = 16 C: two rows at a time, all of their C vectors at once, so
+// 2 C FMA chains run side by side (one vector at a time made each a chain of nt dependent FMAs,
+// one per FMA latency). Each element's additions stay in the order of t.
+template <int C>
+void accumulate_value_block(float* acc, int rc, const float* corr, const float* p, const float* v,
+                            int nt, int64_t dim) {
+  for (int r = 0; r < rc; r += 2) {
+    // Row r + 1 may be past rc (p and acc have 16 rows): computed, not stored.
+    float* a0 = acc + r * dim;
+    float* a1 = a0 + dim;
+    const __m512 c0 = _mm512_set1_ps(corr[r]), c1 = _mm512_set1_ps(corr[r + 1]);
+    __m512 x0[C], x1[C];
+    for (int c = 0; c < C; ++c) {
+      x0[c] = _mm512_mul_ps(_mm512_loadu_ps(a0 + 16 * c), c0);
+      x1[c] = _mm512_mul_ps(_mm512_loadu_ps(a1 + 16 * c), c1);
+    }
+    for (int t = 0; t < nt; ++t) {
+      const __m512 p0 = _mm512_set1_ps(p[t * 16 + r]), p1 = _mm512_set1_ps(p[t * 16 + r + 1]);
+      for (int c = 0; c < C; ++c) {
+        const __m512 vt = _mm512_loadu_ps(v + t * dim + 16 * c);
+        x0[c] = _mm512_fmadd_ps(p0, vt, x0[c]);
+        x1[c] = _mm512_fmadd_ps(p1, vt, x1[c]);
+      }
+    }
+    for (int c = 0; c < C; ++c) _mm512_storeu_ps(a0 + 16 * c, x0[c]);
+    if (r + 1 < rc) {
+      for (int c = 0; c < C; ++c) _mm512_storeu_ps(a1 + 16 * c, x1[c]);
+    }
+  }
+}
+
 }  // namespace
 
 // Few rows (decode): one row at a time, a dot product and a horizontal sum per key; the
@@ -434,6 +490,8 @@ static void attention_rows_any(int rows, const float* const* q, float* const* ou
   float* qt = acc + kLanes * dim;         // dim * 16, the group's queries transposed, scaled
   float* p = qt + kLanes * dim;           // 16 keys x 16 rows
   float* corr_out = p + kBlock * kLanes;  // 16
+  float* kf = corr_out + kLanes;          // a half cache's block of keys as floats, 16 * dim
+  float* vf = kf + kBlock * dim;          // and of values
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int r0 = 0; r0 < rows; r0 += kLanes) {
     const int rc = std::min(kLanes, rows - r0);
@@ -453,27 +511,45 @@ static void attention_rows_any(int rows, const float* const* q, float* const* ou
     const int64_t end = max_last + 1;
     for (int64_t t0 = 0; t0 < end; t0 += kBlock) {
       const int nt = static_cast<int>(std::min<int64_t>(kBlock, end - t0));
+      // The block's keys and values as floats: a half cache's converted once for all 16 rows
+      // (converting each key element for its broadcast, and each value vector once per row,
+      // took 3-4 operations per multiply-add: attention was ~37% of a 2048-token prefill).
+      const float* kb;
+      const float* vb;
+      if constexpr (std::is_same_v<KV, uint16_t>) {
+        const int64_t n = nt * dim;
+        for (int64_t i = 0; i < n; i += 16) {
+          const auto lanes = n - i >= 16 ? static_cast<__mmask16>(0xffff)
+                                         : static_cast<__mmask16>((1u << (n - i)) - 1);
+          _mm512_mask_storeu_ps(kf + i, lanes, load_kv(k + t0 * dim + i, lanes));
+          _mm512_mask_storeu_ps(vf + i, lanes, load_kv(v + t0 * dim + i, lanes));
+        }
+        kb = kf;
+        vb = vf;
+      } else {
+        kb = k + t0 * dim;
+        vb = v + t0 * dim;
+      }
       __m512 sc[kBlock];
-      // Scores, 4 keys at a time (independent FMA chains).
-      for (int t = 0; t < kBlock; t += 4) {
-        const KV* k0 = k + (t0 + std::min(t, nt - 1)) * dim;
-        const KV* k1 = k + (t0 + std::min(t + 1, nt - 1)) * dim;
-        const KV* k2 = k + (t0 + std::min(t + 2, nt - 1)) * dim;
-        const KV* k3 = k + (t0 + std::min(t + 3, nt - 1)) * dim;
-        __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+      // Scores, 8 keys at a time: 8 independent FMA chains keep both FMA pipes busy (4 left
+      // the loop waiting on the FMA latency, 1 per cycle).
+      constexpr int kKeysPerPass = 8;
+      for (int t = 0; t < kBlock; t += kKeysPerPass) {
+        const float* kp[kKeysPerPass];
+        __m512 s[kKeysPerPass];
+        for (int u = 0; u < kKeysPerPass; ++u) {
+          kp[u] = kb + std::min(t + u, nt - 1) * dim;
+          s[u] = _mm512_setzero_ps();
+        }
         if (t < nt) {
           for (int64_t d = 0; d < dim; ++d) {
             const __m512 qd = _mm512_load_ps(qt + d * kLanes);
-            s0 = _mm512_fmadd_ps(qd, _mm512_set1_ps(kv_scalar(k0 + d)), s0);
-            s1 = _mm512_fmadd_ps(qd, _mm512_set1_ps(kv_scalar(k1 + d)), s1);
-            s2 = _mm512_fmadd_ps(qd, _mm512_set1_ps(kv_scalar(k2 + d)), s2);
-            s3 = _mm512_fmadd_ps(qd, _mm512_set1_ps(kv_scalar(k3 + d)), s3);
+            for (int u = 0; u < kKeysPerPass; ++u) {
+              s[u] = _mm512_fmadd_ps(qd, _mm512_set1_ps(kp[u][d]), s[u]);
+            }
           }
         }
-        sc[t] = s0;
-        sc[t + 1] = s1;
-        sc[t + 2] = s2;
-        sc[t + 3] = s3;
+        for (int u = 0; u < kKeysPerPass; ++u) sc[t + u] = s[u];
       }
       __m512 block_max = neg_inf;
       for (int t = 0; t < kBlock; ++t) {
@@ -501,6 +577,12 @@ static void attention_rows_any(int rows, const float* const* q, float* const* ou
       m = m_new;
       _mm512_storeu_ps(corr_out, corr);
       // acc[r] = acc[r] * corr[r] + sum_t p[t][r] v[t].
+      if (dim % 16 == 0 && dim <= 8 * 16) {
+        with_vector_count(static_cast<int>(dim / 16), [&](auto c) {
+          accumulate_value_block<decltype(c)::value>(acc, rc, corr_out, p, vb, nt, dim);
+        });
+        continue;
+      }
       for (int r = 0; r < rc; ++r) {
         float* ar = acc + r * dim;
         const __m512 cr = _mm512_set1_ps(corr_out[r]);
@@ -510,7 +592,7 @@ static void attention_rows_any(int rows, const float* const* q, float* const* ou
           __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(dm, ar + d), cr);
           for (int t = 0; t < nt; ++t) {
             a = _mm512_fmadd_ps(_mm512_set1_ps(p[t * kLanes + r]),
-                                load_kv(v + (t0 + t) * dim + d, dm), a);
+                                _mm512_maskz_loadu_ps(dm, vb + t * dim + d), a);
           }
           _mm512_mask_storeu_ps(ar + d, dm, a);
         }
