@@ -273,43 +273,16 @@ void accumulate_values_rows(const float* p, const KV* v, int nt, int64_t dim, fl
   }
 }
 
-// f(std::integral_constant<int, R>) for R = rows (1-4): the row-count templates above, chosen
-// at run time.
-template <class F>
-inline void with_row_count(int rows, F&& f) {
-  switch (rows) {
-    case 1:
-      return f(std::integral_constant<int, 1>{});
-    case 2:
-      return f(std::integral_constant<int, 2>{});
-    case 3:
-      return f(std::integral_constant<int, 3>{});
-    default:
-      return f(std::integral_constant<int, 4>{});
-  }
-}
-
-// f(std::integral_constant<int, C>) for C = vectors (1-8): accumulate_value_block's count, chosen
-// at run time.
-template <class F>
-inline void with_vector_count(int vectors, F&& f) {
-  switch (vectors) {
-    case 1:
-      return f(std::integral_constant<int, 1>{});
-    case 2:
-      return f(std::integral_constant<int, 2>{});
-    case 3:
-      return f(std::integral_constant<int, 3>{});
-    case 4:
-      return f(std::integral_constant<int, 4>{});
-    case 5:
-      return f(std::integral_constant<int, 5>{});
-    case 6:
-      return f(std::integral_constant<int, 6>{});
-    case 7:
-      return f(std::integral_constant<int, 7>{});
-    default:
-      return f(std::integral_constant<int, 8>{});
+// f(std::integral_constant<int, N>) for N = n (1 <= n; Max for n >= Max): a count known at run
+// time as the template argument of the row- and vector-count kernels here.
+template <int Max, int N = 1, class F>
+inline void with_count(int n, F&& f) {
+  if constexpr (N == Max) {
+    f(std::integral_constant<int, N>{});
+  } else if (n <= N) {
+    f(std::integral_constant<int, N>{});
+  } else {
+    with_count<Max, N + 1>(n, std::forward<F>(f));
   }
 }
 
@@ -387,7 +360,7 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
     __m512 sc[4];
     for (int r = 0; r < rows; ++r) {
       if (r % 4 == 0) {
-        with_row_count(std::min(4, rows - r), [&](auto n) {
+        with_count<4>(std::min(4, rows - r), [&](auto n) {
           scores16_rows<decltype(n)::value>(q + r, k + t0 * dim, nt, dim, sc);
         });
       }
@@ -416,7 +389,7 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
     // acc[r] += sum_t p[r][t] v[t]: each value vector loaded once per four rows.
     if (dim % 16 == 0 && dim <= 128) {
       for (int r0 = 0; r0 < rows; r0 += 4) {
-        with_row_count(std::min(4, rows - r0), [&](auto n) {
+        with_count<4>(std::min(4, rows - r0), [&](auto n) {
           accumulate_values_rows<decltype(n)::value>(p + r0 * kBlock, v + t0 * dim, nt, dim,
                                                      acc + r0 * dim);
         });
@@ -578,7 +551,7 @@ static void attention_rows_any(int rows, const float* const* q, float* const* ou
       _mm512_storeu_ps(corr_out, corr);
       // acc[r] = acc[r] * corr[r] + sum_t p[t][r] v[t].
       if (dim % 16 == 0 && dim <= 8 * 16) {
-        with_vector_count(static_cast<int>(dim / 16), [&](auto c) {
+        with_count<8>(static_cast<int>(dim / 16), [&](auto c) {
           accumulate_value_block<decltype(c)::value>(acc, rc, corr_out, p, vb, nt, dim);
         });
         continue;
