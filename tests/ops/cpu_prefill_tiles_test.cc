@@ -25,15 +25,16 @@ namespace {
 using Shape3 = std::tuple<int64_t, int64_t, int64_t>;  // activation rows, k, weight rows
 
 // Rows in tiles of 16 and 32 with tails of 1-15 (23: the 512-bit int8 tiles' 8, 8, 4, 2 and 1),
-// widths of one to many 32-value chunks, weight rows leaving a partial 16-row panel or an odd
-// 8-row group.
-const std::vector<Shape3> kShapes = {{16, 32, 16},   {17, 64, 24}, {33, 96, 37}, {48, 256, 40},
-                                     {64, 1024, 72}, {20, 512, 8}, {23, 160, 48}};
+// widths of one to many 32-value chunks (515 x 1,056: a long prompt, 64 full 512-bit tiles then
+// 2 and 1), weight rows leaving a partial 16-row panel or an odd 8-row group.
+const std::vector<Shape3> kShapes = {{16, 32, 16},   {17, 64, 24}, {33, 96, 37},  {48, 256, 40},
+                                     {64, 1024, 72}, {20, 512, 8}, {23, 160, 48}, {515, 1056, 24}};
 
 TEST(CpuPrefillTiles, QuantizedWeightsMatchTheReference) {
   std::mt19937 rng(77);
-  // The K types need whole 256-value super-blocks.
-  const std::vector<Shape3> k_shapes = {{16, 256, 16}, {33, 512, 37}, {20, 768, 24}};
+  // The K types need whole 256-value super-blocks (513 x 1,280: a long prompt, 5 of them).
+  const std::vector<Shape3> k_shapes = {
+      {16, 256, 16}, {33, 512, 37}, {20, 768, 24}, {513, 1280, 16}};
   for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q4_k,
                   DType::q5_k, DType::q6_k}) {
     for (auto [n, k, o] : dtype_block_elems(w) == 256 ? k_shapes : kShapes) {
