@@ -46,7 +46,7 @@ inline __m256i bits_to_bytes(uint32_t bits) {
 
 constexpr int kVectorRegisters = 32;
 
-// 512-bit prefill tiles for the Q8_0 / Q4 / Q5 layouts (quant_int8_wide.inc).
+// 512-bit tiles for the repacked layouts (quant_int8_wide.inc).
 #define ANVIL_INT8_WIDE_TILES 1
 #include "backends/cpu/quant_int8_kernels.inc"
 

@@ -28,10 +28,10 @@ void quantize_rows_q8_avx512(const float* x, int64_t n, const Q8Rows& out);
 /// Block types the int8 kernels read.
 enum class QuantKind { q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs };
 
-/// Whether the 512-bit prefill tiles take repacked weights of `kind` (Q8_0, Q4_0, Q4_1, Q5_0,
-/// Q5_1), and for n activation rows of k values: the bytes of Q8Rows::tiles, the number of
-/// tiles, and tiles [t0, t1) written into `out` for products with weights of `kind` (the threads
-/// can split them).
+/// Whether the 512-bit prefill tiles take repacked weights of `kind` (every repacked type: Q8_0,
+/// Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), and for n activation rows of k values: the bytes of
+/// Q8Rows::tiles, the number of tiles, and tiles [t0, t1) written into `out` for products with
+/// weights of `kind` (the threads can split them).
 bool wide_tiles_take(QuantKind kind);
 size_t q8_tiles_bytes(int64_t n, int64_t k);
 int64_t q8_tile_count(int64_t n);
