@@ -100,7 +100,6 @@ struct Shared {
   uint64_t* empty;  // per slot: the consumers are done with it
   float* red;       // [2 buffers][2 sums][kMaxChunkRows]: a chunk's per-unit sums
   float* reduce;
-  int* flag;
   int* slices;  // [kPhases][2]: this block's rows of each phase
   float *scores, *qs, *kn, *vn, *rq, *rk, *cs, *sn;
   void* xs;
@@ -114,8 +113,7 @@ __device__ Shared carve(const Params& p, char* smem) {
   s.empty = s.bars + kMaxSlots;
   s.red = reinterpret_cast<float*>(smem + kBarBytes);
   s.reduce = s.red + 4 * kMaxChunkRows;
-  s.flag = reinterpret_cast<int*>(s.reduce + kWarps);
-  s.slices = s.flag + 1;
+  s.slices = reinterpret_cast<int*>(s.reduce + kWarps);
   float* at = reinterpret_cast<float*>(smem + kBarBytes + kRedBytes);
   s.scores = at;
   s.qs = at + kAttnScratch;
