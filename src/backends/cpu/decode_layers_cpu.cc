@@ -14,7 +14,9 @@
 // composed ops.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -147,6 +149,73 @@ struct MemberScratch {
   Quantized xq;
 };
 
+// ANVIL_CPU_DECODE_PROFILE=1: each member's time in each part of a layer (its share of a phase's
+// work, then its wait for the others' chunks), and the layers' time per step, summed over the
+// steps and printed at exit: where a step's time goes beside the weights' stream.
+constexpr int kMarks = 14;
+const char* const kMarkNames[kMarks] = {"q/k/v",   "  wait", "rope+cache", "  wait", "attention",
+                                        "  wait",  "merge",  "  wait",     "o",      "  wait",
+                                        "gate/up", "  wait", "down",       "  wait"};
+constexpr int kMaxProfiled = 8;
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+struct DecodeProfile {
+  bool on = std::getenv("ANVIL_CPU_DECODE_PROFILE") != nullptr;
+  std::atomic<int64_t> steps{0}, layers{0};
+  std::atomic<uint64_t> step_ns{0};
+  std::atomic<uint64_t> ns[kMaxProfiled][kMarks] = {};
+  ~DecodeProfile() {
+    if (!on || steps == 0) return;
+    const auto per = [](uint64_t total, int64_t n) {
+      return static_cast<double>(total) / 1e3 / static_cast<double>(n);
+    };
+    std::fprintf(stderr,
+                 "cpu decode_layers profile: %lld steps, the layers %.1f us per step; per layer "
+                 "(mean), each member's us:\n",
+                 static_cast<long long>(steps.load()), per(step_ns, steps));
+    for (int m = 0; m < kMarks; ++m) {
+      std::fprintf(stderr, "  %-11s", kMarkNames[m]);
+      for (int t = 0; t < kMaxProfiled; ++t) {
+        if (ns[t][0] != 0) std::fprintf(stderr, " %8.2f", per(ns[t][m], layers));
+      }
+      std::fprintf(stderr, "\n");
+    }
+  }
+};
+DecodeProfile& decode_profile() {
+  static DecodeProfile p;
+  return p;
+}
+
+// A member's clock through the layers: mark(i) adds the time since the previous mark to part i.
+class MemberClock {
+ public:
+  MemberClock(int member, bool on) : member_(member < kMaxProfiled && on ? member : -1) {
+    if (member_ >= 0) last_ = now_ns();
+  }
+  void mark(int part) {
+    if (member_ < 0) return;
+    const uint64_t t = now_ns();
+    local_[part] += t - last_;
+    last_ = t;
+  }
+  ~MemberClock() {
+    if (member_ < 0) return;
+    for (int m = 0; m < kMarks; ++m) {
+      decode_profile().ns[member_][m].fetch_add(local_[m], std::memory_order_relaxed);
+    }
+  }
+
+ private:
+  int member_;
+  uint64_t last_ = 0, local_[kMarks] = {};
+};
+
 template <class KV>
 void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers) {
   const int64_t h = a.x.size(1), nh = a.heads, nkv = a.kv_heads, hd = a.head_dim;
@@ -208,6 +277,8 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
     pr[3].reset(L.down.groups, members);
   }
   Phase* phase_all = phase_store.get();
+  const bool profiling = decode_profile().on;
+  const uint64_t step_start = profiling ? now_ns() : 0;
   StreamSplit* product_all = product_store.get();
 
   auto member = [&](int64_t t64) {
@@ -216,6 +287,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
     my.normed.resize(static_cast<size_t>(std::max(h, inter)));
     int64_t c0 = 0, c1 = 0;
     Q8Rows xq{};
+    MemberClock clock(me, profiling);
     for (size_t li = 0; li < layers.size(); ++li) {
       const Layer& L = layers[li];
       Phase* ph = phase_all + kPhases * li;
@@ -235,7 +307,9 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
         run_groups(L.v, std::clamp(c0 - gq - gk, int64_t{0}, gv),
                    std::clamp(c1 - gq - gk, int64_t{0}, gv), xq, v);
       }
+      clock.mark(0);
       pr[0].wait();
+      clock.mark(1);
       // q/k norms, RoPE, and the new key and value into the caches: q heads then kv heads.
       for (; ph[0].claim(&c0, &c1); ph[0].finished()) {
         for (int64_t i = c0; i < c1; ++i) {
@@ -251,7 +325,9 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
           }
         }
       }
+      clock.mark(2);
       ph[0].wait();
+      clock.mark(3);
       // Attention: (kv head, key range) tasks, then each query head's ranges merged.
       for (; ph[1].claim(&c0, &c1); ph[1].finished()) {
         for (int64_t id = c0; id < c1; ++id) {
@@ -271,14 +347,18 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
               st + group * hd + group, work);
         }
       }
+      clock.mark(4);
       ph[1].wait();
+      clock.mark(5);
       for (; ph[2].claim(&c0, &c1); ph[2].finished()) {
         for (int64_t head = c0; head < c1; ++head) {
           merge_key_ranges(st_all + (head / group) * parts * state, parts, state, group, hd,
                            head % group, attn + head * hd);
         }
       }
+      clock.mark(6);
       ph[2].wait();
+      clock.mark(7);
       // o, added into the residual rows as each chunk's groups come out.
       for (bool ready = false; pr[1].claim(me, &c0, &c1); pr[1].finished(c1 - c0)) {
         if (!ready) {
@@ -288,7 +368,9 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
         run_groups(L.o, c0, c1, xq, proj);
         for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
       }
+      clock.mark(8);
       pr[1].wait();
+      clock.mark(9);
       // Post-attention norm, gate and up over the same groups, SwiGLU on them.
       for (bool ready = false; pr[2].claim(me, &c0, &c1); pr[2].finished(c1 - c0)) {
         if (!ready) {
@@ -301,7 +383,9 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
         const int64_t f0 = c0 * kGroupRows, f1 = std::min(inter, c1 * kGroupRows);
         if (f1 > f0) swiglu_avx512(gate + f0, up + f0, gate + f0, f1 - f0);
       }
+      clock.mark(10);
       pr[2].wait();
+      clock.mark(11);
       // down, added into the residual.
       for (bool ready = false; pr[3].claim(me, &c0, &c1); pr[3].finished(c1 - c0)) {
         if (!ready) {
@@ -311,10 +395,18 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
         run_groups(L.down, c0, c1, xq, proj);
         for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
       }
+      clock.mark(12);
       pr[3].wait();
+      clock.mark(13);
     }
   };
   run_team(TaskRef(member), members);
+  if (profiling) {
+    DecodeProfile& prof = decode_profile();
+    prof.step_ns.fetch_add(now_ns() - step_start, std::memory_order_relaxed);
+    prof.steps.fetch_add(1, std::memory_order_relaxed);
+    prof.layers.fetch_add(static_cast<int64_t>(n_layers), std::memory_order_relaxed);
+  }
 }
 
 // The layers in the form the team runs, or false when a layer is outside the path.
