@@ -5,6 +5,7 @@
 
 #include "anvil/error.h"
 #include "core/kernels.h"
+#include "ops/op_profile.h"
 
 namespace anvil::ops {
 namespace {
@@ -59,6 +60,7 @@ void expect_cache_dtype(const char* op, const Tensor& cache, DType act) {
 }  // namespace
 
 void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) {
+  OpTimer timer([&] { return "embedding " + shape_str(ids.shape()); });
   expect_rank(kEmbedding, "ids", ids, 1);
   expect_rank(kEmbedding, "table", table, 2);
   expect_dtype(kEmbedding, "ids", ids, DType::i64);
@@ -72,6 +74,7 @@ void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) {
 }
 
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
+  OpTimer timer([&] { return "rms_norm " + shape_str(x.shape()); });
   expect_rank(kRmsNorm, "x", x, 2);
   expect_shape(kRmsNorm, "weight", weight, {x.size(1)});
   expect_shape(kRmsNorm, "out", out, x.shape());
@@ -85,6 +88,8 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
 }
 
 void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) {
+  OpTimer timer(
+      [&] { return "linear " + shape_str(x.shape()) + " x " + shape_str(weight.shape()); });
   expect_rank(kLinear, "x", x, 2);
   expect_rank(kLinear, "weight", weight, 2);
   if (weight.size(1) != x.size(1)) {
@@ -122,6 +127,7 @@ void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, floa
 }
 
 void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  OpTimer timer([&] { return "swiglu " + shape_str(gate.shape()); });
   expect_shape(kSwiglu, "up", up, gate.shape());
   expect_shape(kSwiglu, "out", out, gate.shape());
   expect_dtype(kSwiglu, "up", up, gate.dtype());
@@ -243,6 +249,7 @@ void cast(const Tensor& src, const Tensor& out) {
 }
 
 void argmax(const Tensor& x, const Tensor& out) {
+  OpTimer timer([&] { return "argmax " + shape_str(x.shape()); });
   expect_rank(kArgmax, "x", x, 2);
   expect_shape(kArgmax, "out", out, {x.size(0)});
   expect_dtype(kArgmax, "out", out, DType::i64);
@@ -335,6 +342,9 @@ void composed_linear_swiglu(const LinearSwigluArgs& a) {
 }
 
 void linear_group(const LinearGroupArgs& a) {
+  OpTimer timer([&] {
+    return "linear_group " + shape_str(a.x.shape()) + " x " + shape_str(a.weights[0].shape());
+  });
   if (a.count < 1 || a.count > 3) fail(kLinearGroup, "between one and three products");
   const Tensor& x = a.x;
   const DType wt = a.weights[0].dtype();
@@ -370,6 +380,9 @@ void linear_group(const LinearGroupArgs& a) {
 }
 
 void linear_swiglu(const LinearSwigluArgs& a) {
+  OpTimer timer([&] {
+    return "linear_swiglu " + shape_str(a.x.shape()) + " x " + shape_str(a.gate.shape());
+  });
   const DType wt = a.gate.dtype();
   const bool same = norm_fusable(a.x, a.norm_weight, a.normed, wt) && a.up.dtype() == wt &&
                     small_operand_fusable(a.gate_bias, a.x, wt) &&
@@ -400,6 +413,8 @@ void linear_swiglu(const LinearSwigluArgs& a) {
 }
 
 void linear_add(const LinearAddArgs& a) {
+  OpTimer timer(
+      [&] { return "linear_add " + shape_str(a.x.shape()) + " x " + shape_str(a.weight.shape()); });
   const bool same =
       (!a.bias.defined() || a.bias.dtype() == a.x.dtype()) && a.residual.dtype() == a.x.dtype();
   auto k = same ? find_kernel_raw(kLinearAdd, a.x.device().type, a.x.dtype(), a.weight.dtype())
@@ -510,6 +525,7 @@ void composed_rope_attention(const RopeAttentionArgs& a) {
 }
 
 void rope_attention(const RopeAttentionArgs& a) {
+  OpTimer timer([&] { return "rope_attention " + shape_str(a.rope.q.shape()); });
   const RopeStoreArgs& r = a.rope;
   const AttentionArgs& t = a.attention;
   const bool norms = r.q_norm.defined() && r.k_norm.defined();
@@ -560,6 +576,7 @@ void composed_decode_layers(const DecodeLayersArgs& a) {
 }
 
 void decode_layers(const DecodeLayersArgs& a) {
+  OpTimer timer([&] { return "decode_layers " + std::to_string(a.layers.size()) + " layers"; });
   if (a.layers.empty()) return;
   // A device's kernel takes the whole stack or hands it back to the composed definition; the
   // weights' dtype is the first layer's q's (a kernel checks the rest).

@@ -765,10 +765,13 @@ TEST_P(Ops, FusedProductsWithHalfPrecisionWeightsMatchSeparateOnes) {
 
 // The grouped products over quantized weights (one activation quantization, one parallel
 // region on the CPU) give exactly what the products one by one give.
+// Decode's few rows (1, 3) and a prompt's (23: the prefill tiles of 8, 8, 4, 2 and 1 rows), every
+// repacked type; 24-row products have an odd number of 8-row groups.
 TEST_P(Ops, GroupedQuantizedProductsMatchSeparateOnes) {
-  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1}) {
+  for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q4_k,
+                  DType::q5_k, DType::q6_k}) {
     if (!has(ops::kLinear, w)) continue;
-    for (int64_t n : {1, 3}) {
+    for (int64_t n : {1, 3, 23}) {
       const Tensor x = random_tensor({n, 256}, rng_), nw = random_tensor({256}, rng_);
       Tensor ws[3] = {random_blocks(w, 64, 256, rng_), random_blocks(w, 24, 256, rng_),
                       random_blocks(w, 24, 256, rng_)};
@@ -787,7 +790,8 @@ TEST_P(Ops, GroupedQuantizedProductsMatchSeparateOnes) {
       for (int i = 0; i < 3; ++i) {
         Tensor one = empty({n, ws[i].size(0)});
         ops::linear(ref_normed, ws[i].to(device_), i == 0 ? on_device(bq, act_) : Tensor(), one);
-        EXPECT_LE(max_abs_diff(outs[i], one), 1e-6f) << dtype_name(w) << " product " << i;
+        EXPECT_LE(max_abs_diff(outs[i], one), 1e-6f)
+            << dtype_name(w) << " product " << i << ", " << n << " rows";
       }
       Tensor h = empty({n, 64}), up = empty({n, 64});
       ops::linear_swiglu({on_device(x, act_), ws[0].to(device_), Tensor(),
@@ -796,7 +800,7 @@ TEST_P(Ops, GroupedQuantizedProductsMatchSeparateOnes) {
       Tensor gate1 = empty({n, 64});
       ops::linear(ref_normed, ws[0].to(device_), Tensor(), gate1);
       ops::swiglu(gate1, up, gate1);  // up holds the up product where the op was grouped
-      EXPECT_LE(max_abs_diff(h, gate1), 1e-6f) << dtype_name(w);
+      EXPECT_LE(max_abs_diff(h, gate1), 1e-6f) << dtype_name(w) << ", " << n << " rows";
     }
   }
 }
