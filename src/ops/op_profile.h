@@ -1,6 +1,8 @@
 // ANVIL_OP_PROFILE=1: the wall time of each op call, summed per op and shapes and printed at exit
 // (largest first). Meaningful for backends whose ops return when done (the CPU); a queueing
-// backend's figures are the time to queue. Off, a timer costs one branch.
+// backend's figures are the time to queue. An op that runs as composed ops counts their time
+// under its own name too (linear_swiglu's includes its two linear calls). Off, a timer costs
+// one branch.
 #pragma once
 
 #include <chrono>

@@ -208,6 +208,22 @@ void attach_wide_tiles(const Int8Kernels& kern, QuantKind kind, int64_t n, Q8Row
   xq.tiles = out;
 }
 
+// Activation rows [n, k] quantized by the threads into buffers of the calling thread (valid
+// until its next call).
+Q8Rows quantize_activations(const Int8Kernels& kern, const float* x, int64_t n, int64_t k) {
+  thread_local std::vector<int8_t> q;
+  thread_local std::vector<float> d, ds;
+  thread_local std::vector<int32_t> s;
+  const int64_t kb = k / 32;
+  const size_t nb = static_cast<size_t>(n * kb);
+  const Q8Rows xq{grow(q, static_cast<size_t>(n * k)), grow(d, nb), grow(s, nb), grow(ds, nb), k};
+  cpu::parallel_for(n, 16, [&](int64_t r0, int64_t r1) {
+    const Q8Rows part{xq.q + r0 * k, xq.d + r0 * kb, xq.s + r0 * kb, xq.ds + r0 * kb, k};
+    kern.quantize(x + r0 * k, r1 - r0, part);
+  });
+  return xq;
+}
+
 // Quantized weights through int8 activations (false when the weights' type or shape is not
 // one the kernels take). With `residual`, each task also adds its part of the product into it
 // (linear_add).
@@ -218,17 +234,7 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
   float* out = a.out.data<float>();
   QuantKind kind;
   if (!int8_kind(wt, k, &kind) || (wt == DType::q8_0 && !kern.q8_0)) return false;
-  thread_local std::vector<int8_t> q;
-  thread_local std::vector<float> d;
-  thread_local std::vector<int32_t> s;
-  thread_local std::vector<float> ds;
-  const int64_t kb = k / 32;
-  const size_t nb = static_cast<size_t>(n * kb);
-  Q8Rows xq{grow(q, static_cast<size_t>(n * k)), grow(d, nb), grow(s, nb), grow(ds, nb), k};
-  cpu::parallel_for(n, 16, [&](int64_t r0, int64_t r1) {
-    const Q8Rows part{xq.q + r0 * k, xq.d + r0 * kb, xq.s + r0 * kb, xq.ds + r0 * kb, k};
-    kern.quantize(x + r0 * k, r1 - r0, part);
-  });
+  Q8Rows xq = quantize_activations(kern, x, n, k);
   const float* bias = bias_f32(a);
   if (kUsePacked && is_repacked(wt)) {
     const auto packed = packed_weights(a.weight);
@@ -422,20 +428,11 @@ bool prefill_groupable(int64_t n, int64_t k, const Tensor* weights, int count, Q
   return !(isa() >= Isa::amx && n >= kAmxMinRows && amx_takes(*kind));
 }
 
-// Prefill rows quantized by the threads and interleaved for the 512-bit tiles, once for all the
-// products that read them, into buffers of the calling thread.
+// Prefill rows quantized and interleaved for the 512-bit tiles, once for all the products that
+// read them.
 Q8Rows quantize_prefill(const Tensor& x_in, QuantKind kind) {
-  const int64_t n = x_in.size(0), k = x_in.size(1), kb = k / 32;
-  thread_local std::vector<int8_t> q;
-  thread_local std::vector<float> d, ds;
-  thread_local std::vector<int32_t> s;
-  const size_t nb = static_cast<size_t>(n * kb);
-  Q8Rows xq{grow(q, static_cast<size_t>(n * k)), grow(d, nb), grow(s, nb), grow(ds, nb), k};
-  const float* x = x_in.data<float>();
-  cpu::parallel_for(n, 16, [&](int64_t r0, int64_t r1) {
-    const Q8Rows part{xq.q + r0 * k, xq.d + r0 * kb, xq.s + r0 * kb, xq.ds + r0 * kb, k};
-    quantize_rows_q8_avx512(x + r0 * k, r1 - r0, part);
-  });
+  const int64_t n = x_in.size(0);
+  Q8Rows xq = quantize_activations(kInt8Avx512, x_in.data<float>(), n, x_in.size(1));
   attach_wide_tiles(kInt8Avx512, kind, n, xq);
   return xq;
 }
