@@ -241,18 +241,15 @@ struct Chunk {
 };
 
 // The block's chunks in the order they are consumed: layer by layer, phase by phase, up to
-// chunk_rows rows of one matrix each (q, k and v rows never share a chunk).
+// chunk_rows rows each. A chunk of the q/k/v phase may hold rows of two or three of the
+// matrices: a block whose slice crossed a boundary had taken a chunk more than the others, and
+// the phase ends with its slowest block.
 __device__ bool next_chunk(const Params& p, const int* slices, Cursor& c, Chunk& out) {
   while (c.layer < p.layers) {
     const int begin = slices[2 * c.phase];
-    int end = slices[2 * c.phase + 1];
+    const int end = slices[2 * c.phase + 1];
     const int r = begin + c.row;
     if (r < end) {
-      if (c.phase == kQkv) {
-        const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
-        const int seg_end = r < nq ? nq : (r < nq + nk ? nq + nk : nq + 2 * nk);
-        end = min(end, seg_end);
-      }
       const int rows = min(end - r, p.chunk_rows[c.phase]);
       out = Chunk{c.layer, c.phase, r, rows};
       c.row += rows;
@@ -287,21 +284,22 @@ __device__ void issue_chunk(const Params& p, const Chunk& ch, char* dst, uint64_
     copy(dst + bytes, static_cast<const T*>(L.wu) + at, bytes);
     return;
   }
-  const T* src;
-  if (ch.phase == kQkv) {
-    const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
-    if (ch.row < nq) {
-      src = static_cast<const T*>(L.wq) + at;
-    } else if (ch.row < nq + nk) {
-      src = static_cast<const T*>(L.wk) + static_cast<long long>(ch.row - nq) * k;
-    } else {
-      src = static_cast<const T*>(L.wv) + static_cast<long long>(ch.row - nq - nk) * k;
-    }
-  } else {
-    src = static_cast<const T*>(ch.phase == kOut ? L.wo : L.wd) + at;
-  }
   mbarrier_expect_bytes(bar, bytes);
-  copy(dst, src, bytes);
+  if (ch.phase == kQkv) {  // each matrix's rows of the chunk, one after the other
+    const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
+    const int seg_begin[3] = {0, nq, nq + nk}, seg_end[3] = {nq, nq + nk, nq + 2 * nk};
+    const void* seg_src[3] = {L.wq, L.wk, L.wv};
+    char* to = dst;
+    for (int s = 0; s < 3; ++s) {
+      const int r0 = max(ch.row, seg_begin[s]), r1 = min(ch.row + ch.rows, seg_end[s]);
+      if (r1 <= r0) continue;
+      const unsigned n = static_cast<unsigned>(r1 - r0) * k * sizeof(T);
+      copy(to, static_cast<const T*>(seg_src[s]) + static_cast<long long>(r0 - seg_begin[s]) * k, n);
+      to += n;
+    }
+    return;
+  }
+  copy(dst, static_cast<const T*>(ch.phase == kOut ? L.wo : L.wd) + at, bytes);
 }
 
 struct Pipeline {
