@@ -294,7 +294,8 @@ __device__ void issue_chunk(const Params& p, const Chunk& ch, char* dst, uint64_
       const int r0 = max(ch.row, seg_begin[s]), r1 = min(ch.row + ch.rows, seg_end[s]);
       if (r1 <= r0) continue;
       const unsigned n = static_cast<unsigned>(r1 - r0) * k * sizeof(T);
-      copy(to, static_cast<const T*>(seg_src[s]) + static_cast<long long>(r0 - seg_begin[s]) * k, n);
+      copy(to, static_cast<const T*>(seg_src[s]) + static_cast<long long>(r0 - seg_begin[s]) * k,
+           n);
       to += n;
     }
     return;
