@@ -128,14 +128,20 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
   const bool cpu = dec.device().type == DeviceType::cpu;
   std::unique_ptr<ReadBandwidthProbe> probe;
   if (cpu) probe = std::make_unique<ReadBandwidthProbe>(int64_t{512} << 20);
-  std::vector<double> prefill_s, decode_s, ttft_s, run_bw, run_fraction, bw_samples;
+  std::vector<double> prefill_s, decode_s, ttft_s, run_bw, run_fraction, run_fraction_kv,
+      bw_samples;
   const double bytes_per_step = static_cast<double>(dec.decode_weight_bytes());
+  // Step g attends to prompt_len + g + 1 positions: prompt_len + (gen_len + 1) / 2 on average.
+  const double positions_per_step =
+      static_cast<double>(o.prompt_len) + 0.5 * static_cast<double>(o.gen_len + 1);
+  double kv_bytes_per_step = 0;
   // ANVIL_NO_GREEDY_CHAIN=1: one step at a time, the host reading each token before queueing
   // the next (for measuring the chain).
   const bool chained =
       GreedyChain::available(dec) && std::getenv("ANVIL_NO_GREEDY_CHAIN") == nullptr;
   for (int r = 0; r < o.repeats + 1; ++r) {  // the first run warms caches and allocations
     KvCache cache = dec.new_cache(o.batch, o.prompt_len + o.gen_len);
+    kv_bytes_per_step = static_cast<double>(cache.bytes_per_position()) * positions_per_step;
     const auto t0 = Clock::now();
     std::vector<int64_t> next = greedy_tokens(dec.forward(prefill, cache));
     const double t_first = seconds_since(t0);  // prefill and the first token's pick
@@ -197,7 +203,11 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
       bw_samples.push_back(bw_after);
       run_bw.push_back(bw);
       const double floor_tok_s = static_cast<double>(o.batch) * bw / bytes_per_step;
-      run_fraction.push_back(static_cast<double>(o.batch * o.gen_len) / t_decode / floor_tok_s);
+      const double floor_kv_tok_s =
+          static_cast<double>(o.batch) * bw / (bytes_per_step + kv_bytes_per_step);
+      const double rate = static_cast<double>(o.batch * o.gen_len) / t_decode;
+      run_fraction.push_back(rate / floor_tok_s);
+      run_fraction_kv.push_back(rate / floor_kv_tok_s);
     }
   }
   BenchResult res;
@@ -206,19 +216,27 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
   res.time_to_first_token_s = median(ttft_s);
   res.peak_rss_bytes = peak_rss();
   res.weight_bytes = dec.decode_weight_bytes();
+  res.kv_bytes_per_step = static_cast<int64_t>(kv_bytes_per_step + 0.5);
   if (probe) {
     res.membw_bytes_per_s = median(run_bw);
     res.membw_min_bytes_per_s = *std::min_element(bw_samples.begin(), bw_samples.end());
     res.membw_max_bytes_per_s = *std::max_element(bw_samples.begin(), bw_samples.end());
     res.decode_fraction_of_floor = median(run_fraction);
+    res.decode_fraction_of_floor_with_kv = median(run_fraction_kv);
   } else {
     res.membw_bytes_per_s = measure_device_bandwidth(dec.device());
     res.membw_min_bytes_per_s = res.membw_max_bytes_per_s = res.membw_bytes_per_s;
   }
   res.decode_floor_tokens_per_s =
       static_cast<double>(o.batch) * res.membw_bytes_per_s / static_cast<double>(res.weight_bytes);
-  if (!probe)
+  res.decode_floor_with_kv_tokens_per_s =
+      static_cast<double>(o.batch) * res.membw_bytes_per_s /
+      (static_cast<double>(res.weight_bytes) + kv_bytes_per_step);
+  if (!probe) {
     res.decode_fraction_of_floor = res.decode_tokens_per_s / res.decode_floor_tokens_per_s;
+    res.decode_fraction_of_floor_with_kv =
+        res.decode_tokens_per_s / res.decode_floor_with_kv_tokens_per_s;
+  }
   return res;
 }
 

@@ -25,6 +25,9 @@ struct BenchResult {
   double time_to_first_token_s = 0;
   int64_t peak_rss_bytes = 0;
   int64_t weight_bytes = 0;  ///< bytes a decode step reads from weights
+  /// Bytes a decode step reads from the KV cache, on average over the timed steps: the keys
+  /// and values of every position up to and including the step's own, every layer and row.
+  int64_t kv_bytes_per_step = 0;
   /// Measured: CPU streaming read (the median over the timed runs of the mean of the
   /// measurements right before and after each run's decode), device copy (read + write).
   double membw_bytes_per_s = 0;
@@ -33,6 +36,10 @@ struct BenchResult {
   /// Decode as a share of the floor: on the CPU the median over the runs of each run's rate
   /// against the bandwidth measured around it.
   double decode_fraction_of_floor = 0;
+  /// The same two with the KV cache's bytes added to the weights' (what a step must read; the
+  /// floor above counts the weights alone, as the table does).
+  double decode_floor_with_kv_tokens_per_s = 0;
+  double decode_fraction_of_floor_with_kv = 0;
 };
 
 /// A streaming read of a buffer larger than the caches, allocated and touched once, measured as

@@ -16,4 +16,13 @@ KvCache KvCache::allocate(const ModelConfig& c, int64_t batch, int64_t capacity,
   return kv;
 }
 
+int64_t KvCache::bytes_per_position() const {
+  if (capacity <= 0) return 0;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    bytes += static_cast<int64_t>(keys[i].nbytes() + values[i].nbytes());
+  }
+  return bytes / capacity;
+}
+
 }  // namespace anvil

@@ -18,6 +18,10 @@ struct KvCache {
   /// The decoder's recorded one-token step for this cache (graph replay), made on first use.
   std::shared_ptr<void> step_graph;
 
+  /// Bytes of keys and values one position holds, every layer and row together (what a decode
+  /// step reads per position it attends to).
+  int64_t bytes_per_position() const;
+
   static KvCache allocate(const ModelConfig& config, int64_t batch, int64_t capacity, DType dtype,
                           Device device);
 };

@@ -72,6 +72,9 @@ void add_bench(CLI::App& app) {
       j["membw_max_gb_s"] = r.membw_max_bytes_per_s / 1e9;
       j["decode_floor_tok_s"] = r.decode_floor_tokens_per_s;
       j["decode_fraction_of_floor"] = r.decode_fraction_of_floor;
+      j["kv_bytes_per_step"] = r.kv_bytes_per_step;
+      j["decode_floor_with_kv_tok_s"] = r.decode_floor_with_kv_tokens_per_s;
+      j["decode_fraction_of_floor_with_kv"] = r.decode_fraction_of_floor_with_kv;
       std::printf("%s\n", j.dump().c_str());
       return;
     }
@@ -88,6 +91,12 @@ void add_bench(CLI::App& app) {
     std::printf("floor      %.1f tok/s (%.1f MB per step at %.1f GB/s); decode is %.0f%% of it\n",
                 r.decode_floor_tokens_per_s, static_cast<double>(r.weight_bytes) / 1e6,
                 r.membw_bytes_per_s / 1e9, 100.0 * r.decode_fraction_of_floor);
+    std::printf(
+        "with KV    %.1f tok/s (%.1f MB per step, the KV cache's %.1f MB included); "
+        "decode is %.0f%% of it\n",
+        r.decode_floor_with_kv_tokens_per_s,
+        static_cast<double>(r.weight_bytes + r.kv_bytes_per_step) / 1e6,
+        static_cast<double>(r.kv_bytes_per_step) / 1e6, 100.0 * r.decode_fraction_of_floor_with_kv);
     if (r.membw_max_bytes_per_s > 1.15 * r.membw_min_bytes_per_s) {
       std::printf("           bandwidth moved between %.1f and %.1f GB/s during the runs\n",
                   r.membw_min_bytes_per_s / 1e9, r.membw_max_bytes_per_s / 1e9);
