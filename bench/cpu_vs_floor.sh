@@ -66,6 +66,7 @@ for spec in "Q8_0|$dir/qwen2.5-0.5b-q8_0/model.gguf" "Q4_0|$dir/qwen2.5-0.5b-q4_
      decode: ([$s[].decode_tok_s] | median),
      floor: ([$s[].decode_floor_tok_s] | median),
      fraction: ([$s[].decode_fraction_of_floor] | median),
+     fraction_kv: ([$s[].decode_fraction_of_floor_with_kv] | median),
      membw: ([$s[].membw_gb_s] | median),
      membw_min: ([$s[].membw_min_gb_s] | min),
      membw_max: ([$s[].membw_max_gb_s] | max),
@@ -78,14 +79,17 @@ echo "(llama.cpp: the mean of its $repeats repetitions; prefill 2048 one run eac
 echo "per step / read bandwidth measured right before and after each timed anvil decode (decode as a"
 echo "share of it computed per run, then the median; the bandwidth column gives the median and, in"
 echo "brackets, every sample's range). The issue quotes llama.cpp at 489 / 481 / 138 tok/s prefill and"
-echo "45.5 / 65.6 / 17.3 decode (Q8_0 / Q4_0 / BF16) from its own machine."
+echo "45.5 / 65.6 / 17.3 decode (Q8_0 / Q4_0 / BF16) from its own machine. The last column sets anvil's"
+echo "decode against the bytes a step must read: the weights and the KV cache up to its position (anvil"
+echo "decodes after a 128-token prompt; llama-bench's tg64 after none)."
 echo
-echo "| weights | prefill 128: anvil / llama.cpp (ratio) | prefill 2048: anvil / llama.cpp | decode: anvil / llama.cpp | floor tok/s (MB/step @ GB/s) | anvil decode / floor | llama.cpp decode / floor |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
+echo "| weights | prefill 128: anvil / llama.cpp (ratio) | prefill 2048: anvil / llama.cpp | decode: anvil / llama.cpp | floor tok/s (MB/step @ GB/s) | anvil decode / floor | llama.cpp decode / floor | anvil decode / floor with KV |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 jq -r -s '
   def f0: if . == null then "-" else floor | tostring end;
   def f1: if . == null then "-" else . * 10 | floor / 10 | tostring end;
   .[] | "| \(.name) | \(.prefill128 | f0) / \(.peer.pp128 | f0)" +
     (if .peer.pp128 == null then "" else " (\(.prefill128 / .peer.pp128 * 100 | floor / 100)x)" end) +
     " | \(.prefill2048 | f0) / \(.peer.pp2048 | f0) | \(.decode | f1) / \(.peer.tg64 | f1) | \(.floor | f1) (\(.mb | floor) MB @ \(.membw | f1) [\(.membw_min | f1)-\(.membw_max | f1)]) | \(.fraction * 100 | floor)% | " +
-    (if .peer.tg64 == null then "-" else "\(.peer.tg64 / .floor * 100 | floor)%" end) + " |"' "$results"
+    (if .peer.tg64 == null then "-" else "\(.peer.tg64 / .floor * 100 | floor)%" end) +
+    " | \(.fraction_kv * 100 | floor)% |"' "$results"
