@@ -45,8 +45,20 @@ TEST(Bench, CountsTheKvCacheBytesEachStepReads) {
 
 TEST(Bench, RejectsEmptyRuns) {
   const CausalLM model = CausalLM::from_pretrained(test::model_dir("qwen3-tiny"));
+  for (int64_t BenchOptions::*field :
+       {&BenchOptions::batch, &BenchOptions::prompt_len, &BenchOptions::gen_len}) {
+    BenchOptions o;
+    o.*field = 0;
+    try {
+      run_bench(model, o);
+      ADD_FAILURE() << "a zero count was accepted";
+    } catch (const Error& e) {
+      EXPECT_STREQ(e.what(),
+                   "bench: batch, prompt length, generation length and repeats must be positive");
+    }
+  }
   BenchOptions o;
-  o.gen_len = 0;
+  o.repeats = 0;
   EXPECT_THROW(run_bench(model, o), Error);
 }
 
