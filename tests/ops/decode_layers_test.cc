@@ -2,7 +2,8 @@
 // same device's composed ops (the op's definition) from identical inputs: the residual stream
 // and every layer's KV cache after the step. Shapes cover biases, Qwen3's q/k norms, grouped
 // kv heads, head sizes 32-128, an empty past, masked keys (whole splits of them), a past longer
-// than one round of the kernel's scores, and the past read from device memory.
+// than one round of the kernel's scores, and the past read from device memory; each in both
+// of the kernel's ways of handing a phase's outputs to the next (grid barriers, flagged words).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -69,92 +70,103 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
       {896, 4864, 14, 2, 64, 1, 2500, 2600, true, false, true, "1", nullptr},
   };
   // Each shape in bf16 then f16: the two kernels ask for the same shared memory, which each must
-  // be granted on its own.
+  // be granted on its own. The caller's ANVIL_CUDA_DECODE_SYNC is restored afterwards.
+  const char* caller_sync = std::getenv("ANVIL_CUDA_DECODE_SYNC");
+  const std::string restore = caller_sync ? caller_sync : "";
   for (const StackShape& c : shapes) {
-    for (DType dt : {DType::bf16, DType::f16}) {
-      const std::string what = std::string(dtype_name(dt)) + " hidden " + std::to_string(c.hidden) +
-                               " heads " + std::to_string(c.heads) + "/" +
-                               std::to_string(c.kv_heads) + " dim " + std::to_string(c.dim) +
-                               " past " + std::to_string(c.past);
-      const float wscale = 1.0f / std::sqrt(static_cast<float>(c.hidden));
-      const int64_t nq = c.heads * c.dim, nkv = c.kv_heads * c.dim;
-      std::vector<ops::DecoderLayerTensors> fused_layers, composed_layers;
-      for (int64_t l = 0; l < c.layers; ++l) {
-        ops::DecoderLayerTensors L;
-        L.input_norm = random({c.hidden}, 1.0f, dt);
-        L.post_norm = random({c.hidden}, 1.0f, dt);
-        L.q = random({nq, c.hidden}, wscale, dt);
-        L.k = random({nkv, c.hidden}, wscale, dt);
-        L.v = random({nkv, c.hidden}, wscale, dt);
-        L.o = random({c.hidden, nq}, 1.0f / std::sqrt(static_cast<float>(nq)), dt);
-        L.gate = random({c.inter, c.hidden}, wscale, dt);
-        L.up = random({c.inter, c.hidden}, wscale, dt);
-        L.down = random({c.hidden, c.inter}, 1.0f / std::sqrt(static_cast<float>(c.inter)), dt);
-        if (c.biases) {
-          L.q_bias = random({nq}, 0.1f, dt);
-          L.k_bias = random({nkv}, 0.1f, dt);
-          L.v_bias = random({nkv}, 0.1f, dt);
-          L.o_bias = random({c.hidden}, 0.1f, dt);
-          L.gate_bias = random({c.inter}, 0.1f, dt);
-          L.up_bias = random({c.inter}, 0.1f, dt);
-          L.down_bias = random({c.hidden}, 0.1f, dt);
+    for (const char* sync : {"barrier", "flags"}) {
+      for (DType dt : {DType::bf16, DType::f16}) {
+        const std::string what = std::string(sync) + " " + std::string(dtype_name(dt)) +
+                                 " hidden " + std::to_string(c.hidden) + " heads " +
+                                 std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
+                                 " dim " + std::to_string(c.dim) + " past " +
+                                 std::to_string(c.past);
+        const float wscale = 1.0f / std::sqrt(static_cast<float>(c.hidden));
+        const int64_t nq = c.heads * c.dim, nkv = c.kv_heads * c.dim;
+        std::vector<ops::DecoderLayerTensors> fused_layers, composed_layers;
+        for (int64_t l = 0; l < c.layers; ++l) {
+          ops::DecoderLayerTensors L;
+          L.input_norm = random({c.hidden}, 1.0f, dt);
+          L.post_norm = random({c.hidden}, 1.0f, dt);
+          L.q = random({nq, c.hidden}, wscale, dt);
+          L.k = random({nkv, c.hidden}, wscale, dt);
+          L.v = random({nkv, c.hidden}, wscale, dt);
+          L.o = random({c.hidden, nq}, 1.0f / std::sqrt(static_cast<float>(nq)), dt);
+          L.gate = random({c.inter, c.hidden}, wscale, dt);
+          L.up = random({c.inter, c.hidden}, wscale, dt);
+          L.down = random({c.hidden, c.inter}, 1.0f / std::sqrt(static_cast<float>(c.inter)), dt);
+          if (c.biases) {
+            L.q_bias = random({nq}, 0.1f, dt);
+            L.k_bias = random({nkv}, 0.1f, dt);
+            L.v_bias = random({nkv}, 0.1f, dt);
+            L.o_bias = random({c.hidden}, 0.1f, dt);
+            L.gate_bias = random({c.inter}, 0.1f, dt);
+            L.up_bias = random({c.inter}, 0.1f, dt);
+            L.down_bias = random({c.hidden}, 0.1f, dt);
+          }
+          if (c.qk_norm) {
+            L.q_norm = random({c.dim}, 1.0f, dt);
+            L.k_norm = random({c.dim}, 1.0f, dt);
+          }
+          L.k_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f, dt);
+          L.v_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f, dt);
+          ops::DecoderLayerTensors C = L;
+          C.k_cache = clone(L.k_cache);
+          C.v_cache = clone(L.v_cache);
+          fused_layers.push_back(L);
+          composed_layers.push_back(C);
         }
-        if (c.qk_norm) {
-          L.q_norm = random({c.dim}, 1.0f, dt);
-          L.k_norm = random({c.dim}, 1.0f, dt);
+        // Every 5th key masked, and a run of them long enough to cover whole splits.
+        const int64_t width = c.past_on_device ? c.cap : c.past + 1;
+        Tensor mask = Tensor::empty({1, width}, DType::i32);
+        for (int64_t t = 0; t < width; ++t) {
+          const bool masked = t < c.past && (t % 5 == 3 || (t >= 10 && t < 30));
+          mask.data<int32_t>()[t] = t > c.past || masked ? 0 : 1;
         }
-        L.k_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f, dt);
-        L.v_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f, dt);
-        ops::DecoderLayerTensors C = L;
-        C.k_cache = clone(L.k_cache);
-        C.v_cache = clone(L.v_cache);
-        fused_layers.push_back(L);
-        composed_layers.push_back(C);
-      }
-      // Every 5th key masked, and a run of them long enough to cover whole splits.
-      const int64_t width = c.past_on_device ? c.cap : c.past + 1;
-      Tensor mask = Tensor::empty({1, width}, DType::i32);
-      for (int64_t t = 0; t < width; ++t) {
-        const bool masked = t < c.past && (t % 5 == 3 || (t >= 10 && t < 30));
-        mask.data<int32_t>()[t] = t > c.past || masked ? 0 : 1;
-      }
-      const Tensor x = random({1, c.hidden}, 1.0f, dt);
-      const test::DecodeStep step{
-          c.heads,
-          c.kv_heads,
-          c.dim,
-          c.past,
-          1.0f / std::sqrt(static_cast<float>(c.dim)),
-          Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_),
-          test::rope_inv_freq(c.dim).to(device_),
-          mask.to(device_),
-          c.past_on_device ? Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_) : Tensor()};
-      const auto args = [&](const std::vector<ops::DecoderLayerTensors>& layers, const Tensor& xs) {
-        return test::decode_args(xs, layers, step, dt);
-      };
-      Tensor fused_x = clone(x), composed_x = clone(x);
-      // The fused run must really be the one-launch kernel: "require" turns a fallback into an
-      // error.
-      ::setenv("ANVIL_CUDA_DECODE_KERNEL", "require", 1);
-      if (c.splits) ::setenv("ANVIL_CUDA_DECODE_SPLITS", c.splits, 1);
-      if (c.split_keys) ::setenv("ANVIL_CUDA_DECODE_SPLIT_KEYS", c.split_keys, 1);
-      EXPECT_NO_THROW(ops::decode_layers(args(fused_layers, fused_x))) << what;
-      ::unsetenv("ANVIL_CUDA_DECODE_KERNEL");
-      ::unsetenv("ANVIL_CUDA_DECODE_SPLITS");
-      ::unsetenv("ANVIL_CUDA_DECODE_SPLIT_KEYS");
-      ops::composed_decode_layers(args(composed_layers, composed_x));
+        const Tensor x = random({1, c.hidden}, 1.0f, dt);
+        const test::DecodeStep step{c.heads,
+                                    c.kv_heads,
+                                    c.dim,
+                                    c.past,
+                                    1.0f / std::sqrt(static_cast<float>(c.dim)),
+                                    Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_),
+                                    test::rope_inv_freq(c.dim).to(device_),
+                                    mask.to(device_),
+                                    c.past_on_device
+                                        ? Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_)
+                                        : Tensor()};
+        const auto args = [&](const std::vector<ops::DecoderLayerTensors>& layers,
+                              const Tensor& xs) { return test::decode_args(xs, layers, step, dt); };
+        Tensor fused_x = clone(x), composed_x = clone(x);
+        // The fused run must really be the one-launch kernel: "require" turns a fallback into an
+        // error.
+        ::setenv("ANVIL_CUDA_DECODE_KERNEL", "require", 1);
+        ::setenv("ANVIL_CUDA_DECODE_SYNC", sync, 1);
+        if (c.splits) ::setenv("ANVIL_CUDA_DECODE_SPLITS", c.splits, 1);
+        if (c.split_keys) ::setenv("ANVIL_CUDA_DECODE_SPLIT_KEYS", c.split_keys, 1);
+        EXPECT_NO_THROW(ops::decode_layers(args(fused_layers, fused_x))) << what;
+        ::unsetenv("ANVIL_CUDA_DECODE_KERNEL");
+        ::unsetenv("ANVIL_CUDA_DECODE_SPLITS");
+        ::unsetenv("ANVIL_CUDA_DECODE_SPLIT_KEYS");
+        ops::composed_decode_layers(args(composed_layers, composed_x));
 
-      // The two differ by float summation order only, amplified through bf16 roundings.
-      const float scale = std::max(1.0f, max_abs(composed_x));
-      EXPECT_LE(max_abs_diff(fused_x, composed_x), 0.03f * scale) << what;
-      for (int64_t l = 0; l < c.layers; ++l) {
-        const auto& F = fused_layers[static_cast<size_t>(l)];
-        const auto& C = composed_layers[static_cast<size_t>(l)];
-        const float ks = std::max(1.0f, max_abs(C.k_cache));
-        EXPECT_LE(max_abs_diff(F.k_cache, C.k_cache), 0.03f * ks) << what << " layer " << l;
-        EXPECT_LE(max_abs_diff(F.v_cache, C.v_cache), 0.03f * ks) << what << " layer " << l;
+        // The two differ by float summation order only, amplified through bf16 roundings.
+        const float scale = std::max(1.0f, max_abs(composed_x));
+        EXPECT_LE(max_abs_diff(fused_x, composed_x), 0.03f * scale) << what;
+        for (int64_t l = 0; l < c.layers; ++l) {
+          const auto& F = fused_layers[static_cast<size_t>(l)];
+          const auto& C = composed_layers[static_cast<size_t>(l)];
+          const float ks = std::max(1.0f, max_abs(C.k_cache));
+          EXPECT_LE(max_abs_diff(F.k_cache, C.k_cache), 0.03f * ks) << what << " layer " << l;
+          EXPECT_LE(max_abs_diff(F.v_cache, C.v_cache), 0.03f * ks) << what << " layer " << l;
+        }
       }
     }
+  }
+  if (caller_sync) {
+    ::setenv("ANVIL_CUDA_DECODE_SYNC", restore.c_str(), 1);
+  } else {
+    ::unsetenv("ANVIL_CUDA_DECODE_SYNC");
   }
 }
 

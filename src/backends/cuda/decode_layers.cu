@@ -36,6 +36,7 @@
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_types.cuh"
 #include "backends/cuda/launch.cuh"
+#include "backends/cuda/mailbox.cuh"
 #include "core/kernels.h"
 #include "ops/ops.h"
 
@@ -78,9 +79,16 @@ struct Params {
   long long past_host;
   void *x, *q, *k, *v, *attn, *act;
   float* partials;  // [heads][splits][dim + 4]: the accumulators, running max, sum, padding
-  unsigned* sync;   // the grid barrier's 64-bit count
-  unsigned long long* timeline;  // ANVIL_CUDA_DECODE_PROFILE: per layer, phase and block, the
-                                 // time its work ended and the time its barrier released
+  unsigned* sync;   // the grid barrier's 64-bit count (flags mode: one arrival per launch)
+  // Flags mode (ANVIL_CUDA_DECODE_SYNC=flags): each phase's outputs also go out as words that
+  // carry their flag (mailbox.cuh) and the next phase polls them instead of a grid barrier.
+  // Residual x and intermediate act: two values per word; q|k|v rows the same; the attention
+  // output (one split) too; partials one float per word, (dim + 2) per (head, split).
+  bool by_flags;
+  unsigned poll_ns;  // flags mode: a poller's sleep between passes (ANVIL_CUDA_DECODE_POLL_NS)
+  MailWord *mail_x, *mail_act, *mail_qkv, *mail_attn, *mail_part;
+  unsigned long long* timeline;  // ANVIL_CUDA_DECODE_PROFILE: per layer, phase and block,
+                                 // kStamps times (Stamp)
   int slot_bytes, slots, xs_bytes, norm_bytes, piece_bytes;
   int split_keys;  // keys per attention split to aim for
   int chunk_rows[kPhases];
@@ -100,7 +108,8 @@ struct Shared {
   uint64_t* empty;  // per slot: the consumers are done with it
   float* red;       // [2 buffers][2 sums][kMaxChunkRows]: a chunk's per-unit sums
   float* reduce;
-  int* slices;  // [kPhases][2]: this block's rows of each phase
+  int* slices;          // [kPhases][2]: this block's rows of each phase
+  unsigned* flag_base;  // flags mode: this launch's first flag
   float *scores, *qs, *kn, *vn, *rq, *rk, *cs, *sn;
   void* xs;
   void* norm;  // the next norm's weight, copied in ahead of its use
@@ -114,6 +123,7 @@ __device__ Shared carve(const Params& p, char* smem) {
   s.red = reinterpret_cast<float*>(smem + kBarBytes);
   s.reduce = s.red + 4 * kMaxChunkRows;
   s.slices = reinterpret_cast<int*>(s.reduce + kWarps);
+  s.flag_base = reinterpret_cast<unsigned*>(s.slices + 2 * kPhases);
   float* at = reinterpret_cast<float*>(smem + kBarBytes + kRedBytes);
   s.scores = at;
   s.qs = at + kAttnScratch;
@@ -224,13 +234,38 @@ __device__ __forceinline__ int phase_k(const Params& p, int phase) {
   }
 }
 
-// This block's rows of each phase: an even share, the same in every layer (computed once).
+// This block's rows of each phase: an even share in pairs of rows (flags mode sends two values
+// per word), the same in every layer (computed once).
 __device__ void compute_slices(const Params& p, int* slices) {
   if (threadIdx.x < kPhases) {
-    const long long rows = phase_rows(p, static_cast<int>(threadIdx.x));
-    slices[2 * threadIdx.x] = static_cast<int>(rows * blockIdx.x / gridDim.x);
-    slices[2 * threadIdx.x + 1] = static_cast<int>(rows * (blockIdx.x + 1) / gridDim.x);
+    const long long pairs = phase_rows(p, static_cast<int>(threadIdx.x)) / 2;
+    slices[2 * threadIdx.x] = static_cast<int>(2 * (pairs * blockIdx.x / gridDim.x));
+    slices[2 * threadIdx.x + 1] = static_cast<int>(2 * (pairs * (blockIdx.x + 1) / gridDim.x));
   }
+}
+
+// Flags mode: this launch's first flag, from one arrival per block on the barrier's count
+// (which every launch of this grid advances by a multiple of the grid size, so the quotient
+// numbers the launch). Never 0 (fresh mailboxes are zeroed); a layer's phases add 5 x layer +
+// phase, below 1024 for up to 128 layers.
+__device__ unsigned launch_flag_base(const Params& p) {
+  unsigned long long before;
+  asm volatile("atom.add.relaxed.gpu.global.u64 %0, [%1], 1;"
+               : "=l"(before)
+               : "l"(p.sync)
+               : "memory");
+  const unsigned long long launch = before / gridDim.x;
+  return static_cast<unsigned>(launch % 0x3fffffULL + 1) << 10;
+}
+
+// Two values rounded to T in one 32-bit word, the first in the low half.
+template <class T>
+__device__ __forceinline__ unsigned pack_pair(float a, float b) {
+  const T lo = from_float<T>(a), hi = from_float<T>(b);
+  unsigned short l, h;
+  memcpy(&l, &lo, 2);
+  memcpy(&h, &hi, 2);
+  return l | (static_cast<unsigned>(h) << 16);
 }
 
 struct Cursor {
@@ -303,10 +338,17 @@ __device__ void issue_chunk(const Params& p, const Chunk& ch, char* dst, uint64_
   copy(dst, static_cast<const T*>(ch.phase == kOut ? L.wo : L.wd) + at, bytes);
 }
 
+// The profile's numbers per layer, phase and block (thread 0's clock): its work done, its
+// barrier released, its time waiting for weights, its input staged, its first chunk's weights
+// there, its last chunk's products summed.
+enum Stamp : int { kDone, kReleased, kWaited, kStaged, kFirstReady, kLastSummed, kStamps };
+
 struct Pipeline {
-  Cursor consumer;
-  int consumed = 0;
-  unsigned long long waited = 0;  // profile: thread 0's time in chunk waits this phase
+  int consumed = 0;     // chunks consumed so far
+  int slot = 0;         // the next chunk's slot (consumed % slots)
+  unsigned parity = 0;  // the phase parity of that slot's mbarrier (consumed / slots, odd or even)
+  // Profile, thread 0's: time in chunk waits, and the sub-phase times of the current phase.
+  unsigned long long waited = 0, staged = 0, first_ready = 0, last_summed = 0;
 };
 
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -333,43 +375,66 @@ __device__ void produce(const Params& p, const Shared& sh) {
   }
 }
 
-// Consumes the block's chunks of (layer, phase): each row's product with the staged vector,
-// split across warps when a chunk has fewer rows than warps; then op(row, gate-or-only sum, up
-// sum) by the thread that owns the row (thread i of the block owns row i of each of its slices,
-// and holds that row's biases and residual in registers). One block barrier per chunk: the
-// per-unit sums alternate between two buffers.
+// How a chunk of `rows` rows is shared out among the computing warps: as units of (row, part of
+// the row's k), `parts` units per row where the chunk has fewer rows than warps. Divisions by
+// parts go through a multiplier worked out once per chunk (exact for divisors up to 64 and
+// dividends below 2^17, checked exhaustively; unfit_reason keeps k / 8 x kWarps below that):
+// integer divisions per unit had cost a warp ~100 instructions a chunk, as many as a gate/up
+// chunk's products.
+struct UnitSplit {
+  int parts;
+  unsigned magic;
+  __device__ explicit UnitSplit(int rows)
+      : parts(rows >= kWarps ? 1 : kWarps / rows), magic(parts > 1 ? 0xffffffffu / parts + 1 : 0) {}
+  __device__ __forceinline__ int div(int x) const {
+    return parts == 1 ? x : static_cast<int>(__umulhi(static_cast<unsigned>(x), magic));
+  }
+};
+
+// Consumes the block's chunks of a phase (its slice's rows, chunk_rows at a time, in the order
+// the producer streams them): each row's product with the staged vector, split across warps
+// when a chunk has fewer rows than warps; then op(row, gate-or-only sum, up sum) by the thread
+// that owns the row (thread i of the block owns row i of each of its slices, and holds that
+// row's biases and residual in registers). One block barrier per chunk: the per-unit sums
+// alternate between two buffers. With a mailbox (flags mode), op's results (the rows' values
+// as rounded to T) are gathered in shared memory and sent as pairs, flagged `flag`, after the
+// last chunk.
 template <class T, class RowOp>
-__device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, int layer, int phase,
-                              const RowOp& op) {
+__device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, int phase,
+                              const RowOp& op, MailWord* mail, unsigned flag) {
+  float* outbox = sh.scores;  // free outside the attention phase
   const int vecs = phase_k(p, phase) / 8;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const uint4* xs = static_cast<const uint4*>(sh.xs);
-  for (;;) {
-    Cursor peek = pl.consumer;
-    Chunk ch;
-    if (!next_chunk(p, sh.slices, peek, ch) || ch.layer != layer || ch.phase != phase) break;
-    pl.consumer = peek;
-    const int idx = static_cast<int>(threadIdx.x) - (ch.row - sh.slices[2 * phase]);
-    const bool row_thread = idx >= 0 && idx < ch.rows;
-    const int slot = pl.consumed % p.slots;
+  const int begin = sh.slices[2 * phase], end = sh.slices[2 * phase + 1];
+  const int step = p.chunk_rows[phase];
+  for (int row0 = begin; row0 < end; row0 += step) {
+    const int rows = min(step, end - row0);
+    const int idx = static_cast<int>(threadIdx.x) - (row0 - begin);
+    const bool row_thread = idx >= 0 && idx < rows;
+    const int slot = pl.slot;
     float* red = sh.red + (pl.consumed & 1) * 2 * kMaxChunkRows;
     const unsigned long long t0 = p.timeline && threadIdx.x == 0 ? global_ns() : 0;
-    mbarrier_wait(&sh.bars[slot], static_cast<unsigned>(pl.consumed / p.slots) & 1u);
-    if (t0) pl.waited += global_ns() - t0;
+    mbarrier_wait(&sh.bars[slot], pl.parity);
+    if (t0) {
+      const unsigned long long t1 = global_ns();
+      pl.waited += t1 - t0;
+      if (!pl.first_ready) pl.first_ready = t1;
+    }
     const uint4* w =
         reinterpret_cast<const uint4*>(sh.ring + static_cast<long long>(slot) * p.slot_bytes);
-    const int parts = max(1, kWarps / ch.rows);
-    const int units = ch.rows * parts;
+    const UnitSplit split(rows);
+    const int units = rows * split.parts;
     for (int u = warp; u < units; u += kWarps) {
-      const int r = u / parts, part = u % parts;
-      const int cb = vecs * part / parts, ce = vecs * (part + 1) / parts;
+      const int r = split.div(u), part = u - r * split.parts;
+      const int cb = split.div(vecs * part), ce = split.div(vecs * (part + 1));
       const uint4* w0 = w + static_cast<long long>(r) * vecs;
       // Two (gate/up) or four vectors per lane and step, each with its own accumulator: the
       // loads of a step are in flight together and the FMA chains are short.
       float a0 = 0.0f, a1 = 0.0f;
       int c = cb + lane;
       if (phase == kGateUp) {
-        const uint4* w1 = w + static_cast<long long>(ch.rows + r) * vecs;
+        const uint4* w1 = w + static_cast<long long>(rows + r) * vecs;
         float b0 = 0.0f, b1 = 0.0f;
         for (; c + 32 < ce; c += 64) {
           const uint4 x0 = xs[c], x1 = xs[c + 32];
@@ -406,15 +471,28 @@ __device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, i
       }
     }
     consumers_sync();  // the sums are in, and the slot is read
+    if (t0) pl.last_summed = global_ns();
     if (threadIdx.x == 0) mbarrier_arrive(&sh.empty[slot]);
     ++pl.consumed;
+    if (++pl.slot == p.slots) {
+      pl.slot = 0;
+      pl.parity ^= 1u;
+    }
     if (row_thread) {
       float s0 = 0.0f, s1 = 0.0f;
-      for (int q = 0; q < parts; ++q) {
-        s0 += red[idx * parts + q];
-        s1 += red[kMaxChunkRows + idx * parts + q];
+      for (int q = 0; q < split.parts; ++q) {
+        s0 += red[idx * split.parts + q];
+        s1 += red[kMaxChunkRows + idx * split.parts + q];
       }
-      op(ch.row + idx, s0, s1);
+      const float value = op(row0 + idx, s0, s1);
+      if (mail) outbox[row0 + idx - begin] = value;
+    }
+  }
+  if (mail) {
+    consumers_sync();
+    const int pairs = (end - begin) / 2;
+    for (int j = threadIdx.x; j < pairs; j += kThreads) {
+      mail_put(mail + begin / 2 + j, flag, pack_pair<T>(outbox[2 * j], outbox[2 * j + 1]));
     }
   }
 }
@@ -432,17 +510,26 @@ __device__ void copy_norm(const Shared& sh, const void* weight, int n) {
   async_copy_commit();
 }
 
-// xs = rms_norm(x) * weight over n values, rounded as the separate norm kernel rounds.
+// xs = rms_norm(x) * weight over n values, rounded as the separate norm kernel rounds; x from
+// the mailbox once flagged `flag` when one is given.
 template <class T>
-__device__ void stage_normed(const Params& p, const Shared& sh, const T* x, int n) {
+__device__ void stage_normed(const Params& p, const Shared& sh, const T* x, int n,
+                             const MailWord* mail, unsigned flag) {
   const int vecs = n / 8;
   uint4* xs = static_cast<uint4*>(sh.xs);
   uint4 raw[4];
+  if (mail) {
+    mail_take_vectors<4>(mail, static_cast<int>(threadIdx.x), kThreads, vecs, flag, p.poll_ns, raw);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+      raw[i] = c < vecs ? __ldcg(reinterpret_cast<const uint4*>(x) + c) : make_uint4(0, 0, 0, 0);
+    }
+  }
   float ss = 0.0f;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
-    raw[i] = c < vecs ? __ldcg(reinterpret_cast<const uint4*>(x) + c) : make_uint4(0, 0, 0, 0);
     float f[8];
     widen8<T>(raw[i], f);
 #pragma unroll
@@ -467,11 +554,26 @@ __device__ void stage_normed(const Params& p, const Shared& sh, const T* x, int 
   consumers_sync();
 }
 
+// xs = src over n values; from the mailbox once flagged `flag` when one is given.
 template <class T>
-__device__ void stage_plain(const Shared& sh, const T* src, int n) {
+__device__ void stage_plain(const Params& p, const Shared& sh, const T* src, int n,
+                            const MailWord* mail, unsigned flag) {
   uint4* xs = static_cast<uint4*>(sh.xs);
-  for (int c = threadIdx.x; c < n / 8; c += kThreads) {
-    xs[c] = __ldcg(reinterpret_cast<const uint4*>(src) + c);
+  const int vecs = n / 8;
+  if (mail) {
+    constexpr int kPass = 4;
+    for (int c0 = threadIdx.x; c0 < vecs; c0 += kPass * kThreads) {
+      uint4 v[kPass];
+      mail_take_vectors<kPass>(mail, c0, kThreads, vecs, flag, p.poll_ns, v);
+#pragma unroll
+      for (int i = 0; i < kPass; ++i) {
+        if (c0 + i * kThreads < vecs) xs[c0 + i * kThreads] = v[i];
+      }
+    }
+  } else {
+    for (int c = threadIdx.x; c < vecs; c += kThreads) {
+      xs[c] = __ldcg(reinterpret_cast<const uint4*>(src) + c);
+    }
   }
   consumers_sync();
 }
@@ -516,10 +618,12 @@ constexpr int kKeysPerThread = 2;
 
 // One (q head, key split) item: rope_store's work for the head (as the fused decode attention
 // kernel does it), an online softmax over the split's keys in rounds of kKeysPerThread keys
-// per thread, the partial result to global memory (stage_attention combines them).
-template <class T>
+// per thread, the partial result to global memory (stage_attention combines them). Flags mode:
+// q/k/v come from their mailbox flagged lf (the layer's first flag), the result goes out
+// flagged lf + 1.
+template <class T, bool kFlags>
 __device__ void attention_item(const Params& p, const LayerPointers& L, int h, int split,
-                               int splits, long long past, const Shared& sh) {
+                               int splits, long long past, const Shared& sh, unsigned lf) {
   const int dim = p.dim, half = dim / 2, kh = h / p.group;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const T* kc = static_cast<const T*>(L.k_cache) + static_cast<long long>(kh) * p.cap * dim;
@@ -555,15 +659,35 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
   T* vc_new = static_cast<T*>(L.v_cache) + (static_cast<long long>(kh) * p.cap + past) * dim;
   // Warps 0 and 1 normalise the q head and the new key, warp 2 takes the new value, the rest
   // compute RoPE's angles: every load of the prologue is in flight at once.
+  // Flags mode: the head's q (or its kv head's k, v) as dim / 2 words, up to two per lane.
+  const auto take_head = [&](long long row, unsigned(&words)[2]) {
+    mail_take<2>(p.mail_qkv + row / 2, lane, 32, dim / 2, lf, p.poll_ns, words);
+  };
+  const long long nq = static_cast<long long>(p.heads) * dim, nk = p.kv_heads * dim;
   if (warp < 2) {
     const T* src = warp == 0 ? qrow : krow;
     const T* norm = static_cast<const T*>(warp == 0 ? L.q_norm : L.k_norm);
     float* vals = warp == 0 ? sh.rq : sh.rk;
     float ss = 0.0f;
-    for (int i = lane; i < dim; i += 32) {
-      const float x = to_float(load_cg(src + i));
-      vals[i] = x;
-      ss += x * x;
+    if constexpr (kFlags) {
+      unsigned words[2];
+      take_head(warp == 0 ? h * dim : nq + kh * dim, words);
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int w = lane + 32 * i;
+        if (w >= dim / 2) break;
+        const float a = low_half(words[i], T{}), b = high_half(words[i], T{});
+        vals[2 * w] = a;
+        vals[2 * w + 1] = b;
+        ss += a * a + b * b;
+      }
+      __syncwarp();  // the norm below reads other lanes' values
+    } else {
+      for (int i = lane; i < dim; i += 32) {
+        const float x = to_float(load_cg(src + i));
+        vals[i] = x;
+        ss += x * x;
+      }
     }
     if (norm) {
       const float rs = rsqrtf(warp_sum(ss) / static_cast<float>(dim) + p.eps);
@@ -573,10 +697,23 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
       }
     }
   } else if (warp == 2) {
-    for (int d = lane; d < dim; d += 32) {
-      const T vt = load_cg(vrow + d);
-      sh.vn[d] = to_float(vt);
-      if (writes_cache) vc_new[d] = vt;
+    if constexpr (kFlags) {
+      unsigned words[2];
+      take_head(nq + nk + kh * dim, words);
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int w = lane + 32 * i;
+        if (w >= dim / 2) break;
+        sh.vn[2 * w] = low_half(words[i], T{});
+        sh.vn[2 * w + 1] = high_half(words[i], T{});
+        if (writes_cache) reinterpret_cast<unsigned*>(vc_new)[w] = words[i];
+      }
+    } else {
+      for (int d = lane; d < dim; d += 32) {
+        const T vt = load_cg(vrow + d);
+        sh.vn[d] = to_float(vt);
+        if (writes_cache) vc_new[d] = vt;
+      }
     }
   } else {
     const float pos = static_cast<float>(p.positions[0]);
@@ -670,35 +807,87 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     for (int d = tid; d < dim; d += kThreads) {
       float s = 0.0f;
       for (int w = 0; w < kWarps; ++w) s += part[w * dim + d];
-      attn[d] = from_float<T>(l_run > 0.0f ? s / l_run : 0.0f);
+      const T value = from_float<T>(l_run > 0.0f ? s / l_run : 0.0f);
+      attn[d] = value;
+      if constexpr (kFlags) sh.rq[d] = to_float(value);
     }
-    consumers_sync();  // shared memory is reused by the next item
+    consumers_sync();        // shared memory is reused by the next item
+    if constexpr (kFlags) {  // the head's output in pairs
+      for (int j = tid; j < dim / 2; j += kThreads) {
+        mail_put(p.mail_attn + (static_cast<long long>(h) * dim) / 2 + j, lf + 1,
+                 pack_pair<T>(sh.rq[2 * j], sh.rq[2 * j + 1]));
+      }
+      consumers_sync();
+    }
     return;
   }
   float* out = p.partials + (static_cast<long long>(h) * splits + split) * partial_floats(dim);
+  MailWord* mail = p.mail_part + (static_cast<long long>(h) * splits + split) * (dim + 2);
   for (int d = tid; d < dim; d += kThreads) {
     float s = 0.0f;
     for (int w = 0; w < kWarps; ++w) s += part[w * dim + d];
     out[d] = s;
+    if constexpr (kFlags) mail_put(mail + d, lf + 1, __float_as_uint(s));
   }
   if (tid == 0) {
     out[dim] = m_run;
     out[dim + 1] = l_run;
+    if constexpr (kFlags) {
+      mail_put(mail + dim, lf + 1, __float_as_uint(m_run));
+      mail_put(mail + dim + 1, lf + 1, __float_as_uint(l_run));
+    }
   }
   consumers_sync();  // shared memory is reused by the next item
 }
 
-// The attention output o_proj multiplies, into xs: each head's split partials combined
-// (weights exp(max_s - max), a split without keys weighs 0, a query that sees no key gets
-// zeros) and rounded to T. Every block combines for itself; the head's last split had combined
-// them inside the attention phase, after a fence, an arrival count and two more dependent L2
-// round trips (its item took ~6 us where the others took ~3). The loads of kBatch splits are
-// issued together, so up to kBatch splits cost one L2 round trip (a loop that loaded a split's
-// max only once its sum showed it had keys cost two per split: +4-6 us per layer); batches
-// after the first rescale what came before, as the online softmax does.
-template <class T>
-__device__ void stage_attention(const Params& p, const Shared& sh, int splits) {
-  constexpr int kBatch = 4;
+// Flags mode: splits s0 .. s0 + N of head h (those below `splits`; zeros for the rest), as
+// stage_attention reads them: the running max and sum (x, y of stats), dimensions d0 .. d0 + 8
+// (lo, hi), once all ten words of each carry `flag`.
+template <int N>
+__device__ __forceinline__ void take_partials(const Params& p, int h, int d0, int s0, int splits,
+                                              unsigned flag, float4 (&stats)[N], float4 (&lo)[N],
+                                              float4 (&hi)[N]) {
+  MailWord w[N][10] = {};
+  const auto load = [&](int i) {
+    const MailWord* at = p.mail_part + (static_cast<long long>(h) * splits + s0 + i) * (p.dim + 2);
+    mail_load2(at + p.dim, w[i][0], w[i][1]);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) mail_load2(at + d0 + 2 * j, w[i][2 + 2 * j], w[i][3 + 2 * j]);
+  };
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    if (s0 + i < splits) load(i);
+  }
+  const auto has = [&](int i) {
+    bool all = s0 + i < splits;
+#pragma unroll
+    for (int j = 0; j < 10; ++j) all = all && mail_has(w[i][j], flag);
+    return all || s0 + i >= splits;
+  };
+  for (;;) {
+    bool ready = true;
+#pragma unroll
+    for (int i = 0; i < N; ++i) ready = ready && has(i);
+    if (ready) break;
+    mail_backoff(p.poll_ns);
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if (!has(i)) load(i);
+    }
+  }
+  const auto f = [](MailWord x) { return __uint_as_float(static_cast<unsigned>(x)); };
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    stats[i] = make_float4(f(w[i][0]), f(w[i][1]), 0.0f, 0.0f);
+    lo[i] = make_float4(f(w[i][2]), f(w[i][3]), f(w[i][4]), f(w[i][5]));
+    hi[i] = make_float4(f(w[i][6]), f(w[i][7]), f(w[i][8]), f(w[i][9]));
+  }
+}
+
+// Flags mode (kFlags): the partials from their mailbox, flagged `flag`, two splits at a time
+// (the words of four did not fit the registers beside the rest of the kernel).
+template <class T, int kBatch, bool kFlags>
+__device__ void combine_partials(const Params& p, const Shared& sh, int splits, unsigned flag) {
   uint4* xs = static_cast<uint4*>(sh.xs);
   const int vecs = p.heads * p.dim / 8, stride = partial_floats(p.dim);
   for (int c = threadIdx.x; c < vecs; c += kThreads) {
@@ -707,14 +896,18 @@ __device__ void stage_attention(const Params& p, const Shared& sh, int splits) {
     float m = -FLT_MAX, l = 0.0f, a[8] = {};
     for (int s0 = 0; s0 < splits; s0 += kBatch) {
       float4 stats[kBatch], lo[kBatch], hi[kBatch];
+      if constexpr (kFlags) {
+        take_partials<kBatch>(p, h, d0, s0, splits, flag, stats, lo, hi);
+      } else {
 #pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        const float4 none = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        const float* part = base + static_cast<long long>(s0 + i) * stride;
-        const bool in = s0 + i < splits;
-        stats[i] = in ? __ldcg(reinterpret_cast<const float4*>(part + p.dim)) : none;
-        lo[i] = in ? __ldcg(reinterpret_cast<const float4*>(part + d0)) : none;
-        hi[i] = in ? __ldcg(reinterpret_cast<const float4*>(part + d0 + 4)) : none;
+        for (int i = 0; i < kBatch; ++i) {
+          const float4 none = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          const float* part = base + static_cast<long long>(s0 + i) * stride;
+          const bool in = s0 + i < splits;
+          stats[i] = in ? __ldcg(reinterpret_cast<const float4*>(part + p.dim)) : none;
+          lo[i] = in ? __ldcg(reinterpret_cast<const float4*>(part + d0)) : none;
+          hi[i] = in ? __ldcg(reinterpret_cast<const float4*>(part + d0 + 4)) : none;
+        }
       }
       float mb = m;
 #pragma unroll
@@ -742,6 +935,15 @@ __device__ void stage_attention(const Params& p, const Shared& sh, int splits) {
     xs[c] = packed;
   }
   consumers_sync();
+}
+
+template <class T, bool kFlags>
+__device__ void stage_attention(const Params& p, const Shared& sh, int splits, unsigned flag) {
+  if constexpr (kFlags) {
+    combine_partials<T, 2, true>(p, sh, splits, flag);
+  } else {
+    combine_partials<T, 4, false>(p, sh, splits, flag);
+  }
 }
 
 // ---- The kernel ------------------------------------------------------------------------
@@ -780,21 +982,33 @@ __device__ void load_row_biases(const Params& p, const Shared& sh, const LayerPo
   }
 }
 
+__device__ __forceinline__ void mark_staged(const Params& p, Pipeline& pl) {
+  if (p.timeline && threadIdx.x == 0) pl.staged = global_ns();
+}
+
 // The grid barrier ending a phase, with the profile's three numbers when one is kept.
 __device__ __forceinline__ void end_phase(const Params& p, Pipeline& pl, int layer, int phase,
                                           bool barrier) {
   unsigned long long* at = nullptr;
   if (p.timeline && threadIdx.x == 0) {
-    at = p.timeline + ((static_cast<long long>(layer) * 5 + phase) * 3) * gridDim.x + blockIdx.x;
-    at[0] = global_ns();
-    at[2 * gridDim.x] = pl.waited;
-    pl.waited = 0;
+    at =
+        p.timeline + (static_cast<long long>(layer) * 5 + phase) * kStamps * gridDim.x + blockIdx.x;
+    const unsigned long long now = global_ns();
+    at[kDone * gridDim.x] = now;
+    at[kWaited * gridDim.x] = pl.waited;
+    // A phase without staging or chunks (attention) counts as all work after its release.
+    at[kStaged * gridDim.x] = pl.staged ? pl.staged : now;
+    at[kFirstReady * gridDim.x] = pl.first_ready ? pl.first_ready : now;
+    at[kLastSummed * gridDim.x] = pl.last_summed ? pl.last_summed : now;
+    pl.waited = pl.staged = pl.first_ready = pl.last_summed = 0;
   }
   if (barrier) grid_barrier(reinterpret_cast<unsigned long long*>(p.sync), gridDim.x, kThreads);
-  if (at) at[gridDim.x] = global_ns();
+  if (at) at[kReleased * gridDim.x] = global_ns();
 }
 
-template <class T>
+// kFlags: phases hand over through the mailboxes (flags mode) instead of grid barriers; a
+// kernel of its own, so that each mode gets its own register allocation.
+template <class T, bool kFlags>
 __global__ void __launch_bounds__(kBlockThreads, 1)
     decode_layers_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(128) char smem[];
@@ -807,6 +1021,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
       mbarrier_init(&sh.empty[s]);
     }
     mbarrier_init_fence();
+    if (kFlags) *sh.flag_base = launch_flag_base(p);
   }
   __syncthreads();
   if (threadIdx.x >= kThreads) {
@@ -823,50 +1038,79 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   }
   load_row_biases<T>(p, sh, p.layer[0], st);
   copy_norm(sh, p.layer[0].input_norm, p.hidden);
+  // Each row's epilogue; it returns the row's value as stored (what flags mode sends).
   const auto qkv_row = [&](int row, float s, float) {
     T* out = static_cast<T*>(row < nq ? p.q : (row < nq + nk ? p.k : p.v));
-    out[row < nq ? row : (row < nq + nk ? row - nq : row - nq - nk)] = from_float<T>(s + st.b_qkv);
+    const T value = from_float<T>(s + st.b_qkv);
+    out[row < nq ? row : (row < nq + nk ? row - nq : row - nq - nk)] = value;
+    return to_float(value);
   };
   const auto add_residual = [&](int row, float s, float bias) {
     const T sum = from_float<T>(st.resid + to_float(from_float<T>(s + bias)));
     st.resid = to_float(sum);
     x[row] = sum;
+    return st.resid;
   };
-  const auto o_row = [&](int row, float s, float) { add_residual(row, s, st.b_o); };
-  const auto down_row = [&](int row, float s, float) { add_residual(row, s, st.b_down); };
+  const auto o_row = [&](int row, float s, float) { return add_residual(row, s, st.b_o); };
+  const auto down_row = [&](int row, float s, float) { return add_residual(row, s, st.b_down); };
   const auto swiglu_row = [&](int row, float g, float u) {
     const float gv = to_float(from_float<T>(g + st.b_gate));
     const float uv = to_float(from_float<T>(u + st.b_up));
-    static_cast<T*>(p.act)[row] = from_float<T>(gv / (1.0f + __expf(-gv)) * uv);
+    const T value = from_float<T>(gv / (1.0f + __expf(-gv)) * uv);
+    static_cast<T*>(p.act)[row] = value;
+    return to_float(value);
   };
+  constexpr bool mail = kFlags;
+  const unsigned base = mail ? *sh.flag_base : 0u;
+  // A block with no rows in a phase stages nothing for it: in flags mode nothing waits for
+  // its reads, so a word it would read may already carry a later phase's flag.
+  const auto has_rows = [&](int phase) { return sh.slices[2 * phase + 1] > sh.slices[2 * phase]; };
   for (int l = 0; l < p.layers; ++l) {
     const LayerPointers& L = p.layer[l];
+    const unsigned lf = base + 5u * static_cast<unsigned>(l);  // flags mode: lf + phase
     prefetch_kv<T>(p, L, past, splits);
-    stage_normed<T>(p, sh, x, p.hidden);
-    consume_phase<T>(p, pl, sh, l, kQkv, qkv_row);
-    end_phase(p, pl, l, 0, true);
-    for (int it = blockIdx.x; it < p.heads * splits; it += gridDim.x) {
-      attention_item<T>(p, L, it / splits, it % splits, splits, past, sh);
-    }
-    end_phase(p, pl, l, 1, true);
-    if (splits == 1) {
-      stage_plain<T>(sh, static_cast<const T*>(p.attn), p.heads * p.dim);
+    // The first layer's input is the previous kernel's x; later ones the last down's words.
+    if (has_rows(kQkv)) {
+      stage_normed<T>(p, sh, x, p.hidden, mail && l > 0 ? p.mail_x : nullptr, lf - 1);
     } else {
-      stage_attention<T>(p, sh, splits);
+      async_copy_wait();  // the norm's copy: the next one goes to the same place
     }
-    consume_phase<T>(p, pl, sh, l, kOut, o_row);
+    mark_staged(p, pl);
+    consume_phase<T>(p, pl, sh, kQkv, qkv_row, mail ? p.mail_qkv : nullptr, lf);
+    end_phase(p, pl, l, 0, !mail);
+    for (int it = blockIdx.x; it < p.heads * splits; it += gridDim.x) {
+      attention_item<T, kFlags>(p, L, it / splits, it % splits, splits, past, sh, lf);
+    }
+    end_phase(p, pl, l, 1, !mail);
+    if (has_rows(kOut) && splits == 1) {
+      stage_plain<T>(p, sh, static_cast<const T*>(p.attn), p.heads * p.dim,
+                     mail ? p.mail_attn : nullptr, lf + 1);
+    } else if (has_rows(kOut)) {
+      stage_attention<T, kFlags>(p, sh, splits, lf + 1);
+    }
+    mark_staged(p, pl);
+    consume_phase<T>(p, pl, sh, kOut, o_row, mail ? p.mail_x : nullptr, lf + 2);
     copy_norm(sh, L.post_norm, p.hidden);
-    end_phase(p, pl, l, 2, true);
-    stage_normed<T>(p, sh, x, p.hidden);
-    consume_phase<T>(p, pl, sh, l, kGateUp, swiglu_row);
-    end_phase(p, pl, l, 3, true);
-    stage_plain<T>(sh, static_cast<const T*>(p.act), p.inter);
-    consume_phase<T>(p, pl, sh, l, kDown, down_row);
+    end_phase(p, pl, l, 2, !mail);
+    if (has_rows(kGateUp)) {
+      stage_normed<T>(p, sh, x, p.hidden, mail ? p.mail_x : nullptr, lf + 2);
+    } else {
+      async_copy_wait();
+    }
+    mark_staged(p, pl);
+    consume_phase<T>(p, pl, sh, kGateUp, swiglu_row, mail ? p.mail_act : nullptr, lf + 3);
+    end_phase(p, pl, l, 3, !mail);
+    if (has_rows(kDown)) {
+      stage_plain<T>(p, sh, static_cast<const T*>(p.act), p.inter, mail ? p.mail_act : nullptr,
+                     lf + 3);
+    }
+    mark_staged(p, pl);
+    consume_phase<T>(p, pl, sh, kDown, down_row, mail ? p.mail_x : nullptr, lf + 4);
     if (l + 1 < p.layers) {
       copy_norm(sh, p.layer[l + 1].input_norm, p.hidden);
       load_row_biases<T>(p, sh, p.layer[l + 1], st);
     }
-    end_phase(p, pl, l, 4, l + 1 < p.layers);
+    end_phase(p, pl, l, 4, !mail && l + 1 < p.layers);
   }
 }
 
@@ -901,10 +1145,14 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   const int64_t hidden = a.x.size(1), inter = a.gate.size(1);
   if (hidden % 8 != 0 || inter % 8 != 0) return "hidden and intermediate sizes must be x8";
   if (hidden > 8 * kThreads * 4) return "hidden size above 15360";
-  // A thread per row of a block's slice of each phase.
+  // UnitSplit's exact range: k / 8 x kWarps below 2^17 for every phase's k.
+  if (std::max({hidden, inter, nh * hd}) / 8 * kWarps >= (1 << 17))
+    return "rows longer than 69,904 values";
+  // A thread per row of a block's slice of each phase (slices are in pairs of rows).
   const int64_t blocks = context(a.x.device()).sm_count;
   const int64_t widest = std::max({(nh + 2 * nkv) * hd, hidden, inter});
-  if ((widest + blocks - 1) / blocks > kThreads) return "more rows per block than threads";
+  if (2 * ((widest / 2 + blocks - 1) / blocks) > kThreads)
+    return "more rows per block than threads";
   if (!a.positions.defined() || a.positions.numel() != 1) return "one position";
   const auto aligned = [](const Tensor& x) {
     return !x.defined() || reinterpret_cast<uintptr_t>(x.raw()) % 16 == 0;
@@ -943,6 +1191,7 @@ struct DeviceState {
   std::shared_ptr<Buffer> sync;  // zeroed once; the barrier count only grows
   std::shared_ptr<Buffer> timeline;
   std::vector<std::shared_ptr<Buffer>> partials;  // outgrown ones kept: graphs may use them
+  std::vector<std::shared_ptr<Buffer>> mail;      // flags mode's mailboxes, zeroed; the same
   int smem_optin = 0, major = 0;
   bool cooperative = false;
   std::map<const void*, size_t> smem_set;  // per kernel (bf16, f16): its shared-memory limit
@@ -972,25 +1221,36 @@ int env_int(const char* name, int fallback) {
 }
 
 // ANVIL_CUDA_DECODE_PROFILE=1: after an eager launch, where a layer's time goes, from each
-// block's two times per phase (its work done, its barrier released), layers after the first.
+// block's stamps per phase (Stamp), layers after the first. A phase's work splits into staging
+// its input (from its release), waiting for its first chunk's weights, the chunks' products
+// (first chunk there to last chunk summed, the later chunks' waits included) and the tail (row
+// epilogues, copies started for the next phase); the barrier is the last block's arrival to
+// the first block's release.
 void print_profile(const unsigned long long* t, int layers, int blocks) {
   static const char* names[5] = {"norm + q/k/v", "attention", "o_proj", "norm + gate/up", "down"};
   const auto at = [&](int l, int f, int which, int b) {
-    return static_cast<double>(t[((static_cast<long long>(l) * 5 + f) * 3 + which) * blocks + b]);
+    return static_cast<double>(
+        t[((static_cast<long long>(l) * 5 + f) * kStamps + which) * blocks + b]);
   };
+  constexpr int kParts = 4;  // staging, first wait, products, tail
   double work_max[5] = {}, work_mean[5] = {}, barrier[5] = {}, waited[5] = {};
+  double part_mean[5][kParts] = {};
   int counted = 0;
   for (int l = 1; l < layers; ++l, ++counted) {
     for (int f = 0; f < 5; ++f) {
       const int pl = f == 0 ? l - 1 : l, pf = f == 0 ? 4 : f - 1;
       double wmax = 0, wsum = 0, done_max = 0, released_min = 1e300;
       for (int b = 0; b < blocks; ++b) {
-        const double w = at(l, f, 0, b) - at(pl, pf, 1, b);
+        const double start = at(pl, pf, kReleased, b);
+        const double w = at(l, f, kDone, b) - start;
         wmax = std::max(wmax, w);
         wsum += w;
-        waited[f] += at(l, f, 2, b) / blocks;
-        done_max = std::max(done_max, at(l, f, 0, b));
-        if (f < 4 || l + 1 < layers) released_min = std::min(released_min, at(l, f, 1, b));
+        waited[f] += at(l, f, kWaited, b) / blocks;
+        const double marks[kParts + 1] = {start, at(l, f, kStaged, b), at(l, f, kFirstReady, b),
+                                          at(l, f, kLastSummed, b), at(l, f, kDone, b)};
+        for (int i = 0; i < kParts; ++i) part_mean[f][i] += (marks[i + 1] - marks[i]) / blocks;
+        done_max = std::max(done_max, at(l, f, kDone, b));
+        if (f < 4 || l + 1 < layers) released_min = std::min(released_min, at(l, f, kReleased, b));
       }
       work_max[f] += wmax;
       work_mean[f] += wsum / blocks;
@@ -1000,18 +1260,22 @@ void print_profile(const unsigned long long* t, int layers, int blocks) {
   if (counted == 0) return;
   double first = 1e300, last = 0;
   for (int b = 0; b < blocks; ++b) {
-    first = std::min(first, at(0, 0, 0, b));
-    last = std::max(last, at(layers - 1, 4, 0, b));
+    first = std::min(first, at(0, 0, kDone, b));
+    last = std::max(last, at(layers - 1, 4, kDone, b));
   }
   std::fprintf(stderr,
                "decode_layers profile: %d layers, %.1f us from the first phase's end to "
-               "the last's (per layer, microseconds):\n",
+               "the last's (per layer, microseconds; work mean = staging + first wait + "
+               "products + tail):\n",
                layers, (last - first) / 1e3);
+  const double n = counted * 1e3;
   for (int f = 0; f < 5; ++f) {
     std::fprintf(stderr,
-                 "  %-16s work mean %6.2f max %6.2f (waiting for weights %5.2f)  barrier %5.2f\n",
-                 names[f], work_mean[f] / counted / 1e3, work_max[f] / counted / 1e3,
-                 waited[f] / counted / 1e3, barrier[f] / counted / 1e3);
+                 "  %-16s work mean %6.2f max %6.2f (waiting for weights %5.2f)  barrier %5.2f"
+                 "  | staging %5.2f first wait %5.2f products %5.2f tail %5.2f\n",
+                 names[f], work_mean[f] / n, work_max[f] / n, waited[f] / n, barrier[f] / n,
+                 part_mean[f][0] / n, part_mean[f][1] / n, part_mean[f][2] / n,
+                 part_mean[f][3] / n);
   }
 }
 
@@ -1047,6 +1311,41 @@ Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
   }
   lay.slots = std::min(kMaxSlots, ring / lay.slot_bytes);
   return lay;
+}
+
+// ANVIL_CUDA_DECODE_SYNC=flags: phases hand their outputs over in flag-carrying words
+// (mailbox.cuh) instead of grid barriers; =barrier (the default) the barriers.
+bool sync_by_flags() {
+  const char* v = std::getenv("ANVIL_CUDA_DECODE_SYNC");
+  const std::string mode = v ? v : "";
+  if (mode.empty() || mode == "barrier") return false;
+  if (mode == "flags") return true;
+  throw Error("ANVIL_CUDA_DECODE_SYNC must be 'barrier' or 'flags', not '" + mode + "'");
+}
+
+// The mailboxes of flags mode, in one zeroed buffer (a zero word carries no launch's flag):
+// x, act, q|k|v and the attention output at two values per word, the partials one float per
+// word; each region 16-byte aligned.
+void set_mailboxes(const ops::DecodeLayersArgs& a, DeviceState& st, const Context& ctx, Params& p) {
+  const auto even = [](int64_t words) { return (words + 1) / 2 * 2; };
+  const int64_t nq = a.heads * a.head_dim, nk = a.kv_heads * a.head_dim;
+  const int64_t sizes[5] = {even(a.x.size(1) / 2), even(a.gate.size(1) / 2),
+                            even((nq + 2 * nk) / 2), even(nq / 2),
+                            even(a.heads * p.splits * (a.head_dim + 2))};
+  int64_t total = 0;
+  for (int64_t n : sizes) total += n;
+  const size_t bytes = static_cast<size_t>(total) * sizeof(MailWord);
+  if (st.mail.empty() || st.mail.back()->nbytes() < bytes) {
+    if (ctx.capturing) throw Error("decode_layers: mailboxes grown during graph capture");
+    st.mail.push_back(allocate(a.x.device(), bytes));
+    ANVIL_CUDA_CHECK(cudaMemsetAsync(st.mail.back()->data(), 0, bytes, ctx.stream));
+  }
+  MailWord* at = static_cast<MailWord*>(st.mail.back()->data());
+  MailWord** regions[5] = {&p.mail_x, &p.mail_act, &p.mail_qkv, &p.mail_attn, &p.mail_part};
+  for (int i = 0; i < 5; ++i) {
+    *regions[i] = at;
+    at += sizes[i];
+  }
 }
 
 // Launches the kernel for the stack; a non-empty result says why it could not be launched.
@@ -1090,8 +1389,11 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   }
   p.partials = static_cast<float*>(st.partials.back()->data());
   p.sync = static_cast<unsigned*>(st.sync->data());
+  p.by_flags = sync_by_flags();
+  p.poll_ns = static_cast<unsigned>(std::max(0, env_int("ANVIL_CUDA_DECODE_POLL_NS", 0)));
+  if (p.by_flags) set_mailboxes(a, st, ctx, p);
   static const bool profile = std::getenv("ANVIL_CUDA_DECODE_PROFILE") != nullptr;
-  const size_t stamps = static_cast<size_t>(p.layers) * 5 * 3 * blocks;
+  const size_t stamps = static_cast<size_t>(p.layers) * 5 * kStamps * blocks;
   if (profile && (!st.timeline || st.timeline->nbytes() < stamps * 8) && !ctx.capturing) {
     st.timeline = allocate(a.x.device(), stamps * 8);
   }
@@ -1117,7 +1419,7 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
         ptr(L.o_bias),     ptr(L.post_norm), ptr(L.gate),      ptr(L.gate_bias), ptr(L.up),
         ptr(L.up_bias),    ptr(L.down),      ptr(L.down_bias), L.k_cache.raw(),  L.v_cache.raw()};
   }
-  const auto kernel = decode_layers_kernel<T>;
+  const auto kernel = p.by_flags ? decode_layers_kernel<T, true> : decode_layers_kernel<T, false>;
   size_t& smem_set = st.smem_set[reinterpret_cast<const void*>(kernel)];
   if (smem_set != smem) {
     ANVIL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
