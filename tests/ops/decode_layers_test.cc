@@ -2,8 +2,9 @@
 // same device's composed ops (the op's definition) from identical inputs: the residual stream
 // and every layer's KV cache after the step. Shapes cover biases, Qwen3's q/k norms, grouped
 // kv heads, head sizes 32-128, an empty past, masked keys (whole splits of them), a past longer
-// than one round of the kernel's scores, and the past read from device memory; each in both
-// of the kernel's ways of handing a phase's outputs to the next (grid barriers, flagged words).
+// than one round of the kernel's scores, the past read from device memory, and blocks with few
+// but long rows; each in both of the kernel's ways of handing a phase's outputs to the next
+// (grid barriers, flagged words).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -68,6 +69,8 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
       {64, 128, 2, 1, 64, 2, 0, 16, false, true, true, nullptr, nullptr},
       // One split over 2,501 keys: many rounds of the kernel's keys.
       {896, 4864, 14, 2, 64, 1, 2500, 2600, true, false, true, "1", nullptr},
+      // Few rows per block (down_proj's 2 or 4) of 2,048 values: chunks shared out in part rows.
+      {512, 2048, 8, 2, 64, 2, 50, 64, true, false, true, nullptr, nullptr},
   };
   // Each shape in bf16 then f16: the two kernels ask for the same shared memory, which each must
   // be granted on its own. The caller's ANVIL_CUDA_DECODE_SYNC is restored afterwards.
