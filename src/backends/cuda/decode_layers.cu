@@ -1,6 +1,7 @@
 // Every layer of a batch-1 decode step in one persistent launch: a block per SM, all resident
-// (a cooperative launch), walking each layer's five phases with a grid-wide barrier between
-// them:
+// (a cooperative launch), walking each layer's five phases, each phase's outputs handed to the
+// next in flag-carrying words that the next polls (mailbox.cuh; flags mode, the default) or
+// through a grid-wide barrier (ANVIL_CUDA_DECODE_SYNC=barrier):
 //
 //   1. input RMSNorm of the residual (every block, redundantly) and its slice of q/k/v rows;
 //   2. attention: (q head, key split) items, each doing rope_store's work for its head (q/k
