@@ -938,6 +938,16 @@ __device__ void combine_partials(const Params& p, const Shared& sh, int splits, 
   consumers_sync();
 }
 
+// The attention output o_proj multiplies, into xs: each head's split partials combined
+// (weights exp(max_s - max), a split without keys weighs 0, a query that sees no key gets
+// zeros) and rounded to T. Every block combines for itself; the head's last split had combined
+// them inside the attention phase, after a fence, an arrival count and two more dependent L2
+// round trips (its item took ~6 us where the others took ~3). The loads of several splits are
+// in flight together (four in barrier mode, two in flags mode), so they cost one L2 round trip
+// (a loop that loaded a split's max only once its sum showed it had keys cost two per split:
+// +4-6 us per layer); later batches rescale what came before, as the online softmax does.
+// Flags mode: from the mailbox, flagged `flag` (four lanes per output vector, each polling its
+// share of the splits, measured 3-8% slower: four times the pollers).
 template <class T, bool kFlags>
 __device__ void stage_attention(const Params& p, const Shared& sh, int splits, unsigned flag) {
   if constexpr (kFlags) {
