@@ -3,9 +3,10 @@
 // waits for sees the data stored with it, with no fence and no separate signal (NCCL's "LL"
 // protocol). The persistent decode kernel sends each phase's outputs this way and the next
 // phase polls them: one L2 round trip from the last write to its use, where a grid barrier and
-// then a read took four or five (the writes' fence, the count's atomic, the polls, the read).
-// The loads and stores are .relaxed at GPU scope: they bypass the SM's L1, which is not
-// coherent across SMs.
+// then a read take four or five (the writes' fence, the count's atomic, the polls, the read);
+// measured on an H200, 5% faster decode than the barriers for Qwen2.5-0.5B and equal for
+// Qwen3-0.6B, the pollers' own L2 traffic taking back part of the saving. The loads and stores
+// are .relaxed at GPU scope: they bypass the SM's L1, which is not coherent across SMs.
 #pragma once
 
 namespace anvil::cuda {
