@@ -24,11 +24,14 @@ namespace {
 
 using Shape3 = std::tuple<int64_t, int64_t, int64_t>;  // activation rows, k, weight rows
 
-// Rows in tiles of 16 and 32 with tails of 1-15 (23: the 512-bit int8 tiles' 8, 8, 4, 2 and 1),
-// widths of one to many 32-value chunks (515 x 1,056: a long prompt, 64 full 512-bit tiles then
-// 2 and 1), weight rows leaving a partial 16-row panel or an odd 8-row group.
-const std::vector<Shape3> kShapes = {{16, 32, 16},   {17, 64, 24}, {33, 96, 37},  {48, 256, 40},
-                                     {64, 1024, 72}, {20, 512, 8}, {23, 160, 48}, {515, 1056, 24}};
+// Rows in tiles of 16 and 32 with tails of 1-15 (23: the 512-bit int8 tiles' 8, 8, 4, 2 and 1, or
+// 6, 6, 6, 4 and 1), widths of one to many 32-value chunks (515 x 1,056: a long prompt, 64 full
+// 512-bit tiles then 2 and 1), weight rows leaving a partial 16-row panel or an odd 8-row group,
+// and enough of them (552, 260) that a thread's share holds four-group spans (two weight vectors
+// a tile), the last one partial (260: 28 of its 32 rows).
+const std::vector<Shape3> kShapes = {{16, 32, 16},   {17, 64, 24},  {33, 96, 37},  {48, 256, 40},
+                                     {64, 1024, 72}, {20, 512, 8},  {23, 160, 48}, {515, 1056, 24},
+                                     {23, 160, 552}, {48, 256, 260}};
 
 TEST(CpuPrefillTiles, QuantizedWeightsMatchTheReference) {
   std::mt19937 rng(77);

@@ -652,15 +652,19 @@ size_t q8_tiles_bytes(int64_t n, int64_t k) {
   return static_cast<size_t>(n * (k / 32) * kWideActBytes);
 }
 
-int64_t q8_tile_count(int64_t n) {
-  return wide_tile_count(n);
+int64_t q8_tile_count(int64_t n, QuantKind kind) {
+  return wide_tile_count(n, wide_tile_rows(kind));
+}
+
+int64_t wide_span_groups(QuantKind kind) {
+  return wide_quad(kind) ? 4 : 2;
 }
 
 void interleave_q8_tiles_avx512(const Q8Rows& x, int64_t n, QuantKind kind, int64_t t0, int64_t t1,
                                 uint8_t* out) {
   float ds_scale = 0.0f;
   if (wide_tile_kind(kind, &ds_scale)) {
-    interleave_tiles(x, n, t0, t1, ds_scale, kind == QuantKind::q6_k, out);
+    interleave_tiles(x, n, wide_tile_rows(kind), t0, t1, ds_scale, kind == QuantKind::q6_k, out);
   }
 }
 

@@ -30,11 +30,14 @@ enum class QuantKind { q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_
 
 /// Whether the 512-bit prefill tiles take repacked weights of `kind` (every repacked type: Q8_0,
 /// Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), and for n activation rows of k values: the bytes of
-/// Q8Rows::tiles, the number of tiles, and tiles [t0, t1) written into `out` for products with
-/// weights of `kind` (the threads can split them).
+/// Q8Rows::tiles, the number of tiles (their rows depend on `kind`), and tiles [t0, t1) written
+/// into `out` for products with weights of `kind` (the threads can split them).
 bool wide_tiles_take(QuantKind kind);
 size_t q8_tiles_bytes(int64_t n, int64_t k);
-int64_t q8_tile_count(int64_t n);
+int64_t q8_tile_count(int64_t n, QuantKind kind);
+/// The 8-row groups the 512-bit prefill tiles take at a time for `kind` (2 or 4): how the threads
+/// split a product's groups, so that no thread's share ends inside a span.
+int64_t wide_span_groups(QuantKind kind);
 void interleave_q8_tiles_avx512(const Q8Rows& x, int64_t n, QuantKind kind, int64_t t0, int64_t t1,
                                 uint8_t* out);
 

@@ -202,7 +202,7 @@ void attach_wide_tiles(const Int8Kernels& kern, QuantKind kind, int64_t n, Q8Row
   thread_local std::vector<uint8_t> tiles;
   uint8_t* out = grow(tiles, q8_tiles_bytes(n, xq.k));
   const Q8Rows& rows = xq;
-  cpu::parallel_for(q8_tile_count(n), 1, [&](int64_t t0, int64_t t1) {
+  cpu::parallel_for(q8_tile_count(n, kind), 1, [&](int64_t t0, int64_t t1) {
     interleave_q8_tiles_avx512(rows, n, kind, t0, t1, out);
   });
   xq.tiles = out;
@@ -259,11 +259,12 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
     if (n == 1) {
       cpu::stream_for(packed->groups, groups);
     } else {
-      // Prefill tiles take two groups at a time: the tasks split pairs of groups, so none ends
-      // on a lone group (its tiles run at half the rate).
+      // Prefill tiles take two or four groups at a time: the tasks split whole spans, so none
+      // ends on a part of one (a lone group's tiles run at half the rate).
+      const int64_t span = kern.wide ? wide_span_groups(kind) : 2;
       cpu::parallel_for(
-          (packed->groups + 1) / 2, 1,
-          [&](int64_t p0, int64_t p1) { groups(2 * p0, std::min(packed->groups, 2 * p1)); },
+          (packed->groups + span - 1) / span, 1,
+          [&](int64_t p0, int64_t p1) { groups(span * p0, std::min(packed->groups, span * p1)); },
           kPrefillChunks);
     }
     return true;
