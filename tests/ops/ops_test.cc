@@ -765,8 +765,9 @@ TEST_P(Ops, FusedProductsWithHalfPrecisionWeightsMatchSeparateOnes) {
 
 // The grouped products over quantized weights (one activation quantization, one parallel
 // region on the CPU) give exactly what the products one by one give.
-// Decode's few rows (1, 3) and a prompt's (23: the prefill tiles of 8, 8, 4, 2 and 1 rows), every
-// repacked type; 24-row products have an odd number of 8-row groups.
+// Decode's few rows (1, 3) and a prompt's (23: the prefill tiles of 8, 8, 4, 2 and 1 rows, or 6,
+// 6, 6, 4 and 1 where they take four groups), every repacked type; 64-row products make two
+// four-group spans, 24-row ones an odd number of 8-row groups.
 TEST_P(Ops, GroupedQuantizedProductsMatchSeparateOnes) {
   for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q4_k,
                   DType::q5_k, DType::q6_k}) {

@@ -439,9 +439,9 @@ Q8Rows quantize_prefill(const Tensor& x_in, QuantKind kind) {
 }
 
 // Prefill's q, k and v (more rows than the grouped decode products take): the activations
-// quantized and interleaved once, and one parallel region over all the products' pairs of
-// groups instead of three (k and v are small: a region of their own each was mostly its fork
-// and join). The same kernels on the same activations as the products one by one.
+// quantized and interleaved once, and one parallel region over all the products' spans of
+// groups (wide_span_groups) instead of three (k and v are small: a region of their own each was
+// mostly its fork and join). The same kernels on the same activations as the products one by one.
 bool group_prefill_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biases,
                           const Tensor* outs, int count) {
   const int64_t n = x_in.size(0), k = x_in.size(1);
@@ -451,11 +451,12 @@ bool group_prefill_avx512(const Tensor& x_in, const Tensor* weights, const Tenso
   const Q8Rows xq = quantize_prefill(x_in, kind);
   std::shared_ptr<const PackedWeights> packed[3];
   const float* bias[3] = {};
-  int64_t first[4] = {0, 0, 0, 0};  // first[i]: the pair of groups where product i starts
+  const int64_t span = wide_span_groups(kind);
+  int64_t first[4] = {0, 0, 0, 0};  // first[i]: the span of groups where product i starts
   for (int i = 0; i < count; ++i) {
     packed[i] = packed_weights(weights[i]);
     bias[i] = bias_f32(biases[i], bias_slots[i]);
-    first[i + 1] = first[i] + (packed[i]->groups + 1) / 2;
+    first[i + 1] = first[i] + (packed[i]->groups + span - 1) / span;
   }
   cpu::parallel_for(
       first[count], 1,
@@ -465,8 +466,8 @@ bool group_prefill_avx512(const Tensor& x_in, const Tensor* weights, const Tenso
           const int64_t s1 = std::min(p1, first[i + 1]) - first[i];
           if (s0 >= s1) continue;
           const int64_t o = weights[i].size(0);
-          gemm_packed_avx512(kind, packed[i]->data, packed[i]->block_bytes, o, 2 * s0,
-                             std::min(packed[i]->groups, 2 * s1), xq, n, bias[i],
+          gemm_packed_avx512(kind, packed[i]->data, packed[i]->block_bytes, o, span * s0,
+                             std::min(packed[i]->groups, span * s1), xq, n, bias[i],
                              outs[i].data<float>(), o);
         }
       },
@@ -475,7 +476,7 @@ bool group_prefill_avx512(const Tensor& x_in, const Tensor* weights, const Tenso
 }
 
 // Prefill's gate and up (more rows than the grouped products take): the activations quantized
-// and interleaved once for both, then one parallel region over pairs of groups in which a task
+// and interleaved once for both, then one parallel region over spans of groups in which a task
 // multiplies the same groups of gate and of up and applies SwiGLU to that block of features of
 // every row while it is in its cache. The composed ops quantized the activations twice, forked
 // twice, and made a third pass over two [rows, intermediate] buffers that had left the cache
@@ -493,10 +494,11 @@ bool swiglu_prefill_avx512(const Tensor& x_in, const ops::LinearSwigluArgs& a) {
   const float* up_bias = bias_f32(a.up_bias, bias_slots[1]);
   float* g = a.out.data<float>();
   float* u = a.scratch.data<float>();
+  const int64_t span = wide_span_groups(kind);
   cpu::parallel_for(
-      (gate->groups + 1) / 2, 1,
+      (gate->groups + span - 1) / span, 1,
       [&](int64_t p0, int64_t p1) {
-        const int64_t g0 = 2 * p0, g1 = std::min(gate->groups, 2 * p1);
+        const int64_t g0 = span * p0, g1 = std::min(gate->groups, span * p1);
         gemm_packed_avx512(kind, gate->data, gate->block_bytes, o, g0, g1, xq, n, gate_bias, g, o);
         gemm_packed_avx512(kind, up->data, up->block_bytes, o, g0, g1, xq, n, up_bias, u, o);
         const int64_t f0 = g0 * kPackRows, f1 = std::min(o, g1 * kPackRows);
