@@ -38,6 +38,7 @@
 #include "backends/cuda/cuda_types.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/mailbox.cuh"
+#include "backends/cuda/small_divisor.h"
 #include "core/kernels.h"
 #include "ops/ops.h"
 
@@ -378,17 +379,17 @@ __device__ void produce(const Params& p, const Shared& sh) {
 
 // How a chunk of `rows` rows is shared out among the computing warps: as units of (row, part of
 // the row's k), `parts` units per row where the chunk has fewer rows than warps. Divisions by
-// parts go through a multiplier worked out once per chunk (exact for divisors up to 64 and
-// dividends below 2^17, checked exhaustively; unfit_reason keeps k / 8 x kWarps below that):
-// integer divisions per unit had cost a warp ~100 instructions a chunk, as many as a gate/up
-// chunk's products.
+// parts go through SmallDivisor (worked out once per chunk; unfit_reason keeps k / 8 x kWarps
+// within its exact range): integer divisions per unit had cost a warp ~100 instructions a
+// chunk, as many as a gate/up chunk's products.
+static_assert(kWarps <= SmallDivisor::kMaxDivisor);
 struct UnitSplit {
   int parts;
-  unsigned magic;
+  SmallDivisor by;
   __device__ explicit UnitSplit(int rows)
-      : parts(rows >= kWarps ? 1 : kWarps / rows), magic(parts > 1 ? 0xffffffffu / parts + 1 : 0) {}
+      : parts(rows >= kWarps ? 1 : kWarps / rows), by(static_cast<uint32_t>(parts)) {}
   __device__ __forceinline__ int div(int x) const {
-    return parts == 1 ? x : static_cast<int>(__umulhi(static_cast<unsigned>(x), magic));
+    return static_cast<int>(by.divide(static_cast<uint32_t>(x)));
   }
 };
 
@@ -1156,8 +1157,8 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   const int64_t hidden = a.x.size(1), inter = a.gate.size(1);
   if (hidden % 8 != 0 || inter % 8 != 0) return "hidden and intermediate sizes must be x8";
   if (hidden > 8 * kThreads * 4) return "hidden size above 15360";
-  // UnitSplit's exact range: k / 8 x kWarps below 2^17 for every phase's k.
-  if (std::max({hidden, inter, nh * hd}) / 8 * kWarps >= (1 << 17))
+  // UnitSplit's dividends (k / 8 x kWarps at most) within SmallDivisor's exact range.
+  if (std::max({hidden, inter, nh * hd}) / 8 * kWarps >= SmallDivisor::kDividendEnd)
     return "rows longer than 69,904 values";
   // A thread per row of a block's slice of each phase (slices are in pairs of rows).
   const int64_t blocks = context(a.x.device()).sm_count;
@@ -1202,7 +1203,7 @@ struct DeviceState {
   std::shared_ptr<Buffer> sync;  // zeroed once; the barrier count only grows
   std::shared_ptr<Buffer> timeline;
   std::vector<std::shared_ptr<Buffer>> partials;  // outgrown ones kept: graphs may use them
-  std::vector<std::shared_ptr<Buffer>> mail;      // flags mode's mailboxes, zeroed; the same
+  std::vector<std::shared_ptr<Buffer>> mail;      // flags mode's mailboxes, zeroed; likewise
   int smem_optin = 0, major = 0;
   bool cooperative = false;
   std::map<const void*, size_t> smem_set;  // per kernel (bf16, f16): its shared-memory limit
@@ -1325,7 +1326,7 @@ Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
 }
 
 // ANVIL_CUDA_DECODE_SYNC=flags (the default): phases hand their outputs over in flag-carrying
-// words (mailbox.cuh); =barrier: grid barriers, then reads (0-4% slower on an H200).
+// words (mailbox.cuh); =barrier: grid barriers, then reads (0-5% slower on an H200).
 bool sync_by_flags() {
   const char* v = std::getenv("ANVIL_CUDA_DECODE_SYNC");
   const std::string mode = v ? v : "";
