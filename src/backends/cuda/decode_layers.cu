@@ -36,6 +36,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_types.cuh"
+#include "backends/cuda/decode_sync.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/mailbox.cuh"
 #include "backends/cuda/small_divisor.h"
@@ -1325,16 +1326,6 @@ Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
   return lay;
 }
 
-// ANVIL_CUDA_DECODE_SYNC=flags (the default): phases hand their outputs over in flag-carrying
-// words (mailbox.cuh); =barrier: grid barriers, then reads (0-5% slower on an H200).
-bool sync_by_flags() {
-  const char* v = std::getenv("ANVIL_CUDA_DECODE_SYNC");
-  const std::string mode = v ? v : "";
-  if (mode.empty() || mode == "flags") return true;
-  if (mode == "barrier") return false;
-  throw Error("ANVIL_CUDA_DECODE_SYNC must be 'barrier' or 'flags', not '" + mode + "'");
-}
-
 // The mailboxes of flags mode, in one zeroed buffer (a zero word carries no launch's flag):
 // x, act, q|k|v and the attention output at two values per word, the partials one float per
 // word; each region 16-byte aligned.
@@ -1401,7 +1392,9 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   }
   p.partials = static_cast<float*>(st.partials.back()->data());
   p.sync = static_cast<unsigned*>(st.sync->data());
-  p.by_flags = sync_by_flags();
+  // Flags mode (the default): phases hand their outputs over in flag-carrying words
+  // (mailbox.cuh); barrier mode: grid barriers, then reads (0-5% slower on an H200).
+  p.by_flags = decode_sync_by_flags(std::getenv("ANVIL_CUDA_DECODE_SYNC"));
   p.poll_ns = static_cast<unsigned>(std::max(0, env_int("ANVIL_CUDA_DECODE_POLL_NS", 0)));
   if (p.by_flags) set_mailboxes(a, st, ctx, p);
   static const bool profile = std::getenv("ANVIL_CUDA_DECODE_PROFILE") != nullptr;
