@@ -346,6 +346,18 @@ __device__ void issue_chunk(const Params& p, const Chunk& ch, char* dst, uint64_
 // there, its last chunk's products summed.
 enum Stamp : int { kDone, kReleased, kWaited, kStaged, kFirstReady, kLastSummed, kStamps };
 
+// And per layer and block, its first attention item's times: started, its q/k/v taken (and
+// normalised), RoPE applied, the scores' loop done, its result written.
+enum ItemStamp : int { kItemStart, kItemInputs, kItemRoped, kItemScored, kItemDone, kItemStamps };
+
+// Where thread 0 of this block keeps layer l's item stamps (after all the phases' stamps); null
+// without a profile and for the other threads.
+__device__ __forceinline__ unsigned long long* item_stamps(const Params& p, int layer) {
+  if (!p.timeline || threadIdx.x != 0) return nullptr;
+  return p.timeline + static_cast<long long>(p.layers) * 5 * kStamps * gridDim.x +
+         (static_cast<long long>(layer) * gridDim.x + blockIdx.x) * kItemStamps;
+}
+
 struct Pipeline {
   int consumed = 0;     // chunks consumed so far
   int slot = 0;         // the next chunk's slot (consumed % slots)
@@ -626,7 +638,12 @@ constexpr int kKeysPerThread = 2;
 // flagged lf + 1.
 template <class T, bool kFlags>
 __device__ void attention_item(const Params& p, const LayerPointers& L, int h, int split,
-                               int splits, long long past, const Shared& sh, unsigned lf) {
+                               int splits, long long past, const Shared& sh, unsigned lf,
+                               unsigned long long* stamps) {
+  const auto mark = [&](ItemStamp at) {
+    if (stamps) stamps[at] = global_ns();
+  };
+  mark(kItemStart);
   const int dim = p.dim, half = dim / 2, kh = h / p.group;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const T* kc = static_cast<const T*>(L.k_cache) + static_cast<long long>(kh) * p.cap * dim;
@@ -728,6 +745,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     }
   }
   consumers_sync();
+  mark(kItemInputs);
   for (int d = tid; d < dim; d += kThreads) {
     const int j = d < half ? d : d - half;
     const float c = sh.cs[j], sn = sh.sn[j];
@@ -742,6 +760,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     if (writes_cache) kc_new[d] = kt;
   }
   consumers_sync();
+  mark(kItemRoped);
 
   float qv[8];  // this thread's dimensions of q (the new key and value stay in shared memory)
 #pragma unroll
@@ -794,6 +813,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
       for (int i = 0; i < 8; ++i) acc[i] += pr[u] * vf[i];
     }
   }
+  mark(kItemScored);
   // The threads of one dimension chunk: first within the warp, then across warps.
   for (int o = chunks; o < 32; o <<= 1) {
 #pragma unroll
@@ -822,6 +842,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
       }
       consumers_sync();
     }
+    mark(kItemDone);
     return;
   }
   float* out = p.partials + (static_cast<long long>(h) * splits + split) * partial_floats(dim);
@@ -841,6 +862,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     }
   }
   consumers_sync();  // shared memory is reused by the next item
+  mark(kItemDone);
 }
 
 // Flags mode: splits s0 .. s0 + N of head h (those below `splits`; zeros for the rest), as
@@ -1051,7 +1073,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   }
   load_row_biases<T>(p, sh, p.layer[0], st);
   copy_norm(sh, p.layer[0].input_norm, p.hidden);
-  // Each row's epilogue; it returns the row's value as stored (what flags mode sends).
+  // Each row's epilogue; it returns the row's value as stored (what flags mode sends). Flags
+  // mode still stores every phase's plain outputs, which only barrier mode reads: without them
+  // it measured 0.3% slower (docs/perf.md, fifteenth session).
   const auto qkv_row = [&](int row, float s, float) {
     T* out = static_cast<T*>(row < nq ? p.q : (row < nq + nk ? p.k : p.v));
     const T value = from_float<T>(s + st.b_qkv);
@@ -1092,7 +1116,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     consume_phase<T>(p, pl, sh, kQkv, qkv_row, mail ? p.mail_qkv : nullptr, lf);
     end_phase(p, pl, l, 0, !mail);
     for (int it = blockIdx.x; it < p.heads * splits; it += gridDim.x) {
-      attention_item<T, kFlags>(p, L, it / splits, it % splits, splits, past, sh, lf);
+      attention_item<T, kFlags>(p, L, it / splits, it % splits, splits, past, sh, lf,
+                                it == static_cast<int>(blockIdx.x) ? item_stamps(p, l) : nullptr);
     }
     end_phase(p, pl, l, 1, !mail);
     if (has_rows(kOut) && splits == 1) {
@@ -1292,6 +1317,44 @@ void print_profile(const unsigned long long* t, int layers, int blocks) {
   }
 }
 
+// The attention items' part of the profile: per layer after the first, the blocks' first items
+// (those that had one), each part's mean and the longest item's parts.
+void print_item_profile(const unsigned long long* t, int layers, int blocks) {
+  static const char* parts[kItemDone] = {"q/k/v taken", "RoPE", "scores", "result out"};
+  double mean[kItemDone] = {}, longest[kItemDone] = {}, total = 0;
+  long long items = 0;
+  for (int l = 1; l < layers; ++l) {
+    double worst = -1;
+    const unsigned long long* worst_at = nullptr;
+    for (int b = 0; b < blocks; ++b) {
+      const unsigned long long* s = t + (static_cast<long long>(l) * blocks + b) * kItemStamps;
+      if (s[kItemStart] == 0 || s[kItemDone] < s[kItemStart]) continue;
+      ++items;
+      for (int i = 0; i < kItemDone; ++i) mean[i] += static_cast<double>(s[i + 1] - s[i]);
+      const double span = static_cast<double>(s[kItemDone] - s[kItemStart]);
+      total += span;
+      if (span > worst) worst = span, worst_at = s;
+    }
+    for (int i = 0; worst_at && i < kItemDone; ++i) {
+      longest[i] += static_cast<double>(worst_at[i + 1] - worst_at[i]);
+    }
+  }
+  if (items == 0 || layers < 2) return;
+  std::fprintf(stderr,
+               "  attention items (%.1f a layer): mean %.2f us:", double(items) / (layers - 1),
+               total / items / 1e3);
+  for (int i = 0; i < kItemDone; ++i)
+    std::fprintf(stderr, " %s %.2f", parts[i], mean[i] / items / 1e3);
+  std::fprintf(stderr, "\n  longest item per layer (mean over layers): %.2f us:", [&] {
+    double sum = 0;
+    for (double x : longest) sum += x;
+    return sum / (layers - 1) / 1e3;
+  }());
+  for (int i = 0; i < kItemDone; ++i)
+    std::fprintf(stderr, " %s %.2f", parts[i], longest[i] / (layers - 1) / 1e3);
+  std::fprintf(stderr, "\n");
+}
+
 // Shared memory for a stack: slots of at least ANVIL_CUDA_DECODE_SLOT_KB (64 by default) that
 // hold a whole weight row (a gate row and its up row together), as many as fit beside the
 // fixed arrays and the staged activation vector.
@@ -1398,13 +1461,18 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   p.poll_ns = static_cast<unsigned>(std::max(0, env_int("ANVIL_CUDA_DECODE_POLL_NS", 0)));
   if (p.by_flags) set_mailboxes(a, st, ctx, p);
   static const bool profile = std::getenv("ANVIL_CUDA_DECODE_PROFILE") != nullptr;
-  const size_t stamps = static_cast<size_t>(p.layers) * 5 * kStamps * blocks;
+  const size_t phase_stamps = static_cast<size_t>(p.layers) * 5 * kStamps * blocks;
+  const size_t stamps = phase_stamps + static_cast<size_t>(p.layers) * blocks * kItemStamps;
   if (profile && (!st.timeline || st.timeline->nbytes() < stamps * 8) && !ctx.capturing) {
     st.timeline = allocate(a.x.device(), stamps * 8);
   }
   p.timeline = profile && st.timeline && st.timeline->nbytes() >= stamps * 8
                    ? static_cast<unsigned long long*>(st.timeline->data())
                    : nullptr;
+  if (p.timeline && !ctx.capturing) {  // blocks without an item leave their stamps at zero
+    ANVIL_CUDA_CHECK(
+        cudaMemsetAsync(p.timeline + phase_stamps, 0, (stamps - phase_stamps) * 8, ctx.stream));
+  }
 
   const Layout lay = layout_for(a, st.smem_optin);
   p.slot_bytes = lay.slot_bytes;
@@ -1459,6 +1527,7 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
         cudaMemcpyAsync(host.data(), p.timeline, stamps * 8, cudaMemcpyDeviceToHost, ctx.stream));
     ANVIL_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
     print_profile(host.data(), p.layers, blocks);
+    print_item_profile(host.data() + phase_stamps, p.layers, blocks);
   }
   return "";
 }
