@@ -1315,6 +1315,35 @@ void print_profile(const unsigned long long* t, int layers, int blocks) {
                  part_mean[f][0] / n, part_mean[f][1] / n, part_mean[f][2] / n,
                  part_mean[f][3] / n);
   }
+  // Stragglers: how far each phase's last block finishes behind its median block, and which
+  // blocks are last most often (a systematic straggler shows up in most layers).
+  for (int f = 0; f < 5; ++f) {
+    std::vector<int> last_count(static_cast<size_t>(blocks), 0);
+    std::vector<double> done(static_cast<size_t>(blocks));
+    double behind = 0;
+    for (int l = 1; l < layers; ++l) {
+      for (int b = 0; b < blocks; ++b) done[static_cast<size_t>(b)] = at(l, f, kDone, b);
+      const auto last = std::max_element(done.begin(), done.end());
+      ++last_count[static_cast<size_t>(last - done.begin())];
+      std::vector<double> sorted = done;
+      std::nth_element(sorted.begin(), sorted.begin() + blocks / 2, sorted.end());
+      behind += *last - sorted[static_cast<size_t>(blocks / 2)];
+    }
+    std::vector<int> order(static_cast<size_t>(blocks));
+    for (int b = 0; b < blocks; ++b) order[static_cast<size_t>(b)] = b;
+    std::partial_sort(order.begin(), order.begin() + 3, order.end(), [&](int x, int y) {
+      return last_count[static_cast<size_t>(x)] > last_count[static_cast<size_t>(y)];
+    });
+    std::fprintf(stderr,
+                 "  %-16s last block %5.2f us behind the median; last most often:", names[f],
+                 behind / counted / 1e3);
+    for (int i = 0; i < 3; ++i) {
+      const int b = order[static_cast<size_t>(i)];
+      std::fprintf(stderr, " block %d (%d of %d layers)", b, last_count[static_cast<size_t>(b)],
+                   counted);
+    }
+    std::fprintf(stderr, "\n");
+  }
 }
 
 // The attention items' part of the profile: per layer after the first, the blocks' first items
