@@ -635,13 +635,16 @@ constexpr int kKeysPerThread = 2;
 // kernel does it), an online softmax over the split's keys in rounds of kKeysPerThread keys
 // per thread, the partial result to global memory (stage_attention combines them). Flags mode:
 // q/k/v come from their mailbox flagged lf (the layer's first flag), the result goes out
-// flagged lf + 1.
-template <class T, bool kFlags>
+// flagged lf + 1. kProfile: the item's times into `stamps` where not null (the profile's
+// kernel only: the stamps' checks cost 0.9% of decode when they were in every kernel).
+template <class T, bool kFlags, bool kProfile>
 __device__ void attention_item(const Params& p, const LayerPointers& L, int h, int split,
                                int splits, long long past, const Shared& sh, unsigned lf,
                                unsigned long long* stamps) {
   const auto mark = [&](ItemStamp at) {
-    if (stamps) stamps[at] = global_ns();
+    if constexpr (kProfile) {
+      if (stamps) stamps[at] = global_ns();
+    }
   };
   mark(kItemStart);
   const int dim = p.dim, half = dim / 2, kh = h / p.group;
@@ -1042,8 +1045,9 @@ __device__ __forceinline__ void end_phase(const Params& p, Pipeline& pl, int lay
 }
 
 // kFlags: phases hand over through the mailboxes (flags mode) instead of grid barriers; a
-// kernel of its own, so that each mode gets its own register allocation.
-template <class T, bool kFlags>
+// kernel of its own, so that each mode gets its own register allocation. kProfile: the kernel
+// that ANVIL_CUDA_DECODE_PROFILE runs, with the attention items' stamps.
+template <class T, bool kFlags, bool kProfile>
 __global__ void __launch_bounds__(kBlockThreads, 1)
     decode_layers_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(128) char smem[];
@@ -1116,8 +1120,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     consume_phase<T>(p, pl, sh, kQkv, qkv_row, mail ? p.mail_qkv : nullptr, lf);
     end_phase(p, pl, l, 0, !mail);
     for (int it = blockIdx.x; it < p.heads * splits; it += gridDim.x) {
-      attention_item<T, kFlags>(p, L, it / splits, it % splits, splits, past, sh, lf,
-                                it == static_cast<int>(blockIdx.x) ? item_stamps(p, l) : nullptr);
+      attention_item<T, kFlags, kProfile>(
+          p, L, it / splits, it % splits, splits, past, sh, lf,
+          kProfile && it == static_cast<int>(blockIdx.x) ? item_stamps(p, l) : nullptr);
     }
     end_phase(p, pl, l, 1, !mail);
     if (has_rows(kOut) && splits == 1) {
@@ -1521,7 +1526,10 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
         ptr(L.o_bias),     ptr(L.post_norm), ptr(L.gate),      ptr(L.gate_bias), ptr(L.up),
         ptr(L.up_bias),    ptr(L.down),      ptr(L.down_bias), L.k_cache.raw(),  L.v_cache.raw()};
   }
-  const auto kernel = p.by_flags ? decode_layers_kernel<T, true> : decode_layers_kernel<T, false>;
+  const auto kernel = p.timeline ? (p.by_flags ? decode_layers_kernel<T, true, true>
+                                               : decode_layers_kernel<T, false, true>)
+                                 : (p.by_flags ? decode_layers_kernel<T, true, false>
+                                               : decode_layers_kernel<T, false, false>);
   size_t& smem_set = st.smem_set[reinterpret_cast<const void*>(kernel)];
   if (smem_set != smem) {
     ANVIL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
