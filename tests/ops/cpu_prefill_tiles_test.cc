@@ -59,7 +59,12 @@ TEST(CpuPrefillTiles, QuantizedWeightsMatchTheReference) {
 
 TEST(CpuPrefillTiles, Bf16WeightsMatchTheReference) {
   std::mt19937 rng(78);
-  for (auto [n, k, o] : kShapes) {
+  // Beside the shapes above, widths that are not whole 32-value chunks (odd ones: the last pair
+  // half empty) and weight rows that fill the 64-row panels of the pair-product tiles exactly,
+  // leave one partial, or fill none.
+  std::vector<Shape3> shapes = kShapes;
+  shapes.insert(shapes.end(), {{19, 50, 33}, {70, 37, 130}, {16, 96, 64}, {30, 33, 128}});
+  for (auto [n, k, o] : shapes) {
     const Tensor x = test::random_tensor({n, k}, rng);
     const Tensor weight = test::random_tensor({o, k}, rng).to(DType::bf16);
     const Tensor bias = test::random_tensor({o}, rng);

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace anvil::cpu {
 namespace {
@@ -119,7 +120,138 @@ void tile(const uint16_t* w, int nr, const uint16_t* x, int64_t j0, int nx, int6
   }
 }
 
+// Prefill's other shape: 16 weight rows in the lanes of a vector, each lane adding its row's
+// pair of products with the pair of an activation row broadcast to all of them, as the int8
+// prefill tiles do (quant_int8_wide.inc): no horizontal sums, each broadcast feeding
+// kPanelVectors products, the weights read from a packed panel. The tile above reads a weight
+// vector and an activation vector per product pair and measured ~55% of vdpbf16ps's peak here.
+constexpr int kPanelRows = kBf16PanelRows;
+constexpr int kPanelVectors = kPanelRows / 16;
+
+// 16 x 16 words (rows r[0..15], each 16 consecutive pairs of a weight row) transposed in place:
+// r[p] then holds pair p of the 16 rows, row i in lane i.
+inline void transpose16(__m512i (&r)[16]) {
+  __m512i a[16], b[16];
+  for (int i = 0; i < 8; ++i) {
+    a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  // b[4i + m], lane L: pair 4L + m of rows 4i .. 4i + 3.
+  for (int i = 0; i < 4; ++i) {
+    b[4 * i] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
+    b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+    b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+    b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+  }
+  // A 4 x 4 transpose of 128-bit lanes across b[m], b[4 + m], b[8 + m], b[12 + m].
+  for (int m = 0; m < 4; ++m) {
+    const __m512i s0 = _mm512_shuffle_i32x4(b[m], b[4 + m], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i s1 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i s2 = _mm512_shuffle_i32x4(b[m], b[4 + m], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512i s3 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], _MM_SHUFFLE(3, 2, 3, 2));
+    r[m] = _mm512_shuffle_i32x4(s0, s1, _MM_SHUFFLE(2, 0, 2, 0));
+    r[4 + m] = _mm512_shuffle_i32x4(s0, s1, _MM_SHUFFLE(3, 1, 3, 1));
+    r[8 + m] = _mm512_shuffle_i32x4(s2, s3, _MM_SHUFFLE(2, 0, 2, 0));
+    r[12 + m] = _mm512_shuffle_i32x4(s2, s3, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// Weight rows [0, nr) (nr <= kPanelRows, row stride k) as a panel: word p * kPanelRows + i holds
+// pair p of row i (zeros past nr, and past k in the last pair of an odd k).
+void pack_panel(const uint16_t* w, int nr, int64_t k, uint32_t* panel) {
+  const int64_t pairs = (k + 1) / 2, whole = nr == kPanelRows ? k / 32 : 0;
+  for (int v = 0; v < kPanelVectors; ++v) {
+    for (int64_t c = 0; c < whole; ++c) {  // 16 pairs of 16 rows at a time
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(w + (16 * v + i) * k + 32 * c);
+      transpose16(r);
+      for (int p = 0; p < 16; ++p) {
+        _mm512_storeu_si512(panel + (16 * c + p) * kPanelRows + 16 * v, r[p]);
+      }
+    }
+  }
+  for (int64_t p = 16 * whole; p < pairs; ++p) {
+    for (int i = 0; i < kPanelRows; ++i) {
+      uint32_t word = 0;
+      if (i < nr) {
+        const uint16_t* row = w + i * k;
+        word = row[2 * p] | (2 * p + 1 < k ? uint32_t{row[2 * p + 1]} << 16 : 0u);
+      }
+      panel[p * kPanelRows + i] = word;
+    }
+  }
+}
+
+// A panel against one tile of activation rows [j0, j0 + nx) (nx <= kBf16TileRows), its words
+// at xt: out[(j0 + j) * ldo + i] for rows i < nr of the panel.
+void panel_tile(const uint32_t* panel, int nr, const uint32_t* xt, int64_t pairs, int64_t j0,
+                int nx, const float* bias, float* out, int64_t ldo) {
+  constexpr int J = kBf16TileRows;
+  __m512 acc[kPanelVectors][J];
+  for (auto& row : acc) {
+    for (auto& a : row) a = _mm512_setzero_ps();
+  }
+  for (int64_t p = 0; p < pairs; ++p) {
+    __m512bh w[kPanelVectors];
+    for (int v = 0; v < kPanelVectors; ++v) {
+      w[v] = as_bf16(_mm512_loadu_si512(panel + p * kPanelRows + 16 * v));
+    }
+    for (int j = 0; j < J; ++j) {
+      const __m512bh x = as_bf16(_mm512_set1_epi32(static_cast<int>(xt[p * J + j])));
+      for (int v = 0; v < kPanelVectors; ++v) acc[v][j] = _mm512_dpbf16_ps(acc[v][j], w[v], x);
+    }
+  }
+  for (int v = 0; v < kPanelVectors && 16 * v < nr; ++v) {
+    const int lanes = std::min(16, nr - 16 * v);
+    const auto m = static_cast<__mmask16>((1u << lanes) - 1);
+    const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + 16 * v) : _mm512_setzero_ps();
+    for (int j = 0; j < nx; ++j) {
+      _mm512_mask_storeu_ps(out + (j0 + j) * ldo + 16 * v, m, _mm512_add_ps(acc[v][j], b));
+    }
+  }
+}
+
 }  // namespace
+
+int64_t bf16_tile_words(int64_t nx, int64_t k) {
+  return (nx + kBf16TileRows - 1) / kBf16TileRows * kBf16TileRows * ((k + 1) / 2);
+}
+
+void pack_bf16_tiles(const uint16_t* xb, int64_t nx, int64_t k, int64_t t0, int64_t t1,
+                     uint32_t* xt) {
+  const int64_t pairs = (k + 1) / 2;
+  for (int64_t t = t0; t < t1; ++t) {
+    uint32_t* tile = xt + t * pairs * kBf16TileRows;
+    for (int j = 0; j < kBf16TileRows; ++j) {
+      const int64_t row = t * kBf16TileRows + j;
+      const uint16_t* x = xb + row * k;
+      for (int64_t p = 0; p < pairs; ++p) {
+        uint32_t word = 0;
+        if (row < nx) word = x[2 * p] | (2 * p + 1 < k ? uint32_t{x[2 * p + 1]} << 16 : 0u);
+        tile[p * kBf16TileRows + j] = word;
+      }
+    }
+  }
+}
+
+void gemm_bf16dot_tiles_avx512(const uint16_t* w, int64_t rows, const uint32_t* xt, int64_t nx,
+                               int64_t k, const float* bias, float* out, int64_t ldo) {
+  const int64_t pairs = (k + 1) / 2;
+  thread_local std::vector<uint32_t> panel_store;
+  if (panel_store.size() < static_cast<size_t>(pairs * kPanelRows)) {
+    panel_store.resize(static_cast<size_t>(pairs * kPanelRows));
+  }
+  uint32_t* panel = panel_store.data();
+  for (int64_t r0 = 0; r0 < rows; r0 += kPanelRows) {
+    const int nr = static_cast<int>(std::min<int64_t>(kPanelRows, rows - r0));
+    pack_panel(w + r0 * k, nr, k, panel);
+    for (int64_t j0 = 0; j0 < nx; j0 += kBf16TileRows) {
+      panel_tile(panel, nr, xt + j0 * pairs, pairs, j0,
+                 static_cast<int>(std::min<int64_t>(kBf16TileRows, nx - j0)),
+                 bias ? bias + r0 : nullptr, out + r0, ldo);
+    }
+  }
+}
 
 void round_rows_bf16_avx512(const float* x, int64_t n, int64_t k, uint16_t* out) {
   const int64_t total = n * k;

@@ -167,6 +167,10 @@ const bool kUsePacked = std::getenv("ANVIL_NO_REPACK") == nullptr;
 constexpr int kPrefillChunks = 8;
 // The most activation rows the grouped products (group_avx512) take: decode's batches.
 constexpr int64_t kMaxGroupedRows = 4;
+// From this many activation rows bf16 products at avx512bf16 pack their weights in panels
+// (gemm_bf16dot_tiles_avx512): the packing costs a few shuffles per 16 pairs of 16 rows, paid
+// back when a pair feeds as many activation rows.
+constexpr int64_t kBf16TilesMinRows = 16;
 
 // residual[j, r] += out[j, r] for output features [r0, r1) of every activation row: a task adds
 // the features it just wrote while they are in its cache (linear_add's epilogue).
@@ -308,6 +312,23 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
                           const int64_t r0 = 32 * p0, r1 = std::min(o, 32 * p1);
                           gemm_bf16_amx(w + r0 * k, r1 - r0, pairs, n, k,
                                         bias ? bias + r0 : nullptr, out + r0, o);
+                          add_rows(residual, out, n, o, r0, r1);
+                        },
+                        kPrefillChunks);
+      return true;
+    }
+    if (n >= kBf16TilesMinRows) {
+      // Prefill: the activations packed in tiles once; the threads split panels of weight rows.
+      thread_local std::vector<uint32_t> tiles_store;
+      uint32_t* xt = grow(tiles_store, static_cast<size_t>(bf16_tile_words(n, k)));
+      cpu::parallel_for((n + kBf16TileRows - 1) / kBf16TileRows, 1,
+                        [&](int64_t t0, int64_t t1) { pack_bf16_tiles(xb, n, k, t0, t1, xt); });
+      cpu::parallel_for((o + kBf16PanelRows - 1) / kBf16PanelRows, 1,
+                        [&](int64_t p0, int64_t p1) {
+                          const int64_t r0 = kBf16PanelRows * p0;
+                          const int64_t r1 = std::min(o, kBf16PanelRows * p1);
+                          gemm_bf16dot_tiles_avx512(w + r0 * k, r1 - r0, xt, n, k,
+                                                    bias ? bias + r0 : nullptr, out + r0, o);
                           add_rows(residual, out, n, o, r0, r1);
                         },
                         kPrefillChunks);
