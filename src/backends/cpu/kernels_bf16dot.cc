@@ -159,9 +159,11 @@ inline void transpose16(__m512i (&r)[16]) {
 // Weight rows [0, nr) (nr <= kPanelRows, row stride k) as a panel: word p * kPanelRows + i holds
 // pair p of row i (zeros past nr, and past k in the last pair of an odd k).
 void pack_panel(const uint16_t* w, int nr, int64_t k, uint32_t* panel) {
-  const int64_t pairs = (k + 1) / 2, whole = nr == kPanelRows ? k / 32 : 0;
+  const int64_t pairs = (k + 1) / 2;
   for (int v = 0; v < kPanelVectors; ++v) {
-    for (int64_t c = 0; c < whole; ++c) {  // 16 pairs of 16 rows at a time
+    // A vector of 16 real rows: 16 pairs at a time by transposes, then the rest word by word.
+    const int64_t whole = 16 * (v + 1) <= nr ? k / 32 : 0;
+    for (int64_t c = 0; c < whole; ++c) {
       __m512i r[16];
       for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(w + (16 * v + i) * k + 32 * c);
       transpose16(r);
@@ -169,15 +171,15 @@ void pack_panel(const uint16_t* w, int nr, int64_t k, uint32_t* panel) {
         _mm512_storeu_si512(panel + (16 * c + p) * kPanelRows + 16 * v, r[p]);
       }
     }
-  }
-  for (int64_t p = 16 * whole; p < pairs; ++p) {
-    for (int i = 0; i < kPanelRows; ++i) {
-      uint32_t word = 0;
-      if (i < nr) {
-        const uint16_t* row = w + i * k;
-        word = row[2 * p] | (2 * p + 1 < k ? uint32_t{row[2 * p + 1]} << 16 : 0u);
+    for (int64_t p = 16 * whole; p < pairs; ++p) {
+      for (int i = 16 * v; i < 16 * (v + 1); ++i) {
+        uint32_t word = 0;
+        if (i < nr) {
+          const uint16_t* row = w + i * k;
+          word = row[2 * p] | (2 * p + 1 < k ? uint32_t{row[2 * p + 1]} << 16 : 0u);
+        }
+        panel[p * kPanelRows + i] = word;
       }
-      panel[p * kPanelRows + i] = word;
     }
   }
 }
@@ -217,18 +219,29 @@ int64_t bf16_tile_words(int64_t nx, int64_t k) {
   return (nx + kBf16TileRows - 1) / kBf16TileRows * kBf16TileRows * ((k + 1) / 2);
 }
 
-void pack_bf16_tiles(const uint16_t* xb, int64_t nx, int64_t k, int64_t t0, int64_t t1,
-                     uint32_t* xt) {
+void pack_bf16_tiles(const float* x, int64_t nx, int64_t k, int64_t t0, int64_t t1, uint32_t* xt) {
   const int64_t pairs = (k + 1) / 2;
   for (int64_t t = t0; t < t1; ++t) {
     uint32_t* tile = xt + t * pairs * kBf16TileRows;
     for (int j = 0; j < kBf16TileRows; ++j) {
       const int64_t row = t * kBf16TileRows + j;
-      const uint16_t* x = xb + row * k;
-      for (int64_t p = 0; p < pairs; ++p) {
-        uint32_t word = 0;
-        if (row < nx) word = x[2 * p] | (2 * p + 1 < k ? uint32_t{x[2 * p + 1]} << 16 : 0u);
-        tile[p * kBf16TileRows + j] = word;
+      if (row >= nx) {
+        for (int64_t p = 0; p < pairs; ++p) tile[p * kBf16TileRows + j] = 0;
+        continue;
+      }
+      // 32 values (16 pairs) at a time, the row's tail under a mask that reads zeros.
+      for (int64_t c = 0; c < k; c += 32) {
+        const int64_t left = k - c;
+        const auto lo_mask = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+        const auto hi_mask = static_cast<__mmask16>(left >= 32  ? 0xffff
+                                                    : left > 16 ? (1u << (left - 16)) - 1
+                                                                : 0);
+        const __m512 lo = _mm512_maskz_loadu_ps(lo_mask, x + row * k + c);
+        const __m512 hi = _mm512_maskz_loadu_ps(hi_mask, x + row * k + c + 16);
+        alignas(64) uint32_t words[16];
+        _mm512_store_si512(words, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+        const int64_t n_pairs = std::min<int64_t>(16, pairs - c / 2);
+        for (int64_t p = 0; p < n_pairs; ++p) tile[(c / 2 + p) * kBf16TileRows + j] = words[p];
       }
     }
   }

@@ -26,11 +26,11 @@ constexpr int kBf16PanelRows = 64;
 /// The 32-bit words pack_bf16_tiles writes for nx rows of k values.
 int64_t bf16_tile_words(int64_t nx, int64_t k);
 
-/// Tiles [t0, t1) of nx bf16 activation rows (k values each, row stride k) for
-/// gemm_bf16dot_tiles_avx512: tile t's word p * kBf16TileRows + j holds values 2p and 2p + 1 of
-/// row t * kBf16TileRows + j (zeros past nx, and past k in the last pair of an odd k).
-void pack_bf16_tiles(const uint16_t* xb, int64_t nx, int64_t k, int64_t t0, int64_t t1,
-                     uint32_t* xt);
+/// Tiles [t0, t1) of nx float32 activation rows (k values each, row stride k) rounded to bf16
+/// (to nearest even, as round_rows_bf16_avx512) for gemm_bf16dot_tiles_avx512: tile t's word
+/// p * kBf16TileRows + j holds values 2p and 2p + 1 of row t * kBf16TileRows + j (zeros past
+/// nx, and past k in the last pair of an odd k).
+void pack_bf16_tiles(const float* x, int64_t nx, int64_t k, int64_t t0, int64_t t1, uint32_t* xt);
 
 /// gemm_bf16dot_avx512 for prefill: the weights packed 32 rows at a time into pairs of 16 rows
 /// (a vector each), against the activations packed by pack_bf16_tiles; each broadcast pair of

@@ -293,6 +293,27 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
   const float* x = a.x.data<float>();
   float* out = a.out.data<float>();
   if (wt == DType::bf16 && isa() >= Isa::avx512bf16) {
+    const float* bias = bias_f32(a);
+    const auto* w = static_cast<const uint16_t*>(a.weight.raw());
+    const bool amx = isa() >= Isa::amx && n >= kAmxMinRows && k % 32 == 0;
+    if (!amx && n >= kBf16TilesMinRows) {
+      // Prefill: the activations rounded to bf16 straight into their tiles, once per op; the
+      // threads split panels of weight rows.
+      thread_local std::vector<uint32_t> tiles_store;
+      uint32_t* xt = grow(tiles_store, static_cast<size_t>(bf16_tile_words(n, k)));
+      cpu::parallel_for((n + kBf16TileRows - 1) / kBf16TileRows, 1,
+                        [&](int64_t t0, int64_t t1) { pack_bf16_tiles(x, n, k, t0, t1, xt); });
+      cpu::parallel_for((o + kBf16PanelRows - 1) / kBf16PanelRows, 1,
+                        [&](int64_t p0, int64_t p1) {
+                          const int64_t r0 = kBf16PanelRows * p0;
+                          const int64_t r1 = std::min(o, kBf16PanelRows * p1);
+                          gemm_bf16dot_tiles_avx512(w + r0 * k, r1 - r0, xt, n, k,
+                                                    bias ? bias + r0 : nullptr, out + r0, o);
+                          add_rows(residual, out, n, o, r0, r1);
+                        },
+                        kPrefillChunks);
+      return true;
+    }
     // The activations rounded to bf16 once per op (by the threads, for prefill's rows), then
     // pair dot products against the weights as stored.
     thread_local std::vector<uint16_t> xb_store;
@@ -300,9 +321,7 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
     cpu::parallel_for(n, 16, [&](int64_t r0, int64_t r1) {
       round_rows_bf16_avx512(x + r0 * k, r1 - r0, k, xb + r0 * k);
     });
-    const float* bias = bias_f32(a);
-    const auto* w = static_cast<const uint16_t*>(a.weight.raw());
-    if (isa() >= Isa::amx && n >= kAmxMinRows && k % 32 == 0) {
+    if (amx) {
       // The activations packed for the tiles once; the threads split panels of 32 rows.
       thread_local std::vector<uint32_t> pairs_store;
       uint32_t* pairs = grow(pairs_store, amx_pairs_words(n, k));
@@ -312,23 +331,6 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
                           const int64_t r0 = 32 * p0, r1 = std::min(o, 32 * p1);
                           gemm_bf16_amx(w + r0 * k, r1 - r0, pairs, n, k,
                                         bias ? bias + r0 : nullptr, out + r0, o);
-                          add_rows(residual, out, n, o, r0, r1);
-                        },
-                        kPrefillChunks);
-      return true;
-    }
-    if (n >= kBf16TilesMinRows) {
-      // Prefill: the activations packed in tiles once; the threads split panels of weight rows.
-      thread_local std::vector<uint32_t> tiles_store;
-      uint32_t* xt = grow(tiles_store, static_cast<size_t>(bf16_tile_words(n, k)));
-      cpu::parallel_for((n + kBf16TileRows - 1) / kBf16TileRows, 1,
-                        [&](int64_t t0, int64_t t1) { pack_bf16_tiles(xb, n, k, t0, t1, xt); });
-      cpu::parallel_for((o + kBf16PanelRows - 1) / kBf16PanelRows, 1,
-                        [&](int64_t p0, int64_t p1) {
-                          const int64_t r0 = kBf16PanelRows * p0;
-                          const int64_t r1 = std::min(o, kBf16PanelRows * p1);
-                          gemm_bf16dot_tiles_avx512(w + r0 * k, r1 - r0, xt, n, k,
-                                                    bias ? bias + r0 : nullptr, out + r0, o);
                           add_rows(residual, out, n, o, r0, r1);
                         },
                         kPrefillChunks);
