@@ -79,6 +79,28 @@ TEST(CpuPrefillTiles, Bf16WeightsMatchTheReference) {
   }
 }
 
+// Float32 and IEEE half weights (float32 activations at every ISA level): from 16 rows the
+// AVX-512 kernels pack them in 64-row panels, so the same shapes as bf16's, odd widths included.
+TEST(CpuPrefillTiles, F32AndF16WeightsMatchTheReference) {
+  std::mt19937 rng(79);
+  std::vector<Shape3> shapes = kShapes;
+  shapes.insert(shapes.end(), {{19, 50, 33}, {70, 37, 130}, {16, 96, 64}, {30, 33, 128}});
+  for (DType w : {DType::f32, DType::f16}) {
+    for (auto [n, k, o] : shapes) {
+      const Tensor x = test::random_tensor({n, k}, rng);
+      const Tensor weight = test::random_tensor({o, k}, rng).to(w);
+      const Tensor bias = test::random_tensor({o}, rng);
+      Tensor out = Tensor::empty({n, o}, DType::f32);
+      ops::linear(x, weight, bias, out);
+      Tensor want = Tensor::empty({n, o}, DType::f32);
+      ops::reference::linear({x, weight, bias, want});
+      EXPECT_LE(test::max_abs_diff(out, want), 1e-5f * test::product_magnitude(weight, x) + 1e-5f)
+          << dtype_name(w) << " " << n << "x" << k << "x" << o << " at "
+          << cpu::isa_name(cpu::isa());
+    }
+  }
+}
+
 // Where AMX is asked for (ANVIL_CPU_ISA=amx) the tests above must have run on it; a CPU or a
 // kernel without it says so instead of passing silently on the vector kernels.
 TEST(CpuPrefillTiles, AmxRunsWhereAskedFor) {

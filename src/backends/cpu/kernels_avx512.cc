@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "backends/cpu/repack.h"
+#include "backends/cpu/transpose16_avx512.h"
 
 namespace anvil::cpu {
 namespace {
@@ -165,11 +166,96 @@ void dense_gemm(const W* w, int64_t rows, const float* x, int64_t nx, int64_t k,
   }
 }
 
+// Prefill's shape (from kDensePanelMinRows activation rows): the weights converted to float and
+// packed per call 64 rows at a time, a vector per column of 16 rows (a 16 x 16 transpose per 16
+// columns, paid back over the prompt's rows), against tiles of 6 activation rows whose values
+// are broadcast: each broadcast feeds four FMAs into 16 rows' lanes and no horizontal sums
+// remain (the int8 and bf16 prefill tiles' shape). The tile above loads a weight and an
+// activation vector per pair of FMAs. 24 accumulators, 4 weight vectors and a broadcast: 29 of
+// the 32 registers.
+constexpr int kDenseVectors = kDensePanelRows / 16;
+constexpr int kDenseTileRows = 6;
+
+// Weight rows [0, nr) (nr <= kDensePanelRows, row stride k) as floats in a panel: value c of row
+// i at panel[c * kDensePanelRows + i] (zeros past nr).
+template <class W>
+void pack_dense_panel(const W* w, int nr, int64_t k, float* panel) {
+  for (int v = 0; v < kDenseVectors; ++v) {
+    const int64_t whole = 16 * (v + 1) <= nr ? k / 16 : 0;  // transposes need 16 real rows
+    for (int64_t c = 0; c < whole; ++c) {
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) {
+        r[i] = _mm512_castps_si512(load_w16(w + (16 * v + i) * k + 16 * c, 0xffff));
+      }
+      transpose16(r);
+      for (int col = 0; col < 16; ++col) {
+        _mm512_storeu_si512(panel + (16 * c + col) * kDensePanelRows + 16 * v, r[col]);
+      }
+    }
+    for (int64_t c = 16 * whole; c < k; ++c) {
+      for (int i = 16 * v; i < 16 * (v + 1); ++i) {
+        panel[c * kDensePanelRows + i] = i < nr ? _mm512_cvtss_f32(load_w16(w + i * k + c, 1)) : 0;
+      }
+    }
+  }
+}
+
+// A panel against activation rows [j0, j0 + nx), nx <= kDenseTileRows: out[(j0 + j) * ldo + i]
+// for the panel's rows i < nr.
+void dense_panel_tile(const float* panel, int nr, const float* x, int64_t j0, int nx, int64_t k,
+                      const float* bias, float* out, int64_t ldo) {
+  constexpr int J = kDenseTileRows;
+  const float* xr[J];
+  for (int j = 0; j < J; ++j) xr[j] = x + (j0 + std::min(j, nx - 1)) * k;
+  __m512 acc[kDenseVectors][J];
+  for (auto& row : acc) {
+    for (auto& a : row) a = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < k; ++c) {
+    __m512 w[kDenseVectors];
+    for (int v = 0; v < kDenseVectors; ++v) {
+      w[v] = _mm512_loadu_ps(panel + c * kDensePanelRows + 16 * v);
+    }
+    for (int j = 0; j < J; ++j) {
+      const __m512 xv = _mm512_set1_ps(xr[j][c]);
+      for (int v = 0; v < kDenseVectors; ++v) acc[v][j] = _mm512_fmadd_ps(w[v], xv, acc[v][j]);
+    }
+  }
+  for (int v = 0; v < kDenseVectors && 16 * v < nr; ++v) {
+    const auto m = static_cast<__mmask16>((1u << std::min(16, nr - 16 * v)) - 1);
+    const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + 16 * v) : _mm512_setzero_ps();
+    for (int j = 0; j < nx; ++j) {
+      _mm512_mask_storeu_ps(out + (j0 + j) * ldo + 16 * v, m, _mm512_add_ps(acc[v][j], b));
+    }
+  }
+}
+
+template <class W>
+void dense_gemm_panels(const W* w, int64_t rows, const float* x, int64_t nx, int64_t k,
+                       const float* bias, float* out, int64_t ldo) {
+  thread_local std::vector<float> panel_store;
+  if (panel_store.size() < static_cast<size_t>(k * kDensePanelRows)) {
+    panel_store.resize(static_cast<size_t>(k * kDensePanelRows));
+  }
+  float* panel = panel_store.data();
+  for (int64_t r0 = 0; r0 < rows; r0 += kDensePanelRows) {
+    const int nr = static_cast<int>(std::min<int64_t>(kDensePanelRows, rows - r0));
+    pack_dense_panel<W>(w + r0 * k, nr, k, panel);
+    for (int64_t j0 = 0; j0 < nx; j0 += kDenseTileRows) {
+      dense_panel_tile(panel, nr, x, j0,
+                       static_cast<int>(std::min<int64_t>(kDenseTileRows, nx - j0)), k,
+                       bias ? bias + r0 : nullptr, out + r0, ldo);
+    }
+  }
+}
+
 template <class W>
 void dense_gemm_any(const W* w, int64_t rows, const float* x, int64_t nx, int64_t k,
                     const float* bias, float* out, int64_t ldo) {
   if (nx == 1) {
     dense_matvec<W>(w, rows, x, k, bias, out);
+  } else if (nx >= kDensePanelMinRows) {
+    dense_gemm_panels<W>(w, rows, x, nx, k, bias, out, ldo);
   } else {
     dense_gemm<W, 4, 4>(w, rows, x, nx, k, bias, out, ldo);
   }

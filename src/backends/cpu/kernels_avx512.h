@@ -89,8 +89,13 @@ void attention_rows_partial_avx512(int rows, const float* const* q, const int64_
 /// out[i] = silu(gate[i]) * up[i] = gate / (1 + exp(-gate)) * up, i < n (out may alias).
 void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n);
 
+constexpr int kDensePanelRows = 64;
+constexpr int64_t kDensePanelMinRows = 16;
+
 /// The same for float32 / bfloat16 / IEEE half weights (row stride k elements; the 16-bit
-/// types as their bits) and float32 activations (row stride k); any k.
+/// types as their bits) and float32 activations (row stride k); any k. From kDensePanelMinRows
+/// activation rows the weights are packed per call in panels of kDensePanelRows rows (callers
+/// that split the rows among threads split them in whole panels).
 void gemm_f32_avx512(const float* w, int64_t rows, const float* x, int64_t nx, int64_t k,
                      const float* bias, float* out, int64_t ldo);
 void gemm_bf16_avx512(const uint16_t* w, int64_t rows, const float* x, int64_t nx, int64_t k,

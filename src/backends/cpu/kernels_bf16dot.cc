@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "backends/cpu/transpose16_avx512.h"
+
 namespace anvil::cpu {
 namespace {
 
@@ -127,34 +129,6 @@ void tile(const uint16_t* w, int nr, const uint16_t* x, int64_t j0, int nx, int6
 // vector and an activation vector per product pair and measured ~55% of vdpbf16ps's peak here.
 constexpr int kPanelRows = kBf16PanelRows;
 constexpr int kPanelVectors = kPanelRows / 16;
-
-// 16 x 16 words (rows r[0..15], each 16 consecutive pairs of a weight row) transposed in place:
-// r[p] then holds pair p of the 16 rows, row i in lane i.
-inline void transpose16(__m512i (&r)[16]) {
-  __m512i a[16], b[16];
-  for (int i = 0; i < 8; ++i) {
-    a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  // b[4i + m], lane L: pair 4L + m of rows 4i .. 4i + 3.
-  for (int i = 0; i < 4; ++i) {
-    b[4 * i] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
-    b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
-    b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
-    b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
-  }
-  // A 4 x 4 transpose of 128-bit lanes across b[m], b[4 + m], b[8 + m], b[12 + m].
-  for (int m = 0; m < 4; ++m) {
-    const __m512i s0 = _mm512_shuffle_i32x4(b[m], b[4 + m], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512i s1 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512i s2 = _mm512_shuffle_i32x4(b[m], b[4 + m], _MM_SHUFFLE(3, 2, 3, 2));
-    const __m512i s3 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], _MM_SHUFFLE(3, 2, 3, 2));
-    r[m] = _mm512_shuffle_i32x4(s0, s1, _MM_SHUFFLE(2, 0, 2, 0));
-    r[4 + m] = _mm512_shuffle_i32x4(s0, s1, _MM_SHUFFLE(3, 1, 3, 1));
-    r[8 + m] = _mm512_shuffle_i32x4(s2, s3, _MM_SHUFFLE(2, 0, 2, 0));
-    r[12 + m] = _mm512_shuffle_i32x4(s2, s3, _MM_SHUFFLE(3, 1, 3, 1));
-  }
-}
 
 // Weight rows [0, nr) (nr <= kPanelRows, row stride k) as a panel: word p * kPanelRows + i holds
 // pair p of row i (zeros past nr, and past k in the last pair of an odd k).

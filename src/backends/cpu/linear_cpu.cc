@@ -344,7 +344,7 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
   }
   if (wt == DType::f32 || wt == DType::bf16 || wt == DType::f16) {
     const float* bias = bias_f32(a);
-    split_rows(o, n, [&](int64_t r0, int64_t r1) {
+    const auto rows = [&](int64_t r0, int64_t r1) {
       const float* b = bias ? bias + r0 : nullptr;
       const auto* half = static_cast<const uint16_t*>(a.weight.raw()) + r0 * k;
       if (wt == DType::f32) {
@@ -355,7 +355,16 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
         gemm_f16_avx512(half, r1 - r0, x, n, k, b, out + r0, o);
       }
       add_rows(residual, out, n, o, r0, r1);
-    });
+    };
+    if (n >= kDensePanelMinRows) {  // prefill: the threads split whole panels
+      cpu::parallel_for((o + kDensePanelRows - 1) / kDensePanelRows, 1,
+                        [&](int64_t p0, int64_t p1) {
+                          rows(kDensePanelRows * p0, std::min(o, kDensePanelRows * p1));
+                        },
+                        kPrefillChunks);
+    } else {
+      split_rows(o, n, rows);
+    }
     return true;
   }
   return false;
