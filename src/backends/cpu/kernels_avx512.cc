@@ -25,8 +25,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/panel_tiles_avx512.h"
 #include "backends/cpu/repack.h"
-#include "backends/cpu/transpose16_avx512.h"
 
 namespace anvil::cpu {
 namespace {
@@ -221,13 +221,7 @@ void dense_panel_tile(const float* panel, int nr, const float* x, int64_t j0, in
       for (int v = 0; v < kDenseVectors; ++v) acc[v][j] = _mm512_fmadd_ps(w[v], xv, acc[v][j]);
     }
   }
-  for (int v = 0; v < kDenseVectors && 16 * v < nr; ++v) {
-    const auto m = static_cast<__mmask16>((1u << std::min(16, nr - 16 * v)) - 1);
-    const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + 16 * v) : _mm512_setzero_ps();
-    for (int j = 0; j < nx; ++j) {
-      _mm512_mask_storeu_ps(out + (j0 + j) * ldo + 16 * v, m, _mm512_add_ps(acc[v][j], b));
-    }
-  }
+  store_panel_tile(acc, nr, nx, j0, bias, out, ldo);
 }
 
 template <class W>

@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "backends/cpu/transpose16_avx512.h"
+#include "backends/cpu/panel_tiles_avx512.h"
 
 namespace anvil::cpu {
 namespace {
@@ -177,14 +177,7 @@ void panel_tile(const uint32_t* panel, int nr, const uint32_t* xt, int64_t pairs
       for (int v = 0; v < kPanelVectors; ++v) acc[v][j] = _mm512_dpbf16_ps(acc[v][j], w[v], x);
     }
   }
-  for (int v = 0; v < kPanelVectors && 16 * v < nr; ++v) {
-    const int lanes = std::min(16, nr - 16 * v);
-    const auto m = static_cast<__mmask16>((1u << lanes) - 1);
-    const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + 16 * v) : _mm512_setzero_ps();
-    for (int j = 0; j < nx; ++j) {
-      _mm512_mask_storeu_ps(out + (j0 + j) * ldo + 16 * v, m, _mm512_add_ps(acc[v][j], b));
-    }
-  }
+  store_panel_tile(acc, nr, nx, j0, bias, out, ldo);
 }
 
 }  // namespace

@@ -1,10 +1,13 @@
-// A 16 x 16 transpose of 32-bit words in AVX-512 registers, for the prefill kernels that pack
-// weight rows into panels (a vector per column of 16 rows). Included only by sources compiled
-// with AVX-512 (kernels_avx512.cc, kernels_bf16dot.cc); static, so each keeps its own copy
-// compiled with its own flags.
+// What the prefill kernels that pack weight rows into panels (a vector per column of 16 rows)
+// share: the 16 x 16 transpose that packs them and the store of a tile's sums. Included only by
+// sources compiled with AVX-512 (kernels_avx512.cc, kernels_bf16dot.cc); static, so each keeps
+// its own copy compiled with its own flags.
 #pragma once
 
 #include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
 
 namespace anvil::cpu {
 
@@ -32,6 +35,20 @@ static inline void transpose16(__m512i (&r)[16]) {
     r[4 + m] = _mm512_shuffle_i32x4(s0, s1, _MM_SHUFFLE(3, 1, 3, 1));
     r[8 + m] = _mm512_shuffle_i32x4(s2, s3, _MM_SHUFFLE(2, 0, 2, 0));
     r[12 + m] = _mm512_shuffle_i32x4(s2, s3, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// A tile's sums, acc[v][j] holding rows 16 v .. 16 v + 15 of the panel for activation row j0 + j,
+// plus the bias into out[(j0 + j) * ldo + i] for the panel's rows i < nr and rows j < nx.
+template <int V, int J>
+static inline void store_panel_tile(const __m512 (&acc)[V][J], int nr, int nx, int64_t j0,
+                                    const float* bias, float* out, int64_t ldo) {
+  for (int v = 0; v < V && 16 * v < nr; ++v) {
+    const auto m = static_cast<__mmask16>((1u << std::min(16, nr - 16 * v)) - 1);
+    const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + 16 * v) : _mm512_setzero_ps();
+    for (int j = 0; j < nx; ++j) {
+      _mm512_mask_storeu_ps(out + (j0 + j) * ldo + 16 * v, m, _mm512_add_ps(acc[v][j], b));
+    }
   }
 }
 
