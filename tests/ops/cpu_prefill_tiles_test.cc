@@ -63,7 +63,8 @@ TEST(CpuPrefillTiles, Bf16WeightsMatchTheReference) {
   // half empty) and weight rows that fill the 64-row panels of the pair-product tiles exactly,
   // leave one partial, or fill none.
   std::vector<Shape3> shapes = kShapes;
-  shapes.insert(shapes.end(), {{19, 50, 33}, {70, 37, 130}, {16, 96, 64}, {30, 33, 128}});
+  shapes.insert(shapes.end(),
+                {{19, 50, 33}, {70, 37, 130}, {16, 96, 64}, {30, 33, 128}, {9, 40, 20}});
   for (auto [n, k, o] : shapes) {
     const Tensor x = test::random_tensor({n, k}, rng);
     const Tensor weight = test::random_tensor({o, k}, rng).to(DType::bf16);
@@ -80,11 +81,13 @@ TEST(CpuPrefillTiles, Bf16WeightsMatchTheReference) {
 }
 
 // Float32 and IEEE half weights (float32 activations at every ISA level): from 16 rows the
-// AVX-512 kernels pack them in 64-row panels, so the same shapes as bf16's, odd widths included.
+// AVX-512 kernels pack them in 64-row panels, from 8 the AVX2 ones in 16-row panels, so the same
+// shapes as bf16's, odd widths included.
 TEST(CpuPrefillTiles, F32AndF16WeightsMatchTheReference) {
   std::mt19937 rng(79);
   std::vector<Shape3> shapes = kShapes;
-  shapes.insert(shapes.end(), {{19, 50, 33}, {70, 37, 130}, {16, 96, 64}, {30, 33, 128}});
+  shapes.insert(shapes.end(),
+                {{19, 50, 33}, {70, 37, 130}, {16, 96, 64}, {30, 33, 128}, {9, 40, 20}});
   for (DType w : {DType::f32, DType::f16}) {
     for (auto [n, k, o] : shapes) {
       const Tensor x = test::random_tensor({n, k}, rng);

@@ -11,6 +11,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_threads.h"
+#include "backends/cpu/dense_panels_avx2.h"
 #include "backends/cpu/kernels_amx.h"
 #include "backends/cpu/kernels_avx2_int8.h"
 #include "backends/cpu/kernels_avx512.h"
@@ -596,6 +597,28 @@ void linear_kernel(const ops::LinearArgs& a) {
       return;
     }
   } else {
+    if (isa() >= Isa::avx2 && n >= kAvx2PanelMinRows) {
+      // Prefill: weights packed in panels per call, the threads splitting whole panels.
+      const float* b = bias.empty() ? nullptr : bias.data();
+      cpu::parallel_for((o + kAvx2PanelRows - 1) / kAvx2PanelRows, 1,
+                        [&](int64_t p0, int64_t p1) {
+                          const int64_t r0 = kAvx2PanelRows * p0,
+                                        r1 = std::min(o, kAvx2PanelRows * p1);
+                          const auto* half = static_cast<const uint16_t*>(a.weight.raw()) + r0 * k;
+                          float* at = out + r0;
+                          const float* br = b ? b + r0 : nullptr;
+                          if constexpr (std::is_same_v<W, float>) {
+                            gemm_dense_panels_f32_avx2(a.weight.data<float>() + r0 * k, r1 - r0, x,
+                                                       n, k, br, at, o);
+                          } else if constexpr (std::is_same_v<W, Bf16>) {
+                            gemm_dense_panels_bf16_avx2(half, r1 - r0, x, n, k, br, at, o);
+                          } else {
+                            gemm_dense_panels_f16_avx2(half, r1 - r0, x, n, k, br, at, o);
+                          }
+                        },
+                        kPrefillChunks);
+      return;
+    }
     if (isa() >= Isa::avx2) {
       linear_dense_avx2<W>(a, bias);
       return;
