@@ -109,13 +109,53 @@ void linear_fused(const ops::LinearArgs& a, QuantDotRows dot_rows, const std::ve
   });
 }
 
+// Prefill: 8 chunks per thread. Decode (one row) goes through stream_for: each thread streams
+// one run of the weights and then takes pieces of the others', so a thread slowed by another
+// process on its core takes less.
+constexpr int kPrefillChunks = 8;
+
+// Weight rows per task in whole units of `unit` rows (a kernel's tile, or the panel a prefill
+// kernel packs, so no task ends on part of one); for a single activation row each thread
+// streams its own run of the matrix and then helps with the others' (stream_for), finer chunks
+// for prefill.
+template <class Fn>
+void split_rows(int64_t o, int64_t n, Fn&& fn, int64_t unit = 4) {
+  const int64_t units = (o + unit - 1) / unit;
+  const auto rows = [&](int64_t u0, int64_t u1) { fn(u0 * unit, std::min(o, u1 * unit)); };
+  if (n == 1) {
+    cpu::stream_for(units, rows);
+  } else {
+    cpu::parallel_for(units, 1, rows, kPrefillChunks);
+  }
+}
+
 // float32 / bfloat16 / IEEE half weights with AVX2 (+F16C): rows are widened in registers, not
-// copied.
+// copied; from kAvx2PanelMinRows activation rows (prefill) packed in panels per call
+// (dense_panels_avx2.h), the threads splitting whole panels.
 template <class W>
 void linear_dense_avx2(const ops::LinearArgs& a, const std::vector<float>& bias) {
-  const int64_t k = a.x.size(1);
+  const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
   const float* x = a.x.data<float>();
   const W* w = a.weight.data<W>();
+  if (n >= kAvx2PanelMinRows) {
+    const float* b = bias.empty() ? nullptr : bias.data();
+    float* out = a.out.data<float>();
+    split_rows(
+        o, n,
+        [&](int64_t r0, int64_t r1) {
+          const float* br = b ? b + r0 : nullptr;
+          const auto* half = reinterpret_cast<const uint16_t*>(w + r0 * k);
+          if constexpr (std::is_same_v<W, float>) {
+            gemm_dense_panels_f32_avx2(w + r0 * k, r1 - r0, x, n, k, br, out + r0, o);
+          } else if constexpr (std::is_same_v<W, Bf16>) {
+            gemm_dense_panels_bf16_avx2(half, r1 - r0, x, n, k, br, out + r0, o);
+          } else {
+            gemm_dense_panels_f16_avx2(half, r1 - r0, x, n, k, br, out + r0, o);
+          }
+        },
+        kAvx2PanelRows);
+    return;
+  }
   for_row_blocks(a, bias, [&](int64_t r0, int64_t r1, int64_t row, float* tmp) {
     if constexpr (std::is_same_v<W, float>) {
       dot_rows_f32_avx2(w + r0 * k, r1 - r0, x + row * k, k, tmp);
@@ -147,25 +187,7 @@ const float* bias_f32(const ops::LinearArgs& a) {
   return dst;
 }
 
-// Weight rows per task: whole NR-row tiles; for a single activation row each thread streams its
-// own run of the matrix and then helps with the others' (stream_for), finer chunks for prefill.
-template <class Fn>
-void split_rows(int64_t o, int64_t n, Fn&& fn) {
-  constexpr int64_t kTile = 4;
-  const int64_t tiles = (o + kTile - 1) / kTile;
-  const auto rows = [&](int64_t t0, int64_t t1) { fn(t0 * kTile, std::min(o, t1 * kTile)); };
-  if (n == 1) {
-    cpu::stream_for(tiles, rows);
-  } else {
-    cpu::parallel_for(tiles, 1, rows, 8);
-  }
-}
-
 const bool kUsePacked = std::getenv("ANVIL_NO_REPACK") == nullptr;
-// Prefill: 8 chunks per thread. Decode (one row) goes through stream_for: each thread streams
-// one run of the weights and then takes pieces of the others', so a thread slowed by another
-// process on its core takes less.
-constexpr int kPrefillChunks = 8;
 // The most activation rows the grouped products (group_avx512) take: decode's batches.
 constexpr int64_t kMaxGroupedRows = 4;
 // From this many activation rows bf16 products at avx512bf16 pack their weights in panels
@@ -304,15 +326,14 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
       uint32_t* xt = grow(tiles_store, static_cast<size_t>(bf16_tile_words(n, k)));
       cpu::parallel_for((n + kBf16TileRows - 1) / kBf16TileRows, 1,
                         [&](int64_t t0, int64_t t1) { pack_bf16_tiles(x, n, k, t0, t1, xt); });
-      cpu::parallel_for((o + kBf16PanelRows - 1) / kBf16PanelRows, 1,
-                        [&](int64_t p0, int64_t p1) {
-                          const int64_t r0 = kBf16PanelRows * p0;
-                          const int64_t r1 = std::min(o, kBf16PanelRows * p1);
-                          gemm_bf16dot_tiles_avx512(w + r0 * k, r1 - r0, xt, n, k,
-                                                    bias ? bias + r0 : nullptr, out + r0, o);
-                          add_rows(residual, out, n, o, r0, r1);
-                        },
-                        kPrefillChunks);
+      split_rows(
+          o, n,
+          [&](int64_t r0, int64_t r1) {
+            gemm_bf16dot_tiles_avx512(w + r0 * k, r1 - r0, xt, n, k, bias ? bias + r0 : nullptr,
+                                      out + r0, o);
+            add_rows(residual, out, n, o, r0, r1);
+          },
+          kBf16PanelRows);
       return true;
     }
     // The activations rounded to bf16 once per op (by the threads, for prefill's rows), then
@@ -327,14 +348,14 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
       thread_local std::vector<uint32_t> pairs_store;
       uint32_t* pairs = grow(pairs_store, amx_pairs_words(n, k));
       pack_pairs_amx(xb, n, k, pairs);
-      cpu::parallel_for((o + 31) / 32, 1,
-                        [&](int64_t p0, int64_t p1) {
-                          const int64_t r0 = 32 * p0, r1 = std::min(o, 32 * p1);
-                          gemm_bf16_amx(w + r0 * k, r1 - r0, pairs, n, k,
-                                        bias ? bias + r0 : nullptr, out + r0, o);
-                          add_rows(residual, out, n, o, r0, r1);
-                        },
-                        kPrefillChunks);
+      split_rows(
+          o, n,
+          [&](int64_t r0, int64_t r1) {
+            gemm_bf16_amx(w + r0 * k, r1 - r0, pairs, n, k, bias ? bias + r0 : nullptr, out + r0,
+                          o);
+            add_rows(residual, out, n, o, r0, r1);
+          },
+          32);
       return true;
     }
     split_rows(o, n, [&](int64_t r0, int64_t r1) {
@@ -345,27 +366,22 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
   }
   if (wt == DType::f32 || wt == DType::bf16 || wt == DType::f16) {
     const float* bias = bias_f32(a);
-    const auto rows = [&](int64_t r0, int64_t r1) {
-      const float* b = bias ? bias + r0 : nullptr;
-      const auto* half = static_cast<const uint16_t*>(a.weight.raw()) + r0 * k;
-      if (wt == DType::f32) {
-        gemm_f32_avx512(a.weight.data<float>() + r0 * k, r1 - r0, x, n, k, b, out + r0, o);
-      } else if (wt == DType::bf16) {
-        gemm_bf16_avx512(half, r1 - r0, x, n, k, b, out + r0, o);
-      } else {
-        gemm_f16_avx512(half, r1 - r0, x, n, k, b, out + r0, o);
-      }
-      add_rows(residual, out, n, o, r0, r1);
-    };
-    if (n >= kDensePanelMinRows) {  // prefill: the threads split whole panels
-      cpu::parallel_for((o + kDensePanelRows - 1) / kDensePanelRows, 1,
-                        [&](int64_t p0, int64_t p1) {
-                          rows(kDensePanelRows * p0, std::min(o, kDensePanelRows * p1));
-                        },
-                        kPrefillChunks);
-    } else {
-      split_rows(o, n, rows);
-    }
+    // Prefill: the threads split whole panels (kDensePanelRows), decode 4-row tiles.
+    split_rows(
+        o, n,
+        [&](int64_t r0, int64_t r1) {
+          const float* b = bias ? bias + r0 : nullptr;
+          const auto* half = static_cast<const uint16_t*>(a.weight.raw()) + r0 * k;
+          if (wt == DType::f32) {
+            gemm_f32_avx512(a.weight.data<float>() + r0 * k, r1 - r0, x, n, k, b, out + r0, o);
+          } else if (wt == DType::bf16) {
+            gemm_bf16_avx512(half, r1 - r0, x, n, k, b, out + r0, o);
+          } else {
+            gemm_f16_avx512(half, r1 - r0, x, n, k, b, out + r0, o);
+          }
+          add_rows(residual, out, n, o, r0, r1);
+        },
+        n >= kDensePanelMinRows ? kDensePanelRows : 4);
     return true;
   }
   return false;
@@ -597,28 +613,6 @@ void linear_kernel(const ops::LinearArgs& a) {
       return;
     }
   } else {
-    if (isa() >= Isa::avx2 && n >= kAvx2PanelMinRows) {
-      // Prefill: weights packed in panels per call, the threads splitting whole panels.
-      const float* b = bias.empty() ? nullptr : bias.data();
-      cpu::parallel_for((o + kAvx2PanelRows - 1) / kAvx2PanelRows, 1,
-                        [&](int64_t p0, int64_t p1) {
-                          const int64_t r0 = kAvx2PanelRows * p0,
-                                        r1 = std::min(o, kAvx2PanelRows * p1);
-                          const auto* half = static_cast<const uint16_t*>(a.weight.raw()) + r0 * k;
-                          float* at = out + r0;
-                          const float* br = b ? b + r0 : nullptr;
-                          if constexpr (std::is_same_v<W, float>) {
-                            gemm_dense_panels_f32_avx2(a.weight.data<float>() + r0 * k, r1 - r0, x,
-                                                       n, k, br, at, o);
-                          } else if constexpr (std::is_same_v<W, Bf16>) {
-                            gemm_dense_panels_bf16_avx2(half, r1 - r0, x, n, k, br, at, o);
-                          } else {
-                            gemm_dense_panels_f16_avx2(half, r1 - r0, x, n, k, br, at, o);
-                          }
-                        },
-                        kPrefillChunks);
-      return;
-    }
     if (isa() >= Isa::avx2) {
       linear_dense_avx2<W>(a, bias);
       return;
