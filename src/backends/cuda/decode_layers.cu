@@ -1334,15 +1334,16 @@ void print_profile(const unsigned long long* t, int layers, int blocks) {
       std::nth_element(sorted.begin(), sorted.begin() + blocks / 2, sorted.end());
       behind += *last - sorted[static_cast<size_t>(blocks / 2)];
     }
+    const int shown = std::min(3, blocks);
     std::vector<int> order(static_cast<size_t>(blocks));
     for (int b = 0; b < blocks; ++b) order[static_cast<size_t>(b)] = b;
-    std::partial_sort(order.begin(), order.begin() + 3, order.end(), [&](int x, int y) {
+    std::partial_sort(order.begin(), order.begin() + shown, order.end(), [&](int x, int y) {
       return last_count[static_cast<size_t>(x)] > last_count[static_cast<size_t>(y)];
     });
     std::fprintf(stderr,
                  "  %-16s last block %5.2f us behind the median; last most often:", names[f],
                  behind / counted / 1e3);
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < shown; ++i) {
       const int b = order[static_cast<size_t>(i)];
       std::fprintf(stderr, " block %d (%d of %d layers)", b, last_count[static_cast<size_t>(b)],
                    counted);
