@@ -55,11 +55,10 @@ inline Tensor q8_round_trip(const Tensor& x) {
 }
 
 // True when the CPU's products with `weight` blocks use int8 activations: the int8 kernels, for
-// every block type at the avx512 level and above, for all but Q8_0 at avx2.
+// every block type from the avx2 level up.
 inline bool cpu_int8_activations(DType weight) {
   if (!is_quantized(weight)) return false;
-  if (cpu::isa() >= cpu::Isa::avx512) return true;
-  return cpu::isa() == cpu::Isa::avx2 && weight != DType::q8_0;
+  return cpu::isa() >= cpu::Isa::avx2;
 }
 
 // The largest sum of |w x| over the outputs of w [o, k] x^T (x [n, k]): float32 sums in another

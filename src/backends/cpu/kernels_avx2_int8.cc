@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/repack.h"
@@ -14,7 +15,8 @@ namespace anvil::cpu {
 namespace {
 
 // The primitives quant_int8_kernels.inc builds on. vpmaddubsw adds two u8 x s8 products into
-// a saturating int16: exact for weights below 128 against activations in [-127, 127].
+// a saturating int16: exact for weights below 128 against activations in [-127, 127] (and for
+// |w| <= 128 against them: Q8_0, kSignedQ8).
 inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
   const __m256i pairs = _mm256_maddubs_epi16(u, s);
   return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
@@ -37,6 +39,8 @@ inline __m256i bits_to_bytes(uint32_t bits) {
 }
 
 constexpr int kVectorRegisters = 16;
+// vpmaddubsw's int16 pairs overflow with Q8_0's q + 128: its weights are multiplied as signed.
+constexpr bool kSignedQ8 = true;
 
 #include "backends/cpu/quant_int8_kernels.inc"
 

@@ -46,6 +46,7 @@ inline __m256i bits_to_bytes(uint32_t bits) {
 }
 
 constexpr int kVectorRegisters = 32;
+constexpr bool kSignedQ8 = false;  // vpdpbusd takes Q8_0's q + 128 as it is
 
 // 512-bit tiles for the repacked layouts (quant_int8_wide.inc).
 #define ANVIL_INT8_WIDE_TILES 1

@@ -212,13 +212,11 @@ struct Int8Kernels {
                float*, int64_t);
   void (*packed)(QuantKind, const uint8_t*, size_t, int64_t, int64_t, int64_t, const Q8Rows&,
                  int64_t, const float*, float*, int64_t);
-  bool q8_0;  // whether they take Q8_0 (AVX2's vpmaddubsw cannot: its weights use 8 bits)
   bool wide;  // whether `packed` has the 512-bit prefill tiles (Q8Rows::tiles)
 };
 constexpr Int8Kernels kInt8Avx512{&quantize_rows_q8_avx512, &gemm_quant_avx512, &gemm_packed_avx512,
-                                  true, true};
-constexpr Int8Kernels kInt8Avx2{&quantize_rows_q8_avx2, &gemm_quant_avx2, &gemm_packed_avx2, false,
-                                false};
+                                  true};
+constexpr Int8Kernels kInt8Avx2{&quantize_rows_q8_avx2, &gemm_quant_avx2, &gemm_packed_avx2, false};
 
 // Prefill rows for the 512-bit tiles (Q8Rows::tiles), interleaved by the threads into a buffer
 // of the calling thread, when the kernels have them and take `kind`. Not for the few rows of
@@ -260,7 +258,7 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
   const float* x = a.x.data<float>();
   float* out = a.out.data<float>();
   QuantKind kind;
-  if (!int8_kind(wt, k, &kind) || (wt == DType::q8_0 && !kern.q8_0)) return false;
+  if (!int8_kind(wt, k, &kind)) return false;
   Q8Rows xq = quantize_activations(kern, x, n, k);
   const float* bias = bias_f32(a);
   if (kUsePacked && is_repacked(wt)) {
