@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/attention_avx2.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_threads.h"
@@ -145,59 +146,93 @@ void eager(const ops::AttentionArgs& a) {
   });
 }
 
-// AVX-512 decode (a group's query rows fit one task): tasks of (batch row, KV head, range of
-// keys), each running every query row of the group over its keys, merged at the end
-// (flash-decoding). Splitting the keys rather than the heads keeps every K/V byte read once per
-// step however few KV heads there are (with 2-3 KV heads, splitting heads read each K/V twice).
+// Query rows a partial-attention task runs together (a tile of positions times the group's heads).
 constexpr int64_t kMaxDecodeRows = 16;
 
-template <class KV>
-void sdpa_decode_avx512(const ops::AttentionArgs& a) {
+// Flash-decoding over a partial-attention kernel of the CPU's ISA (`rows_partial`: the
+// signature of attention_rows_partial_avx512): tasks of (batch row, KV head, tile of query
+// positions, range of keys), each running the tile's query rows (positions x the group's heads,
+// at most kMaxDecodeRows) over its keys, so every K/V byte is read once per tile. Decode (one
+// tile a head) splits the keys into ranges, merged at the end, so every thread has work even
+// with 2-3 KV heads (splitting heads read each K/V twice); a prompt's tiles are tasks enough,
+// each over all the keys its rows see and normalised by the task itself.
+template <class KV, class Partial>
+void sdpa_partials(const ops::AttentionArgs& a, Partial rows_partial) {
   const Geometry g(a);
   const float* q = a.q.data<float>();
   const KV* kc = static_cast<const KV*>(a.k_cache.raw());
   const KV* vc = static_cast<const KV*>(a.v_cache.raw());
   const int32_t* mask = a.key_mask.data<int32_t>();
   float* out = a.out.data<float>();
-  const int64_t rows = g.seq * g.group, heads_total = g.batch * g.kv_heads;
-  const KeySplit split = decode_key_split(g.total, heads_total, threads());
-  const int64_t parts = split.parts, per_part = split.per_part;
-  const int64_t tasks = heads_total * parts;
-  const int64_t state = rows * (g.dim + 2);  // acc, m, l of one task
+  const int64_t tile = std::max<int64_t>(1, kMaxDecodeRows / g.group);
+  const int64_t tiles = (g.seq + tile - 1) / tile, heads_total = g.batch * g.kv_heads;
+  const int64_t parts =
+      tiles == 1 ? decode_key_split(g.total, heads_total, threads()).parts : int64_t{1};
+  const int64_t per_part = (g.total + parts - 1) / parts;
+  const int64_t tasks = heads_total * tiles * parts;
+  const int64_t max_rows = std::min(g.seq, tile) * g.group;
+  const int64_t state = max_rows * (g.dim + 2);  // acc, m, l of one task
+  // Split keys: every task's state kept for the merge; whole keys: one state per thread.
   thread_local std::vector<float> partial;
-  if (partial.size() < static_cast<size_t>(tasks * state)) {
-    partial.resize(static_cast<size_t>(tasks * state));
+  const int64_t kept = parts > 1 ? tasks : 1;
+  if (partial.size() < static_cast<size_t>(kept * state)) {
+    partial.resize(static_cast<size_t>(kept * state));
   }
   float* states = partial.data();
   auto task = [&](int64_t id) {
-    const int64_t part = id % parts, bh = id / parts, kh = bh % g.kv_heads, b = bh / g.kv_heads;
+    const int64_t part = id % parts, tl = (id / parts) % tiles, bh = id / (parts * tiles);
+    const int64_t kh = bh % g.kv_heads, b = bh / g.kv_heads;
+    const int64_t s0 = tl * tile, s1 = std::min(g.seq, s0 + tile);
+    const int64_t rows = (s1 - s0) * g.group;
     const float* qs[kMaxDecodeRows];
     int64_t last[kMaxDecodeRows];
-    for (int64_t s = 0; s < g.seq; ++s) {
+    for (int64_t s = s0; s < s1; ++s) {
       for (int64_t i = 0; i < g.group; ++i) {
-        qs[s * g.group + i] = q + ((b * g.seq + s) * g.heads + kh * g.group + i) * g.dim;
-        last[s * g.group + i] = a.past + s;
+        qs[(s - s0) * g.group + i] = q + ((b * g.seq + s) * g.heads + kh * g.group + i) * g.dim;
+        last[(s - s0) * g.group + i] = a.past + s;
       }
     }
+    thread_local std::vector<float> own;
+    if (parts == 1 && own.size() < static_cast<size_t>(state))
+      own.resize(static_cast<size_t>(state));
+    float* st = parts > 1 ? states + id * state : own.data();
     alignas(64) float scratch[kMaxDecodeRows * 16];
-    float* st = states + id * state;
-    attention_rows_partial_avx512(
-        static_cast<int>(rows), qs, last, kc + (b * g.kv_heads + kh) * g.cap * g.dim,
-        vc + (b * g.kv_heads + kh) * g.cap * g.dim, mask + b * g.total, part * per_part,
-        std::min(g.total, (part + 1) * per_part), g.dim, a.scale, st, st + rows * g.dim,
-        st + rows * g.dim + rows, scratch);
+    rows_partial(static_cast<int>(rows), qs, last, kc + (b * g.kv_heads + kh) * g.cap * g.dim,
+                 vc + (b * g.kv_heads + kh) * g.cap * g.dim, mask + b * g.total, part * per_part,
+                 std::min(g.total, (part + 1) * per_part), g.dim, a.scale, st, st + rows * g.dim,
+                 st + rows * g.dim + rows, scratch);
+    if (parts > 1) return;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t s = s0 + r / g.group, h = kh * g.group + r % g.group;
+      merge_key_ranges(st, 1, state, rows, g.dim, r, out + ((b * g.seq + s) * g.heads + h) * g.dim);
+    }
   };
   run_tasks(tasks, TaskRef(task));
-  // Merge the key ranges of each query row.
+  if (parts == 1) return;
+  // Merge the key ranges of each query row (one tile a head).
   for (int64_t bh = 0; bh < heads_total; ++bh) {
     const int64_t kh = bh % g.kv_heads, b = bh / g.kv_heads;
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = 0; r < max_rows; ++r) {
       const int64_t s = r / g.group, h = kh * g.group + r % g.group;
-      merge_key_ranges(states + bh * parts * state, parts, state, rows, g.dim, r,
+      merge_key_ranges(states + bh * parts * state, parts, state, max_rows, g.dim, r,
                        out + ((b * g.seq + s) * g.heads + h) * g.dim);
     }
   }
 }
+
+// The ISAs' partial-attention kernels as callables for sdpa_partials.
+struct Avx512Partial {
+  template <class... Args>
+  void operator()(Args... args) const {
+    attention_rows_partial_avx512(args...);
+  }
+};
+struct Avx2Partial {
+  template <class... Args>
+  void operator()(Args... args) const {
+    attention_rows_partial_avx2(args...);
+  }
+};
 
 // AVX-512: tasks of (batch row, KV head, tile of queries, share of the group's heads); all the
 // query rows of a task go through each key block together, so K and V are read once per task
@@ -258,12 +293,16 @@ void sdpa_avx512(const ops::AttentionArgs& a) {
 // KV: the cache's element, float (an f32 cache) or uint16_t (IEEE half bits, an f16 cache).
 template <class KV>
 void attention_kernel(const ops::AttentionArgs& a) {
+  const int64_t group = a.q.size(2) / a.k_cache.size(1);
   if (a.impl == ops::AttentionImpl::sdpa && isa() >= Isa::avx512) {
-    if (a.q.size(1) * (a.q.size(2) / a.k_cache.size(1)) <= kMaxDecodeRows) {
-      sdpa_decode_avx512<KV>(a);
+    if (a.q.size(1) * group <= kMaxDecodeRows) {
+      sdpa_partials<KV>(a, Avx512Partial{});
     } else {
       sdpa_avx512<KV>(a);
     }
+  } else if (a.impl == ops::AttentionImpl::sdpa && isa() >= Isa::avx2 &&
+             attention_avx2_takes(a.q.size(3)) && group <= kMaxDecodeRows) {
+    sdpa_partials<KV>(a, Avx2Partial{});
   } else if (a.impl == ops::AttentionImpl::eager) {
     eager<KV>(a);
   } else {

@@ -1,0 +1,227 @@
+// attention_avx2.h: the partial attention of a few query rows over a range of keys, 8 keys at a
+// time, on 256-bit vectors.
+#include "backends/cpu/attention_avx2.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+namespace anvil::cpu {
+namespace {
+
+constexpr int kBlock = 8;  // keys per block: one score per lane
+
+// A cache element block of 8 as floats: float32, or IEEE half bits widened by F16C.
+inline __m256 load_kv(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+inline __m256 load_kv(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// e^x per lane, as the AVX-512 kernels compute it (x clamped to [-87, 88], a degree-7
+// polynomial of the remainder, ~2e-7 relative); 2^n is built in the exponent bits (n stays in
+// [-126, 127], normal floats), and lanes below -87 (a masked key's -inf) give 0.
+inline __m256 exp256(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.0f);
+  const __m256 below = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+  x = _mm256_min_ps(_mm256_max_ps(x, lo), _mm256_set1_ps(88.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i pow2 =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_andnot_ps(below, _mm256_mul_ps(p, _mm256_castsi256_ps(pow2)));
+}
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float hmax(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// The sums of 4 vectors' lanes, one per lane of the result.
+inline __m128 hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// Lanes whose bit in `bits` is set.
+inline __m256 lanes_of(uint32_t bits) {
+  const __m256i select = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  const __m256i on = _mm256_and_si256(_mm256_set1_epi32(static_cast<int>(bits)), select);
+  return _mm256_castsi256_ps(_mm256_cmpeq_epi32(on, select));
+}
+
+// The dot products of R query rows (R <= 2) with keys [0, nt) of k (nt <= 8, keys dim elements
+// apart): out[r] holds row r's in lanes 0..nt-1 (the other lanes repeat the last key). Four keys
+// at a time, each key vector loaded (and widened) once for the rows, every (row, key) sum its
+// own FMA chain: 8 accumulators, 4 keys and a query vector in the 16 registers.
+template <int R, class KV>
+inline void scores8_rows(const float* const* q, const KV* k, int nt, int64_t dim, __m256* out) {
+  alignas(32) float sc[R][kBlock];
+  for (int t = 0; t < kBlock; t += 4) {
+    const KV* kt[4];
+    for (int j = 0; j < 4; ++j) kt[j] = k + std::min(t + j, nt - 1) * dim;
+    __m256 a[R][4];
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < 4; ++j) a[r][j] = _mm256_setzero_ps();
+    }
+    for (int64_t d = 0; d < dim; d += 8) {
+      __m256 kv[4];
+      for (int j = 0; j < 4; ++j) kv[j] = load_kv(kt[j] + d);
+      for (int r = 0; r < R; ++r) {
+        const __m256 qd = _mm256_loadu_ps(q[r] + d);
+        for (int j = 0; j < 4; ++j) a[r][j] = _mm256_fmadd_ps(qd, kv[j], a[r][j]);
+      }
+    }
+    for (int r = 0; r < R; ++r) _mm_store_ps(sc[r] + t, hsum4(a[r][0], a[r][1], a[r][2], a[r][3]));
+  }
+  for (int r = 0; r < R; ++r) out[r] = _mm256_load_ps(sc[r]);
+}
+
+// acc[r] += sum_t p[r * 8 + t] v[t] for R rows (R <= 4) over C vectors of columns at once
+// (C <= 2): each value vector loaded once for the rows, R x C independent FMA chains, each
+// element's additions in the order of t.
+template <int R, int C, class KV>
+void accumulate_values(const float* p, const KV* v, int nt, int64_t dim, float* acc) {
+  for (int64_t c = 0; c < dim; c += 8 * C) {
+    __m256 a[R][C];
+    for (int r = 0; r < R; ++r) {
+      for (int i = 0; i < C; ++i) a[r][i] = _mm256_loadu_ps(acc + r * dim + c + 8 * i);
+    }
+    for (int t = 0; t < nt; ++t) {
+      __m256 vt[C];
+      for (int i = 0; i < C; ++i) vt[i] = load_kv(v + t * dim + c + 8 * i);
+      for (int r = 0; r < R; ++r) {
+        const __m256 pr = _mm256_set1_ps(p[r * kBlock + t]);
+        for (int i = 0; i < C; ++i) a[r][i] = _mm256_fmadd_ps(pr, vt[i], a[r][i]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int i = 0; i < C; ++i) _mm256_storeu_ps(acc + r * dim + c + 8 * i, a[r][i]);
+    }
+  }
+}
+
+// f(std::integral_constant<int, N>) for N = min(n, Max), n >= 1.
+template <int Max, int N = 1, class F>
+inline void with_count(int n, F&& f) {
+  if constexpr (N == Max) {
+    f(std::integral_constant<int, N>{});
+  } else if (n <= N) {
+    f(std::integral_constant<int, N>{});
+  } else {
+    with_count<Max, N + 1>(n, std::forward<F>(f));
+  }
+}
+
+template <class KV>
+void rows_partial(int rows, const float* const* q, const int64_t* last, const KV* k, const KV* v,
+                  const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim, float scale,
+                  float* acc, float* m, float* l, float* p) {
+  for (int r = 0; r < rows; ++r) {
+    m[r] = -std::numeric_limits<float>::infinity();
+    l[r] = 0;
+    std::memset(acc + r * dim, 0, static_cast<size_t>(dim) * sizeof(float));
+  }
+  int64_t max_last = -1;
+  for (int r = 0; r < rows; ++r) max_last = std::max(max_last, last[r]);
+  end = std::min(end, max_last + 1);
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  const bool pairs = dim % 16 == 0;
+  for (int64_t t0 = begin; t0 < end; t0 += kBlock) {
+    const int nt = static_cast<int>(std::min<int64_t>(kBlock, end - t0));
+    // The next block's keys and values requested now: a head's walk is a few blocks long, too
+    // short for the hardware prefetcher to ramp up (as in the AVX-512 kernel).
+    if (t0 + kBlock < end) {
+      const int64_t next = std::min<int64_t>(kBlock, end - t0 - kBlock) * dim * sizeof(KV);
+      const char* nk = reinterpret_cast<const char*>(k + (t0 + kBlock) * dim);
+      const char* nv = reinterpret_cast<const char*>(v + (t0 + kBlock) * dim);
+      for (int64_t at = 0; at < next; at += 64) {
+        _mm_prefetch(nk + at, _MM_HINT_T0);
+        _mm_prefetch(nv + at, _MM_HINT_T0);
+      }
+    }
+    uint32_t open = 0;  // keys of the block that no mask hides
+    for (int t = 0; t < nt; ++t) open |= (key_mask[t0 + t] != 0 ? 1u : 0u) << t;
+    __m256 sc[2];
+    for (int r = 0; r < rows; ++r) {
+      if (r % 2 == 0) {
+        with_count<2>(std::min(2, rows - r), [&](auto n) {
+          scores8_rows<decltype(n)::value>(q + r, k + t0 * dim, nt, dim, sc);
+        });
+      }
+      const int64_t visible_end = std::min<int64_t>(nt, last[r] - t0 + 1);
+      const uint32_t causal = visible_end <= 0 ? 0u : (1u << visible_end) - 1;
+      const uint32_t keep = open & causal;
+      float* pr = p + r * kBlock;
+      if (keep == 0) {
+        _mm256_storeu_ps(pr, _mm256_setzero_ps());
+        continue;
+      }
+      const __m256 s = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(sc[r % 2], _mm256_set1_ps(scale)),
+                                        lanes_of(keep));
+      const float m_new = std::max(m[r], hmax(s));
+      const float corr = std::exp(m[r] - m_new);  // 0 when m was -inf
+      const __m256 e = exp256(_mm256_sub_ps(s, _mm256_set1_ps(m_new)));
+      l[r] = l[r] * corr + hsum(e);
+      m[r] = m_new;
+      _mm256_storeu_ps(pr, e);
+      if (corr != 1.0f) {
+        float* ar = acc + r * dim;
+        for (int64_t d = 0; d < dim; ++d) ar[d] *= corr;
+      }
+    }
+    for (int r0 = 0; r0 < rows; r0 += 4) {
+      with_count<4>(std::min(4, rows - r0), [&](auto n) {
+        constexpr int R = decltype(n)::value;
+        if (pairs) {
+          accumulate_values<R, 2>(p + r0 * kBlock, v + t0 * dim, nt, dim, acc + r0 * dim);
+        } else {
+          accumulate_values<R, 1>(p + r0 * kBlock, v + t0 * dim, nt, dim, acc + r0 * dim);
+        }
+      });
+    }
+  }
+}
+
+}  // namespace
+
+void attention_rows_partial_avx2(int rows, const float* const* q, const int64_t* last,
+                                 const float* k, const float* v, const int32_t* key_mask,
+                                 int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
+                                 float* m, float* l, float* scratch) {
+  rows_partial(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l, scratch);
+}
+
+void attention_rows_partial_avx2(int rows, const float* const* q, const int64_t* last,
+                                 const uint16_t* k, const uint16_t* v, const int32_t* key_mask,
+                                 int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
+                                 float* m, float* l, float* scratch) {
+  rows_partial(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l, scratch);
+}
+
+}  // namespace anvil::cpu
