@@ -23,9 +23,12 @@
 #include <vector>
 
 #include "anvil/error.h"
+#include "backends/cpu/activations_avx2.h"
+#include "backends/cpu/attention_avx2.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_threads.h"
+#include "backends/cpu/kernels_avx2_int8.h"
 #include "backends/cpu/kernels_avx512.h"
 #include "backends/cpu/repack.h"
 #include "backends/cpu/row_kernels.h"
@@ -73,6 +76,43 @@ bool f32_vector(const Tensor& t, int64_t n) {
   return t.defined() && t.dtype() == DType::f32 && t.numel() == n;
 }
 
+// The kernels of the ISA level the step runs at (AVX-512 or AVX2): the composed ops' own, so the
+// results stay theirs.
+struct IsaKernels {
+  void (*quantize)(const float*, int64_t, const Q8Rows&);
+  void (*gemm)(QuantKind, const uint8_t*, size_t, int64_t, const Q8Rows&, int64_t, const float*,
+               float*, int64_t);
+  void (*packed)(QuantKind, const uint8_t*, size_t, int64_t, int64_t, int64_t, const Q8Rows&,
+                 int64_t, const float*, float*, int64_t);
+  void (*attention_f32)(int, const float* const*, const int64_t*, const float*, const float*,
+                        const int32_t*, int64_t, int64_t, int64_t, float, float*, float*, float*,
+                        float*);
+  void (*attention_f16)(int, const float* const*, const int64_t*, const uint16_t*, const uint16_t*,
+                        const int32_t*, int64_t, int64_t, int64_t, float, float*, float*, float*,
+                        float*);
+  void (*swiglu)(const float*, const float*, float*, int64_t);
+
+  void attention(int rows, const float* const* q, const int64_t* last, const float* k,
+                 const float* v, const int32_t* mask, int64_t begin, int64_t end, int64_t dim,
+                 float scale, float* acc, float* m, float* l, float* scratch) const {
+    attention_f32(rows, q, last, k, v, mask, begin, end, dim, scale, acc, m, l, scratch);
+  }
+  void attention(int rows, const float* const* q, const int64_t* last, const uint16_t* k,
+                 const uint16_t* v, const int32_t* mask, int64_t begin, int64_t end, int64_t dim,
+                 float scale, float* acc, float* m, float* l, float* scratch) const {
+    attention_f16(rows, q, last, k, v, mask, begin, end, dim, scale, acc, m, l, scratch);
+  }
+};
+const IsaKernels kAvx512Kernels{&quantize_rows_q8_avx512,
+                                &gemm_quant_avx512,
+                                &gemm_packed_avx512,
+                                &attention_rows_partial_avx512,
+                                &attention_rows_partial_avx512,
+                                &swiglu_avx512};
+const IsaKernels kAvx2Kernels{
+    &quantize_rows_q8_avx2,       &gemm_quant_avx2, &gemm_packed_avx2, &attention_rows_partial_avx2,
+    &attention_rows_partial_avx2, &swiglu_avx2};
+
 struct Layer {
   Product q, k, v, o, gate, up, down;
   const float *input_norm, *post_norm, *q_norm = nullptr, *k_norm = nullptr;
@@ -80,16 +120,17 @@ struct Layer {
 };
 
 // Groups [g0, g1) of a product into out (one activation row).
-void run_groups(const Product& p, int64_t g0, int64_t g1, const Q8Rows& x, float* out) {
+void run_groups(const IsaKernels& kern, const Product& p, int64_t g0, int64_t g1, const Q8Rows& x,
+                float* out) {
   if (g0 >= g1) return;
   if (p.packed) {
-    gemm_packed_avx512(p.kind, p.packed->data, p.packed->block_bytes, p.rows, g0, g1, x, 1, p.bias,
-                       out, p.rows);
+    kern.packed(p.kind, p.packed->data, p.packed->block_bytes, p.rows, g0, g1, x, 1, p.bias, out,
+                p.rows);
     return;
   }
   const int64_t r0 = g0 * kGroupRows, r1 = std::min(p.rows, g1 * kGroupRows);
-  gemm_quant_avx512(p.kind, p.stored + static_cast<size_t>(r0) * p.row_bytes, p.row_bytes, r1 - r0,
-                    x, 1, p.bias ? p.bias + r0 : nullptr, out + r0, p.rows);
+  kern.gemm(p.kind, p.stored + static_cast<size_t>(r0) * p.row_bytes, p.row_bytes, r1 - r0, x, 1,
+            p.bias ? p.bias + r0 : nullptr, out + r0, p.rows);
 }
 
 // One phase of a layer: its work in chunks that the members claim as they come free, and the
@@ -133,13 +174,13 @@ struct Quantized {
   std::vector<int8_t> q;
   std::vector<float> d, ds;
   std::vector<int32_t> s;
-  Q8Rows rows(const float* x, int64_t k) {
+  Q8Rows rows(const IsaKernels& kern, const float* x, int64_t k) {
     q.resize(static_cast<size_t>(k));
     d.resize(static_cast<size_t>(k / 32));
     ds.resize(static_cast<size_t>(k / 32));
     s.resize(static_cast<size_t>(k / 32));
     const Q8Rows r{q.data(), d.data(), s.data(), ds.data(), k};
-    quantize_rows_q8_avx512(x, 1, r);
+    kern.quantize(x, 1, r);
     return r;
   }
 };
@@ -217,7 +258,8 @@ class MemberClock {
 };
 
 template <class KV>
-void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers) {
+void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers,
+                const IsaKernels& kern) {
   const int64_t h = a.x.size(1), nh = a.heads, nkv = a.kv_heads, hd = a.head_dim;
   const int64_t group = nh / nkv, half = hd / 2, inter = a.gate.size(1);
   const int64_t past = a.past_on_device.defined() ? *a.past_on_device.data<int32_t>() : a.past;
@@ -298,13 +340,13 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       for (bool ready = false; pr[0].claim(me, &c0, &c1); pr[0].finished(c1 - c0)) {
         if (!ready) {
           rms_norm_row(x, L.input_norm, h, a.eps, my.normed.data());
-          xq = my.xq.rows(my.normed.data(), h);
+          xq = my.xq.rows(kern, my.normed.data(), h);
           ready = true;
         }
-        run_groups(L.q, std::min(c0, gq), std::min(c1, gq), xq, q);
-        run_groups(L.k, std::clamp(c0 - gq, int64_t{0}, gk), std::clamp(c1 - gq, int64_t{0}, gk),
-                   xq, k);
-        run_groups(L.v, std::clamp(c0 - gq - gk, int64_t{0}, gv),
+        run_groups(kern, L.q, std::min(c0, gq), std::min(c1, gq), xq, q);
+        run_groups(kern, L.k, std::clamp(c0 - gq, int64_t{0}, gk),
+                   std::clamp(c1 - gq, int64_t{0}, gk), xq, k);
+        run_groups(kern, L.v, std::clamp(c0 - gq - gk, int64_t{0}, gv),
                    std::clamp(c1 - gq - gk, int64_t{0}, gv), xq, v);
       }
       clock.mark(0);
@@ -340,11 +382,11 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
           }
           alignas(64) float work[kMaxGroup * 16];
           float* st = st_all + id * state;
-          attention_rows_partial_avx512(
-              static_cast<int>(group), qs, last, static_cast<const KV*>(L.k_cache) + kh * cap * hd,
-              static_cast<const KV*>(L.v_cache) + kh * cap * hd, mask, part * per_part,
-              std::min(total, (part + 1) * per_part), hd, a.scale, st, st + group * hd,
-              st + group * hd + group, work);
+          kern.attention(static_cast<int>(group), qs, last,
+                         static_cast<const KV*>(L.k_cache) + kh * cap * hd,
+                         static_cast<const KV*>(L.v_cache) + kh * cap * hd, mask, part * per_part,
+                         std::min(total, (part + 1) * per_part), hd, a.scale, st, st + group * hd,
+                         st + group * hd + group, work);
         }
       }
       clock.mark(4);
@@ -362,10 +404,10 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       // o, added into the residual rows as each chunk's groups come out.
       for (bool ready = false; pr[1].claim(me, &c0, &c1); pr[1].finished(c1 - c0)) {
         if (!ready) {
-          xq = my.xq.rows(attn, nh * hd);
+          xq = my.xq.rows(kern, attn, nh * hd);
           ready = true;
         }
-        run_groups(L.o, c0, c1, xq, proj);
+        run_groups(kern, L.o, c0, c1, xq, proj);
         for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
       }
       clock.mark(8);
@@ -375,13 +417,13 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       for (bool ready = false; pr[2].claim(me, &c0, &c1); pr[2].finished(c1 - c0)) {
         if (!ready) {
           rms_norm_row(x, L.post_norm, h, a.eps, my.normed.data());
-          xq = my.xq.rows(my.normed.data(), h);
+          xq = my.xq.rows(kern, my.normed.data(), h);
           ready = true;
         }
-        run_groups(L.gate, c0, c1, xq, gate);
-        run_groups(L.up, c0, c1, xq, up);
+        run_groups(kern, L.gate, c0, c1, xq, gate);
+        run_groups(kern, L.up, c0, c1, xq, up);
         const int64_t f0 = c0 * kGroupRows, f1 = std::min(inter, c1 * kGroupRows);
-        if (f1 > f0) swiglu_avx512(gate + f0, up + f0, gate + f0, f1 - f0);
+        if (f1 > f0) kern.swiglu(gate + f0, up + f0, gate + f0, f1 - f0);
       }
       clock.mark(10);
       pr[2].wait();
@@ -389,10 +431,10 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       // down, added into the residual.
       for (bool ready = false; pr[3].claim(me, &c0, &c1); pr[3].finished(c1 - c0)) {
         if (!ready) {
-          xq = my.xq.rows(gate, inter);
+          xq = my.xq.rows(kern, gate, inter);
           ready = true;
         }
-        run_groups(L.down, c0, c1, xq, proj);
+        run_groups(kern, L.down, c0, c1, xq, proj);
         for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
       }
       clock.mark(12);
@@ -459,22 +501,28 @@ void decode_layers_kernel(const ops::DecodeLayersArgs& a) {
                         a.head_dim % 2 == 0 && a.x.size(1) % 32 == 0 &&
                         (a.heads * a.head_dim) % 32 == 0 && a.gate.size(1) % 32 == 0 &&
                         (cache == DType::f32 || cache == DType::f16);
+  // AVX2 runs the step with its own kernels where its attention takes the head size (the
+  // composed ops' attention does the same, so the results stay theirs).
+  const bool isa_ok =
+      isa() >= Isa::avx512 || (isa() >= Isa::avx2 && attention_avx2_takes(a.head_dim));
   thread_local std::vector<Layer> layers;
   layers.clear();
-  if (off || isa() < Isa::avx512 || !shape_ok || !plan(a, &layers)) {
+  if (off || !isa_ok || !shape_ok || !plan(a, &layers)) {
     if (require) {
       throw Error(std::string("decode_layers on cpu: ") +
-                  (isa() < Isa::avx512 ? "the team kernel needs AVX-512"
-                   : !shape_ok         ? "a shape or cache dtype outside the team kernel's path"
-                                       : "a weight, norm or bias outside the team kernel's path"));
+                  (!isa_ok     ? "the team kernel needs AVX2 (head sizes of whole 8-float vectors) "
+                                 "or AVX-512"
+                   : !shape_ok ? "a shape or cache dtype outside the team kernel's path"
+                               : "a weight, norm or bias outside the team kernel's path"));
     }
     ops::composed_decode_layers(a);
     return;
   }
+  const IsaKernels& kern = isa() >= Isa::avx512 ? kAvx512Kernels : kAvx2Kernels;
   if (cache == DType::f16) {
-    run_layers<uint16_t>(a, layers);
+    run_layers<uint16_t>(a, layers, kern);
   } else {
-    run_layers<float>(a, layers);
+    run_layers<float>(a, layers, kern);
   }
 }
 

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/cpu/activations_avx2.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_threads.h"
@@ -45,6 +46,11 @@ void swiglu_kernel(const ops::SwigluArgs& a) {
   if (isa() >= Isa::avx512) {  // vectorised exp (~2e-7 relative to expf)
     cpu::parallel_for(a.gate.numel(), 32768,
                       [&](int64_t b, int64_t e) { swiglu_avx512(g + b, u + b, out + b, e - b); });
+    return;
+  }
+  if (isa() >= Isa::avx2) {
+    cpu::parallel_for(a.gate.numel(), 32768,
+                      [&](int64_t b, int64_t e) { swiglu_avx2(g + b, u + b, out + b, e - b); });
     return;
   }
   cpu::parallel_for(a.gate.numel(), 16384, [&](int64_t b, int64_t e) {
