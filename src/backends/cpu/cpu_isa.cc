@@ -30,11 +30,14 @@ bool amx_granted() {
 Isa isa() {
   static const Isa level = [] {
     Isa detected = Isa::baseline;
+    bool avx_vnni = false;
 #if defined(__x86_64__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
         __builtin_cpu_supports("f16c")) {
       detected = Isa::avx2;
+      avx_vnni = __builtin_cpu_supports("avxvnni");
+      if (avx_vnni) detected = Isa::avxvnni;
       if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
           __builtin_cpu_supports("avx512vnni")) {
@@ -53,6 +56,7 @@ Isa isa() {
       Isa cap = detected;
       if (std::strcmp(env, "baseline") == 0) cap = Isa::baseline;
       if (std::strcmp(env, "avx2") == 0) cap = Isa::avx2;
+      if (std::strcmp(env, "avxvnni") == 0) cap = avx_vnni ? Isa::avxvnni : Isa::avx2;
       if (std::strcmp(env, "avx512") == 0) cap = Isa::avx512;
       if (std::strcmp(env, "avx512bf16") == 0) cap = Isa::avx512bf16;
       if (std::strcmp(env, "amx") == 0) cap = Isa::amx;
@@ -76,6 +80,8 @@ const char* isa_name(Isa level) {
       return "avx512bf16";
     case Isa::avx512:
       return "avx512";
+    case Isa::avxvnni:
+      return "avxvnni";
     case Isa::avx2:
       return "avx2";
     default:

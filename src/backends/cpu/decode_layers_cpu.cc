@@ -30,6 +30,7 @@
 #include "backends/cpu/cpu_threads.h"
 #include "backends/cpu/kernels_avx2_int8.h"
 #include "backends/cpu/kernels_avx512.h"
+#include "backends/cpu/kernels_avxvnni_int8.h"
 #include "backends/cpu/repack.h"
 #include "backends/cpu/row_kernels.h"
 #include "backends/cpu/stream_split.h"
@@ -112,6 +113,9 @@ const IsaKernels kAvx512Kernels{&quantize_rows_q8_avx512,
 const IsaKernels kAvx2Kernels{
     &quantize_rows_q8_avx2,       &gemm_quant_avx2, &gemm_packed_avx2, &attention_rows_partial_avx2,
     &attention_rows_partial_avx2, &swiglu_avx2};
+const IsaKernels kAvxVnniKernels{&quantize_rows_q8_avx2,       &gemm_quant_avxvnni,
+                                 &gemm_packed_avxvnni,         &attention_rows_partial_avx2,
+                                 &attention_rows_partial_avx2, &swiglu_avx2};
 
 struct Layer {
   Product q, k, v, o, gate, up, down;
@@ -518,7 +522,9 @@ void decode_layers_kernel(const ops::DecodeLayersArgs& a) {
     ops::composed_decode_layers(a);
     return;
   }
-  const IsaKernels& kern = isa() >= Isa::avx512 ? kAvx512Kernels : kAvx2Kernels;
+  const IsaKernels& kern = isa() >= Isa::avx512    ? kAvx512Kernels
+                           : isa() >= Isa::avxvnni ? kAvxVnniKernels
+                                                   : kAvx2Kernels;
   if (cache == DType::f16) {
     run_layers<uint16_t>(a, layers, kern);
   } else {

@@ -21,24 +21,8 @@ inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
   const __m256i pairs = _mm256_maddubs_epi16(u, s);
   return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 }
-inline __m256i first_lane_i32(int32_t v) {
-  return _mm256_setr_epi32(v, 0, 0, 0, 0, 0, 0, 0);
-}
-inline __m256 first_lane_ps(__m256 v) {
-  return _mm256_blend_ps(_mm256_setzero_ps(), v, 1);
-}
-inline __m256i bits_to_bytes(uint32_t bits) {
-  // Byte i takes byte i / 8 of the word (the shuffle works within 128-bit halves, each of which
-  // holds the whole word), then tests its bit i % 8.
-  const __m256i spread =
-      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
-                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
-                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
-  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-}
+#include "backends/cpu/int8_avx2_primitives.inc"
 
-constexpr int kVectorRegisters = 16;
 // vpmaddubsw's int16 pairs overflow with Q8_0's q + 128: its weights are multiplied as signed.
 constexpr bool kSignedQ8 = true;
 

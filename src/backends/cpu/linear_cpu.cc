@@ -15,6 +15,7 @@
 #include "backends/cpu/kernels_amx.h"
 #include "backends/cpu/kernels_avx2_int8.h"
 #include "backends/cpu/kernels_avx512.h"
+#include "backends/cpu/kernels_avxvnni_int8.h"
 #include "backends/cpu/kernels_bf16dot.h"
 #include "backends/cpu/quant_dot.h"
 #include "backends/cpu/repack.h"
@@ -217,6 +218,8 @@ struct Int8Kernels {
 constexpr Int8Kernels kInt8Avx512{&quantize_rows_q8_avx512, &gemm_quant_avx512, &gemm_packed_avx512,
                                   true};
 constexpr Int8Kernels kInt8Avx2{&quantize_rows_q8_avx2, &gemm_quant_avx2, &gemm_packed_avx2, false};
+constexpr Int8Kernels kInt8AvxVnni{&quantize_rows_q8_avx2, &gemm_quant_avxvnni,
+                                   &gemm_packed_avxvnni, false};
 
 // Prefill rows for the 512-bit tiles (Q8Rows::tiles), interleaved by the threads into a buffer
 // of the calling thread, when the kernels have them and take `kind`. Not for the few rows of
@@ -605,7 +608,10 @@ void linear_kernel(const ops::LinearArgs& a) {
   std::vector<float> bias;
   if (a.bias.defined()) bias = a.bias.to_f32_vector();
   if constexpr (std::is_same_v<W, void>) {
-    if (isa() == Isa::avx2 && linear_int8(a, kInt8Avx2, nullptr)) return;
+    if (isa() >= Isa::avx2 &&
+        linear_int8(a, isa() >= Isa::avxvnni ? kInt8AvxVnni : kInt8Avx2, nullptr)) {
+      return;
+    }
     if (QuantDotRows fused = quant_dot_rows(a.weight.dtype())) {
       linear_fused(a, fused, bias);
       return;
