@@ -1157,6 +1157,17 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   }
 }
 
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+// The persistent kernel's blocks: one per SM, or ANVIL_CUDA_DECODE_BLOCKS (at most the SMs) to
+// measure how a phase's hand-off cost and the weights' streaming rate move with the grid.
+int grid_blocks(int sm_count) {
+  return std::clamp(env_int("ANVIL_CUDA_DECODE_BLOCKS", sm_count), 1, sm_count);
+}
+
 // ---- Host side -------------------------------------------------------------------------
 
 // Why the stack cannot run as one launch (empty when it can).
@@ -1192,7 +1203,7 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   if (std::max({hidden, inter, nh * hd}) / 8 * kWarps >= SmallDivisor::kDividendEnd)
     return "rows longer than 69,904 values";
   // A thread per row of a block's slice of each phase (slices are in pairs of rows).
-  const int64_t blocks = context(a.x.device()).sm_count;
+  const int64_t blocks = grid_blocks(context(a.x.device()).sm_count);
   const int64_t widest = std::max({(nh + 2 * nkv) * hd, hidden, inter});
   if (2 * ((widest / 2 + blocks - 1) / blocks) > kThreads)
     return "more rows per block than threads";
@@ -1258,10 +1269,6 @@ DeviceState& state_of(Device device) {
   return s;
 }
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
 
 // ANVIL_CUDA_DECODE_PROFILE=1: after an eager launch, where a layer's time goes, from each
 // block's stamps per phase (Stamp), layers after the first. A phase's work splits into staging
@@ -1476,7 +1483,7 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   p.v = a.v.raw();
   p.attn = a.attn.raw();
   p.act = a.gate.raw();
-  const int blocks = ctx.sm_count;
+  const int blocks = grid_blocks(ctx.sm_count);
   // Enough (head, split) items to give most blocks one; ANVIL_CUDA_DECODE_SPLITS for tests.
   p.splits = env_int("ANVIL_CUDA_DECODE_SPLITS", std::max(1, blocks / p.heads));
   p.splits = std::max(1, p.splits);
