@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "backends/cpu/exp_avx2.h"
+#include "backends/cpu/with_count.h"
 
 namespace anvil::cpu {
 namespace {
@@ -101,18 +102,6 @@ void accumulate_values(const float* p, const KV* v, int nt, int64_t dim, float* 
     for (int r = 0; r < R; ++r) {
       for (int i = 0; i < C; ++i) _mm256_storeu_ps(acc + r * dim + c + 8 * i, a[r][i]);
     }
-  }
-}
-
-// f(std::integral_constant<int, N>) for N = min(n, Max), n >= 1.
-template <int Max, int N = 1, class F>
-inline void with_count(int n, F&& f) {
-  if constexpr (N == Max) {
-    f(std::integral_constant<int, N>{});
-  } else if (n <= N) {
-    f(std::integral_constant<int, N>{});
-  } else {
-    with_count<Max, N + 1>(n, std::forward<F>(f));
   }
 }
 

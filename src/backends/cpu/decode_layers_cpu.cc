@@ -28,9 +28,8 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_threads.h"
-#include "backends/cpu/kernels_avx2_int8.h"
+#include "backends/cpu/int8_kernels.h"
 #include "backends/cpu/kernels_avx512.h"
-#include "backends/cpu/kernels_avxvnni_int8.h"
 #include "backends/cpu/repack.h"
 #include "backends/cpu/row_kernels.h"
 #include "backends/cpu/stream_split.h"
@@ -77,14 +76,10 @@ bool f32_vector(const Tensor& t, int64_t n) {
   return t.defined() && t.dtype() == DType::f32 && t.numel() == n;
 }
 
-// The kernels of the ISA level the step runs at (AVX-512 or AVX2): the composed ops' own, so the
-// results stay theirs.
+// The kernels of the ISA level the step runs at (AVX-512, AVX-VNNI or AVX2): the composed ops'
+// own, so the results stay theirs.
 struct IsaKernels {
-  void (*quantize)(const float*, int64_t, const Q8Rows&);
-  void (*gemm)(QuantKind, const uint8_t*, size_t, int64_t, const Q8Rows&, int64_t, const float*,
-               float*, int64_t);
-  void (*packed)(QuantKind, const uint8_t*, size_t, int64_t, int64_t, int64_t, const Q8Rows&,
-                 int64_t, const float*, float*, int64_t);
+  const Int8Kernels* int8;
   void (*attention_f32)(int, const float* const*, const int64_t*, const float*, const float*,
                         const int32_t*, int64_t, int64_t, int64_t, float, float*, float*, float*,
                         float*);
@@ -104,18 +99,15 @@ struct IsaKernels {
     attention_f16(rows, q, last, k, v, mask, begin, end, dim, scale, acc, m, l, scratch);
   }
 };
-const IsaKernels kAvx512Kernels{&quantize_rows_q8_avx512,
-                                &gemm_quant_avx512,
-                                &gemm_packed_avx512,
-                                &attention_rows_partial_avx512,
-                                &attention_rows_partial_avx512,
-                                &swiglu_avx512};
-const IsaKernels kAvx2Kernels{
-    &quantize_rows_q8_avx2,       &gemm_quant_avx2, &gemm_packed_avx2, &attention_rows_partial_avx2,
-    &attention_rows_partial_avx2, &swiglu_avx2};
-const IsaKernels kAvxVnniKernels{&quantize_rows_q8_avx2,       &gemm_quant_avxvnni,
-                                 &gemm_packed_avxvnni,         &attention_rows_partial_avx2,
-                                 &attention_rows_partial_avx2, &swiglu_avx2};
+
+IsaKernels isa_kernels() {
+  if (isa() >= Isa::avx512) {
+    return {&int8_kernels(), &attention_rows_partial_avx512, &attention_rows_partial_avx512,
+            &swiglu_avx512};
+  }
+  return {&int8_kernels(), &attention_rows_partial_avx2, &attention_rows_partial_avx2,
+          &swiglu_avx2};
+}
 
 struct Layer {
   Product q, k, v, o, gate, up, down;
@@ -128,13 +120,13 @@ void run_groups(const IsaKernels& kern, const Product& p, int64_t g0, int64_t g1
                 float* out) {
   if (g0 >= g1) return;
   if (p.packed) {
-    kern.packed(p.kind, p.packed->data, p.packed->block_bytes, p.rows, g0, g1, x, 1, p.bias, out,
-                p.rows);
+    kern.int8->packed(p.kind, p.packed->data, p.packed->block_bytes, p.rows, g0, g1, x, 1, p.bias,
+                      out, p.rows);
     return;
   }
   const int64_t r0 = g0 * kGroupRows, r1 = std::min(p.rows, g1 * kGroupRows);
-  kern.gemm(p.kind, p.stored + static_cast<size_t>(r0) * p.row_bytes, p.row_bytes, r1 - r0, x, 1,
-            p.bias ? p.bias + r0 : nullptr, out + r0, p.rows);
+  kern.int8->gemm(p.kind, p.stored + static_cast<size_t>(r0) * p.row_bytes, p.row_bytes, r1 - r0, x,
+                  1, p.bias ? p.bias + r0 : nullptr, out + r0, p.rows);
 }
 
 // One phase of a layer: its work in chunks that the members claim as they come free, and the
@@ -184,7 +176,7 @@ struct Quantized {
     ds.resize(static_cast<size_t>(k / 32));
     s.resize(static_cast<size_t>(k / 32));
     const Q8Rows r{q.data(), d.data(), s.data(), ds.data(), k};
-    kern.quantize(x, 1, r);
+    kern.int8->quantize(x, 1, r);
     return r;
   }
 };
@@ -522,9 +514,7 @@ void decode_layers_kernel(const ops::DecodeLayersArgs& a) {
     ops::composed_decode_layers(a);
     return;
   }
-  const IsaKernels& kern = isa() >= Isa::avx512    ? kAvx512Kernels
-                           : isa() >= Isa::avxvnni ? kAvxVnniKernels
-                                                   : kAvx2Kernels;
+  const IsaKernels kern = isa_kernels();
   if (cache == DType::f16) {
     run_layers<uint16_t>(a, layers, kern);
   } else {

@@ -27,6 +27,7 @@
 
 #include "backends/cpu/panel_tiles_avx512.h"
 #include "backends/cpu/repack.h"
+#include "backends/cpu/with_count.h"
 
 namespace anvil::cpu {
 namespace {
@@ -351,19 +352,6 @@ void accumulate_values_rows(const float* p, const KV* v, int nt, int64_t dim, fl
       for (int r = 0; r < R; ++r) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(p[r * 16 + t]), vt, a[r]);
     }
     for (int r = 0; r < R; ++r) _mm512_storeu_ps(acc + r * dim + c, a[r]);
-  }
-}
-
-// f(std::integral_constant<int, N>) for N = n (1 <= n; Max for n >= Max): a count known at run
-// time as the template argument of the row- and vector-count kernels here.
-template <int Max, int N = 1, class F>
-inline void with_count(int n, F&& f) {
-  if constexpr (N == Max) {
-    f(std::integral_constant<int, N>{});
-  } else if (n <= N) {
-    f(std::integral_constant<int, N>{});
-  } else {
-    with_count<Max, N + 1>(n, std::forward<F>(f));
   }
 }
 

@@ -13,9 +13,8 @@
 #include "backends/cpu/cpu_threads.h"
 #include "backends/cpu/dense_panels_avx2.h"
 #include "backends/cpu/kernels_amx.h"
-#include "backends/cpu/kernels_avx2_int8.h"
+#include "backends/cpu/int8_kernels.h"
 #include "backends/cpu/kernels_avx512.h"
-#include "backends/cpu/kernels_avxvnni_int8.h"
 #include "backends/cpu/kernels_bf16dot.h"
 #include "backends/cpu/quant_dot.h"
 #include "backends/cpu/repack.h"
@@ -205,21 +204,6 @@ inline void add_rows(float* residual, const float* out, int64_t n, int64_t o, in
     for (int64_t r = r0; r < r1; ++r) residual[j * o + r] += out[j * o + r];
   }
 }
-
-// The int8-activation kernels of one ISA level (quant_int8_kernels.inc compiled for it).
-struct Int8Kernels {
-  void (*quantize)(const float*, int64_t, const Q8Rows&);
-  void (*gemm)(QuantKind, const uint8_t*, size_t, int64_t, const Q8Rows&, int64_t, const float*,
-               float*, int64_t);
-  void (*packed)(QuantKind, const uint8_t*, size_t, int64_t, int64_t, int64_t, const Q8Rows&,
-                 int64_t, const float*, float*, int64_t);
-  bool wide;  // whether `packed` has the 512-bit prefill tiles (Q8Rows::tiles)
-};
-constexpr Int8Kernels kInt8Avx512{&quantize_rows_q8_avx512, &gemm_quant_avx512, &gemm_packed_avx512,
-                                  true};
-constexpr Int8Kernels kInt8Avx2{&quantize_rows_q8_avx2, &gemm_quant_avx2, &gemm_packed_avx2, false};
-constexpr Int8Kernels kInt8AvxVnni{&quantize_rows_q8_avx2, &gemm_quant_avxvnni,
-                                   &gemm_packed_avxvnni, false};
 
 // Prefill rows for the 512-bit tiles (Q8Rows::tiles), interleaved by the threads into a buffer
 // of the calling thread, when the kernels have them and take `kind`. Not for the few rows of
@@ -608,10 +592,7 @@ void linear_kernel(const ops::LinearArgs& a) {
   std::vector<float> bias;
   if (a.bias.defined()) bias = a.bias.to_f32_vector();
   if constexpr (std::is_same_v<W, void>) {
-    if (isa() >= Isa::avx2 &&
-        linear_int8(a, isa() >= Isa::avxvnni ? kInt8AvxVnni : kInt8Avx2, nullptr)) {
-      return;
-    }
+    if (isa() >= Isa::avx2 && linear_int8(a, int8_kernels(), nullptr)) return;
     if (QuantDotRows fused = quant_dot_rows(a.weight.dtype())) {
       linear_fused(a, fused, bias);
       return;
