@@ -1269,7 +1269,6 @@ DeviceState& state_of(Device device) {
   return s;
 }
 
-
 // ANVIL_CUDA_DECODE_PROFILE=1: after an eager launch, where a layer's time goes, from each
 // block's stamps per phase (Stamp), layers after the first. A phase's work splits into staging
 // its input (from its release), waiting for its first chunk's weights, the chunks' products
