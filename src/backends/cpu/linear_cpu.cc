@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/cpu/activations_avx2.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_threads.h"
@@ -220,6 +221,11 @@ void attach_wide_tiles(const Int8Kernels& kern, QuantKind kind, int64_t n, Q8Row
   xq.tiles = out;
 }
 
+// The groups a prefill task takes at a time: whole spans of the level's tiles.
+int64_t prefill_span(const Int8Kernels& kern, QuantKind kind) {
+  return kern.wide ? wide_span_groups(kind) : 2;
+}
+
 // Activation rows [n, k] quantized by the threads into buffers of the calling thread (valid
 // until its next call).
 Q8Rows quantize_activations(const Int8Kernels& kern, const float* x, int64_t n, int64_t k) {
@@ -273,7 +279,7 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
     } else {
       // Prefill tiles take two or four groups at a time: the tasks split whole spans, so none
       // ends on a part of one (a lone group's tiles run at half the rate).
-      const int64_t span = kern.wide ? wide_span_groups(kind) : 2;
+      const int64_t span = prefill_span(kern, kind);
       cpu::parallel_for(
           (packed->groups + span - 1) / span, 1,
           [&](int64_t p0, int64_t p1) { groups(span * p0, std::min(packed->groups, span * p1)); },
@@ -455,7 +461,7 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
 // Whether prefill's products of these weights take the grouped paths below: AVX-512, repacked
 // weights of one type, more rows than the grouped decode products take, and not AMX's tiles.
 bool prefill_groupable(int64_t n, int64_t k, const Tensor* weights, int count, QuantKind* kind) {
-  if (isa() < Isa::avx512 || !kUsePacked || n <= kMaxGroupedRows) return false;
+  if (isa() < Isa::avx2 || !kUsePacked || n <= kMaxGroupedRows) return false;
   if (!repacked_kind(weights[0].dtype(), k, kind)) return false;
   for (int i = 1; i < count; ++i) {
     if (weights[i].dtype() != weights[0].dtype()) return false;
@@ -463,12 +469,12 @@ bool prefill_groupable(int64_t n, int64_t k, const Tensor* weights, int count, Q
   return !(isa() >= Isa::amx && n >= kAmxMinRows && amx_takes(*kind));
 }
 
-// Prefill rows quantized and interleaved for the 512-bit tiles, once for all the products that
-// read them.
-Q8Rows quantize_prefill(const Tensor& x_in, QuantKind kind) {
+// Prefill rows quantized (and interleaved for the 512-bit tiles where the level has them), once
+// for all the products that read them.
+Q8Rows quantize_prefill(const Int8Kernels& kern, const Tensor& x_in, QuantKind kind) {
   const int64_t n = x_in.size(0);
-  Q8Rows xq = quantize_activations(kInt8Avx512, x_in.data<float>(), n, x_in.size(1));
-  attach_wide_tiles(kInt8Avx512, kind, n, xq);
+  Q8Rows xq = quantize_activations(kern, x_in.data<float>(), n, x_in.size(1));
+  attach_wide_tiles(kern, kind, n, xq);
   return xq;
 }
 
@@ -476,16 +482,17 @@ Q8Rows quantize_prefill(const Tensor& x_in, QuantKind kind) {
 // quantized and interleaved once, and one parallel region over all the products' spans of
 // groups (wide_span_groups) instead of three (k and v are small: a region of their own each was
 // mostly its fork and join). The same kernels on the same activations as the products one by one.
-bool group_prefill_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biases,
-                          const Tensor* outs, int count) {
+bool group_prefill(const Tensor& x_in, const Tensor* weights, const Tensor* biases,
+                   const Tensor* outs, int count) {
   const int64_t n = x_in.size(0), k = x_in.size(1);
   QuantKind kind;
   if (!prefill_groupable(n, k, weights, count, &kind)) return false;
+  const Int8Kernels& kern = int8_kernels();
   thread_local std::vector<float> bias_slots[3];
-  const Q8Rows xq = quantize_prefill(x_in, kind);
+  const Q8Rows xq = quantize_prefill(kern, x_in, kind);
   std::shared_ptr<const PackedWeights> packed[3];
   const float* bias[3] = {};
-  const int64_t span = wide_span_groups(kind);
+  const int64_t span = prefill_span(kern, kind);
   int64_t first[4] = {0, 0, 0, 0};  // first[i]: the span of groups where product i starts
   for (int i = 0; i < count; ++i) {
     packed[i] = packed_weights(weights[i]);
@@ -500,9 +507,9 @@ bool group_prefill_avx512(const Tensor& x_in, const Tensor* weights, const Tenso
           const int64_t s1 = std::min(p1, first[i + 1]) - first[i];
           if (s0 >= s1) continue;
           const int64_t o = weights[i].size(0);
-          gemm_packed_avx512(kind, packed[i]->data, packed[i]->block_bytes, o, span * s0,
-                             std::min(packed[i]->groups, span * s1), xq, n, bias[i],
-                             outs[i].data<float>(), o);
+          kern.packed(kind, packed[i]->data, packed[i]->block_bytes, o, span * s0,
+                      std::min(packed[i]->groups, span * s1), xq, n, bias[i], outs[i].data<float>(),
+                      o);
         }
       },
       kPrefillChunks);
@@ -516,42 +523,44 @@ bool group_prefill_avx512(const Tensor& x_in, const Tensor* weights, const Tenso
 // twice, and made a third pass over two [rows, intermediate] buffers that had left the cache
 // (~5% of a Qwen2.5-0.5B prefill of 128 tokens). The same kernels on the same quantized
 // activations: the results are the composed ops'. False when the weights do not take it.
-bool swiglu_prefill_avx512(const Tensor& x_in, const ops::LinearSwigluArgs& a) {
+bool swiglu_prefill(const Tensor& x_in, const ops::LinearSwigluArgs& a) {
   const int64_t n = x_in.size(0), k = x_in.size(1), o = a.gate.size(0);
   const Tensor weights[2] = {a.gate, a.up};
   QuantKind kind;
   if (!prefill_groupable(n, k, weights, 2, &kind)) return false;
+  const Int8Kernels& kern = int8_kernels();
+  const auto swiglu = isa() >= Isa::avx512 ? &swiglu_avx512 : &swiglu_avx2;
   thread_local std::vector<float> bias_slots[2];
-  const Q8Rows xq = quantize_prefill(x_in, kind);
+  const Q8Rows xq = quantize_prefill(kern, x_in, kind);
   const auto gate = packed_weights(a.gate), up = packed_weights(a.up);
   const float* gate_bias = bias_f32(a.gate_bias, bias_slots[0]);
   const float* up_bias = bias_f32(a.up_bias, bias_slots[1]);
   float* g = a.out.data<float>();
   float* u = a.scratch.data<float>();
-  const int64_t span = wide_span_groups(kind);
-  cpu::parallel_for(
-      (gate->groups + span - 1) / span, 1,
-      [&](int64_t p0, int64_t p1) {
-        const int64_t g0 = span * p0, g1 = std::min(gate->groups, span * p1);
-        gemm_packed_avx512(kind, gate->data, gate->block_bytes, o, g0, g1, xq, n, gate_bias, g, o);
-        gemm_packed_avx512(kind, up->data, up->block_bytes, o, g0, g1, xq, n, up_bias, u, o);
-        const int64_t f0 = g0 * kPackRows, f1 = std::min(o, g1 * kPackRows);
-        for (int64_t r = 0; r < n; ++r) {
-          swiglu_avx512(g + r * o + f0, u + r * o + f0, g + r * o + f0, f1 - f0);
-        }
-      },
-      kPrefillChunks);
+  const int64_t span = prefill_span(kern, kind);
+  cpu::parallel_for((gate->groups + span - 1) / span, 1,
+                    [&](int64_t p0, int64_t p1) {
+                      const int64_t g0 = span * p0, g1 = std::min(gate->groups, span * p1);
+                      kern.packed(kind, gate->data, gate->block_bytes, o, g0, g1, xq, n, gate_bias,
+                                  g, o);
+                      kern.packed(kind, up->data, up->block_bytes, o, g0, g1, xq, n, up_bias, u, o);
+                      const int64_t f0 = g0 * kPackRows, f1 = std::min(o, g1 * kPackRows);
+                      for (int64_t r = 0; r < n; ++r) {
+                        swiglu(g + r * o + f0, u + r * o + f0, g + r * o + f0, f1 - f0);
+                      }
+                    },
+                    kPrefillChunks);
   return true;
 }
 
 // linear_group and linear_swiglu: the input norm, then the products in one region where the
-// weights allow (group_avx512 for decode's rows, group_prefill_avx512 and swiglu_prefill_avx512
-// for a prompt's), else one by one.
+// weights allow (group_avx512 for decode's rows, group_prefill and swiglu_prefill for a
+// prompt's, at AVX2 and above), else one by one.
 void linear_group_kernel(const ops::LinearGroupArgs& a) {
   const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
   if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
   if (group_avx512(in, a.weights, a.biases, a.outs, a.count)) return;
-  if (group_prefill_avx512(in, a.weights, a.biases, a.outs, a.count)) return;
+  if (group_prefill(in, a.weights, a.biases, a.outs, a.count)) return;
   for (int i = 0; i < a.count; ++i) ops::linear(in, a.weights[i], a.biases[i], a.outs[i]);
 }
 
@@ -561,7 +570,7 @@ void linear_swiglu_kernel(const ops::LinearSwigluArgs& a) {
   const Tensor weights[2] = {a.gate, a.up}, biases[2] = {a.gate_bias, a.up_bias};
   const Tensor outs[2] = {a.out, a.scratch};
   if (group_avx512(in, weights, biases, outs, 2, /*swiglu=*/true)) return;
-  if (swiglu_prefill_avx512(in, a)) return;
+  if (swiglu_prefill(in, a)) return;
   ops::linear(in, a.gate, a.gate_bias, a.out);
   ops::linear(in, a.up, a.up_bias, a.scratch);
   ops::swiglu(a.out, a.scratch, a.out);
