@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "anvil/error.h"
-#include "backends/cpu/activations_avx2.h"
 #include "backends/cpu/attention_avx2.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_isa.h"
@@ -33,6 +32,7 @@
 #include "backends/cpu/repack.h"
 #include "backends/cpu/row_kernels.h"
 #include "backends/cpu/stream_split.h"
+#include "backends/cpu/swiglu_rows.h"
 #include "core/kernels.h"
 #include "ops/ops.h"
 
@@ -86,7 +86,7 @@ struct IsaKernels {
   void (*attention_f16)(int, const float* const*, const int64_t*, const uint16_t*, const uint16_t*,
                         const int32_t*, int64_t, int64_t, int64_t, float, float*, float*, float*,
                         float*);
-  void (*swiglu)(const float*, const float*, float*, int64_t);
+  SwigluRows swiglu;
 
   void attention(int rows, const float* const* q, const int64_t* last, const float* k,
                  const float* v, const int32_t* mask, int64_t begin, int64_t end, int64_t dim,
@@ -103,10 +103,10 @@ struct IsaKernels {
 IsaKernels isa_kernels() {
   if (isa() >= Isa::avx512) {
     return {&int8_kernels(), &attention_rows_partial_avx512, &attention_rows_partial_avx512,
-            &swiglu_avx512};
+            swiglu_rows()};
   }
   return {&int8_kernels(), &attention_rows_partial_avx2, &attention_rows_partial_avx2,
-          &swiglu_avx2};
+          swiglu_rows()};
 }
 
 struct Layer {

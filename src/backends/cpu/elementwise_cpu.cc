@@ -7,6 +7,7 @@
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_threads.h"
 #include "backends/cpu/kernels_avx512.h"
+#include "backends/cpu/swiglu_rows.h"
 #include "backends/cpu/weight_load.h"
 #include "core/kernels.h"
 #include "ops/ops.h"
@@ -43,14 +44,9 @@ void swiglu_kernel(const ops::SwigluArgs& a) {
   const float* g = a.gate.data<float>();
   const float* u = a.up.data<float>();
   float* out = a.out.data<float>();
-  if (isa() >= Isa::avx512) {  // vectorised exp (~2e-7 relative to expf)
+  if (const SwigluRows rows = swiglu_rows()) {  // vectorised exp (~2e-7 relative to expf)
     cpu::parallel_for(a.gate.numel(), 32768,
-                      [&](int64_t b, int64_t e) { swiglu_avx512(g + b, u + b, out + b, e - b); });
-    return;
-  }
-  if (isa() >= Isa::avx2) {
-    cpu::parallel_for(a.gate.numel(), 32768,
-                      [&](int64_t b, int64_t e) { swiglu_avx2(g + b, u + b, out + b, e - b); });
+                      [&](int64_t b, int64_t e) { rows(g + b, u + b, out + b, e - b); });
     return;
   }
   cpu::parallel_for(a.gate.numel(), 16384, [&](int64_t b, int64_t e) {
@@ -67,6 +63,13 @@ void add_kernel(const ops::AddArgs& a) {
 }
 
 }  // namespace
+
+SwigluRows swiglu_rows() {
+  if (isa() >= Isa::avx512) return &swiglu_avx512;
+  if (isa() >= Isa::avx2) return &swiglu_avx2;
+  return nullptr;
+}
+
 }  // namespace anvil::cpu
 
 namespace anvil {

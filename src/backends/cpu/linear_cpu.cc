@@ -8,7 +8,6 @@
 #include <memory>
 #include <vector>
 
-#include "backends/cpu/activations_avx2.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_threads.h"
@@ -20,6 +19,7 @@
 #include "backends/cpu/quant_dot.h"
 #include "backends/cpu/repack.h"
 #include "backends/cpu/stream_split.h"
+#include "backends/cpu/swiglu_rows.h"
 #include "backends/cpu/weight_load.h"
 #include "core/kernels.h"
 #include "ops/ops.h"
@@ -529,7 +529,7 @@ bool swiglu_prefill(const Tensor& x_in, const ops::LinearSwigluArgs& a) {
   QuantKind kind;
   if (!prefill_groupable(n, k, weights, 2, &kind)) return false;
   const Int8Kernels& kern = int8_kernels();
-  const auto swiglu = isa() >= Isa::avx512 ? &swiglu_avx512 : &swiglu_avx2;
+  const SwigluRows swiglu = swiglu_rows();  // isa() >= avx2 here (prefill_groupable)
   thread_local std::vector<float> bias_slots[2];
   const Q8Rows xq = quantize_prefill(kern, x_in, kind);
   const auto gate = packed_weights(a.gate), up = packed_weights(a.up);
