@@ -2,9 +2,9 @@
 // same device's composed ops (the op's definition) from identical inputs: the residual stream
 // and every layer's KV cache after the step. Shapes cover biases, Qwen3's q/k norms, grouped
 // kv heads, head sizes 32-128, an empty past, masked keys (whole splits of them), a past longer
-// than one round of the kernel's scores, the past read from device memory, and blocks with few
-// but long rows; each in both of the kernel's ways of handing a phase's outputs to the next
-// (grid barriers, flagged words).
+// than one round of the kernel's scores, the past read from device memory, blocks with few
+// but long rows, and few blocks with many rows (chunks of up to 60 rows); each in both of
+// the kernel's ways of handing a phase's outputs to the next (grid barriers, flagged words).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,6 +33,7 @@ struct StackShape {
   bool biases, qk_norm, past_on_device;
   const char* splits;      // ANVIL_CUDA_DECODE_SPLITS, or nullptr for the kernel's choice
   const char* split_keys;  // ANVIL_CUDA_DECODE_SPLIT_KEYS, or nullptr
+  const char* blocks;      // ANVIL_CUDA_DECODE_BLOCKS, or nullptr for one per SM
 };
 
 class DecodeLayers : public ::testing::TestWithParam<DeviceType> {
@@ -64,13 +65,16 @@ class DecodeLayers : public ::testing::TestWithParam<DeviceType> {
 TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
   const StackShape shapes[] = {
       // Splits of 4 keys: some wholly masked, combined by the last split to finish.
-      {128, 320, 4, 2, 32, 3, 37, 64, true, false, false, nullptr, "4"},
-      {256, 512, 8, 4, 128, 2, 300, 512, false, true, true, nullptr, nullptr},
-      {64, 128, 2, 1, 64, 2, 0, 16, false, true, true, nullptr, nullptr},
+      {128, 320, 4, 2, 32, 3, 37, 64, true, false, false, nullptr, "4", nullptr},
+      {256, 512, 8, 4, 128, 2, 300, 512, false, true, true, nullptr, nullptr, nullptr},
+      {64, 128, 2, 1, 64, 2, 0, 16, false, true, true, nullptr, nullptr, nullptr},
       // One split over 2,501 keys: many rounds of the kernel's keys.
-      {896, 4864, 14, 2, 64, 1, 2500, 2600, true, false, true, "1", nullptr},
+      {896, 4864, 14, 2, 64, 1, 2500, 2600, true, false, true, "1", nullptr, nullptr},
       // Few rows per block (down_proj's 2 or 4) of 2,048 values: chunks shared out in part rows.
-      {512, 2048, 8, 2, 64, 2, 50, 64, true, false, true, nullptr, nullptr},
+      {512, 2048, 8, 2, 64, 2, 50, 64, true, false, true, nullptr, nullptr, nullptr},
+      // Eight blocks (ANVIL_CUDA_DECODE_BLOCKS, the count then started over for the grid): chunks
+      // of up to 60 rows, several per warp.
+      {256, 1024, 8, 2, 64, 2, 40, 64, true, false, false, nullptr, nullptr, "8"},
   };
   // Each shape in bf16 then f16: the two kernels ask for the same shared memory, which each must
   // be granted on its own. The caller's ANVIL_CUDA_DECODE_SYNC is restored afterwards.
@@ -147,10 +151,12 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
         ::setenv("ANVIL_CUDA_DECODE_SYNC", sync, 1);
         if (c.splits) ::setenv("ANVIL_CUDA_DECODE_SPLITS", c.splits, 1);
         if (c.split_keys) ::setenv("ANVIL_CUDA_DECODE_SPLIT_KEYS", c.split_keys, 1);
+        if (c.blocks) ::setenv("ANVIL_CUDA_DECODE_BLOCKS", c.blocks, 1);
         EXPECT_NO_THROW(ops::decode_layers(args(fused_layers, fused_x))) << what;
         ::unsetenv("ANVIL_CUDA_DECODE_KERNEL");
         ::unsetenv("ANVIL_CUDA_DECODE_SPLITS");
         ::unsetenv("ANVIL_CUDA_DECODE_SPLIT_KEYS");
+        ::unsetenv("ANVIL_CUDA_DECODE_BLOCKS");
         ops::composed_decode_layers(args(composed_layers, composed_x));
 
         // The two differ by float summation order only, amplified through bf16 roundings.

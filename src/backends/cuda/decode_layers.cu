@@ -39,6 +39,7 @@
 #include "backends/cuda/decode_sync.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/mailbox.cuh"
+#include "backends/cuda/mma.cuh"
 #include "backends/cuda/small_divisor.h"
 #include "core/kernels.h"
 #include "ops/ops.h"
@@ -259,16 +260,6 @@ __device__ unsigned launch_flag_base(const Params& p) {
                : "memory");
   const unsigned long long launch = before / gridDim.x;
   return static_cast<unsigned>(launch % 0x3fffffULL + 1) << 10;
-}
-
-// Two values rounded to T in one 32-bit word, the first in the low half.
-template <class T>
-__device__ __forceinline__ unsigned pack_pair(float a, float b) {
-  const T lo = from_float<T>(a), hi = from_float<T>(b);
-  unsigned short l, h;
-  memcpy(&l, &lo, 2);
-  memcpy(&h, &hi, 2);
-  return l | (static_cast<unsigned>(h) << 16);
 }
 
 struct Cursor {
@@ -1243,6 +1234,7 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
 
 struct DeviceState {
   std::shared_ptr<Buffer> sync;  // zeroed once; the barrier count only grows
+  int sync_grid = 0;             // the grid size the count has advanced by (0: none yet)
   std::shared_ptr<Buffer> timeline;
   std::vector<std::shared_ptr<Buffer>> partials;  // outgrown ones kept: graphs may use them
   std::vector<std::shared_ptr<Buffer>> mail;      // flags mode's mailboxes, zeroed; likewise
@@ -1495,6 +1487,17 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
     st.partials.push_back(allocate(a.x.device(), floats * sizeof(float)));
   }
   p.partials = static_cast<float*>(st.partials.back()->data());
+  // The count numbers launches by its quotient by the grid size (barrier targets, flags), so a
+  // new grid size (ANVIL_CUDA_DECODE_BLOCKS) starts it over, and the mailboxes with it: no
+  // word may then carry a flag that a new launch's number reproduces.
+  if (st.sync_grid != blocks) {
+    if (ctx.capturing) throw Error("decode_layers: grid size changed during graph capture");
+    ANVIL_CUDA_CHECK(cudaMemsetAsync(st.sync->data(), 0, st.sync->nbytes(), ctx.stream));
+    for (const auto& m : st.mail) {
+      ANVIL_CUDA_CHECK(cudaMemsetAsync(m->data(), 0, m->nbytes(), ctx.stream));
+    }
+    st.sync_grid = blocks;
+  }
   p.sync = static_cast<unsigned*>(st.sync->data());
   // Flags mode (the default): phases hand their outputs over in flag-carrying words
   // (mailbox.cuh); barrier mode: grid barriers, then reads (0-5% slower on an H200).

@@ -16,6 +16,7 @@
 #include "backends/cuda/cuda_types.cuh"
 #include "backends/cuda/flash_prefill.h"
 #include "backends/cuda/launch.cuh"
+#include "backends/cuda/mma.cuh"
 
 namespace anvil::cuda {
 namespace {
@@ -73,37 +74,6 @@ __device__ __forceinline__ void load_matrix_x4_transposed(unsigned (&r)[4], cons
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(shared_address(p)));
-}
-
-// c += a (16x16, row-major) * b (16x8, column-major), float accumulators.
-template <class T>
-__device__ __forceinline__ void mma_16x8x16(float (&c)[4], const unsigned (&a)[4], unsigned b0,
-                                            unsigned b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
-// Two floats as a packed pair of T, the lower column in the low half (mma's operand layout).
-template <class T>
-__device__ __forceinline__ unsigned pack_pair(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<unsigned*>(&v);
-  } else {
-    __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<unsigned*>(&v);
-  }
 }
 
 // Register layout (PTX's m16n8k16): lane = 4 * group + quad. An accumulator tile holds rows
