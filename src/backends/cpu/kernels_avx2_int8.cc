@@ -25,6 +25,9 @@ inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 
 // vpmaddubsw's int16 pairs overflow with Q8_0's q + 128: its weights are multiplied as signed.
 constexpr bool kSignedQ8 = true;
+// dot_u8s8 is three instructions here, two of them on the multiply pipes: Q4 blocks sum their
+// vpmaddubsw pairs in int16 and widen them once per block (q4_block_sums).
+constexpr bool kInt16Pairs = true;
 
 #include "backends/cpu/quant_int8_kernels.inc"
 

@@ -47,7 +47,8 @@ inline __m256i bits_to_bytes(uint32_t bits) {
 }
 
 constexpr int kVectorRegisters = 32;
-constexpr bool kSignedQ8 = false;  // vpdpbusd takes Q8_0's q + 128 as it is
+constexpr bool kSignedQ8 = false;    // vpdpbusd takes Q8_0's q + 128 as it is
+constexpr bool kInt16Pairs = false;  // one vpdpbusd per step already
 
 // 512-bit tiles for the repacked layouts (quant_int8_wide.inc).
 #define ANVIL_INT8_WIDE_TILES 1

@@ -20,7 +20,8 @@ inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 }
 #include "backends/cpu/int8_avx2_primitives.inc"
 
-constexpr bool kSignedQ8 = false;  // vpdpbusd takes Q8_0's q + 128 as it is
+constexpr bool kSignedQ8 = false;    // vpdpbusd takes Q8_0's q + 128 as it is
+constexpr bool kInt16Pairs = false;  // one vpdpbusd per step already
 
 #include "backends/cpu/quant_int8_kernels.inc"
 
