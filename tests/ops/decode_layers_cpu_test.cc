@@ -1,7 +1,8 @@
 // The CPU's decode_layers kernel (a one-token step's layers as one team region) against the
 // composed ops from identical inputs: the residual stream and every layer's KV cache after the
-// step, for Q8_0 / Q4_0 / Q4_1 weights, f32 and f16 caches, biases, Qwen3's q/k norms, query
-// groups of 1 to 6 heads, an empty past and pasts split into several key ranges.
+// step, for the int8 kernels' block types and float32 / bf16 / f16 weights (alone and mixed with
+// blocks in one layer), f32 and f16 caches, biases, Qwen3's q/k norms, query groups of 1 to 6
+// heads, an empty past and pasts split into several key ranges.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -71,6 +72,11 @@ class CpuDecodeLayers : public ::testing::Test {
     }
     return t;
   }
+  // Weights of any type the team kernel takes: blocks, or normal values of float32 / bf16 / f16.
+  Tensor weights(DType type, int64_t rows, int64_t k) {
+    if (is_quantized(type)) return blocks(type, rows, k);
+    return normal({rows, k}, 1.0f / std::sqrt(static_cast<float>(k))).to(type);
+  }
   std::mt19937 rng_{11};
 };
 
@@ -83,31 +89,40 @@ TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
   };
   for (const Stack& c : stacks) {
     const bool super = c.hidden % 256 == 0 && c.inter % 256 == 0 && c.heads * c.dim % 256 == 0;
-    std::vector<DType> types = {DType::q8_0, DType::q4_0, DType::q4_1,
-                                DType::q5_0, DType::q5_1, DType::iq4_nl};
+    std::vector<DType> types = {DType::q8_0,   DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1,
+                                DType::iq4_nl, DType::f32,  DType::bf16, DType::f16};
     if (super) {
-      types = {DType::q4_0, DType::q2_k, DType::q3_k,  DType::q4_k,
-               DType::q5_k, DType::q6_k, DType::iq4_xs};
+      types = {DType::q4_0, DType::q2_k,   DType::q3_k, DType::q4_k, DType::q5_k,
+               DType::q6_k, DType::iq4_xs, DType::bf16, DType::f16};
     }
+    // With dense weights, o and down (the residual adds) and k take Q8_0 blocks in a second
+    // round: a layer's products of both kinds, each phase's row made in every form it needs.
+    std::vector<std::pair<DType, bool>> runs;
     for (DType wt : types) {
+      runs.push_back({wt, false});
+      if (!is_quantized(wt)) runs.push_back({wt, true});
+    }
+    for (const auto& [wt, mixed] : runs) {
+      const DType other = mixed ? DType::q8_0 : wt;
       for (DType cache : {DType::f32, DType::f16}) {
-        const std::string what =
-            std::string(dtype_name(wt)) + " cache " + std::string(dtype_name(cache)) + " hidden " +
-            std::to_string(c.hidden) + " heads " + std::to_string(c.heads) + "/" +
-            std::to_string(c.kv_heads) + " past " + std::to_string(c.past);
+        const std::string what = std::string(dtype_name(wt)) + (mixed ? " with q8_0" : "") +
+                                 " cache " + std::string(dtype_name(cache)) + " hidden " +
+                                 std::to_string(c.hidden) + " heads " + std::to_string(c.heads) +
+                                 "/" + std::to_string(c.kv_heads) + " past " +
+                                 std::to_string(c.past);
         const int64_t nq = c.heads * c.dim, nkv = c.kv_heads * c.dim;
         std::vector<ops::DecoderLayerTensors> team_layers, composed_layers;
         for (int64_t l = 0; l < c.layers; ++l) {
           ops::DecoderLayerTensors L;
           L.input_norm = normal({c.hidden}, 1.0f);
           L.post_norm = normal({c.hidden}, 1.0f);
-          L.q = blocks(wt, nq, c.hidden);
-          L.k = blocks(wt, nkv, c.hidden);
-          L.v = blocks(wt, nkv, c.hidden);
-          L.o = blocks(wt, c.hidden, nq);
-          L.gate = blocks(wt, c.inter, c.hidden);
-          L.up = blocks(wt, c.inter, c.hidden);
-          L.down = blocks(wt, c.hidden, c.inter);
+          L.q = weights(wt, nq, c.hidden);
+          L.k = weights(other, nkv, c.hidden);
+          L.v = weights(wt, nkv, c.hidden);
+          L.o = weights(other, c.hidden, nq);
+          L.gate = weights(wt, c.inter, c.hidden);
+          L.up = weights(wt, c.inter, c.hidden);
+          L.down = weights(other, c.hidden, c.inter);
           if (c.biases) {
             L.q_bias = normal({nq}, 0.1f);
             L.k_bias = normal({nkv}, 0.1f);
@@ -184,7 +199,8 @@ TEST_F(CpuDecodeLayers, OtherStacksRunComposedOrSayWhy) {
   L.o = blocks(DType::q8_0, hidden, heads * dim);
   L.gate = blocks(DType::q8_0, inter, hidden);
   L.up = blocks(DType::q8_0, inter, hidden);
-  L.down = normal({hidden, inter}, 0.1f);  // float32: outside the path
+  L.down = blocks(DType::q8_0, hidden, inter);
+  L.down_bias = normal({hidden}, 0.1f).to(DType::bf16);  // a bf16 bias: outside the path
   L.k_cache = Tensor::zeros({1, kv, 8, dim}, DType::f16);
   L.v_cache = Tensor::zeros({1, kv, 8, dim}, DType::f16);
   const std::vector<ops::DecoderLayerTensors> layers = {L};
@@ -198,7 +214,7 @@ TEST_F(CpuDecodeLayers, OtherStacksRunComposedOrSayWhy) {
   ::setenv("ANVIL_CPU_DECODE_LAYERS", "require", 1);
   try {
     ops::decode_layers(a);
-    ADD_FAILURE() << "a float32 down projection took the quantized team kernel";
+    ADD_FAILURE() << "a bf16 bias took the team kernel";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("outside the team kernel's path"), std::string::npos)
         << e.what();

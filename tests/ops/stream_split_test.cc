@@ -3,6 +3,7 @@
 // the runs of members that never arrive taken by the others.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <thread>
@@ -80,6 +81,28 @@ TEST(StreamSplit, OwnRunFrontToBackThenOthersFromTheBack) {
 
 // stream_for on the CPU pool (as the one-row products call it), and nested inside a pool task,
 // where it runs serially on the task's thread.
+TEST(StreamSplit, OwnPiecesShrinkTowardTheRunsEndDownToTheMinimum) {
+  StreamSplit split;
+  split.reset(1024, 2, 4);  // runs of 512: pieces of 64, then a quarter of what is left, >= 4
+  int64_t b = 0, e = 0, at = 0, last = 64;
+  std::vector<int64_t> sizes;
+  while (at < 512) {
+    ASSERT_TRUE(split.claim(0, &b, &e));
+    ASSERT_EQ(b, at);
+    sizes.push_back(e - b);
+    EXPECT_LE(e - b, last) << "piece " << sizes.size();
+    EXPECT_GE(e - b, std::min<int64_t>(4, 512 - b)) << "piece " << sizes.size();
+    last = e - b;
+    at = e;
+  }
+  EXPECT_EQ(sizes.front(), 64);
+  EXPECT_EQ(sizes.back(), 4);
+  // The other run is taken from its back in halves, at least the minimum.
+  ASSERT_TRUE(split.claim(0, &b, &e));
+  EXPECT_EQ(e, 1024);
+  EXPECT_EQ(b, 768);
+}
+
 TEST(StreamSplit, StreamForCoversEveryItemOnce) {
   const int saved = anvil::num_threads();
   for (int threads : {1, 2, 3, 4}) {

@@ -9,7 +9,9 @@
 //
 // The arithmetic is the composed ops': the same product kernel over the same quantized
 // activations, the same norm and RoPE code (row_kernels.h), the same attention kernel and key
-// ranges, so the results match them (decode_layers_cpu_test compares the two). Weights outside
+// ranges, so the results match them (decode_layers_cpu_test compares the two). Float32, bf16
+// and IEEE half weights take the row kernels the composed product takes at the step's ISA level
+// on float32 activations (bf16-rounded ones for bf16 weights at avx512bf16). Weights outside
 // the path (other types, non-float32 norms or biases, batches, eager attention) take the
 // composed ops.
 #include <algorithm>
@@ -29,6 +31,8 @@
 #include "backends/cpu/cpu_threads.h"
 #include "backends/cpu/int8_kernels.h"
 #include "backends/cpu/kernels_avx512.h"
+#include "backends/cpu/kernels_bf16dot.h"
+#include "backends/cpu/quant_dot_kernels.h"
 #include "backends/cpu/repack.h"
 #include "backends/cpu/row_kernels.h"
 #include "backends/cpu/stream_split.h"
@@ -45,40 +49,76 @@ constexpr size_t kPhases = 3;              // per layer: RoPE + cache writes, at
 constexpr size_t kProducts = 4;            // per layer: q/k/v, o, gate/up, down
 
 // A product of the step: repacked weights (Q8_0 / Q4_0 / Q4_1), else the stored rows of any
-// other block type the int8 kernels take (llama.cpp's K-quant files mix Q5_0, Q4_K, Q6_K...);
-// bias (float32 or none); output rows, in groups of 8 for the split.
+// other block type the int8 kernels take (llama.cpp's K-quant files mix Q5_0, Q4_K, Q6_K...),
+// else float32 / bf16 / f16 rows (`dense`); bias (float32 or none); output rows, in groups of 8
+// for the split.
 struct Product {
   std::shared_ptr<const PackedWeights> packed;
   const uint8_t* stored = nullptr;
+  const void* dense = nullptr;
+  DType dense_type = DType::f32;
   size_t row_bytes = 0;
   QuantKind kind = QuantKind::q8_0;
   const float* bias = nullptr;
-  int64_t rows = 0, groups = 0;
+  int64_t rows = 0, groups = 0, k = 0;
 };
+
+bool is_dense(DType t) {
+  return t == DType::f32 || t == DType::bf16 || t == DType::f16;
+}
 
 bool make_product(const Tensor& w, const Tensor& bias, int64_t k, Product* p) {
   if (!w.defined() || w.dim() != 2 || w.size(1) != k || k % 32 != 0) return false;
-  if (!int8_kind(w.dtype(), k, &p->kind)) return false;
   if (bias.defined() && (bias.dtype() != DType::f32 || bias.numel() != w.size(0))) return false;
+  p->bias = bias.defined() ? bias.data<float>() : nullptr;
+  p->rows = w.size(0);
+  p->groups = (p->rows + kGroupRows - 1) / kGroupRows;
+  p->k = k;
+  if (is_dense(w.dtype())) {
+    p->dense = w.raw();
+    p->dense_type = w.dtype();
+    return true;
+  }
+  if (!int8_kind(w.dtype(), k, &p->kind)) return false;
   if (is_repacked(w.dtype())) {
     p->packed = packed_weights(w);
   } else {
     p->stored = static_cast<const uint8_t*>(w.raw());
     p->row_bytes = dtype_nbytes(w.dtype(), k);
   }
-  p->bias = bias.defined() ? bias.data<float>() : nullptr;
-  p->rows = w.size(0);
-  p->groups = (p->rows + kGroupRows - 1) / kGroupRows;
   return true;
+}
+
+// The bytes of one group of a product's rows.
+size_t bytes_per_group(const Product& p) {
+  if (p.packed) return static_cast<size_t>(p.packed->kb) * p.packed->block_bytes;
+  if (p.dense) return static_cast<size_t>(kGroupRows * p.k) * dtype_size(p.dense_type);
+  return static_cast<size_t>(kGroupRows) * p.row_bytes;
+}
+
+// The fewest groups a piece of a product's split holds: ~32 KB of weights (a few microseconds of
+// a thread's stream), so the last pieces are short for every weight type.
+int64_t min_piece(size_t group_bytes) {
+  constexpr size_t kPieceBytes = 32 * 1024;
+  return static_cast<int64_t>(std::max<size_t>(1, kPieceBytes / std::max<size_t>(1, group_bytes)));
 }
 
 bool f32_vector(const Tensor& t, int64_t n) {
   return t.defined() && t.dtype() == DType::f32 && t.numel() == n;
 }
 
+// A phase's activation row in the forms its products take: float32 (dense weights), int8 blocks
+// (the int8 kernels) and bf16 (bf16 weights at avx512bf16); a form no product uses is not made.
+struct RowForms {
+  const float* f32 = nullptr;
+  Q8Rows q8{};
+  const uint16_t* bf16 = nullptr;
+};
+
 // The kernels of the ISA level the step runs at (AVX-512, AVX-VNNI or AVX2): the composed ops'
 // own, so the results stay theirs.
 struct IsaKernels {
+  Isa level;
   const Int8Kernels* int8;
   void (*attention_f32)(int, const float* const*, const int64_t*, const float*, const float*,
                         const int32_t*, int64_t, int64_t, int64_t, float, float*, float*, float*,
@@ -98,35 +138,80 @@ struct IsaKernels {
                  float scale, float* acc, float* m, float* l, float* scratch) const {
     attention_f16(rows, q, last, k, v, mask, begin, end, dim, scale, acc, m, l, scratch);
   }
+  /// Whether bf16 weights multiply bf16-rounded activations (as the composed product does).
+  bool bf16_pairs() const { return level >= Isa::avx512bf16; }
+
+  // Rows [r0, r1) of a float32 / bf16 / f16 product into out, as linear's decode path computes
+  // them at this level (its 4-row tiles at AVX-512, whole rows at AVX2, then the bias).
+  void dense(const Product& p, int64_t r0, int64_t r1, const RowForms& x, float* out) const {
+    const int64_t n = r1 - r0, k = p.k;
+    const float* bias = p.bias ? p.bias + r0 : nullptr;
+    const auto* half = static_cast<const uint16_t*>(p.dense) + r0 * k;
+    const bool bf16 = p.dense_type == DType::bf16;
+    if (p.dense_type == DType::f32) {
+      const float* w = static_cast<const float*>(p.dense) + r0 * k;
+      if (level >= Isa::avx512) return gemm_f32_avx512(w, n, x.f32, 1, k, bias, out + r0, p.rows);
+      dot_rows_f32_avx2(w, n, x.f32, k, out + r0);
+    } else if (bf16 && bf16_pairs()) {
+      return gemm_bf16dot_avx512(half, n, x.bf16, 1, k, bias, out + r0, p.rows);
+    } else if (level >= Isa::avx512) {
+      return (bf16 ? gemm_bf16_avx512 : gemm_f16_avx512)(half, n, x.f32, 1, k, bias, out + r0,
+                                                         p.rows);
+    } else {
+      (bf16 ? dot_rows_bf16_avx2 : dot_rows_f16_avx2)(half, n, x.f32, k, out + r0);
+    }
+    if (bias) {
+      for (int64_t r = 0; r < n; ++r) out[r0 + r] += bias[r];
+    }
+  }
 };
 
 IsaKernels isa_kernels() {
   if (isa() >= Isa::avx512) {
-    return {&int8_kernels(), &attention_rows_partial_avx512, &attention_rows_partial_avx512,
+    return {isa(), &int8_kernels(), &attention_rows_partial_avx512, &attention_rows_partial_avx512,
             swiglu_rows()};
   }
-  return {&int8_kernels(), &attention_rows_partial_avx2, &attention_rows_partial_avx2,
+  return {isa(), &int8_kernels(), &attention_rows_partial_avx2, &attention_rows_partial_avx2,
           swiglu_rows()};
+}
+
+// The forms of its activation row a product takes.
+struct Forms {
+  bool int8 = false, bf16 = false;
+  Forms& operator+=(const Forms& o) {
+    int8 |= o.int8;
+    bf16 |= o.bf16;
+    return *this;
+  }
+};
+Forms forms_of(const Product& p, const IsaKernels& kern) {
+  if (!p.dense) return {true, false};
+  return {false, p.dense_type == DType::bf16 && kern.bf16_pairs()};
 }
 
 struct Layer {
   Product q, k, v, o, gate, up, down;
+  Forms forms[kProducts];  // per product phase: q/k/v, o, gate/up, down
   const float *input_norm, *post_norm, *q_norm = nullptr, *k_norm = nullptr;
   void *k_cache, *v_cache;
 };
 
 // Groups [g0, g1) of a product into out (one activation row).
-void run_groups(const IsaKernels& kern, const Product& p, int64_t g0, int64_t g1, const Q8Rows& x,
+void run_groups(const IsaKernels& kern, const Product& p, int64_t g0, int64_t g1, const RowForms& x,
                 float* out) {
   if (g0 >= g1) return;
   if (p.packed) {
-    kern.int8->packed(p.kind, p.packed->data, p.packed->block_bytes, p.rows, g0, g1, x, 1, p.bias,
-                      out, p.rows);
+    kern.int8->packed(p.kind, p.packed->data, p.packed->block_bytes, p.rows, g0, g1, x.q8, 1,
+                      p.bias, out, p.rows);
     return;
   }
   const int64_t r0 = g0 * kGroupRows, r1 = std::min(p.rows, g1 * kGroupRows);
-  kern.int8->gemm(p.kind, p.stored + static_cast<size_t>(r0) * p.row_bytes, p.row_bytes, r1 - r0, x,
-                  1, p.bias ? p.bias + r0 : nullptr, out + r0, p.rows);
+  if (p.dense) {
+    kern.dense(p, r0, r1, x, out);
+    return;
+  }
+  kern.int8->gemm(p.kind, p.stored + static_cast<size_t>(r0) * p.row_bytes, p.row_bytes, r1 - r0,
+                  x.q8, 1, p.bias ? p.bias + r0 : nullptr, out + r0, p.rows);
 }
 
 // One phase of a layer: its work in chunks that the members claim as they come free, and the
@@ -184,6 +269,19 @@ struct Quantized {
 struct MemberScratch {
   std::vector<float> normed;
   Quantized xq;
+  std::vector<uint16_t> rounded;  // the row as bf16, for bf16 weights at avx512bf16
+  // The row x (k values) in the forms `use` names.
+  RowForms forms(const IsaKernels& kern, const float* x, int64_t k, const Forms& use) {
+    RowForms f;
+    f.f32 = x;
+    if (use.int8) f.q8 = xq.rows(kern, x, k);
+    if (use.bf16) {
+      rounded.resize(static_cast<size_t>(k));
+      round_rows_bf16_avx512(x, 1, k, rounded.data());
+      f.bf16 = rounded.data();
+    }
+    return f;
+  }
 };
 
 // ANVIL_CPU_DECODE_PROFILE=1: each member's time in each part of a layer (its share of a phase's
@@ -306,13 +404,13 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
     const Layer& L = layers[li];
     Phase* ph = phase_store.get() + kPhases * li;
     StreamSplit* pr = product_store.get() + kProducts * li;
-    pr[0].reset(L.q.groups + L.k.groups + L.v.groups, members);
+    pr[0].reset(L.q.groups + L.k.groups + L.v.groups, members, min_piece(bytes_per_group(L.q)));
     ph[0].reset(nh + nkv, 1);
     ph[1].reset(nkv * parts, 1);
     ph[2].reset(nh, 1);
-    pr[1].reset(L.o.groups, members);
-    pr[2].reset(L.gate.groups, members);
-    pr[3].reset(L.down.groups, members);
+    pr[1].reset(L.o.groups, members, min_piece(bytes_per_group(L.o)));
+    pr[2].reset(L.gate.groups, members, min_piece(bytes_per_group(L.gate) + bytes_per_group(L.up)));
+    pr[3].reset(L.down.groups, members, min_piece(bytes_per_group(L.down)));
   }
   Phase* phase_all = phase_store.get();
   const bool profiling = decode_profile().on;
@@ -324,7 +422,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
     MemberScratch& my = scratch_all[t64];
     my.normed.resize(static_cast<size_t>(std::max(h, inter)));
     int64_t c0 = 0, c1 = 0;
-    Q8Rows xq{};
+    RowForms xf;
     MemberClock clock(me, profiling);
     for (size_t li = 0; li < layers.size(); ++li) {
       const Layer& L = layers[li];
@@ -336,14 +434,14 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       for (bool ready = false; pr[0].claim(me, &c0, &c1); pr[0].finished(c1 - c0)) {
         if (!ready) {
           rms_norm_row(x, L.input_norm, h, a.eps, my.normed.data());
-          xq = my.xq.rows(kern, my.normed.data(), h);
+          xf = my.forms(kern, my.normed.data(), h, L.forms[0]);
           ready = true;
         }
-        run_groups(kern, L.q, std::min(c0, gq), std::min(c1, gq), xq, q);
+        run_groups(kern, L.q, std::min(c0, gq), std::min(c1, gq), xf, q);
         run_groups(kern, L.k, std::clamp(c0 - gq, int64_t{0}, gk),
-                   std::clamp(c1 - gq, int64_t{0}, gk), xq, k);
+                   std::clamp(c1 - gq, int64_t{0}, gk), xf, k);
         run_groups(kern, L.v, std::clamp(c0 - gq - gk, int64_t{0}, gv),
-                   std::clamp(c1 - gq - gk, int64_t{0}, gv), xq, v);
+                   std::clamp(c1 - gq - gk, int64_t{0}, gv), xf, v);
       }
       clock.mark(0);
       pr[0].wait();
@@ -400,10 +498,10 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       // o, added into the residual rows as each chunk's groups come out.
       for (bool ready = false; pr[1].claim(me, &c0, &c1); pr[1].finished(c1 - c0)) {
         if (!ready) {
-          xq = my.xq.rows(kern, attn, nh * hd);
+          xf = my.forms(kern, attn, nh * hd, L.forms[1]);
           ready = true;
         }
-        run_groups(kern, L.o, c0, c1, xq, proj);
+        run_groups(kern, L.o, c0, c1, xf, proj);
         for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
       }
       clock.mark(8);
@@ -413,11 +511,11 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       for (bool ready = false; pr[2].claim(me, &c0, &c1); pr[2].finished(c1 - c0)) {
         if (!ready) {
           rms_norm_row(x, L.post_norm, h, a.eps, my.normed.data());
-          xq = my.xq.rows(kern, my.normed.data(), h);
+          xf = my.forms(kern, my.normed.data(), h, L.forms[2]);
           ready = true;
         }
-        run_groups(kern, L.gate, c0, c1, xq, gate);
-        run_groups(kern, L.up, c0, c1, xq, up);
+        run_groups(kern, L.gate, c0, c1, xf, gate);
+        run_groups(kern, L.up, c0, c1, xf, up);
         const int64_t f0 = c0 * kGroupRows, f1 = std::min(inter, c1 * kGroupRows);
         if (f1 > f0) kern.swiglu(gate + f0, up + f0, gate + f0, f1 - f0);
       }
@@ -427,10 +525,10 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       // down, added into the residual.
       for (bool ready = false; pr[3].claim(me, &c0, &c1); pr[3].finished(c1 - c0)) {
         if (!ready) {
-          xq = my.xq.rows(kern, gate, inter);
+          xf = my.forms(kern, gate, inter, L.forms[3]);
           ready = true;
         }
-        run_groups(kern, L.down, c0, c1, xq, proj);
+        run_groups(kern, L.down, c0, c1, xf, proj);
         for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
       }
       clock.mark(12);
@@ -448,7 +546,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
 }
 
 // The layers in the form the team runs, or false when a layer is outside the path.
-bool plan(const ops::DecodeLayersArgs& a, std::vector<Layer>* out) {
+bool plan(const ops::DecodeLayersArgs& a, const IsaKernels& kern, std::vector<Layer>* out) {
   const int64_t h = a.x.size(1), hd = a.head_dim, inter = a.gate.size(1);
   const DType cache = a.layers[0].k_cache.dtype();
   for (const ops::DecoderLayerTensors& t : a.layers) {
@@ -461,10 +559,16 @@ bool plan(const ops::DecodeLayersArgs& a, std::vector<Layer>* out) {
       return false;
     }
     if (L.q.rows != a.heads * hd || L.k.rows != a.kv_heads * hd || L.v.rows != a.kv_heads * hd ||
-        L.o.rows != h || L.gate.rows != inter || L.up.rows != inter || L.down.rows != h ||
-        L.gate.kind != L.up.kind) {
+        L.o.rows != h || L.gate.rows != inter || L.up.rows != inter || L.down.rows != h) {
       return false;
     }
+    L.forms[0] = forms_of(L.q, kern);
+    L.forms[0] += forms_of(L.k, kern);
+    L.forms[0] += forms_of(L.v, kern);
+    L.forms[1] = forms_of(L.o, kern);
+    L.forms[2] = forms_of(L.gate, kern);
+    L.forms[2] += forms_of(L.up, kern);
+    L.forms[3] = forms_of(L.down, kern);
     if (!f32_vector(t.input_norm, h) || !f32_vector(t.post_norm, h)) return false;
     if (t.q_norm.defined() != t.k_norm.defined()) return false;
     if (t.q_norm.defined() && (!f32_vector(t.q_norm, hd) || !f32_vector(t.k_norm, hd))) {
@@ -503,7 +607,8 @@ void decode_layers_kernel(const ops::DecodeLayersArgs& a) {
       isa() >= Isa::avx512 || (isa() >= Isa::avx2 && attention_avx2_takes(a.head_dim));
   thread_local std::vector<Layer> layers;
   layers.clear();
-  if (off || !isa_ok || !shape_ok || !plan(a, &layers)) {
+  const IsaKernels kern = isa_kernels();
+  if (off || !isa_ok || !shape_ok || !plan(a, kern, &layers)) {
     if (require) {
       throw Error(std::string("decode_layers on cpu: ") +
                   (!isa_ok     ? "the team kernel needs AVX2 (head sizes of whole 8-float vectors) "
@@ -514,7 +619,6 @@ void decode_layers_kernel(const ops::DecodeLayersArgs& a) {
     ops::composed_decode_layers(a);
     return;
   }
-  const IsaKernels kern = isa_kernels();
   if (cache == DType::f16) {
     run_layers<uint16_t>(a, layers, kern);
   } else {
@@ -529,7 +633,8 @@ namespace anvil {
 
 void register_cpu_decode_layers() {
   for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl,
-                  DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_xs}) {
+                  DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_xs,
+                  DType::f32, DType::bf16, DType::f16}) {
     register_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayers, DeviceType::cpu, DType::f32, w,
                                            &cpu::decode_layers_kernel);
   }

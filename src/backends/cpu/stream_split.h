@@ -16,8 +16,10 @@ namespace anvil::cpu {
 
 class StreamSplit {
  public:
-  /// Splits [0, n) into `members` runs. Allocates only when `members` grows.
-  void reset(int64_t n, int members) {
+  /// Splits [0, n) into `members` runs. Allocates only when `members` grows. `min_piece`: the
+  /// fewest items a piece holds (0: a thirty-second of a run); callers that know an item's bytes
+  /// give a few tens of KB, so the last pieces are short whatever the items' size.
+  void reset(int64_t n, int members, int64_t min_piece = 0) {
     if (members > capacity_) {
       runs_ = std::make_unique<Run[]>(static_cast<size_t>(members));
       capacity_ = members;
@@ -30,15 +32,18 @@ class StreamSplit {
       runs_[m].bounds.store(b << 32 | e, std::memory_order_relaxed);
     }
     const int64_t run = std::max<int64_t>(1, n / members);
-    own_piece_ = std::max<int64_t>(1, run / 8);
-    steal_piece_ = std::max<int64_t>(1, run / 32);
+    steal_piece_ = std::max<int64_t>(1, min_piece > 0 ? min_piece : run / 32);
+    own_piece_ = std::max<int64_t>(steal_piece_, run / 8);
     done_.store(0, std::memory_order_relaxed);
   }
 
-  /// The next piece [begin, end) for `member`: from the front of its own run, else from the back
-  /// of another's (half of what is left there, at least a small piece: a run whose owner has not
-  /// arrived is taken in a few long streams, not dozens of short ones, which measured 25% slower
-  /// with another process on one of the cores); false when nothing is left.
+  /// The next piece [begin, end) for `member`: from the front of its own run (an eighth of the
+  /// run, a quarter of what is left of it once that is less, at least the minimum: a member
+  /// that finishes first can only take what the others have not claimed, so short last pieces
+  /// keep its wait short), else from the back of another's (half of what is left there, at least
+  /// the minimum: a run whose owner has not arrived is taken in a few long streams, not dozens of
+  /// short ones, which measured 25% slower with another process on one of the cores); false
+  /// when nothing is left.
   bool claim(int member, int64_t* begin, int64_t* end) {
     for (int r = 0; r < members_; ++r) {
       const bool own = r == 0;
@@ -48,7 +53,8 @@ class StreamSplit {
         const int64_t f = static_cast<int64_t>(cur >> 32), b = static_cast<int64_t>(cur & kLow);
         if (f >= b) break;
         const int64_t pb = own ? f : std::max(f, b - std::max(steal_piece_, (b - f) / 2));
-        const int64_t pe = own ? std::min(b, f + own_piece_) : b;
+        const int64_t pe =
+            own ? std::min(b, f + std::clamp((b - f) / 4, steal_piece_, own_piece_)) : b;
         const uint64_t next = own ? static_cast<uint64_t>(pe) << 32 | static_cast<uint64_t>(b)
                                   : static_cast<uint64_t>(f) << 32 | static_cast<uint64_t>(pb);
         if (run.bounds.compare_exchange_weak(cur, next, std::memory_order_relaxed)) {
