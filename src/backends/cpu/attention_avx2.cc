@@ -81,21 +81,22 @@ inline void scores8_rows(const float* const* q, const KV* k, int nt, int64_t dim
   for (int r = 0; r < R; ++r) out[r] = _mm256_load_ps(sc[r]);
 }
 
-// acc[r] += sum_t p[r * 8 + t] v[t] for R rows (R <= 4) over C vectors of columns at once
-// (C <= 2): each value vector loaded once for the rows, R x C independent FMA chains, each
-// element's additions in the order of t.
+// acc[r] += sum_t p[r * stride + t] v[t] for R rows (R <= 4) and keys t < nt, over C vectors of
+// columns at once (C <= 2): each value vector loaded once for the rows, R x C independent FMA
+// chains held in registers across the keys, each element's additions in the order of t.
 template <int R, int C, class KV>
-void accumulate_values(const float* p, const KV* v, int nt, int64_t dim, float* acc) {
+void accumulate_values(const float* p, int64_t stride, const KV* v, int64_t nt, int64_t dim,
+                       float* acc) {
   for (int64_t c = 0; c < dim; c += 8 * C) {
     __m256 a[R][C];
     for (int r = 0; r < R; ++r) {
       for (int i = 0; i < C; ++i) a[r][i] = _mm256_loadu_ps(acc + r * dim + c + 8 * i);
     }
-    for (int t = 0; t < nt; ++t) {
+    for (int64_t t = 0; t < nt; ++t) {
       __m256 vt[C];
       for (int i = 0; i < C; ++i) vt[i] = load_kv(v + t * dim + c + 8 * i);
       for (int r = 0; r < R; ++r) {
-        const __m256 pr = _mm256_set1_ps(p[r * kBlock + t]);
+        const __m256 pr = _mm256_set1_ps(p[r * stride + t]);
         for (int i = 0; i < C; ++i) a[r][i] = _mm256_fmadd_ps(pr, vt[i], a[r][i]);
       }
     }
@@ -105,10 +106,18 @@ void accumulate_values(const float* p, const KV* v, int nt, int64_t dim, float* 
   }
 }
 
+// Keys per chunk: a chunk's scores are all taken before its softmax, so the softmax's
+// reductions (a horizontal max and sum, a scalar exp, the rescaling of acc) run once per row
+// and chunk instead of once per row and block of 8 keys, and the values' sums stay in registers
+// across the chunk. Per block they had made the kernel ~10 GMAC/s in cache (a quarter of two FMA
+// pipes; bench/attention_bench.cc).
+constexpr int kChunk = 8 * kBlock;
+constexpr int kMaxRows = 16;
+
 template <class KV>
 void rows_partial(int rows, const float* const* q, const int64_t* last, const KV* k, const KV* v,
                   const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim, float scale,
-                  float* acc, float* m, float* l, float* p) {
+                  float* acc, float* m, float* l) {
   for (int r = 0; r < rows; ++r) {
     m[r] = -std::numeric_limits<float>::infinity();
     l[r] = 0;
@@ -119,44 +128,60 @@ void rows_partial(int rows, const float* const* q, const int64_t* last, const KV
   end = std::min(end, max_last + 1);
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   const bool pairs = dim % 16 == 0;
-  for (int64_t t0 = begin; t0 < end; t0 += kBlock) {
-    const int nt = static_cast<int>(std::min<int64_t>(kBlock, end - t0));
-    // The next block's keys and values requested now: a head's walk is a few blocks long, too
-    // short for the hardware prefetcher to ramp up (as in the AVX-512 kernel).
-    if (t0 + kBlock < end) {
-      const int64_t next = std::min<int64_t>(kBlock, end - t0 - kBlock) * dim * sizeof(KV);
-      const char* nk = reinterpret_cast<const char*>(k + (t0 + kBlock) * dim);
-      const char* nv = reinterpret_cast<const char*>(v + (t0 + kBlock) * dim);
-      for (int64_t at = 0; at < next; at += 64) {
-        _mm_prefetch(nk + at, _MM_HINT_T0);
-        _mm_prefetch(nv + at, _MM_HINT_T0);
+  alignas(32) float p[kMaxRows * kChunk];  // a chunk's scores, then their exponentials
+  for (int64_t c0 = begin; c0 < end; c0 += kChunk) {
+    const int64_t keys = std::min<int64_t>(kChunk, end - c0);
+    const int blocks = static_cast<int>((keys + kBlock - 1) / kBlock);
+    for (int b = 0; b < blocks; ++b) {
+      const int64_t t0 = c0 + b * kBlock;
+      const int nt = static_cast<int>(std::min<int64_t>(kBlock, end - t0));
+      // The next block's keys and values requested now: a head's walk is a few blocks long, too
+      // short for the hardware prefetcher to ramp up (as in the AVX-512 kernel).
+      if (t0 + kBlock < end) {
+        const int64_t next = std::min<int64_t>(kBlock, end - t0 - kBlock) * dim * sizeof(KV);
+        const char* nk = reinterpret_cast<const char*>(k + (t0 + kBlock) * dim);
+        const char* nv = reinterpret_cast<const char*>(v + (t0 + kBlock) * dim);
+        for (int64_t at = 0; at < next; at += 64) {
+          _mm_prefetch(nk + at, _MM_HINT_T0);
+          _mm_prefetch(nv + at, _MM_HINT_T0);
+        }
+      }
+      uint32_t open = 0;  // keys of the block that no mask hides
+      for (int t = 0; t < nt; ++t) open |= (key_mask[t0 + t] != 0 ? 1u : 0u) << t;
+      __m256 sc[2];
+      for (int r = 0; r < rows; ++r) {
+        if (r % 2 == 0) {
+          with_count<2>(std::min(2, rows - r), [&](auto n) {
+            scores8_rows<decltype(n)::value>(q + r, k + t0 * dim, nt, dim, sc);
+          });
+        }
+        const int64_t visible_end = std::min<int64_t>(nt, last[r] - t0 + 1);
+        const uint32_t causal = visible_end <= 0 ? 0u : (1u << visible_end) - 1;
+        const __m256 s = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(sc[r % 2], _mm256_set1_ps(scale)),
+                                          lanes_of(open & causal));
+        _mm256_store_ps(p + r * kChunk + b * kBlock, s);
       }
     }
-    uint32_t open = 0;  // keys of the block that no mask hides
-    for (int t = 0; t < nt; ++t) open |= (key_mask[t0 + t] != 0 ? 1u : 0u) << t;
-    __m256 sc[2];
     for (int r = 0; r < rows; ++r) {
-      if (r % 2 == 0) {
-        with_count<2>(std::min(2, rows - r), [&](auto n) {
-          scores8_rows<decltype(n)::value>(q + r, k + t0 * dim, nt, dim, sc);
-        });
-      }
-      const int64_t visible_end = std::min<int64_t>(nt, last[r] - t0 + 1);
-      const uint32_t causal = visible_end <= 0 ? 0u : (1u << visible_end) - 1;
-      const uint32_t keep = open & causal;
-      float* pr = p + r * kBlock;
-      if (keep == 0) {
-        _mm256_storeu_ps(pr, _mm256_setzero_ps());
+      float* pr = p + r * kChunk;
+      __m256 mx = neg_inf;
+      for (int b = 0; b < blocks; ++b) mx = _mm256_max_ps(mx, _mm256_load_ps(pr + b * kBlock));
+      const float chunk_max = hmax(mx);
+      if (chunk_max == -std::numeric_limits<float>::infinity()) {  // no key of it visible
+        for (int b = 0; b < blocks; ++b) _mm256_store_ps(pr + b * kBlock, _mm256_setzero_ps());
         continue;
       }
-      const __m256 s = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(sc[r % 2], _mm256_set1_ps(scale)),
-                                        lanes_of(keep));
-      const float m_new = std::max(m[r], hmax(s));
+      const float m_new = std::max(m[r], chunk_max);
       const float corr = std::exp(m[r] - m_new);  // 0 when m was -inf
-      const __m256 e = exp256(_mm256_sub_ps(s, _mm256_set1_ps(m_new)));
-      l[r] = l[r] * corr + hsum(e);
+      const __m256 shift = _mm256_set1_ps(m_new);
+      __m256 sum = _mm256_setzero_ps();
+      for (int b = 0; b < blocks; ++b) {
+        const __m256 e = exp256(_mm256_sub_ps(_mm256_load_ps(pr + b * kBlock), shift));
+        _mm256_store_ps(pr + b * kBlock, e);
+        sum = _mm256_add_ps(sum, e);
+      }
+      l[r] = l[r] * corr + hsum(sum);
       m[r] = m_new;
-      _mm256_storeu_ps(pr, e);
       if (corr != 1.0f) {
         float* ar = acc + r * dim;
         for (int64_t d = 0; d < dim; ++d) ar[d] *= corr;
@@ -166,9 +191,9 @@ void rows_partial(int rows, const float* const* q, const int64_t* last, const KV
       with_count<4>(std::min(4, rows - r0), [&](auto n) {
         constexpr int R = decltype(n)::value;
         if (pairs) {
-          accumulate_values<R, 2>(p + r0 * kBlock, v + t0 * dim, nt, dim, acc + r0 * dim);
+          accumulate_values<R, 2>(p + r0 * kChunk, kChunk, v + c0 * dim, keys, dim, acc + r0 * dim);
         } else {
-          accumulate_values<R, 1>(p + r0 * kBlock, v + t0 * dim, nt, dim, acc + r0 * dim);
+          accumulate_values<R, 1>(p + r0 * kChunk, kChunk, v + c0 * dim, keys, dim, acc + r0 * dim);
         }
       });
     }
@@ -180,15 +205,15 @@ void rows_partial(int rows, const float* const* q, const int64_t* last, const KV
 void attention_rows_partial_avx2(int rows, const float* const* q, const int64_t* last,
                                  const float* k, const float* v, const int32_t* key_mask,
                                  int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
-                                 float* m, float* l, float* scratch) {
-  rows_partial(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l, scratch);
+                                 float* m, float* l, float* /*scratch*/) {
+  rows_partial(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l);
 }
 
 void attention_rows_partial_avx2(int rows, const float* const* q, const int64_t* last,
                                  const uint16_t* k, const uint16_t* v, const int32_t* key_mask,
                                  int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
-                                 float* m, float* l, float* scratch) {
-  rows_partial(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l, scratch);
+                                 float* m, float* l, float* /*scratch*/) {
+  rows_partial(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l);
 }
 
 }  // namespace anvil::cpu
