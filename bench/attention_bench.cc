@@ -29,8 +29,8 @@ int main(int argc, char** argv) {
   const int reps = argc > 4 ? std::atoi(argv[4]) : 2000;
   const int copies = argc > 5 ? std::max(1, std::atoi(argv[5])) : 1;
   const bool half = argc <= 6 || std::string(argv[6]) == "f16";
-  if (rows < 1 || rows > 16 || !cpu::attention_avx2_takes(dim) || keys < 1) {
-    std::fprintf(stderr, "ROWS 1-16, DIM a multiple of 8, KEYS >= 1\n");
+  if (rows < 1 || rows > 64 || !cpu::attention_avx2_takes(dim) || keys < 1) {
+    std::fprintf(stderr, "ROWS 1-64, DIM a multiple of 8, KEYS >= 1\n");
     return 2;
   }
   if (cpu::isa() < cpu::Isa::avx2) {

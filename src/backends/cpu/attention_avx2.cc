@@ -200,20 +200,31 @@ void rows_partial(int rows, const float* const* q, const int64_t* last, const KV
   }
 }
 
+// Rows beyond what the chunk's score buffer holds run as further walks over the keys.
+template <class KV>
+void rows_partial_any(int rows, const float* const* q, const int64_t* last, const KV* k,
+                      const KV* v, const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
+                      float scale, float* acc, float* m, float* l) {
+  for (int r0 = 0; r0 < rows; r0 += kMaxRows) {
+    rows_partial(std::min(kMaxRows, rows - r0), q + r0, last + r0, k, v, key_mask, begin, end, dim,
+                 scale, acc + r0 * dim, m + r0, l + r0);
+  }
+}
+
 }  // namespace
 
 void attention_rows_partial_avx2(int rows, const float* const* q, const int64_t* last,
                                  const float* k, const float* v, const int32_t* key_mask,
                                  int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
                                  float* m, float* l, float* /*scratch*/) {
-  rows_partial(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l);
+  rows_partial_any(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l);
 }
 
 void attention_rows_partial_avx2(int rows, const float* const* q, const int64_t* last,
                                  const uint16_t* k, const uint16_t* v, const int32_t* key_mask,
                                  int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
                                  float* m, float* l, float* /*scratch*/) {
-  rows_partial(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l);
+  rows_partial_any(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l);
 }
 
 }  // namespace anvil::cpu

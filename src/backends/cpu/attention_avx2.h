@@ -20,7 +20,7 @@ constexpr bool attention_avx2_takes(int64_t dim) {
 /// not 0), over keys [begin, end) of the head's cache k, v (dim elements per key) only: leaves
 /// each row's unnormalised state for the caller to merge: acc[r * dim ..] = sum_t exp(s_t -
 /// m[r]) v_t, m[r] = the largest visible score (-inf when none), l[r] = sum_t exp(s_t - m[r]).
-/// rows <= 16. `scratch` is not used (the AVX-512 kernel, which shares the signature, uses it).
+/// `scratch` is not used (the AVX-512 kernel, which shares the signature, uses it).
 void attention_rows_partial_avx2(int rows, const float* const* q, const int64_t* last,
                                  const float* k, const float* v, const int32_t* key_mask,
                                  int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
