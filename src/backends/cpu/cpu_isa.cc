@@ -4,6 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #if defined(__linux__) && defined(__x86_64__)
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -25,7 +28,34 @@ bool amx_granted() {
   return false;
 }
 
+// AMD family 19h (Zen 3 and Zen 4; of them only Zen 4 has AVX-512) splits each 512-bit
+// instruction into two 256-bit halves; Intel's cores and Zen 5 (family 1Ah) run them whole.
+bool splits_512bit_instructions() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool amd = ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163;  // AuthenticAMD
+  if (!amd || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  const unsigned base = (eax >> 8) & 0xf;
+  const unsigned family = base == 0xf ? base + ((eax >> 20) & 0xff) : base;
+  return family == 0x19;
+#else
+  return false;
+#endif
+}
+
 }  // namespace
+
+bool wide_decode_rows() {
+  static const bool wide = [] {
+    if (const char* env = std::getenv("ANVIL_CPU_DECODE_ROWS")) {
+      if (std::strcmp(env, "256") == 0) return false;
+      if (std::strcmp(env, "512") == 0) return true;
+    }
+    return !splits_512bit_instructions();
+  }();
+  return wide;
+}
 
 Isa isa() {
   static const Isa level = [] {

@@ -23,6 +23,15 @@ enum class Isa { baseline, avx2, avxvnni, avx512, avx512bf16, amx };
 Isa isa();
 const char* isa_name(Isa isa);
 
+/// Whether batch-1 products of the 4- to 6-bit repacked block types (Q4_0, Q4_1, Q5_0, Q5_1,
+/// Q4_K, Q5_K, Q6_K) take the 512-bit decode rows at avx512 and above (a zmm holds two steps of
+/// a group's rows, their activation words picked by vpermd) rather than the 256-bit ones (one
+/// step, each word a broadcast). True except on CPUs that execute a 512-bit instruction as two
+/// 256-bit halves (AMD family 19h: Zen 4), where the 256-bit rows do the same work in fewer
+/// micro-ops (Q4_0 +10%, Q5_0 and Q6_K +20% a thread in cache on Zen 4).
+/// ANVIL_CPU_DECODE_ROWS=256|512 chooses, so both are tested on any AVX-512 machine.
+bool wide_decode_rows();
+
 /// Why the CPU runs below amx although it has AMX (the OS refused the tile state), else empty.
 const char* amx_refusal();
 

@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/panel_tiles_avx512.h"
 #include "backends/cpu/repack.h"
 #include "backends/cpu/with_count.h"

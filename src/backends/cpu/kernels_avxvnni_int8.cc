@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/repack.h"
 
 namespace anvil::cpu {
