@@ -16,6 +16,7 @@
 #include "anvil/dtype.h"
 #include "backends/cpu/attention_avx2.h"
 #include "backends/cpu/cpu_isa.h"
+#include "backends/cpu/kernels_avx512.h"
 
 using namespace anvil;
 
@@ -60,17 +61,27 @@ int main(int argc, char** argv) {
   for (int r = 0; r < rows; ++r) qs[static_cast<size_t>(r)] = q.data() + r * dim;
   const std::vector<int32_t> mask(static_cast<size_t>(keys), 1);
   std::vector<float> acc(static_cast<size_t>(rows * dim)), m(static_cast<size_t>(rows)),
-      l(static_cast<size_t>(rows)), scratch(static_cast<size_t>(8 * rows));
+      l(static_cast<size_t>(rows)), scratch(static_cast<size_t>(16 * rows));
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  // The kernel the decode step takes at this CPU's level (ANVIL_CPU_ISA lowers it).
+  const bool wide = cpu::isa() >= cpu::Isa::avx512;
+  using HalfKernel =
+      void (*)(int, const float* const*, const int64_t*, const uint16_t*, const uint16_t*,
+               const int32_t*, int64_t, int64_t, int64_t, float, float*, float*, float*, float*);
+  using FloatKernel =
+      void (*)(int, const float* const*, const int64_t*, const float*, const float*, const int32_t*,
+               int64_t, int64_t, int64_t, float, float*, float*, float*, float*);
+  const HalfKernel half_kernel = wide ? HalfKernel{&cpu::attention_rows_partial_avx512}
+                                      : HalfKernel{&cpu::attention_rows_partial_avx2};
+  const FloatKernel float_kernel = wide ? FloatKernel{&cpu::attention_rows_partial_avx512}
+                                        : FloatKernel{&cpu::attention_rows_partial_avx2};
   const auto call = [&](size_t c) {
     if (half) {
-      cpu::attention_rows_partial_avx2(rows, qs.data(), last.data(), kh[c].data(), vh[c].data(),
-                                       mask.data(), 0, keys, dim, scale, acc.data(), m.data(),
-                                       l.data(), scratch.data());
+      half_kernel(rows, qs.data(), last.data(), kh[c].data(), vh[c].data(), mask.data(), 0, keys,
+                  dim, scale, acc.data(), m.data(), l.data(), scratch.data());
     } else {
-      cpu::attention_rows_partial_avx2(rows, qs.data(), last.data(), kf[c].data(), vf[c].data(),
-                                       mask.data(), 0, keys, dim, scale, acc.data(), m.data(),
-                                       l.data(), scratch.data());
+      float_kernel(rows, qs.data(), last.data(), kf[c].data(), vf[c].data(), mask.data(), 0, keys,
+                   dim, scale, acc.data(), m.data(), l.data(), scratch.data());
     }
   };
   for (size_t c = 0; c < kf.size(); ++c) call(c);  // warm
@@ -84,9 +95,10 @@ int main(int argc, char** argv) {
   const double t = times[times.size() / 2];
   const double bytes = 2.0 * static_cast<double>(elems) * (half ? 2 : 4);
   std::printf(
-      "rows %d dim %lld keys %lld %s: %.2f us, cache %.2f GB/s, %.2f GMAC/s (checksum %.4f)\n",
-      rows, static_cast<long long>(dim), static_cast<long long>(keys), half ? "f16" : "f32",
-      t * 1e6, bytes / t / 1e9, 2.0 * rows * static_cast<double>(elems) / t / 1e9,
-      static_cast<double>(acc[0] + l[0]));
+      "%s kernel, rows %d dim %lld keys %lld %s: %.2f us, cache %.2f GB/s, %.2f GMAC/s (checksum "
+      "%.4f)\n",
+      wide ? "avx512" : "avx2", rows, static_cast<long long>(dim), static_cast<long long>(keys),
+      half ? "f16" : "f32", t * 1e6, bytes / t / 1e9,
+      2.0 * rows * static_cast<double>(elems) / t / 1e9, static_cast<double>(acc[0] + l[0]));
   return 0;
 }
