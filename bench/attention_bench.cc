@@ -1,9 +1,10 @@
-// Micro-benchmark of the AVX2 decode attention kernel (attention_rows_partial_avx2): the query
-// rows of one KV head over a range of its cached keys, as a decode step's attention task runs
-// them. Prints the time per call and the cache bytes read per second.
-// Usage: anvil_attention_bench ROWS DIM KEYS [REPEATS] [COPIES] [f16|f32]
-// ROWS: query heads per KV head (Qwen2.5-0.5B 7, SmolLM2-135M 3, Qwen3-0.6B 2); COPIES > 1
-// cycles through that many caches, so each call reads its keys from DRAM as a decode step does.
+// Micro-benchmark of the decode attention kernel the CPU's level takes
+// (attention_rows_partial_avx512 at avx512 and above, else _avx2; ANVIL_CPU_ISA=avx2 picks the AVX2
+// one): the query rows of one KV head over a range of its cached keys, as a decode step's attention
+// task runs them. Prints the time per call and the cache bytes read per second. Usage:
+// anvil_attention_bench ROWS DIM KEYS [REPEATS] [COPIES] [f16|f32] ROWS: query heads per KV head
+// (Qwen2.5-0.5B 7, SmolLM2-135M 3, Qwen3-0.6B 2); COPIES > 1 cycles through that many caches, so
+// each call reads its keys from DRAM as a decode step does.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
