@@ -107,6 +107,9 @@ class CpuBackend : public Backend {
     // The kernels' ISA level (ANVIL_CPU_ISA caps it), so a user sees what runs.
     info.details =
         std::to_string(num_threads()) + " threads, " + cpu::isa_name(cpu::isa()) + " kernels";
+    if (cpu::isa() >= cpu::Isa::avx512) {
+      info.details += cpu::wide_decode_rows() ? ", 512-bit decode rows" : ", 256-bit decode rows";
+    }
     return {info};
   }
 
