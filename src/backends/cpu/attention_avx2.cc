@@ -130,18 +130,14 @@ void rows_partial(int rows, const float* const* q, const int64_t* last, const KV
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   const bool pairs = dim % 16 == 0;
   alignas(32) float p[kMaxRows * kChunk];  // a chunk's scores, then their exponentials
-  const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(KV));
-  const int64_t window = touch_window_keys(row_bytes, kChunk);
+  const KeyValueReadAhead ahead(k, v, dim * static_cast<int64_t>(sizeof(KV)), begin, end, kBlock);
   for (int64_t c0 = begin; c0 < end; c0 += kChunk) {
     const int64_t keys = std::min<int64_t>(kChunk, end - c0);
     const int blocks = static_cast<int>((keys + kBlock - 1) / kBlock);
     for (int b = 0; b < blocks; ++b) {
       const int64_t t0 = c0 + b * kBlock;
       const int nt = static_cast<int>(std::min<int64_t>(kBlock, end - t0));
-      // Each window's keys and values read ahead (cache_touch.h).
-      if ((t0 - begin) % window == 0) {
-        touch_key_value_lines(k + t0 * dim, v + t0 * dim, std::min(window, end - t0) * row_bytes);
-      }
+      ahead.before_block(t0);
       uint32_t open = 0;  // keys of the block that no mask hides
       for (int t = 0; t < nt; ++t) open |= (key_mask[t0 + t] != 0 ? 1u : 0u) << t;
       __m256 sc[2];

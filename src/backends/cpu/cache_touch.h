@@ -1,22 +1,36 @@
-// Reading a decode attention task's keys and values ahead of its arithmetic. A task walks a
-// few KB to a few hundred KB of one KV head's cache, which a decode step's weight stream has
-// pushed out to DRAM. Walked block by block, the lines came at the pace of the core's few
-// outstanding misses (~5-7 GB/s on Zen 4, software prefetch a block or more ahead changing
-// nothing: the arithmetic between blocks leaves the out-of-order window no room), while a bare
-// read of the same lines runs at the stream's rate (~15 GB/s a core). Compiled for the baseline
-// ISA and called once per window, so the AVX2 and AVX-512 kernels share it without inline code
-// built for two ISAs.
+// How a decode attention task gets its cached keys and values from memory ahead of its
+// arithmetic. A task walks a few KB to a few hundred KB of one KV head's cache, which the step's
+// weight stream has pushed out to DRAM. Two ways, chosen per CPU (cpu::attention_window_reads):
+//
+// - prefetch: each block's successor requested as the block starts. Intel's cores stream the
+//   walk so.
+// - window: each ~128 KB window of keys and values read (one word a line) before its
+//   arithmetic. On Zen 4 a walk fetched block by block ran at the pace of a core's few
+//   outstanding misses (~5-7 GB/s, however far ahead the prefetches went: the arithmetic between
+//   blocks leaves the out-of-order window no room), while a bare read of the same lines runs at
+//   the stream's rate (~15 GB/s a core).
+//
+// Compiled for the baseline ISA, so the AVX2 and AVX-512 kernels share it without inline code
+// built for two ISAs; a call per block costs nothing beside a block's arithmetic.
 #pragma once
 
 #include <cstdint>
 
 namespace anvil::cpu {
 
-/// Loads one word of every 64-byte line of [k, k + bytes) and [v, v + bytes), the two in step.
-void touch_key_value_lines(const void* k, const void* v, int64_t bytes);
+class KeyValueReadAhead {
+ public:
+  /// A walk over keys [begin, end) of a head's cache k, v (row_bytes per key), `block` keys at
+  /// a time.
+  KeyValueReadAhead(const void* k, const void* v, int64_t row_bytes, int64_t begin, int64_t end,
+                    int64_t block);
+  /// Called as the block starting at key t0 begins.
+  void before_block(int64_t t0) const;
 
-/// Keys per touched window for a cache of row_bytes per key (keys and values together ~128 KB,
-/// which stays in L2 on every CPU the kernels run on), a multiple of `block` keys.
-int64_t touch_window_keys(int64_t row_bytes, int64_t block);
+ private:
+  const char *k_, *v_;
+  int64_t row_bytes_, begin_, end_, block_, window_;
+  bool windows_;
+};
 
 }  // namespace anvil::cpu

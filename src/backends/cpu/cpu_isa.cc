@@ -28,9 +28,9 @@ bool amx_granted() {
   return false;
 }
 
-// AMD family 19h (Zen 3 and Zen 4; of them only Zen 4 has AVX-512) splits each 512-bit
+// AMD family 19h: Zen 3 and Zen 4 (of them only Zen 4 has AVX-512). Zen 4 splits each 512-bit
 // instruction into two 256-bit halves; Intel's cores and Zen 5 (family 1Ah) run them whole.
-bool splits_512bit_instructions() {
+bool amd_family_19h() {
 #if defined(__x86_64__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
@@ -44,17 +44,28 @@ bool splits_512bit_instructions() {
 #endif
 }
 
+// An environment switch between two ways of running: `on` or `off` chooses, anything else
+// (or nothing) leaves the CPU's default.
+bool switch_from_env(const char* name, const char* on, const char* off, bool fallback) {
+  if (const char* env = std::getenv(name)) {
+    if (std::strcmp(env, on) == 0) return true;
+    if (std::strcmp(env, off) == 0) return false;
+  }
+  return fallback;
+}
+
 }  // namespace
 
 bool wide_decode_rows() {
-  static const bool wide = [] {
-    if (const char* env = std::getenv("ANVIL_CPU_DECODE_ROWS")) {
-      if (std::strcmp(env, "256") == 0) return false;
-      if (std::strcmp(env, "512") == 0) return true;
-    }
-    return !splits_512bit_instructions();
-  }();
+  static const bool wide =
+      switch_from_env("ANVIL_CPU_DECODE_ROWS", "512", "256", !amd_family_19h());
   return wide;
+}
+
+bool attention_window_reads() {
+  static const bool windows =
+      switch_from_env("ANVIL_CPU_ATTENTION_READS", "window", "prefetch", amd_family_19h());
+  return windows;
 }
 
 Isa isa() {

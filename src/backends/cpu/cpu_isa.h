@@ -28,9 +28,18 @@ const char* isa_name(Isa isa);
 /// a group's rows, their activation words picked by vpermd) rather than the 256-bit ones (one
 /// step, each word a broadcast). True except on CPUs that execute a 512-bit instruction as two
 /// 256-bit halves (AMD family 19h: Zen 4), where the 256-bit rows do the same work in fewer
-/// micro-ops (Q4_0 +10%, Q5_0 and Q6_K +20% a thread in cache on Zen 4).
+/// micro-ops (Q4_0 +8%, Q5_0 and Q6_K +23-25% a thread in cache on Zen 4; on a Sapphire Rapids
+/// Xeon the 512-bit rows are ~6% faster).
 /// ANVIL_CPU_DECODE_ROWS=256|512 chooses, so both are tested on any AVX-512 machine.
 bool wide_decode_rows();
+
+/// Whether decode attention reads each ~128 KB window of a task's cached keys and values before
+/// its arithmetic (cache_touch.h) rather than prefetching one block of keys ahead. True on AMD
+/// family 19h, where a walk from DRAM otherwise ran at a core's few outstanding misses (Zen 4:
+/// Qwen3-0.6B's attention 65-81 -> 41-42 us a layer); false elsewhere (a Sapphire Rapids Xeon's
+/// streamer follows the walk: there the windows made it 10-15% slower).
+/// ANVIL_CPU_ATTENTION_READS=window|prefetch chooses.
+bool attention_window_reads();
 
 /// Why the CPU runs below amx although it has AMX (the OS refused the tile state), else empty.
 const char* amx_refusal();

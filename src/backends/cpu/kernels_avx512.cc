@@ -410,15 +410,10 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
   for (int r = 0; r < rows; ++r) max_last = std::max(max_last, last[r]);
   end = std::min(end, max_last + 1);
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(KV));
-  const int64_t window = touch_window_keys(row_bytes, kBlock);
+  const KeyValueReadAhead ahead(k, v, dim * static_cast<int64_t>(sizeof(KV)), begin, end, kBlock);
   for (int64_t t0 = begin; t0 < end; t0 += kBlock) {
     const int nt = static_cast<int>(std::min<int64_t>(kBlock, end - t0));
-    // Each window's keys and values read ahead (cache_touch.h: from DRAM a Qwen3-0.6B task ran
-    // 15-20 us block by block, 9.5-12.6 so).
-    if ((t0 - begin) % window == 0) {
-      touch_key_value_lines(k + t0 * dim, v + t0 * dim, std::min(window, end - t0) * row_bytes);
-    }
+    ahead.before_block(t0);
     // Keys of this block that no mask hides.
     uint32_t open = 0;
     for (int t = 0; t < nt; ++t) open |= (key_mask[t0 + t] != 0 ? 1u : 0u) << t;
