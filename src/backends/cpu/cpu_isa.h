@@ -36,8 +36,8 @@ bool wide_decode_rows();
 /// Whether decode attention reads each ~128 KB window of a task's cached keys and values before
 /// its arithmetic (cache_touch.h) rather than prefetching one block of keys ahead. True on AMD
 /// family 19h, where a walk from DRAM otherwise ran at a core's few outstanding misses (Zen 4:
-/// Qwen3-0.6B's attention 65-81 -> 41-42 us a layer); false elsewhere (a Sapphire Rapids Xeon's
-/// streamer follows the walk: there the windows made it 10-15% slower).
+/// Qwen3-0.6B's attention 65-81 -> 41-42 us a layer; Zen 3 not measured); false elsewhere (a
+/// Sapphire Rapids Xeon's streamer follows the walk: there the windows made it 10-15% slower).
 /// ANVIL_CPU_ATTENTION_READS=window|prefetch chooses.
 bool attention_window_reads();
 
