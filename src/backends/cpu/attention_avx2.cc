@@ -192,7 +192,9 @@ void rows_partial(int rows, const float* const* q, const int64_t* last, const KV
   }
 }
 
-// Rows beyond what the chunk's score buffer holds run as further walks over the keys.
+// Rows beyond what the chunk's score buffer holds run as further walks over the keys (each
+// walk's read-ahead then finds the lines the first one brought in: a pass over cached lines,
+// small beside 16 rows' arithmetic over them; only prefill-sized calls take more than 16 rows).
 template <class KV>
 void rows_partial_any(int rows, const float* const* q, const int64_t* last, const KV* k,
                       const KV* v, const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
