@@ -82,9 +82,10 @@ class CpuDecodeLayers : public ::testing::Test {
 
 TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
   const Stack stacks[] = {
-      {64, 128, 4, 2, 16, 2, 37, 64, true, true},
-      {96, 192, 6, 1, 32, 2, 0, 8, false, false},
+      {64, 128, 4, 2, 16, 2, 37, 64, true, true},     // q/k norms and biases, one part
+      {96, 192, 6, 1, 32, 2, 0, 8, false, false},     // an empty past
       {192, 96, 3, 3, 64, 1, 200, 256, true, false},  // key ranges merged from two parts
+      {64, 96, 4, 2, 32, 2, 150, 160, false, true},   // two parts, q/k norms, two q per kv head
       {256, 512, 4, 2, 64, 1, 20, 32, true, true},    // widths for the 256-value types
   };
   for (const Stack& c : stacks) {

@@ -1,11 +1,12 @@
 // A one-token decode step's layers on the CPU as one team region: every thread runs each layer's
-// phases (norm + q/k/v, RoPE + cache writes, attention, its merge, o + residual, norm + gate/up +
-// SwiGLU, down + residual), claiming the phase's work in chunks and waiting, before the next
-// phase, only for chunks other members hold. The composed ops cost a SmolLM2-135M step ~5
-// fork-joins, ~12 op dispatches and the serial parts (norms, activation quantization, RoPE, the
-// attention merge, SwiGLU) per layer, with the second thread idle through those (16% of its
-// time); here each member normalises and quantizes the small activation rows for itself and the
-// rest is shared.
+// phases (norm + q/k/v; attention tasks, each with its own RoPE and the one holding the new
+// position writing the caches; the merge + o + residual; norm + gate/up + SwiGLU; down +
+// residual), claiming the phase's work in chunks and waiting, before the next phase, only for
+// chunks other members hold. The composed ops cost a SmolLM2-135M step ~5 fork-joins, ~12 op
+// dispatches and the serial parts (norms, activation quantization, RoPE, the attention merge,
+// SwiGLU) per layer, with the second thread idle through those (16% of its time); here each
+// member normalises and quantizes the small activation rows, and merges the attention row, for
+// itself, and the rest is shared.
 //
 // The arithmetic is the composed ops': the same product kernel over the same quantized
 // activations, the same norm and RoPE code (row_kernels.h), the same attention kernel and key
@@ -45,7 +46,7 @@ namespace {
 
 constexpr int64_t kGroupRows = kPackRows;  // rows per group of the repacked weights
 constexpr int64_t kMaxGroup = 16;          // query heads per KV head the attention kernel takes
-constexpr size_t kPhases = 3;              // per layer: RoPE + cache writes, attention, the merge
+constexpr size_t kPhases = 1;              // per layer: attention (RoPE and the merge inside)
 constexpr size_t kProducts = 4;            // per layer: q/k/v, o, gate/up, down
 
 // A product of the step: repacked weights (Q8_0 / Q4_0 / Q4_1), else the stored rows of any
@@ -268,6 +269,8 @@ struct Quantized {
 
 struct MemberScratch {
   std::vector<float> normed;
+  std::vector<float> heads;  // an attention task's query heads (and new key), normed and rotated
+  std::vector<float> attn;   // the attention row o multiplies: the tasks' key ranges merged
   Quantized xq;
   std::vector<uint16_t> rounded;  // the row as bf16, for bf16 weights at avx512bf16
   // The row x (k values) in the forms `use` names.
@@ -287,10 +290,9 @@ struct MemberScratch {
 // ANVIL_CPU_DECODE_PROFILE=1: each member's time in each part of a layer (its share of a phase's
 // work, then its wait for the others' chunks), and the layers' time per step, summed over the
 // steps and printed at exit: where a step's time goes beside the weights' stream.
-constexpr int kMarks = 14;
-const char* const kMarkNames[kMarks] = {"q/k/v",   "  wait", "rope+cache", "  wait", "attention",
-                                        "  wait",  "merge",  "  wait",     "o",      "  wait",
-                                        "gate/up", "  wait", "down",       "  wait"};
+constexpr int kMarks = 11;
+const char* const kMarkNames[kMarks] = {"q/k/v",  "  wait",  "attention", "  wait", "merge", "o",
+                                        "  wait", "gate/up", "  wait",    "down",   "  wait"};
 constexpr int kMaxProfiled = 8;
 
 uint64_t now_ns() {
@@ -362,7 +364,6 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
   float* q = a.q.data<float>();
   float* k = a.k.data<float>();
   float* v = a.v.data<float>();
-  float* attn = a.attn.data<float>();
   float* proj = a.proj.data<float>();
   float* gate = a.gate.data<float>();
   float* up = a.up.data<float>();
@@ -387,10 +388,10 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
   if (scratch.size() < static_cast<size_t>(members)) scratch.resize(static_cast<size_t>(members));
   float* st_all = states.data();
   MemberScratch* scratch_all = scratch.data();
-  // Seven phases per layer, set before the region (no member can claim from a phase another
+  // Five phases per layer, set before the region (no member can claim from a phase another
   // is still resetting). The four products are split so that each member streams one run of
   // weight rows and takes pieces of the others' runs once its own is done (stream_split.h); the
-  // heads and attention tasks are claimed one by one.
+  // attention tasks are claimed one by one.
   const size_t n_layers = layers.size();
   thread_local std::unique_ptr<Phase[]> phase_store;
   thread_local std::unique_ptr<StreamSplit[]> product_store;
@@ -405,9 +406,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
     Phase* ph = phase_store.get() + kPhases * li;
     StreamSplit* pr = product_store.get() + kProducts * li;
     pr[0].reset(L.q.groups + L.k.groups + L.v.groups, members, min_piece(bytes_per_group(L.q)));
-    ph[0].reset(nh + nkv, 1);
-    ph[1].reset(nkv * parts, 1);
-    ph[2].reset(nh, 1);
+    ph[0].reset(nkv * parts, 1);
     pr[1].reset(L.o.groups, members, min_piece(bytes_per_group(L.o)));
     pr[2].reset(L.gate.groups, members, min_piece(bytes_per_group(L.gate) + bytes_per_group(L.up)));
     pr[3].reset(L.down.groups, members, min_piece(bytes_per_group(L.down)));
@@ -421,6 +420,8 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
     const int me = static_cast<int>(t64);
     MemberScratch& my = scratch_all[t64];
     my.normed.resize(static_cast<size_t>(std::max(h, inter)));
+    my.heads.resize(static_cast<size_t>((group + 1) * hd));
+    my.attn.resize(static_cast<size_t>(nh * hd));
     int64_t c0 = 0, c1 = 0;
     RowForms xf;
     MemberClock clock(me, profiling);
@@ -446,67 +447,61 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       clock.mark(0);
       pr[0].wait();
       clock.mark(1);
-      // q/k norms, RoPE, and the new key and value into the caches: q heads then kv heads.
+      // Attention: (kv head, key range) tasks. Each applies the q/k norms and RoPE to its
+      // group's query heads for itself, and the one whose range holds this step's position
+      // writes the new key and value into the caches before reading them: a phase of its own
+      // for that work cost a layer its claims and a wait, and measured a few microseconds
+      // slower a layer on Zen 4 (docs/perf.md, twentieth session).
       for (; ph[0].claim(&c0, &c1); ph[0].finished()) {
-        for (int64_t i = c0; i < c1; ++i) {
-          float* vec = i < nh ? q + i * hd : k + (i - nh) * hd;
-          const float* norm = i < nh ? L.q_norm : L.k_norm;
-          if (norm) rms_norm_row(vec, norm, hd, a.eps, vec);
-          rotate_heads(vec, 1, hd, cos_p, sin_p);
-          if (i >= nh) {
-            const int64_t kh = i - nh;
-            const size_t at = static_cast<size_t>((kh * cap + past) * hd);
-            write_cache_row(static_cast<KV*>(L.k_cache) + at, vec, hd);
-            write_cache_row(static_cast<KV*>(L.v_cache) + at, v + kh * hd, hd);
-          }
-        }
-      }
-      clock.mark(2);
-      ph[0].wait();
-      clock.mark(3);
-      // Attention: (kv head, key range) tasks, then each query head's ranges merged.
-      for (; ph[1].claim(&c0, &c1); ph[1].finished()) {
         for (int64_t id = c0; id < c1; ++id) {
           const int64_t part = id % parts, kh = id / parts;
+          const int64_t t0 = part * per_part, t1 = std::min(total, t0 + per_part);
           const float* qs[kMaxGroup];
           int64_t last[kMaxGroup];
           for (int64_t i = 0; i < group; ++i) {
-            qs[i] = q + (kh * group + i) * hd;
+            float* row = my.heads.data() + i * hd;
+            rotated_head(q + (kh * group + i) * hd, L.q_norm, hd, a.eps, cos_p, sin_p, row);
+            qs[i] = row;
             last[i] = past;
+          }
+          if (t0 <= past && past < t1) {
+            float* key = my.heads.data() + group * hd;
+            rotated_head(k + kh * hd, L.k_norm, hd, a.eps, cos_p, sin_p, key);
+            const size_t at = static_cast<size_t>((kh * cap + past) * hd);
+            write_cache_row(static_cast<KV*>(L.k_cache) + at, key, hd);
+            write_cache_row(static_cast<KV*>(L.v_cache) + at, v + kh * hd, hd);
           }
           alignas(64) float work[kMaxGroup * 16];
           float* st = st_all + id * state;
           kern.attention(static_cast<int>(group), qs, last,
                          static_cast<const KV*>(L.k_cache) + kh * cap * hd,
-                         static_cast<const KV*>(L.v_cache) + kh * cap * hd, mask, part * per_part,
-                         std::min(total, (part + 1) * per_part), hd, a.scale, st, st + group * hd,
-                         st + group * hd + group, work);
+                         static_cast<const KV*>(L.v_cache) + kh * cap * hd, mask, t0, t1, hd,
+                         a.scale, st, st + group * hd, st + group * hd + group, work);
         }
       }
-      clock.mark(4);
-      ph[1].wait();
-      clock.mark(5);
-      for (; ph[2].claim(&c0, &c1); ph[2].finished()) {
-        for (int64_t head = c0; head < c1; ++head) {
-          merge_key_ranges(st_all + (head / group) * parts * state, parts, state, group, hd,
-                           head % group, attn + head * hd);
-        }
-      }
-      clock.mark(6);
-      ph[2].wait();
-      clock.mark(7);
-      // o, added into the residual rows as each chunk's groups come out.
+      clock.mark(2);
+      ph[0].wait();
+      clock.mark(3);
+      // o, added into the residual rows as each chunk's groups come out. A member merges every
+      // head's key ranges for itself before its first chunk (a few thousand multiply-adds),
+      // which costs less than a phase of merge items and its wait.
       for (bool ready = false; pr[1].claim(me, &c0, &c1); pr[1].finished(c1 - c0)) {
         if (!ready) {
-          xf = my.forms(kern, attn, nh * hd, L.forms[1]);
+          float* row = my.attn.data();
+          for (int64_t head = 0; head < nh; ++head) {
+            merge_key_ranges(st_all + (head / group) * parts * state, parts, state, group, hd,
+                             head % group, row + head * hd);
+          }
+          clock.mark(4);
+          xf = my.forms(kern, row, nh * hd, L.forms[1]);
           ready = true;
         }
         run_groups(kern, L.o, c0, c1, xf, proj);
         for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
       }
-      clock.mark(8);
+      clock.mark(5);
       pr[1].wait();
-      clock.mark(9);
+      clock.mark(6);
       // Post-attention norm, gate and up over the same groups, SwiGLU on them.
       for (bool ready = false; pr[2].claim(me, &c0, &c1); pr[2].finished(c1 - c0)) {
         if (!ready) {
@@ -519,9 +514,9 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
         const int64_t f0 = c0 * kGroupRows, f1 = std::min(inter, c1 * kGroupRows);
         if (f1 > f0) kern.swiglu(gate + f0, up + f0, gate + f0, f1 - f0);
       }
-      clock.mark(10);
+      clock.mark(7);
       pr[2].wait();
-      clock.mark(11);
+      clock.mark(8);
       // down, added into the residual.
       for (bool ready = false; pr[3].claim(me, &c0, &c1); pr[3].finished(c1 - c0)) {
         if (!ready) {
@@ -531,9 +526,9 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
         run_groups(kern, L.down, c0, c1, xf, proj);
         for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
       }
-      clock.mark(12);
+      clock.mark(9);
       pr[3].wait();
-      clock.mark(13);
+      clock.mark(10);
     }
   };
   run_team(TaskRef(member), members);
