@@ -617,6 +617,15 @@ __device__ void prefetch_kv(const Params& p, const LayerPointers& L, long long p
   }
 }
 
+// v = *at where `take` (zero elsewhere), by a predicated load into a zeroed register: a select
+// between the loaded value and zero would wait for the load where it is written.
+__device__ __forceinline__ void load_int_if(const int* at, bool take, int& v) {
+  v = 0;
+  asm volatile("{ .reg .pred p; setp.ne.u32 p, %2, 0; @p ld.global.nc.s32 %0, [%1]; }"
+               : "+r"(v)
+               : "l"(at), "r"(static_cast<unsigned>(take)));
+}
+
 // A round's keys per thread: their key and value vectors are loaded together, before the
 // scores need them, so a round costs one memory latency (the item's first round is loaded
 // before its prologue, overlapping the q/k/v loads).
@@ -651,7 +660,10 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
   // This thread's cached keys and values of the round starting at r0 (zeros past its end and
   // at this step's own position, which is not in the cache yet).
   uint4 kraw[kKeysPerThread], vraw[kKeysPerThread];
-  bool seen[kKeysPerThread];  // in the round and not masked
+  // The round's mask words (zero past its end), compared only where the scores use them: a
+  // compare right after the load held the thread, and the prologue behind it, for the mask's
+  // round trip.
+  int visible[kKeysPerThread];
   const auto load_round = [&](long long r0) {
     const long long r1 = min(r0 + round_keys, t1);
 #pragma unroll
@@ -660,7 +672,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
       const bool cached = t < r1 && t != past;
       kraw[u] = cached ? *reinterpret_cast<const uint4*>(kc + t * dim + sub * 8) : zero;
       vraw[u] = cached ? *reinterpret_cast<const uint4*>(vc + t * dim + sub * 8) : zero;
-      seen[u] = t < r1 && p.mask[t] != 0;
+      load_int_if(p.mask + t, t < r1, visible[u]);
     }
   };
   if (t0 < t1) load_round(t0);
@@ -776,7 +788,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
 #pragma unroll
       for (int i = 0; i < 8; ++i) dot += qv[i] * kf[i];
       for (int o = chunks / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-      score[u] = seen[u] ? dot : -FLT_MAX;
+      score[u] = visible[u] != 0 ? dot : -FLT_MAX;
       m_loc = fmaxf(m_loc, score[u]);
     }
     const float m_new = fmaxf(m_run, block_max(m_loc, sh.reduce));
