@@ -453,8 +453,11 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       // for that work cost a layer its claims and a wait, and measured a few microseconds
       // slower a layer on Zen 4 (docs/perf.md, twentieth session).
       for (; ph[0].claim(&c0, &c1); ph[0].finished()) {
-        for (int64_t id = c0; id < c1; ++id) {
-          const int64_t part = id % parts, kh = id / parts;
+        for (int64_t task = c0; task < c1; ++task) {
+          // Claimed last key range first, one per KV head: those tasks also write the caches,
+          // and claimed in (head, range) order they fell to alternate members, loading one.
+          const int64_t part = parts - 1 - task / nkv, kh = task % nkv;
+          const int64_t id = kh * parts + part;
           const int64_t t0 = part * per_part, t1 = std::min(total, t0 + per_part);
           const float* qs[kMaxGroup];
           int64_t last[kMaxGroup];
