@@ -618,7 +618,9 @@ __device__ void prefetch_kv(const Params& p, const LayerPointers& L, long long p
 }
 
 // v = *at where `take` (zero elsewhere), by a predicated load into a zeroed register: a select
-// between the loaded value and zero would wait for the load where it is written.
+// between the loaded value and zero would wait for the load where it is written. Through the
+// non-coherent path: only for data no block writes while the kernel runs (the key mask, whose
+// new column is copied in before the launch).
 __device__ __forceinline__ void load_int_if(const int* at, bool take, int& v) {
   v = 0;
   asm volatile("{ .reg .pred p; setp.ne.u32 p, %2, 0; @p ld.global.nc.s32 %0, [%1]; }"
