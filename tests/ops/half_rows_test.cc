@@ -31,25 +31,26 @@ TEST(HalfRows, F16cRoundsAsThePortableConversion) {
   values.push_back(std::numeric_limits<float>::infinity());
   values.push_back(-std::numeric_limits<float>::infinity());
   values.push_back(std::numeric_limits<float>::denorm_min());
-  // Every tie and near-tie of the 13 dropped mantissa bits around a few exponents, normal and
-  // subnormal halves alike.
+  // Every mantissa with its low 8 bits zero, at exponents giving subnormal halves (0x33, 0x38),
+  // normal ones (0x3f) and the top of the range (0x46): among them every exact tie of the 13
+  // bits the conversion drops (bit 12 set, bits 0-11 clear) and its neighbours 256 units away.
   for (uint32_t e : {0x33u, 0x38u, 0x3fu, 0x46u}) {
-    for (uint32_t m = 0; m < (1u << 15); m += 7) values.push_back(from_bits(e << 23 | m << 8));
+    for (uint32_t m = 0; m < (1u << 15); ++m) values.push_back(from_bits(e << 23 | m << 8));
   }
   std::mt19937 rng(3);
   std::normal_distribution<float> normal(0.0f, 3.0f);
   for (int i = 0; i < 100000; ++i) values.push_back(normal(rng) * std::exp(normal(rng)));
-  // Odd lengths and offsets: the vector loop and its tail.
-  for (size_t n : {values.size(), size_t{1}, size_t{7}, size_t{9}}) {
-    std::vector<uint16_t> got(n);
-    cpu::f32_to_f16_row_f16c(values.data(), static_cast<int64_t>(n), got.data());
-    for (size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(got[i], f32_to_f16(values[i]))
-          << "value " << values[i] << " (bits 0x" << std::hex << [&] {
-               uint32_t u;
-               std::memcpy(&u, &values[i], sizeof u);
-               return u;
-             }();
+  // Lengths with and without a tail after the 8-value vectors, from unaligned starts too.
+  for (size_t at : {size_t{0}, size_t{3}}) {
+    for (size_t n : {values.size() - at, size_t{1}, size_t{7}, size_t{9}}) {
+      std::vector<uint16_t> got(n);
+      cpu::f32_to_f16_row_f16c(values.data() + at, static_cast<int64_t>(n), got.data());
+      for (size_t i = 0; i < n; ++i) {
+        const float x = values[at + i];
+        uint32_t bits;
+        std::memcpy(&bits, &x, sizeof bits);
+        ASSERT_EQ(got[i], f32_to_f16(x)) << "value " << x << " (bits 0x" << std::hex << bits << ")";
+      }
     }
   }
 }
