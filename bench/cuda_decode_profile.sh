@@ -8,7 +8,8 @@
 #                                                  every configuration (default: anvil)
 #   NO_NCU=1                                       skips Nsight Compute
 # Writes $OUT/profile.txt (decode tok/s per round, then each binary's one-launch kernel phase
-# profile, ANVIL_CUDA_DECODE_PROFILE) and $OUT/ncu.txt (or under out/).
+# profile, ANVIL_CUDA_DECODE_PROFILE, of the second step: phases, stragglers and attention
+# items) and $OUT/ncu.txt (or under out/).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-out}"
@@ -38,7 +39,8 @@ for like in qwen2.5-0.5b qwen3-0.6b; do
   for b in "${bins[@]}"; do
     echo "== profile $like $b" >>"$log"
     ANVIL_CUDA_DECODE_PROFILE=1 "$bin/$b" bench "$models/$like" --device cuda --dtype bf16 \
-      --prompt-len 128 --gen-len 64 --repeats 1 2>&1 >/dev/null | grep -A6 -m2 'decode_layers profile' >>"$log"
+      --prompt-len 128 --gen-len 64 --repeats 1 2>&1 >/dev/null |
+      awk '/decode_layers profile/ {n++} n == 2 && shown < 13 {print; shown++}' >>"$log"
   done
 done
 if command -v ncu >/dev/null && [ -z "${NO_NCU:-}" ]; then
