@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < rows; ++r) qs[static_cast<size_t>(r)] = q.data() + r * dim;
   const std::vector<int32_t> mask(static_cast<size_t>(keys), 1);
   std::vector<float> acc(static_cast<size_t>(rows * dim)), m(static_cast<size_t>(rows)),
-      l(static_cast<size_t>(rows)), scratch(static_cast<size_t>(16 * rows));
+      l(static_cast<size_t>(rows)), scratch(static_cast<size_t>(cpu::kAttentionRunKeys * rows));
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
   // The kernel the decode step takes at this CPU's level (ANVIL_CPU_ISA lowers it).
   const bool wide = cpu::isa() >= cpu::Isa::avx512;

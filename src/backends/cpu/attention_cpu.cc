@@ -196,7 +196,7 @@ void sdpa_partials(const ops::AttentionArgs& a, Partial rows_partial) {
     if (parts == 1 && own.size() < static_cast<size_t>(state))
       own.resize(static_cast<size_t>(state));
     float* st = parts > 1 ? states + id * state : own.data();
-    alignas(64) float scratch[kMaxDecodeRows * 16];
+    alignas(64) float scratch[kMaxDecodeRows * kAttentionRunKeys];
     rows_partial(static_cast<int>(rows), qs, last, kc + (b * g.kv_heads + kh) * g.cap * g.dim,
                  vc + (b * g.kv_heads + kh) * g.cap * g.dim, mask + b * g.total, part * per_part,
                  std::min(g.total, (part + 1) * per_part), g.dim, a.scale, st, st + rows * g.dim,

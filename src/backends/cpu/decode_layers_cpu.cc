@@ -474,7 +474,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
             write_cache_row(static_cast<KV*>(L.k_cache) + at, key, hd);
             write_cache_row(static_cast<KV*>(L.v_cache) + at, v + kh * hd, hd);
           }
-          alignas(64) float work[kMaxGroup * 16];
+          alignas(64) float work[kMaxGroup * kAttentionRunKeys];
           float* st = st_all + id * state;
           kern.attention(static_cast<int>(group), qs, last,
                          static_cast<const KV*>(L.k_cache) + kh * cap * hd,

@@ -342,17 +342,20 @@ inline void scores16_rows(const float* const* q, const KV* k, int nt, int64_t di
   for (int r = 0; r < R; ++r) out[r] = _mm512_load_ps(sc[r]);
 }
 
-// acc[r] += sum_t p[r * 16 + t] v[t] for R rows at once (R <= 4, dim a multiple of 16): each
-// value vector is loaded once for all of them, the column chunks' FMA chains independent, each
-// element's additions in the order of the plain loop over t.
+// acc[r] += sum_t p[r * stride + t] v[t] for R rows at once (R <= 4, dim a multiple of 16):
+// each value vector is loaded once for all of them, the column chunks' FMA chains independent,
+// each element's additions in the order of the plain loop over t.
 template <int R, class KV>
-void accumulate_values_rows(const float* p, const KV* v, int nt, int64_t dim, float* acc) {
+void accumulate_values_rows(const float* p, int stride, const KV* v, int nt, int64_t dim,
+                            float* acc) {
   for (int64_t c = 0; c < dim; c += 16) {
     __m512 a[R];
     for (int r = 0; r < R; ++r) a[r] = _mm512_loadu_ps(acc + r * dim + c);
     for (int t = 0; t < nt; ++t) {
       const __m512 vt = load_kv(v + t * dim + c);
-      for (int r = 0; r < R; ++r) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(p[r * 16 + t]), vt, a[r]);
+      for (int r = 0; r < R; ++r) {
+        a[r] = _mm512_fmadd_ps(_mm512_set1_ps(p[r * stride + t]), vt, a[r]);
+      }
     }
     for (int r = 0; r < R; ++r) _mm512_storeu_ps(acc + r * dim + c, a[r]);
   }
@@ -392,15 +395,19 @@ void accumulate_value_block(float* acc, int rc, const float* corr, const float* 
 
 }  // namespace
 
-// Few rows (decode): one row at a time, a dot product and a horizontal sum per key; the
-// 16-lane version below would compute 16 lanes for 1-4 rows. Keys [begin, end) only; leaves the
-// unnormalised state (acc, m, l) of every row for the caller.
+// Few rows (decode): keys in runs of up to 64 (four blocks of 16): each row's scores of a run
+// are computed first (four rows per pass over the keys, a key's vector loaded once for them),
+// then one softmax update per row and run (a maximum, an exp of the running max, a rescale of
+// the accumulators, the run's sum), then the values. An update per 16 keys had been a serial
+// chain of horizontal reductions and scalar exps per row that cost about a third of a SmolLM2
+// task. Keys [begin, end) only; leaves the unnormalised state (acc, m, l) of every row for the
+// caller.
 template <class KV>
 static void attention_rows_range(int rows, const float* const* q, const int64_t* last, const KV* k,
                                  const KV* v, const int32_t* key_mask, int64_t begin, int64_t end,
                                  int64_t dim, float scale, float* acc, float* m, float* l,
                                  float* p) {
-  constexpr int kBlock = 16;
+  constexpr int kBlock = 16, kRun = kAttentionRunKeys, kRunBlocks = kRun / kBlock;
   for (int r = 0; r < rows; ++r) {
     m[r] = -std::numeric_limits<float>::infinity();
     l[r] = 0;
@@ -410,56 +417,72 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
   for (int r = 0; r < rows; ++r) max_last = std::max(max_last, last[r]);
   end = std::min(end, max_last + 1);
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  const KeyValueReadAhead ahead(k, v, dim * static_cast<int64_t>(sizeof(KV)), begin, end, kBlock);
-  for (int64_t t0 = begin; t0 < end; t0 += kBlock) {
-    const int nt = static_cast<int>(std::min<int64_t>(kBlock, end - t0));
+  const __m512 scale_v = _mm512_set1_ps(scale);
+  const KeyValueReadAhead ahead(k, v, dim * static_cast<int64_t>(sizeof(KV)), begin, end, kRun);
+  for (int64_t t0 = begin; t0 < end; t0 += kRun) {
+    const int nt = static_cast<int>(std::min<int64_t>(kRun, end - t0));
+    const int blocks = (nt + kBlock - 1) / kBlock;
     ahead.before_block(t0);
-    // Keys of this block that no mask hides.
-    uint32_t open = 0;
-    for (int t = 0; t < nt; ++t) open |= (key_mask[t0 + t] != 0 ? 1u : 0u) << t;
-    // Scores four rows per pass over the block's keys (a group's query heads share them); rows
-    // that see no key of the block are masked below.
-    __m512 sc[4];
-    for (int r = 0; r < rows; ++r) {
-      if (r % 4 == 0) {
-        with_count<4>(std::min(4, rows - r), [&](auto n) {
-          scores16_rows<decltype(n)::value>(q + r, k + t0 * dim, nt, dim, sc);
+    // Keys of this run that no mask hides.
+    uint64_t open = 0;
+    for (int t = 0; t < nt; ++t) open |= uint64_t{key_mask[t0 + t] != 0} << t;
+    for (int r0 = 0; r0 < rows; r0 += 4) {
+      const int rc = std::min(4, rows - r0);
+      __m512 sc[kRunBlocks][4];
+      for (int b = 0; b < blocks; ++b) {
+        const int bt = std::min(kBlock, nt - b * kBlock);
+        with_count<4>(rc, [&](auto n) {
+          scores16_rows<decltype(n)::value>(q + r0, k + (t0 + b * kBlock) * dim, bt, dim, sc[b]);
         });
       }
-      const int64_t visible_end = std::min<int64_t>(nt, last[r] - t0 + 1);
-      const uint32_t causal =
-          visible_end <= 0 ? 0u : (visible_end >= 32 ? ~0u : (1u << visible_end) - 1);
-      const auto keep = static_cast<__mmask16>(open & causal);
-      float* pr = p + r * kBlock;
-      if (keep == 0) {
-        _mm512_storeu_ps(pr, _mm512_setzero_ps());
-        continue;
-      }
-      const __m512 s =
-          _mm512_mask_mov_ps(neg_inf, keep, _mm512_mul_ps(sc[r % 4], _mm512_set1_ps(scale)));
-      const float m_new = std::max(m[r], _mm512_reduce_max_ps(s));
-      const float corr = std::exp(m[r] - m_new);  // 0 when m was -inf
-      const __m512 e = exp512(_mm512_sub_ps(s, _mm512_set1_ps(m_new)));
-      l[r] = l[r] * corr + _mm512_reduce_add_ps(e);
-      m[r] = m_new;
-      _mm512_storeu_ps(pr, e);
-      if (corr != 1.0f) {
-        float* ar = acc + r * dim;
-        for (int64_t d = 0; d < dim; ++d) ar[d] *= corr;
+      for (int i = 0; i < rc; ++i) {
+        const int r = r0 + i;
+        const int64_t visible_end = std::min<int64_t>(nt, last[r] - t0 + 1);
+        const uint64_t causal =
+            visible_end <= 0
+                ? 0u
+                : (visible_end >= 64 ? ~uint64_t{0} : (uint64_t{1} << visible_end) - 1);
+        const uint64_t keep = open & causal;
+        float* pr = p + r * kRun;
+        if (keep == 0) {
+          for (int b = 0; b < blocks; ++b) _mm512_storeu_ps(pr + b * kBlock, _mm512_setzero_ps());
+          continue;
+        }
+        __m512 s[kRunBlocks], top = neg_inf;
+        for (int b = 0; b < blocks; ++b) {
+          const auto kb = static_cast<__mmask16>(keep >> (b * kBlock));
+          s[b] = _mm512_mask_mov_ps(neg_inf, kb, _mm512_mul_ps(sc[b][i], scale_v));
+          top = _mm512_max_ps(top, s[b]);
+        }
+        const float m_new = std::max(m[r], _mm512_reduce_max_ps(top));
+        const float corr = std::exp(m[r] - m_new);  // 0 when m was -inf
+        const __m512 base = _mm512_set1_ps(m_new);
+        __m512 sum = _mm512_setzero_ps();
+        for (int b = 0; b < blocks; ++b) {
+          const __m512 e = exp512(_mm512_sub_ps(s[b], base));
+          sum = _mm512_add_ps(sum, e);
+          _mm512_storeu_ps(pr + b * kBlock, e);
+        }
+        l[r] = l[r] * corr + _mm512_reduce_add_ps(sum);
+        m[r] = m_new;
+        if (corr != 1.0f) {
+          float* ar = acc + r * dim;
+          for (int64_t d = 0; d < dim; ++d) ar[d] *= corr;
+        }
       }
     }
     // acc[r] += sum_t p[r][t] v[t]: each value vector loaded once per four rows.
     if (dim % 16 == 0 && dim <= 128) {
       for (int r0 = 0; r0 < rows; r0 += 4) {
         with_count<4>(std::min(4, rows - r0), [&](auto n) {
-          accumulate_values_rows<decltype(n)::value>(p + r0 * kBlock, v + t0 * dim, nt, dim,
+          accumulate_values_rows<decltype(n)::value>(p + r0 * kRun, kRun, v + t0 * dim, nt, dim,
                                                      acc + r0 * dim);
         });
       }
       continue;
     }
     for (int r = 0; r < rows; ++r) {
-      const float* pr = p + r * kBlock;
+      const float* pr = p + r * kRun;
       float* ar = acc + r * dim;
       int64_t d = 0;
       for (; d + 16 <= dim; d += 16) {
@@ -500,7 +523,7 @@ static void attention_rows_few(int rows, const float* const* q, float* const* ou
   float* acc = scratch;         // rows * dim
   float* m = acc + rows * dim;  // rows
   float* l = m + rows;          // rows
-  float* p = l + rows;          // rows * 16
+  float* p = l + rows;          // rows * kAttentionRunKeys
   attention_rows_range(rows, q, last, k, v, key_mask, 0, n_keys, dim, scale, acc, m, l, p);
   for (int r = 0; r < rows; ++r) {
     const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;

@@ -72,10 +72,15 @@ void attention_rows_avx512(int rows, const float* const* q, float* const* out, c
                            const uint16_t* k, const uint16_t* v, const int32_t* key_mask,
                            int64_t n_keys, int64_t dim, float scale, float* scratch);
 
+/// Keys the decode attention kernel takes per softmax update; its scratch holds this many
+/// floats per query row.
+constexpr int kAttentionRunKeys = 64;
+
 /// Decode attention split over keys (flash-decoding): `rows` query vectors as above, keys
 /// [begin, end) only. Leaves each row's unnormalised state for the caller to merge with the other
 /// key ranges: acc[r * dim ..] = sum_t exp(s_t - m[r]) v_t, m[r] = the largest visible score
-/// (-inf when none), l[r] = sum_t exp(s_t - m[r]). `scratch` holds 16 * rows floats.
+/// (-inf when none), l[r] = sum_t exp(s_t - m[r]). `scratch` holds kAttentionRunKeys * rows
+/// floats.
 void attention_rows_partial_avx512(int rows, const float* const* q, const int64_t* last,
                                    const float* k, const float* v, const int32_t* key_mask,
                                    int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
