@@ -418,11 +418,12 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
   end = std::min(end, max_last + 1);
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   const __m512 scale_v = _mm512_set1_ps(scale);
-  const KeyValueReadAhead ahead(k, v, dim * static_cast<int64_t>(sizeof(KV)), begin, end, kRun);
+  // Read ahead per 16-key block, as its scores begin: per run, the prefetching way (Intel's
+  // default) left a task's first 64 keys to demand misses, 8% slower from L3 on a Xeon.
+  const KeyValueReadAhead ahead(k, v, dim * static_cast<int64_t>(sizeof(KV)), begin, end, kBlock);
   for (int64_t t0 = begin; t0 < end; t0 += kRun) {
     const int nt = static_cast<int>(std::min<int64_t>(kRun, end - t0));
     const int blocks = (nt + kBlock - 1) / kBlock;
-    ahead.before_block(t0);
     // Keys of this run that no mask hides.
     uint64_t open = 0;
     for (int t = 0; t < nt; ++t) open |= uint64_t{key_mask[t0 + t] != 0} << t;
@@ -430,6 +431,7 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
       const int rc = std::min(4, rows - r0);
       __m512 sc[kRunBlocks][4];
       for (int b = 0; b < blocks; ++b) {
+        if (r0 == 0) ahead.before_block(t0 + b * kBlock);
         const int bt = std::min(kBlock, nt - b * kBlock);
         with_count<4>(rc, [&](auto n) {
           scores16_rows<decltype(n)::value>(q + r0, k + (t0 + b * kBlock) * dim, bt, dim, sc[b]);
