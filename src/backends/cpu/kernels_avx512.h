@@ -59,11 +59,11 @@ void gemm_packed_avx512(QuantKind kind, const uint8_t* packed, size_t block_byte
                         float* out, int64_t ldo);
 
 /// Attention of `rows` query vectors over keys [0, n_keys) of one KV head (flash-attention
-/// style: keys in blocks of 16, online softmax, each key and value vector read once for all the
-/// rows). Row r: query q[r] (dim floats), sees key t when t <= last[r] and key_mask[t] != 0;
-/// out[r] gets the softmax-weighted sum of the values (zeros when it sees no key). k and v hold
-/// n_keys vectors of dim floats, consecutive. `scratch` holds 64 * dim + 288 floats, 64-byte
-/// aligned.
+/// style: keys in blocks of 16, in runs of 64 for up to four rows; online softmax; each key and
+/// value vector read once for all the rows). Row r: query q[r] (dim floats), sees key t when t <=
+/// last[r] and key_mask[t] != 0; out[r] gets the softmax-weighted sum of the values (zeros when it
+/// sees no key). k and v hold n_keys vectors of dim floats, consecutive. `scratch` holds 64 * dim +
+/// 288 floats, 64-byte aligned.
 void attention_rows_avx512(int rows, const float* const* q, float* const* out, const int64_t* last,
                            const float* k, const float* v, const int32_t* key_mask, int64_t n_keys,
                            int64_t dim, float scale, float* scratch);
