@@ -5,6 +5,7 @@
 // ran (an AMX machine's plain run uses it; ANVIL_CPU_ISA=amx asks for it).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -14,6 +15,8 @@
 
 #include "anvil/tensor.h"
 #include "backends/cpu/cpu_isa.h"
+#include "backends/cpu/kernels_amx.h"
+#include "backends/cpu/repack.h"
 #include "ops/ops.h"
 #include "ops/reference.h"
 #include "quant_blocks.h"
@@ -46,10 +49,11 @@ TEST(CpuPrefillTiles, QuantizedWeightsMatchTheReference) {
       const Tensor bias = test::random_tensor({o}, rng);
       Tensor out = Tensor::empty({n, o}, DType::f32);
       ops::linear(x, weight, bias, out);
-      // The CPU's int8 kernels multiply the activations rounded per 32-value block.
-      const Tensor x_used = test::cpu_int8_activations(w) ? test::q8_round_trip(x) : x;
+      // The CPU's int8 kernels multiply the activations rounded per 32-value block, AMX's
+      // tiles both inputs rounded to bf16.
+      const test::ProductInputs used = test::cpu_product_inputs(x, weight);
       Tensor want = Tensor::empty({n, o}, DType::f32);
-      ops::reference::linear({x_used, weight, bias, want});
+      ops::reference::linear({used.x, used.weight, bias, want});
       EXPECT_LE(test::max_abs_diff(out, want), 1e-5f * test::product_magnitude(weight, x) + 1e-5f)
           << dtype_name(w) << " " << n << "x" << k << "x" << o << " at "
           << cpu::isa_name(cpu::isa());
@@ -100,6 +104,102 @@ TEST(CpuPrefillTiles, F32AndF16WeightsMatchTheReference) {
       EXPECT_LE(test::max_abs_diff(out, want), 1e-5f * test::product_magnitude(weight, x) + 1e-5f)
           << dtype_name(w) << " " << n << "x" << k << "x" << o << " at "
           << cpu::isa_name(cpu::isa());
+    }
+  }
+}
+
+// The AMX kernel's operands, checked on any CPU with AVX-512 BF16 (only the tile multiply needs
+// AMX): the activation and weight tiles, multiplied as the tile unit does (A row j's value pair
+// i times element c of B row i), must give the reference product of the bf16-rounded inputs, and
+// hold zeros (of either sign) past the rows and widths that exist.
+TEST(CpuPrefillTiles, AmxTilesHoldTheRoundedOperands) {
+  if (cpu::isa() < cpu::Isa::avx512bf16) {
+    GTEST_SKIP() << "packing the AMX tiles needs AVX-512 BF16; this CPU runs at "
+                 << cpu::isa_name(cpu::isa());
+  }
+  std::mt19937 rng(80);
+  const std::vector<Shape3> shapes = {{16, 32, 16},  {17, 64, 24},  {33, 96, 37}, {20, 50, 8},
+                                      {40, 256, 33}, {16, 512, 16}, {23, 768, 40}};
+  const auto bf16 = [](uint16_t h) {
+    const uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return static_cast<double>(f);
+  };
+  for (DType wt : {DType::bf16, DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1,
+                   DType::q4_k, DType::q5_k, DType::q6_k}) {
+    for (auto [n, k, o] : shapes) {
+      cpu::AmxWeights w;
+      w.rows = o;
+      w.k = k;
+      const bool quantized = wt != DType::bf16;
+      if (quantized && (k % 32 != 0 || !cpu::repacked_kind(wt, k, &w.kind))) continue;
+      if (!quantized && k % 2 != 0) continue;
+      const Tensor x = test::random_tensor({n, k}, rng);
+      const Tensor weight = quantized ? test::random_blocks(wt, o, k, rng)
+                                      : test::random_tensor({o, k}, rng).to(DType::bf16);
+      std::shared_ptr<const cpu::PackedWeights> packed;
+      if (quantized) {
+        packed = cpu::packed_weights(weight);
+        w.packed = packed->data;
+        w.block_bytes = packed->block_bytes;
+      } else {
+        w.bf16 = static_cast<const uint16_t*>(weight.raw());
+      }
+      const int64_t chunks = (k + 31) / 32, blocks = cpu::amx_row_blocks(n);
+      ASSERT_EQ(blocks % 2, 0);
+      std::vector<uint16_t> a(cpu::amx_row_tiles_words(n, k), 0xffff);
+      cpu::pack_rows_amx(x.data<float>(), n, k, 0, blocks, a.data());
+      std::vector<uint16_t> b(cpu::amx_panel_words(k));
+      std::vector<float> got(static_cast<size_t>(n * o));
+      int bad_padding = 0;
+      for (int64_t p = 0; p < (o + 15) / 16; ++p) {
+        std::fill(b.begin(), b.end(), 0xffff);
+        cpu::weight_tiles_amx(w, p, b.data());
+        for (int64_t s = 0; s < chunks; ++s) {
+          for (int i = 0; i < 16; ++i) {
+            for (int c = 0; c < 16; ++c) {
+              for (int h = 0; h < 2; ++h) {
+                const bool outside = 16 * p + c >= o || 32 * s + 2 * i + h >= k;
+                // -0 counts as zero: a missing row's scale 0 times Q8_0's -128.
+                bad_padding += outside && (b[s * 512 + i * 32 + 2 * c + h] & 0x7fff) != 0;
+              }
+            }
+          }
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          const uint16_t* arow = a.data() + (j / 16 * chunks) * 512 + (j % 16) * 32;
+          for (int c = 0; c < 16 && 16 * p + c < o; ++c) {
+            double sum = 0;
+            for (int64_t s = 0; s < chunks; ++s) {
+              for (int e = 0; e < 32; ++e) {
+                sum += bf16(arow[s * 512 + e]) * bf16(b[s * 512 + (e / 2) * 32 + 2 * c + e % 2]);
+              }
+            }
+            got[static_cast<size_t>(j * o + 16 * p + c)] = static_cast<float>(sum);
+          }
+        }
+      }
+      for (int64_t jb = 0; jb < blocks; ++jb) {
+        for (int64_t s = 0; s < chunks; ++s) {
+          for (int j = 0; j < 16; ++j) {
+            for (int e = 0; e < 32; ++e) {
+              const bool outside = 16 * jb + j >= n || 32 * s + e >= k;
+              bad_padding += outside && a[(jb * chunks + s) * 512 + j * 32 + e] != 0;
+            }
+          }
+        }
+      }
+      const std::string what = std::string(dtype_name(wt)) + " " + std::to_string(n) + "x" +
+                               std::to_string(k) + "x" + std::to_string(o);
+      EXPECT_EQ(bad_padding, 0) << what;
+      const Tensor x_used = x.to(DType::bf16).to(DType::f32);
+      const Tensor w_used = weight.to(DType::f32).to(DType::bf16);
+      Tensor want = Tensor::empty({n, o}, DType::f32);
+      ops::reference::linear({x_used, w_used, Tensor(), want});
+      EXPECT_LE(test::max_abs_diff(Tensor::from_f32(got, {n, o}), want),
+                1e-6f * test::product_magnitude(weight, x) + 1e-6f)
+          << what;
     }
   }
 }

@@ -118,10 +118,13 @@ TEST_P(Ops, LinearWithQuantizedWeights) {
       Tensor out = empty({n, o});
       ops::linear(on_device(x, act_), weight.to(device_), bias.to(device_), out);
       Tensor want = Tensor::empty({n, o}, DType::f32);
-      // Exact dequantization, double sums; for int8 activations, of the activations the
-      // kernel actually multiplies (the loss of quantizing them is llama.cpp's, by design).
-      const Tensor x_used = int8_activations(GetParam(), w) ? q8_round_trip(x) : x;
-      ops::reference::linear({x_used, weight, bias, want});
+      // Exact dequantization, double sums; on the CPU, of the inputs the kernel actually
+      // multiplies (int8 activations: the loss of quantizing them is llama.cpp's, by design;
+      // bf16 inputs on AMX).
+      const test::ProductInputs used = GetParam() == DeviceType::cpu
+                                           ? test::cpu_product_inputs(x, weight)
+                                           : test::ProductInputs{x, weight};
+      ops::reference::linear({used.x, used.weight, bias, want});
       // float32 accumulation in another order: relative to the size of the terms (the largest
       // sum of |w x| over every output).
       EXPECT_LE(max_abs_diff(out, want), 1e-5f * test::product_magnitude(weight, x) + 1e-5f)

@@ -1,9 +1,10 @@
-// Quantized test inputs shared by the op tests: random GGUF blocks, and activations rounded as
-// the CPU's int8 kernels quantize them.
+// Quantized test inputs shared by the op tests: random GGUF blocks, and the inputs of a product
+// as the CPU's kernels round them (int8 activations; bf16 activations and weights on AMX).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "anvil/dtype.h"
 #include "anvil/tensor.h"
 #include "backends/cpu/cpu_isa.h"
+#include "backends/cpu/kernels_amx.h"
+#include "backends/cpu/repack.h"
 
 namespace anvil::test {
 
@@ -59,6 +62,24 @@ inline Tensor q8_round_trip(const Tensor& x) {
 inline bool cpu_int8_activations(DType weight) {
   if (!is_quantized(weight)) return false;
   return cpu::isa() >= cpu::Isa::avx2;
+}
+
+// The inputs a CPU product of x [n, k] and quantized `weight` rows multiplies: from the amx
+// level, a prompt's rows (kAmxMinRows and more) with a type the AMX kernel takes are rounded to
+// bf16, and so are the weights, dequantized (kernels_amx.cc); below it, the int8 kernels'
+// activations and the weights as they are.
+struct ProductInputs {
+  Tensor x, weight;
+};
+inline ProductInputs cpu_product_inputs(const Tensor& x, const Tensor& weight) {
+  cpu::QuantKind kind;
+  const bool repacked = std::getenv("ANVIL_NO_REPACK") == nullptr;
+  if (repacked && cpu::isa() >= cpu::Isa::amx && x.size(0) >= cpu::kAmxMinRows &&
+      cpu::repacked_kind(weight.dtype(), x.size(1), &kind) && cpu::amx_takes(kind)) {
+    return {x.to(DType::bf16).to(DType::f32), weight.to(DType::f32).to(DType::bf16)};
+  }
+  if (cpu_int8_activations(weight.dtype())) return {q8_round_trip(x), weight};
+  return {x, weight};
 }
 
 // The largest sum of |w x| over the outputs of w [o, k] x^T (x [n, k]): float32 sums in another

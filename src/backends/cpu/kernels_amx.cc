@@ -1,18 +1,19 @@
-// kernels_amx.h: prefill products on AMX tiles. A tile multiply takes A as M rows of K values
-// in memory order and B with each column's consecutive values interleaved (4 int8 or 2 bf16 per
-// 32-bit element), so:
-//   bf16: A = 16 weight rows as stored (a strided tile load, no repacking of the weights), B =
-//         16 activation rows interleaved by pairs (packed once per call), C accumulates the
-//         whole row in float32: out = C transposed.
-//   int8: A = 16 activation rows of int8 (Q8Rows as quantized), B = two repacked 8-row groups'
-//         block (repack.h already interleaves 4 values of 8 rows: the tile's two halves), C the
-//         block's int32 sums, scaled per block in float32 (each 32-value block has its own
-//         scales), so the AVX-512 work per block caps the gain, not the tile unit.
+// kernels_amx.h: prefill products on AMX bf16 tiles. A tile multiply takes A as 16 rows of 32
+// values in memory order and B with each column's consecutive values paired in 32-bit elements,
+// so A is 16 activation rows (rounded to bf16 and packed once per product) and B 16 weight rows
+// (bf16 rows transposed by pairs, quantized rows dequantized first), turned into tiles by the
+// thread that multiplies them, one pair of 16-row panels at a time; C holds 16 activation rows x
+// 16 weight rows in float32 over the whole of k, stored straight into the output's rows.
+// Quantized weights take the bf16 tiles too: the int8 tiles need each 32-value block's sums
+// scaled in float32 on the vector units (16 conversions, multiplies and adds per block of
+// 16 x 16 outputs), which held them to ~150 GMAC/s a thread; dequantizing a panel costs about
+// as much once and is shared by all the activation rows.
 #include "backends/cpu/kernels_amx.h"
 
-// GCC 12 reports its own 512-bit insert intrinsic's undefined pass-through operand as
-// maybe-uninitialized once inlined here; the instruction overwrites every lane it leaves.
+// GCC 12 reports its own 512-bit intrinsics' undefined pass-through operands (insert, permute,
+// conversions) as uninitialized once inlined here; the instructions overwrite every lane.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -56,9 +57,9 @@ TileConfig bf16_config() {
   return c;
 }
 
-// ---- int8 --------------------------------------------------------------------------------
+// ---- Quantized rows: a 32-value block of two repacked 8-row groups ------------------------
 
-// What the int8 tile kernel needs of a repacked type (repack.h): where a 32-value block's quants
+// What unpacking a block needs of a repacked type (repack.h): where a 32-value block's quants
 // are, the offset they carry, whether a minimum term and fifth bits follow. The K types (super:
 // Q4_K, Q5_K) hold 8 such blocks per super-block, their quants at 160 + sub_stride * s, and
 // their row scales are d times a six-bit scale and dmin times a six-bit minimum.
@@ -139,11 +140,11 @@ void block_scales(const Int8Layout& lay, const uint8_t* ga, const uint8_t* gb, s
   _mm512_storeu_ps(m_out, _mm512_sub_ps(_mm512_setzero_ps(), m));
 }
 
-// One 32-value block of two 8-row groups as a signed B tile: 8 rows (4 values each) of 16
-// columns, group a's 8 rows then group b's. Q8_0 is stored as q + 128; the nibble types as
-// the Q4 layout (step t: low nibbles values 4t.., high nibbles 16 + 4t..) with Q5's fifth bits
-// in one word (bit t / 4 + t of each byte), minus their offset.
-void build_b(const Int8Layout& lay, const uint8_t* qa, const uint8_t* qb, int8_t* tile) {
+// One 32-value block of two 8-row groups as signed int8 values: 8 steps of 4 values of 16
+// columns (group a's 8 rows then group b's), step t holding values 4t..4t+3. Q8_0 is stored as
+// q + 128; the nibble types as the Q4 layout (step t: low nibbles values 4t.., high nibbles
+// 16 + 4t..) with Q5's fifth bits in one word (bit t / 4 + t of each byte), minus their offset.
+void block_int8(const Int8Layout& lay, const uint8_t* qa, const uint8_t* qb, int8_t* tile) {
   const auto pair = [](const uint8_t* pa, const uint8_t* pb) {
     return _mm512_inserti64x4(
         _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pa))),
@@ -183,8 +184,8 @@ inline __m512i top2_at(__m512i v, int t) {
 }
 
 // A repacked Q6_K 32-value block of two groups (quants qa / qb, their top bits 128 bytes on) as
-// two signed B tiles of 16 values (4 rows x 16 columns): values 0-15 (the low nibbles) and
-// 16-31 (the high ones), each with its own scale, minus the stored offset 32.
+// block_int8's layout in two halves of 4 steps: values 0-15 (the low nibbles) and 16-31 (the
+// high ones), each with its own scale, minus the stored offset 32.
 void build_q6_halves(const uint8_t* qa, const uint8_t* qb, int8_t* half0, int8_t* half1) {
   const auto pair = [](const uint8_t* pa, const uint8_t* pb) {
     return _mm512_inserti64x4(
@@ -213,113 +214,138 @@ __m512 q6_scales(const uint8_t* sb_a, const uint8_t* sb_b, int h) {
   return _mm512_mul_ps(two_groups_f16(sb_a, sb_b), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(both)));
 }
 
-// Block of activations `a` (16 rows, `stride` apart) times the B tile at `b` into a zeroed C
-// tile: tiles 0, 2 -> 4 for even blocks, 1, 3 -> 5 for odd ones (the tile intrinsics take
-// literal register numbers).
-inline void issue_even(const int8_t* a, const int8_t* b, long stride) {
-  _tile_loadd(0, a, stride);
-  _tile_loadd(2, b, 64);
-  _tile_zero(4);
-  _tile_dpbssd(4, 0, 2);
-}
-inline void issue_odd(const int8_t* a, const int8_t* b, long stride) {
-  _tile_loadd(1, a, stride);
-  _tile_loadd(3, b, 64);
-  _tile_zero(5);
-  _tile_dpbssd(5, 1, 3);
+// Lane l of the result: scale[4 i + l / 4], the column of the l-th value of a 16-value quarter
+// of a step (4 columns x 4 values).
+inline __m512 quarter_scales(__m512 scale, int i) {
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  return _mm512_permutexvar_ps(
+      _mm512_add_epi32(_mm512_set1_epi32(4 * i), _mm512_srli_epi32(lane, 2)), scale);
 }
 
-// Tiles for blocks of `block` (32 or 16) values.
-TileConfig int8_config(int block) {
-  TileConfig c;
-  set_tile(c, 0, 16, block);  // A: 16 activation rows x block int8
-  set_tile(c, 1, 16, block);
-  set_tile(c, 2, block / 4, 64);  // B: block / 4 rows of 4 values x 16 columns
-  set_tile(c, 3, block / 4, 64);
-  set_tile(c, 4, 16, 64);  // C: 16 x 16 int32
-  set_tile(c, 5, 16, 64);
-  return c;
+// One 32-value block of 16 rows as a bf16 B tile: `q` holds the int8 values as block_int8 lays them
+// out (step t: values 4t..4t+3 of each of the 16 columns), value = q x scale + minimum, with
+// `lo` the columns' scales for steps 0-3 and `hi` for steps 4-7 (Q6_K's two 16-value halves).
+// Tile row i holds values 2i and 2i + 1 of every column. q x scale is exact in float32 for every
+// type (at most 25 significant bits only for Q6_K, whose reference multiplies in the same order),
+// so the one rounding of the minimum's add and the one to bf16 (to nearest even) are the
+// reference dequantization's, then Tensor::to(bf16)'s.
+template <bool kMin>
+void block_pairs(const int8_t* q, __m512 lo, __m512 hi, __m512 minimum, uint16_t* tile) {
+  __m512 s_lo[4], s_hi[4], m[4];
+  for (int i = 0; i < 4; ++i) {
+    s_lo[i] = quarter_scales(lo, i);
+    s_hi[i] = quarter_scales(hi, i);
+    m[i] = kMin ? quarter_scales(minimum, i) : _mm512_setzero_ps();
+  }
+  // Pair (c, p) of a converted half-step sits in 32-bit element 2 c + p: the even elements of
+  // columns 0-7 and 8-15 make row 2t, the odd ones row 2t + 1.
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  for (int t = 0; t < 8; ++t) {
+    __m512 f[4];
+    for (int i = 0; i < 4; ++i) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 64 * t + 16 * i));
+      const __m512 qf = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v));
+      const __m512 s = t < 4 ? s_lo[i] : s_hi[i];
+      f[i] = kMin ? _mm512_fmadd_ps(qf, s, m[i]) : _mm512_mul_ps(qf, s);
+    }
+    const __m512i cols_lo = (__m512i)_mm512_cvtne2ps_pbh(f[1], f[0]);
+    const __m512i cols_hi = (__m512i)_mm512_cvtne2ps_pbh(f[3], f[2]);
+    _mm512_storeu_si512(tile + 64 * t, _mm512_permutex2var_epi32(cols_lo, even, cols_hi));
+    _mm512_storeu_si512(tile + 64 * t + 32, _mm512_permutex2var_epi32(cols_lo, odd, cols_hi));
+  }
+}
+
+// Rows [16 panel, 16 panel + 16) of repacked weights (groups 2 panel and 2 panel + 1; a missing
+// second group reads zeros) as B tiles, one per 32-value block.
+template <bool kMin>
+void quantized_panel(const Int8Layout& lay, const AmxWeights& w, int64_t panel, uint16_t* tiles) {
+  const int64_t kb = w.k / 32, groups = (w.rows + kPackRows - 1) / kPackRows;
+  const size_t group_bytes = static_cast<size_t>(lay.super ? kb / 8 : kb) * w.block_bytes;
+  thread_local std::vector<uint8_t> zero_store;
+  const uint8_t* ga = w.packed + static_cast<size_t>(2 * panel) * group_bytes;
+  const uint8_t* gb = ga + group_bytes;
+  if (2 * panel + 1 >= groups) {
+    if (zero_store.size() < group_bytes) zero_store.assign(group_bytes, 0);
+    gb = zero_store.data();
+  }
+  alignas(64) int8_t q[512];
+  alignas(64) float d[16], m[16];
+  for (int64_t b = 0; b < kb; ++b) {
+    uint16_t* tile = tiles + b * 512;
+    if (lay.q6) {  // a scale per 16 values: one for steps 0-3, one for 4-7
+      const size_t at = static_cast<size_t>(b / 8) * w.block_bytes;
+      const int s = static_cast<int>(b % 8);
+      build_q6_halves(ga + at + 144 + 192 * s, gb + at + 144 + 192 * s, q, q + 256);
+      block_pairs<false>(q, q6_scales(ga + at, gb + at, 2 * s),
+                         q6_scales(ga + at, gb + at, 2 * s + 1), _mm512_setzero_ps(), tile);
+      continue;
+    }
+    block_int8(lay, block_quants(lay, ga, w.block_bytes, b),
+               block_quants(lay, gb, w.block_bytes, b), q);
+    block_scales(lay, ga, gb, w.block_bytes, b, d, m);
+    const __m512 scale = _mm512_load_ps(d);
+    block_pairs<kMin>(q, scale, scale, kMin ? _mm512_load_ps(m) : _mm512_setzero_ps(), tile);
+  }
+}
+
+// Rows [16 panel, 16 panel + 16) of bf16 weights as B tiles: each 32-value chunk's 16 rows of
+// 16 pairs transposed (a 16 x 16 transpose of 32-bit elements), zeros past the rows and k.
+void bf16_panel(const AmxWeights& w, int64_t panel, uint16_t* tiles) {
+  const int64_t chunks = (w.k + 31) / 32, r0 = 16 * panel;
+  const int nr = static_cast<int>(std::min<int64_t>(16, w.rows - r0));
+  for (int64_t s = 0; s < chunks; ++s) {
+    const int64_t left = std::min<int64_t>(32, w.k - 32 * s);
+    const auto keep = static_cast<__mmask32>(left == 32 ? ~0u : (1u << left) - 1u);
+    __m512i r[16], a[16], b[16];
+    for (int c = 0; c < 16; ++c) {
+      r[c] = c < nr ? _mm512_maskz_loadu_epi16(keep, w.bf16 + (r0 + c) * w.k + 32 * s)
+                    : _mm512_setzero_si512();
+    }
+    // Within each 128-bit lane: 32-bit, then 64-bit interleaves; b[4 i + m] lane L then holds
+    // rows 4i..4i+3 of element 4 L + m.
+    for (int i = 0; i < 8; ++i) {
+      a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+      a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {
+      b[4 * i] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
+      b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+      b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+      b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+    }
+    // Then the 128-bit lanes: element 4 L + m gathers lane L of b[m], b[4 + m], b[8 + m], b[12 +
+    // m].
+    uint16_t* tile = tiles + s * 512;
+    for (int m = 0; m < 4; ++m) {
+      const __m512i x0 = _mm512_shuffle_i32x4(b[m], b[4 + m], 0x88);
+      const __m512i x1 = _mm512_shuffle_i32x4(b[m], b[4 + m], 0xdd);
+      const __m512i y0 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0x88);
+      const __m512i y1 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0xdd);
+      _mm512_storeu_si512(tile + 32 * m, _mm512_shuffle_i32x4(x0, y0, 0x88));
+      _mm512_storeu_si512(tile + 32 * (4 + m), _mm512_shuffle_i32x4(x1, y1, 0x88));
+      _mm512_storeu_si512(tile + 32 * (8 + m), _mm512_shuffle_i32x4(x0, y0, 0xdd));
+      _mm512_storeu_si512(tile + 32 * (12 + m), _mm512_shuffle_i32x4(x1, y1, 0xdd));
+    }
+  }
+}
+
+// C tile `c` (16 activation rows from j0 x 16 weight rows from r0, float32) into the output, the
+// bias added, only the rows and columns that exist.
+void write_tile(const float (*c)[16], int64_t j0, int64_t r0, int64_t nx, int64_t rows,
+                const float* bias, float* out, int64_t ldo) {
+  const int nj = static_cast<int>(std::min<int64_t>(16, nx - j0));
+  const int nr = static_cast<int>(std::min<int64_t>(16, rows - r0));
+  if (nj <= 0 || nr <= 0) return;
+  const auto valid = static_cast<__mmask16>((1u << nr) - 1u);
+  const __m512 bv = bias ? _mm512_maskz_loadu_ps(valid, bias + r0) : _mm512_setzero_ps();
+  for (int j = 0; j < nj; ++j) {
+    _mm512_mask_storeu_ps(out + (j0 + j) * ldo + r0, valid,
+                          _mm512_add_ps(_mm512_load_ps(c[j]), bv));
+  }
 }
 
 }  // namespace
-
-size_t amx_pairs_words(int64_t nx, int64_t k) {
-  return static_cast<size_t>((nx + 15) / 16 * (k / 32) * 256);
-}
-
-void pack_pairs_amx(const uint16_t* xb, int64_t nx, int64_t k, uint32_t* pairs) {
-  const int64_t blocks = (nx + 15) / 16, chunks = k / 32;
-  for (int64_t jb = 0; jb < blocks; ++jb) {
-    for (int64_t s = 0; s < chunks; ++s) {
-      uint32_t* tile = pairs + (jb * chunks + s) * 256;
-      for (int j = 0; j < 16; ++j) {
-        const int64_t row = jb * 16 + j;
-        uint32_t words[16] = {};
-        if (row < nx) std::memcpy(words, xb + row * k + s * 32, 64);
-        for (int i = 0; i < 16; ++i) tile[i * 16 + j] = words[i];
-      }
-    }
-  }
-}
-
-void gemm_bf16_amx(const uint16_t* w, int64_t rows, const uint32_t* packed, int64_t nx, int64_t k,
-                   const float* bias, float* out, int64_t ldo) {
-  const int64_t chunks = k / 32, jblocks = (nx + 15) / 16;
-  thread_local std::vector<uint16_t> tail_store;
-  // The last panel's missing rows read zeros from a padded copy (a tile load of 16 rows would
-  // run past the matrix).
-  const int64_t full = rows / 16 * 16;
-  if (rows > full) {
-    tail_store.assign(static_cast<size_t>(16 * k), 0);
-    std::memcpy(tail_store.data(), w + full * k, static_cast<size_t>((rows - full) * k) * 2);
-  }
-  const auto panel = [&](int64_t r0) { return r0 < full ? w + r0 * k : tail_store.data(); };
-  const int64_t panels = (rows + 15) / 16;
-  const TileScope tiles(bf16_config());
-  alignas(64) float c[4][16][16];
-  for (int64_t p = 0; p < panels; p += 2) {
-    const bool two_panels = p + 1 < panels;
-    const uint16_t* a0 = panel(p * 16);
-    const uint16_t* a1 = two_panels ? panel((p + 1) * 16) : a0;
-    for (int64_t jb = 0; jb < jblocks; jb += 2) {
-      const bool two_blocks = jb + 1 < jblocks;
-      const uint32_t* b0 = packed + jb * chunks * 256;
-      const uint32_t* b1 = two_blocks ? b0 + chunks * 256 : b0;
-      _tile_zero(4);
-      _tile_zero(5);
-      _tile_zero(6);
-      _tile_zero(7);
-      const auto stride = static_cast<long>(k * 2);
-      for (int64_t s = 0; s < chunks; ++s) {
-        _tile_loadd(0, a0 + s * 32, stride);
-        _tile_loadd(1, a1 + s * 32, stride);
-        _tile_loadd(2, b0 + s * 256, 64);
-        _tile_loadd(3, b1 + s * 256, 64);
-        _tile_dpbf16ps(4, 0, 2);
-        _tile_dpbf16ps(5, 0, 3);
-        _tile_dpbf16ps(6, 1, 2);
-        _tile_dpbf16ps(7, 1, 3);
-      }
-      _tile_stored(4, c[0], 64);
-      _tile_stored(5, c[1], 64);
-      _tile_stored(6, c[2], 64);
-      _tile_stored(7, c[3], 64);
-      // c[2 pa + jbb][r][j]: weight row r of panel p + pa, activation row j of block jb + jbb.
-      for (int pa = 0; pa < (two_panels ? 2 : 1); ++pa) {
-        for (int jbb = 0; jbb < (two_blocks ? 2 : 1); ++jbb) {
-          const int64_t r0 = (p + pa) * 16, j0 = (jb + jbb) * 16;
-          const int nr = static_cast<int>(std::min<int64_t>(16, rows - r0));
-          const int nj = static_cast<int>(std::min<int64_t>(16, nx - j0));
-          for (int j = 0; j < nj; ++j) {
-            float* o = out + (j0 + j) * ldo + r0;
-            for (int r = 0; r < nr; ++r)
-              o[r] = c[2 * pa + jbb][r][j] + (bias ? bias[r0 + r] : 0.0f);
-          }
-        }
-      }
-    }
-  }
-}
 
 bool amx_takes(QuantKind kind) {
   return kind == QuantKind::q8_0 || kind == QuantKind::q4_0 || kind == QuantKind::q4_1 ||
@@ -327,139 +353,104 @@ bool amx_takes(QuantKind kind) {
          kind == QuantKind::q5_k || kind == QuantKind::q6_k;
 }
 
-namespace {
+int64_t amx_row_blocks(int64_t nx) {
+  return ((nx + 15) / 16 + 1) / 2 * 2;
+}
 
-// gemm_packed_amx for one type family (kMin: a minimum term; kBlock: values per scale, 32, or
-// 16 for Q6_K).
-template <bool kMin, int kBlock>
-void packed_tiles(const Int8Layout& lay, const uint8_t* packed, size_t block_bytes, int64_t rows,
-                  int64_t g0, int64_t g1, const Q8Rows& x, int64_t nx, const float* bias,
-                  float* out, int64_t ldo) {
-  const int64_t kb = x.k / 32, jblocks = (nx + 15) / 16;
-  const int64_t nb = x.k / kBlock;  // tile blocks (kb, or 2 kb for Q6_K)
-  constexpr int kTileBytes = kBlock * 16;
-  const size_t group_bytes = static_cast<size_t>(lay.super ? kb / 8 : kb) * block_bytes;
-  // A missing second group (an odd count) reads a group of zeros: d = 0, quants 0.
-  thread_local std::vector<uint8_t> zero_store;
-  if ((g1 - g0) % 2 != 0) zero_store.assign(group_bytes, 0);
-  const uint8_t* zero_group = zero_store.data();
-  // The last activation rows (nx not a multiple of 16) from a zero-padded copy, so every tile
-  // takes 16 rows.
-  thread_local std::vector<int8_t> tail_q;
-  const int64_t full = nx / 16 * 16;
-  if (nx > full) {
-    tail_q.assign(static_cast<size_t>(16 * x.k), 0);
-    std::memcpy(tail_q.data(), x.q + full * x.k,
-                static_cast<size_t>(nx - full) * static_cast<size_t>(x.k));
-  }
-  // The activation scales (and d * sum for the minimums) per 16 rows and block, 16 in a row:
-  // the epilogue then reads them from one base address (16 row pointers cost the accumulators
-  // their registers), zeros past nx.
-  thread_local std::vector<float> xd_store, xds_store;
-  const size_t scale_count = static_cast<size_t>(jblocks * kb * 16);
-  xd_store.assign(scale_count, 0.0f);
-  if (kMin) xds_store.assign(scale_count, 0.0f);
-  for (int64_t j = 0; j < nx; ++j) {
-    for (int64_t b = 0; b < kb; ++b) {
-      const size_t at = static_cast<size_t>(((j / 16) * kb + b) * 16 + j % 16);
-      xd_store[at] = x.d[j * kb + b];
-      if (kMin) xds_store[at] = x.ds[j * kb + b];
-    }
-  }
-  // A group pair's B tiles and scales for every block, built once and read by each 16 rows of
-  // activations.
-  thread_local std::vector<int8_t> b_store;
-  thread_local std::vector<float> w_store;
-  if (b_store.size() < static_cast<size_t>(kb * 512)) b_store.resize(static_cast<size_t>(kb * 512));
-  if (w_store.size() < static_cast<size_t>(nb * 32)) w_store.resize(static_cast<size_t>(nb * 32));
-  int8_t* b_tiles = b_store.data();
-  float* wscale = w_store.data();  // per block: the 16 rows' d, then their minimums
-  const TileScope tiles(int8_config(kBlock));
-  alignas(64) int32_t c[16][16];
-  for (int64_t g = g0; g < g1; g += 2) {
-    const uint8_t* ga = packed + static_cast<size_t>(g) * group_bytes;
-    const bool two = g + 1 < g1;
-    const int64_t r0 = g * kPackRows;
-    const int nr = static_cast<int>(std::min<int64_t>(two ? 16 : 8, rows - r0));
-    const uint8_t* gb = two ? ga + group_bytes : zero_group;
-    for (int64_t b = 0; b < kb; ++b) {
-      if constexpr (kBlock == 16) {  // Q6_K: two tiles and two scales per 32 values
-        const size_t at = static_cast<size_t>(b / 8) * block_bytes;
-        const int s = static_cast<int>(b % 8);
-        build_q6_halves(ga + at + 144 + 192 * s, gb + at + 144 + 192 * s, b_tiles + b * 512,
-                        b_tiles + b * 512 + 256);
-        _mm512_storeu_ps(wscale + 64 * b, q6_scales(ga + at, gb + at, 2 * s));
-        _mm512_storeu_ps(wscale + 64 * b + 32, q6_scales(ga + at, gb + at, 2 * s + 1));
-      } else {
-        build_b(lay, block_quants(lay, ga, block_bytes, b), block_quants(lay, gb, block_bytes, b),
-                b_tiles + b * 512);
-        block_scales(lay, ga, gb, block_bytes, b, wscale + 32 * b, wscale + 32 * b + 16);
-      }
-    }
-    for (int64_t jb = 0; jb < jblocks; ++jb) {
-      const int64_t j0 = jb * 16;
-      const int8_t* a = j0 < full ? x.q + j0 * x.k : tail_q.data();
-      const float* xd = xd_store.data() + jb * kb * 16;
-      const float* xds = kMin ? xds_store.data() + jb * kb * 16 : nullptr;
-      __m512 acc[16];
-#pragma GCC unroll 16
-      for (int j = 0; j < 16; ++j) acc[j] = _mm512_setzero_ps();
-      // Two C tiles in turn: block b + 1's multiply is issued before block b's sums are read
-      // back, so the tile unit and the vector units overlap.
-      const long stride = static_cast<long>(x.k);
-      issue_even(a, b_tiles, stride);
-      for (int64_t b = 0; b < nb; ++b) {
-        if (b + 1 < nb) {
-          const int8_t* next_a = a + (b + 1) * kBlock;
-          const int8_t* next_b = b_tiles + (b + 1) * kTileBytes;
-          if (b % 2 == 0) {
-            issue_odd(next_a, next_b, stride);
-          } else {
-            issue_even(next_a, next_b, stride);
-          }
-        }
-        if (b % 2 == 0) {
-          _tile_stored(4, c, 64);
-        } else {
-          _tile_stored(5, c, 64);
-        }
-        // Per activation row: the sums times the rows' d and the row's activation scale, plus
-        // the minimums times the activation sum.
-        const __m512 dw = _mm512_loadu_ps(wscale + 32 * b);
-        [[maybe_unused]] const __m512 mw = _mm512_loadu_ps(wscale + 32 * b + 16);
-        const float* d = xd + b / (32 / kBlock) * 16;
-#pragma GCC unroll 16
-        for (int j = 0; j < 16; ++j) {
-          const __m512 sums = _mm512_cvtepi32_ps(_mm512_load_si512(c[j]));
-          acc[j] = _mm512_fmadd_ps(sums, _mm512_mul_ps(dw, _mm512_set1_ps(d[j])), acc[j]);
-          if constexpr (kMin) acc[j] = _mm512_fmadd_ps(mw, _mm512_set1_ps(xds[b * 16 + j]), acc[j]);
-        }
-      }
-      const int nj = static_cast<int>(std::min<int64_t>(16, nx - j0));
-      const __mmask16 valid = static_cast<__mmask16>((1u << nr) - 1u);
-      const __m512 bv = bias ? _mm512_maskz_loadu_ps(valid, bias + r0) : _mm512_setzero_ps();
-#pragma GCC unroll 16
+size_t amx_row_tiles_words(int64_t nx, int64_t k) {
+  return static_cast<size_t>(amx_row_blocks(nx) * ((k + 31) / 32) * 512);
+}
+
+void pack_rows_amx(const float* x, int64_t nx, int64_t k, int64_t b0, int64_t b1, uint16_t* tiles) {
+  const int64_t chunks = (k + 31) / 32;
+  for (int64_t jb = b0; jb < b1; ++jb) {
+    for (int64_t s = 0; s < chunks; ++s) {
+      uint16_t* tile = tiles + (jb * chunks + s) * 512;
+      const int64_t left = std::min<int64_t>(32, k - 32 * s);
+      const auto first = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1u);
+      const auto second = static_cast<__mmask16>(left >= 32   ? 0xffff
+                                                 : left <= 16 ? 0
+                                                              : (1u << (left - 16)) - 1u);
       for (int j = 0; j < 16; ++j) {
-        if (j < nj) {
-          _mm512_mask_storeu_ps(out + (j0 + j) * ldo + r0, valid, _mm512_add_ps(acc[j], bv));
+        const int64_t row = 16 * jb + j;
+        __m512i v = _mm512_setzero_si512();
+        if (row < nx) {
+          const float* src = x + row * k + 32 * s;
+          v = (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(second, src + 16),
+                                           _mm512_maskz_loadu_ps(first, src));
         }
+        _mm512_storeu_si512(tile + 32 * j, v);
       }
     }
   }
 }
 
-}  // namespace
+size_t amx_panel_words(int64_t k) {
+  return static_cast<size_t>((k + 31) / 32 * 512);
+}
 
-void gemm_packed_amx(QuantKind kind, const uint8_t* packed, size_t block_bytes, int64_t rows,
-                     int64_t g0, int64_t g1, const Q8Rows& x, int64_t nx, const float* bias,
-                     float* out, int64_t ldo) {
-  const Int8Layout lay = layout_of(kind);
-  if (lay.q6) {
-    packed_tiles<false, 16>(lay, packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
-  } else if (lay.with_min) {
-    packed_tiles<true, 32>(lay, packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
+void weight_tiles_amx(const AmxWeights& w, int64_t panel, uint16_t* tiles) {
+  if (w.bf16) {
+    bf16_panel(w, panel, tiles);
+    return;
+  }
+  const Int8Layout lay = layout_of(w.kind);
+  if (lay.with_min) {
+    quantized_panel<true>(lay, w, panel, tiles);
   } else {
-    packed_tiles<false, 32>(lay, packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
+    quantized_panel<false>(lay, w, panel, tiles);
+  }
+}
+
+void gemm_amx(const AmxWeights& w, int64_t p0, int64_t p1, const uint16_t* a_tiles, int64_t nx,
+              const float* bias, float* out, int64_t ldo) {
+  const int64_t chunks = (w.k + 31) / 32, panels = (w.rows + 15) / 16;
+  const int64_t blocks = amx_row_blocks(nx);
+  const size_t panel_words = amx_panel_words(w.k);
+  thread_local std::vector<uint16_t> b_store;
+  if (b_store.size() < 2 * panel_words) b_store.resize(2 * panel_words);
+  uint16_t* b0 = b_store.data();
+  uint16_t* b1 = b0 + panel_words;
+  const TileScope scope(bf16_config());
+  alignas(64) float c[16][16];
+  constexpr long kStride = 64;  // bytes per tile row: every tile is packed
+  for (int64_t p = p0; p < p1; p += 2) {
+    weight_tiles_amx(w, p, b0);
+    // An odd last panel pairs with zeros (its products are not written).
+    if (p + 1 < panels) {
+      weight_tiles_amx(w, p + 1, b1);
+    } else {
+      std::memset(b1, 0, panel_words * 2);
+    }
+    for (int64_t jb = 0; jb < blocks; jb += 2) {
+      const uint16_t* a0 = a_tiles + jb * chunks * 512;
+      const uint16_t* a1 = a0 + chunks * 512;
+      _tile_zero(4);
+      _tile_zero(5);
+      _tile_zero(6);
+      _tile_zero(7);
+      // Each load placed right before its first use, so loads overlap the products of the tiles
+      // already in.
+      for (int64_t s = 0; s < chunks; ++s) {
+        _tile_loadd(0, a0 + s * 512, kStride);
+        _tile_loadd(2, b0 + s * 512, kStride);
+        _tile_dpbf16ps(4, 0, 2);
+        _tile_loadd(3, b1 + s * 512, kStride);
+        _tile_dpbf16ps(5, 0, 3);
+        _tile_loadd(1, a1 + s * 512, kStride);
+        _tile_dpbf16ps(6, 1, 2);
+        _tile_dpbf16ps(7, 1, 3);
+      }
+      const int64_t j0 = 16 * jb, r0 = 16 * p;
+      _tile_stored(4, c, 64);
+      write_tile(c, j0, r0, nx, w.rows, bias, out, ldo);
+      _tile_stored(5, c, 64);
+      write_tile(c, j0, r0 + 16, nx, w.rows, bias, out, ldo);
+      _tile_stored(6, c, 64);
+      write_tile(c, j0 + 16, r0, nx, w.rows, bias, out, ldo);
+      _tile_stored(7, c, 64);
+      write_tile(c, j0 + 16, r0 + 16, nx, w.rows, bias, out, ldo);
+    }
   }
 }
 

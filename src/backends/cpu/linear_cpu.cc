@@ -269,19 +269,6 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
   const float* bias = bias_f32(a);
   if (kUsePacked && is_repacked(wt)) {
     const auto packed = packed_weights(a.weight);
-    if (isa() >= Isa::amx && n >= kAmxMinRows && amx_takes(kind)) {
-      // Tiles take two groups (16 rows) at a time: the threads split pairs of groups.
-      cpu::parallel_for((packed->groups + 1) / 2, 1,
-                        [&](int64_t p0, int64_t p1) {
-                          const int64_t g0 = 2 * p0, g1 = std::min(packed->groups, 2 * p1);
-                          gemm_packed_amx(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n,
-                                          bias, out, o);
-                          add_rows(residual, out, n, o, g0 * kPackRows,
-                                   std::min(o, g1 * kPackRows));
-                        },
-                        kPrefillChunks);
-      return true;
-    }
     attach_wide_tiles(kern, kind, n, xq);
     const auto groups = [&](int64_t g0, int64_t g1) {
       kern.packed(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out, o);
@@ -310,10 +297,50 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
   return true;
 }
 
-// AVX-512: quantized weights through int8 activations and VNNI; f32 / bf16 / f16 through FMA
-// tiles, bf16 through pair dot products at avx512bf16. With `residual`, each task also adds its
+// AMX (prefill's rows of bf16 or repacked block-type weights): the activations rounded to bf16
+// into tiles once per product, by the threads; each thread turns its pairs of 16-row weight
+// panels into tiles and multiplies them against every row. With `residual`, each task also adds
+// its part of the product into it (linear_add).
+bool linear_amx(const ops::LinearArgs& a, float* residual) {
+  const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
+  if (isa() < Isa::amx || n < kAmxMinRows) return false;
+  const DType wt = a.weight.dtype();
+  AmxWeights w;
+  w.rows = o;
+  w.k = k;
+  std::shared_ptr<const PackedWeights> packed;
+  if (wt == DType::bf16) {
+    w.bf16 = static_cast<const uint16_t*>(a.weight.raw());
+  } else {
+    if (!kUsePacked || !repacked_kind(wt, k, &w.kind) || !amx_takes(w.kind)) return false;
+    packed = packed_weights(a.weight);
+    w.packed = packed->data;
+    w.block_bytes = packed->block_bytes;
+  }
+  const float* x = a.x.data<float>();
+  thread_local std::vector<uint16_t> tiles_store;
+  uint16_t* tiles = grow(tiles_store, amx_row_tiles_words(n, k));
+  cpu::parallel_for(amx_row_blocks(n), 1,
+                    [&](int64_t b0, int64_t b1) { pack_rows_amx(x, n, k, b0, b1, tiles); });
+  const float* bias = bias_f32(a);
+  float* out = a.out.data<float>();
+  const int64_t panels = (o + 15) / 16;
+  cpu::parallel_for((panels + 1) / 2, 1,
+                    [&](int64_t q0, int64_t q1) {
+                      const int64_t p0 = 2 * q0, p1 = std::min(panels, 2 * q1);
+                      gemm_amx(w, p0, p1, tiles, n, bias, out, o);
+                      add_rows(residual, out, n, o, 16 * p0, std::min(o, 16 * p1));
+                    },
+                    kPrefillChunks);
+  return true;
+}
+
+// AVX-512: prefill on AMX tiles where the CPU has them (linear_amx); else quantized weights
+// through int8 activations and VNNI, f32 / bf16 / f16 through FMA tiles, bf16 through pair dot
+// products at avx512bf16. With `residual`, each task also adds its
 // part of the product into it (linear_add).
 bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
+  if (linear_amx(a, residual)) return true;
   if (linear_int8(a, kInt8Avx512, residual)) return true;
   const DType wt = a.weight.dtype();
   const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
@@ -322,8 +349,7 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
   if (wt == DType::bf16 && isa() >= Isa::avx512bf16) {
     const float* bias = bias_f32(a);
     const auto* w = static_cast<const uint16_t*>(a.weight.raw());
-    const bool amx = isa() >= Isa::amx && n >= kAmxMinRows && k % 32 == 0;
-    if (!amx && n >= kBf16TilesMinRows) {
+    if (n >= kBf16TilesMinRows) {
       // Prefill: the activations rounded to bf16 straight into their tiles, once per op; the
       // threads split panels of weight rows.
       thread_local std::vector<uint32_t> tiles_store;
@@ -347,21 +373,6 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
     cpu::parallel_for(n, 16, [&](int64_t r0, int64_t r1) {
       round_rows_bf16_avx512(x + r0 * k, r1 - r0, k, xb + r0 * k);
     });
-    if (amx) {
-      // The activations packed for the tiles once; the threads split panels of 32 rows.
-      thread_local std::vector<uint32_t> pairs_store;
-      uint32_t* pairs = grow(pairs_store, amx_pairs_words(n, k));
-      pack_pairs_amx(xb, n, k, pairs);
-      split_rows(
-          o, n,
-          [&](int64_t r0, int64_t r1) {
-            gemm_bf16_amx(w + r0 * k, r1 - r0, pairs, n, k, bias ? bias + r0 : nullptr, out + r0,
-                          o);
-            add_rows(residual, out, n, o, r0, r1);
-          },
-          32);
-      return true;
-    }
     split_rows(o, n, [&](int64_t r0, int64_t r1) {
       gemm_bf16dot_avx512(w + r0 * k, r1 - r0, xb, n, k, bias ? bias + r0 : nullptr, out + r0, o);
       add_rows(residual, out, n, o, r0, r1);
