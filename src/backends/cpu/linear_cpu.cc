@@ -297,31 +297,46 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
   return true;
 }
 
-// AMX (prefill's rows of bf16 or repacked block-type weights): the activations rounded to bf16
-// into tiles once per product, by the threads; each thread turns its pairs of 16-row weight
-// panels into tiles and multiplies them against every row. With `residual`, each task also adds
-// its part of the product into it (linear_add).
-bool linear_amx(const ops::LinearArgs& a, float* residual) {
-  const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
+// AMX's weights for a product of n rows: bf16, or a repacked type the tiles take (`keep` holds
+// the repacked copy); false below the amx level, for decode's few rows and for other types.
+bool amx_weights(const Tensor& weight, int64_t n, int64_t k, AmxWeights* w,
+                 std::shared_ptr<const PackedWeights>* keep) {
   if (isa() < Isa::amx || n < kAmxMinRows) return false;
-  const DType wt = a.weight.dtype();
-  AmxWeights w;
-  w.rows = o;
-  w.k = k;
-  std::shared_ptr<const PackedWeights> packed;
-  if (wt == DType::bf16) {
-    w.bf16 = static_cast<const uint16_t*>(a.weight.raw());
-  } else {
-    if (!kUsePacked || !repacked_kind(wt, k, &w.kind) || !amx_takes(w.kind)) return false;
-    packed = packed_weights(a.weight);
-    w.packed = packed->data;
-    w.block_bytes = packed->block_bytes;
+  w->rows = weight.size(0);
+  w->k = k;
+  if (weight.dtype() == DType::bf16) {
+    w->bf16 = static_cast<const uint16_t*>(weight.raw());
+    return true;
   }
-  const float* x = a.x.data<float>();
+  if (!kUsePacked || !repacked_kind(weight.dtype(), k, &w->kind) || !amx_takes(w->kind)) {
+    return false;
+  }
+  *keep = packed_weights(weight);
+  w->packed = (*keep)->data;
+  w->block_bytes = (*keep)->block_bytes;
+  return true;
+}
+
+// Prefill rows x [n, k] rounded to bf16 as AMX's A tiles, packed by the threads into a buffer of
+// the calling thread (valid until its next call).
+const uint16_t* amx_rows(const float* x, int64_t n, int64_t k) {
   thread_local std::vector<uint16_t> tiles_store;
   uint16_t* tiles = grow(tiles_store, amx_row_tiles_words(n, k));
   cpu::parallel_for(amx_row_blocks(n), 1,
                     [&](int64_t b0, int64_t b1) { pack_rows_amx(x, n, k, b0, b1, tiles); });
+  return tiles;
+}
+
+// AMX (prefill's rows of bf16 or repacked block-type weights): the activations packed once per
+// product; each thread turns its pairs of 16-row weight panels into tiles and multiplies them
+// against every row. With `residual`, each task also adds its part of the product into it
+// (linear_add).
+bool linear_amx(const ops::LinearArgs& a, float* residual) {
+  const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
+  AmxWeights w;
+  std::shared_ptr<const PackedWeights> keep;
+  if (!amx_weights(a.weight, n, k, &w, &keep)) return false;
+  const uint16_t* tiles = amx_rows(a.x.data<float>(), n, k);
   const float* bias = bias_f32(a);
   float* out = a.out.data<float>();
   const int64_t panels = (o + 15) / 16;
@@ -502,6 +517,47 @@ Q8Rows quantize_prefill(const Int8Kernels& kern, const Tensor& x_in, QuantKind k
   return xq;
 }
 
+// Prefill's q, k and v, or gate and up, on AMX: the rows packed once for all the products and
+// one parallel region over all their pairs of panels. With `swiglu` (gate and up: count 2, the
+// same features), a task multiplies the same panels of both and applies SwiGLU to those features
+// of every row while they are in its cache (as swiglu_prefill does for the vector tiles). False
+// when a weight does not take AMX.
+bool group_amx(const Tensor& x_in, const Tensor* weights, const Tensor* biases, const Tensor* outs,
+               int count, bool swiglu = false) {
+  const int64_t n = x_in.size(0), k = x_in.size(1);
+  AmxWeights w[3];
+  std::shared_ptr<const PackedWeights> keep[3];
+  thread_local std::vector<float> bias_slots[3];
+  const float* bias[3] = {};
+  int64_t first[4] = {0, 0, 0, 0};  // first[i]: the panel pair where product i starts
+  for (int i = 0; i < count; ++i) {
+    if (!amx_weights(weights[i], n, k, &w[i], &keep[i])) return false;
+    bias[i] = bias_f32(biases[i], bias_slots[i]);
+    first[i + 1] = first[i] + ((w[i].rows + 15) / 16 + 1) / 2;
+  }
+  const uint16_t* tiles = amx_rows(x_in.data<float>(), n, k);
+  const SwigluRows swiglu_fn = swiglu ? swiglu_rows() : nullptr;
+  const auto products = [&](int64_t q0, int64_t q1) {
+    for (int i = 0; i < (swiglu ? 2 : count); ++i) {
+      const int64_t at = swiglu ? 0 : first[i];
+      const int64_t s0 = std::max(q0, at) - at,
+                    s1 = std::min(q1, swiglu ? first[1] : first[i + 1]) - at;
+      if (s0 >= s1) continue;
+      const int64_t o = w[i].rows, panels = (o + 15) / 16;
+      gemm_amx(w[i], 2 * s0, std::min(panels, 2 * s1), tiles, n, bias[i], outs[i].data<float>(), o);
+    }
+    if (!swiglu) return;
+    const int64_t o = w[0].rows, f0 = 32 * q0, f1 = std::min(o, 32 * q1);
+    float* gate = outs[0].data<float>();
+    const float* up = outs[1].data<float>();
+    for (int64_t r = 0; r < n; ++r) {
+      swiglu_fn(gate + r * o + f0, up + r * o + f0, gate + r * o + f0, f1 - f0);
+    }
+  };
+  cpu::parallel_for(swiglu ? first[1] : first[count], 1, products, kPrefillChunks);
+  return true;
+}
+
 // Prefill's q, k and v (more rows than the grouped decode products take): the activations
 // quantized and interleaved once, and one parallel region over all the products' spans of
 // groups (wide_span_groups) instead of three (k and v are small: a region of their own each was
@@ -584,6 +640,7 @@ void linear_group_kernel(const ops::LinearGroupArgs& a) {
   const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
   if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
   if (group_avx512(in, a.weights, a.biases, a.outs, a.count)) return;
+  if (group_amx(in, a.weights, a.biases, a.outs, a.count)) return;
   if (group_prefill(in, a.weights, a.biases, a.outs, a.count)) return;
   for (int i = 0; i < a.count; ++i) ops::linear(in, a.weights[i], a.biases[i], a.outs[i]);
 }
@@ -594,6 +651,7 @@ void linear_swiglu_kernel(const ops::LinearSwigluArgs& a) {
   const Tensor weights[2] = {a.gate, a.up}, biases[2] = {a.gate_bias, a.up_bias};
   const Tensor outs[2] = {a.out, a.scratch};
   if (group_avx512(in, weights, biases, outs, 2, /*swiglu=*/true)) return;
+  if (group_amx(in, weights, biases, outs, 2, /*swiglu=*/true)) return;
   if (swiglu_prefill(in, a)) return;
   ops::linear(in, a.gate, a.gate_bias, a.out);
   ops::linear(in, a.up, a.up_bias, a.scratch);
