@@ -17,7 +17,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/repack.h"
@@ -256,10 +258,11 @@ void block_pairs(const int8_t* q, __m512 lo, __m512 hi, __m512 minimum, uint16_t
   }
 }
 
-// Rows [16 panel, 16 panel + 16) of repacked weights (groups 2 panel and 2 panel + 1; a missing
-// second group reads zeros) as B tiles, one per 32-value block.
+// Block b (values 32b..32b+31) of rows [16 panel, 16 panel + 16) of repacked weights (groups
+// 2 panel and 2 panel + 1; a missing second group reads zeros) as a B tile.
 template <bool kMin>
-void quantized_panel(const Int8Layout& lay, const AmxWeights& w, int64_t panel, uint16_t* tiles) {
+void quantized_chunk(const Int8Layout& lay, const AmxWeights& w, int64_t panel, int64_t b,
+                     uint16_t* tile) {
   const int64_t kb = w.k / 32, groups = (w.rows + kPackRows - 1) / kPackRows;
   const size_t group_bytes = static_cast<size_t>(lay.super ? kb / 8 : kb) * w.block_bytes;
   thread_local std::vector<uint8_t> zero_store;
@@ -270,63 +273,71 @@ void quantized_panel(const Int8Layout& lay, const AmxWeights& w, int64_t panel, 
     gb = zero_store.data();
   }
   alignas(64) int8_t q[512];
+  if (lay.q6) {  // a scale per 16 values: one for steps 0-3, one for 4-7
+    const size_t at = static_cast<size_t>(b / 8) * w.block_bytes;
+    const int s = static_cast<int>(b % 8);
+    build_q6_halves(ga + at + 144 + 192 * s, gb + at + 144 + 192 * s, q, q + 256);
+    block_pairs<false>(q, q6_scales(ga + at, gb + at, 2 * s),
+                       q6_scales(ga + at, gb + at, 2 * s + 1), _mm512_setzero_ps(), tile);
+    return;
+  }
   alignas(64) float d[16], m[16];
-  for (int64_t b = 0; b < kb; ++b) {
-    uint16_t* tile = tiles + b * 512;
-    if (lay.q6) {  // a scale per 16 values: one for steps 0-3, one for 4-7
-      const size_t at = static_cast<size_t>(b / 8) * w.block_bytes;
-      const int s = static_cast<int>(b % 8);
-      build_q6_halves(ga + at + 144 + 192 * s, gb + at + 144 + 192 * s, q, q + 256);
-      block_pairs<false>(q, q6_scales(ga + at, gb + at, 2 * s),
-                         q6_scales(ga + at, gb + at, 2 * s + 1), _mm512_setzero_ps(), tile);
-      continue;
-    }
-    block_int8(lay, block_quants(lay, ga, w.block_bytes, b),
-               block_quants(lay, gb, w.block_bytes, b), q);
-    block_scales(lay, ga, gb, w.block_bytes, b, d, m);
-    const __m512 scale = _mm512_load_ps(d);
-    block_pairs<kMin>(q, scale, scale, kMin ? _mm512_load_ps(m) : _mm512_setzero_ps(), tile);
+  block_int8(lay, block_quants(lay, ga, w.block_bytes, b), block_quants(lay, gb, w.block_bytes, b),
+             q);
+  block_scales(lay, ga, gb, w.block_bytes, b, d, m);
+  const __m512 scale = _mm512_load_ps(d);
+  block_pairs<kMin>(q, scale, scale, kMin ? _mm512_load_ps(m) : _mm512_setzero_ps(), tile);
+}
+
+// Chunk s (values 32s..32s+31) of rows [16 panel, 16 panel + 16) of bf16 weights as a B tile:
+// the 16 rows of 16 pairs transposed (a 16 x 16 transpose of 32-bit elements), zeros past the
+// rows and k.
+void bf16_chunk(const AmxWeights& w, int64_t panel, int64_t s, uint16_t* tile) {
+  const int64_t r0 = 16 * panel;
+  const int nr = static_cast<int>(std::min<int64_t>(16, w.rows - r0));
+  const int64_t left = std::min<int64_t>(32, w.k - 32 * s);
+  const auto keep = static_cast<__mmask32>(left == 32 ? ~0u : (1u << left) - 1u);
+  __m512i r[16], a[16], b[16];
+  for (int c = 0; c < 16; ++c) {
+    r[c] = c < nr ? _mm512_maskz_loadu_epi16(keep, w.bf16 + (r0 + c) * w.k + 32 * s)
+                  : _mm512_setzero_si512();
+  }
+  // Within each 128-bit lane: 32-bit, then 64-bit interleaves; b[4 i + m] lane L then holds
+  // rows 4i..4i+3 of element 4 L + m.
+  for (int i = 0; i < 8; ++i) {
+    a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    b[4 * i] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
+    b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+    b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+    b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+  }
+  // Then the 128-bit lanes: element 4 L + m gathers lane L of b[m], b[4 + m], b[8 + m], b[12 + m].
+  for (int m = 0; m < 4; ++m) {
+    const __m512i x0 = _mm512_shuffle_i32x4(b[m], b[4 + m], 0x88);
+    const __m512i x1 = _mm512_shuffle_i32x4(b[m], b[4 + m], 0xdd);
+    const __m512i y0 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0x88);
+    const __m512i y1 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0xdd);
+    _mm512_storeu_si512(tile + 32 * m, _mm512_shuffle_i32x4(x0, y0, 0x88));
+    _mm512_storeu_si512(tile + 32 * (4 + m), _mm512_shuffle_i32x4(x1, y1, 0x88));
+    _mm512_storeu_si512(tile + 32 * (8 + m), _mm512_shuffle_i32x4(x0, y0, 0xdd));
+    _mm512_storeu_si512(tile + 32 * (12 + m), _mm512_shuffle_i32x4(x1, y1, 0xdd));
   }
 }
 
-// Rows [16 panel, 16 panel + 16) of bf16 weights as B tiles: each 32-value chunk's 16 rows of
-// 16 pairs transposed (a 16 x 16 transpose of 32-bit elements), zeros past the rows and k.
-void bf16_panel(const AmxWeights& w, int64_t panel, uint16_t* tiles) {
-  const int64_t chunks = (w.k + 31) / 32, r0 = 16 * panel;
-  const int nr = static_cast<int>(std::min<int64_t>(16, w.rows - r0));
-  for (int64_t s = 0; s < chunks; ++s) {
-    const int64_t left = std::min<int64_t>(32, w.k - 32 * s);
-    const auto keep = static_cast<__mmask32>(left == 32 ? ~0u : (1u << left) - 1u);
-    __m512i r[16], a[16], b[16];
-    for (int c = 0; c < 16; ++c) {
-      r[c] = c < nr ? _mm512_maskz_loadu_epi16(keep, w.bf16 + (r0 + c) * w.k + 32 * s)
-                    : _mm512_setzero_si512();
-    }
-    // Within each 128-bit lane: 32-bit, then 64-bit interleaves; b[4 i + m] lane L then holds
-    // rows 4i..4i+3 of element 4 L + m.
-    for (int i = 0; i < 8; ++i) {
-      a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-      a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; ++i) {
-      b[4 * i] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
-      b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
-      b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
-      b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
-    }
-    // Then the 128-bit lanes: element 4 L + m gathers lane L of b[m], b[4 + m], b[8 + m], b[12 +
-    // m].
-    uint16_t* tile = tiles + s * 512;
-    for (int m = 0; m < 4; ++m) {
-      const __m512i x0 = _mm512_shuffle_i32x4(b[m], b[4 + m], 0x88);
-      const __m512i x1 = _mm512_shuffle_i32x4(b[m], b[4 + m], 0xdd);
-      const __m512i y0 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0x88);
-      const __m512i y1 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0xdd);
-      _mm512_storeu_si512(tile + 32 * m, _mm512_shuffle_i32x4(x0, y0, 0x88));
-      _mm512_storeu_si512(tile + 32 * (4 + m), _mm512_shuffle_i32x4(x1, y1, 0x88));
-      _mm512_storeu_si512(tile + 32 * (8 + m), _mm512_shuffle_i32x4(x0, y0, 0xdd));
-      _mm512_storeu_si512(tile + 32 * (12 + m), _mm512_shuffle_i32x4(x1, y1, 0xdd));
-    }
+// Chunk s of a weight panel as a B tile (zeros for a panel past the rows: an odd last panel's
+// partner).
+void weight_chunk(const AmxWeights& w, int64_t panel, int64_t s, uint16_t* tile) {
+  if (16 * panel >= w.rows) {
+    std::memset(tile, 0, 1024);
+  } else if (w.bf16) {
+    bf16_chunk(w, panel, s, tile);
+  } else if (layout_of(w.kind).with_min) {
+    quantized_chunk<true>(layout_of(w.kind), w, panel, s, tile);
+  } else {
+    quantized_chunk<false>(layout_of(w.kind), w, panel, s, tile);
   }
 }
 
@@ -390,41 +401,37 @@ size_t amx_panel_words(int64_t k) {
 }
 
 void weight_tiles_amx(const AmxWeights& w, int64_t panel, uint16_t* tiles) {
-  if (w.bf16) {
-    bf16_panel(w, panel, tiles);
-    return;
-  }
-  const Int8Layout lay = layout_of(w.kind);
-  if (lay.with_min) {
-    quantized_panel<true>(lay, w, panel, tiles);
-  } else {
-    quantized_panel<false>(lay, w, panel, tiles);
-  }
+  for (int64_t s = 0; s < (w.k + 31) / 32; ++s) weight_chunk(w, panel, s, tiles + s * 512);
 }
 
 void gemm_amx(const AmxWeights& w, int64_t p0, int64_t p1, const uint16_t* a_tiles, int64_t nx,
               const float* bias, float* out, int64_t ldo) {
-  const int64_t chunks = (w.k + 31) / 32, panels = (w.rows + 15) / 16;
-  const int64_t blocks = amx_row_blocks(nx);
+  static const bool overlap = std::getenv("ANVIL_AMX_NO_OVERLAP") == nullptr;  // for A/B timing
+  const int64_t chunks = (w.k + 31) / 32, blocks = amx_row_blocks(nx);
   const size_t panel_words = amx_panel_words(w.k);
+  // Two pairs of panels' tiles: the pair being multiplied, and the next one, made while the
+  // tile unit multiplies the first rows of this one (a chunk of each panel per step, vector work
+  // beside the tile products instead of after them).
   thread_local std::vector<uint16_t> b_store;
-  if (b_store.size() < 2 * panel_words) b_store.resize(2 * panel_words);
-  uint16_t* b0 = b_store.data();
-  uint16_t* b1 = b0 + panel_words;
+  if (b_store.size() < 4 * panel_words) b_store.resize(4 * panel_words);
+  uint16_t* cur = b_store.data();
+  uint16_t* next = cur + 2 * panel_words;
+  const auto make_chunk = [&](uint16_t* pair, int64_t p, int64_t s) {
+    weight_chunk(w, p, s, pair + s * 512);
+    weight_chunk(w, p + 1, s, pair + panel_words + s * 512);
+  };
   const TileScope scope(bf16_config());
   alignas(64) float c[16][16];
   constexpr long kStride = 64;  // bytes per tile row: every tile is packed
+  for (int64_t s = 0; s < chunks; ++s) make_chunk(cur, p0, s);
   for (int64_t p = p0; p < p1; p += 2) {
-    weight_tiles_amx(w, p, b0);
-    // An odd last panel pairs with zeros (its products are not written).
-    if (p + 1 < panels) {
-      weight_tiles_amx(w, p + 1, b1);
-    } else {
-      std::memset(b1, 0, panel_words * 2);
-    }
+    const bool make_next = p + 2 < p1;
+    const uint16_t* b0 = cur;
+    const uint16_t* b1 = cur + panel_words;
     for (int64_t jb = 0; jb < blocks; jb += 2) {
       const uint16_t* a0 = a_tiles + jb * chunks * 512;
       const uint16_t* a1 = a0 + chunks * 512;
+      const bool making = make_next && jb == 0 && overlap;
       _tile_zero(4);
       _tile_zero(5);
       _tile_zero(6);
@@ -440,6 +447,7 @@ void gemm_amx(const AmxWeights& w, int64_t p0, int64_t p1, const uint16_t* a_til
         _tile_loadd(1, a1 + s * 512, kStride);
         _tile_dpbf16ps(6, 1, 2);
         _tile_dpbf16ps(7, 1, 3);
+        if (making) make_chunk(next, p + 2, s);
       }
       const int64_t j0 = 16 * jb, r0 = 16 * p;
       _tile_stored(4, c, 64);
@@ -451,6 +459,10 @@ void gemm_amx(const AmxWeights& w, int64_t p0, int64_t p1, const uint16_t* a_til
       _tile_stored(7, c, 64);
       write_tile(c, j0 + 16, r0 + 16, nx, w.rows, bias, out, ldo);
     }
+    if (make_next && !overlap) {
+      for (int64_t s = 0; s < chunks; ++s) make_chunk(next, p + 2, s);
+    }
+    std::swap(cur, next);
   }
 }
 
