@@ -20,6 +20,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/panel_tiles_avx512.h"
 #include "backends/cpu/repack.h"
 
 namespace anvil::cpu {
@@ -295,34 +296,13 @@ void bf16_chunk(const AmxWeights& w, int64_t panel, int64_t s, uint16_t* tile) {
   const int nr = static_cast<int>(std::min<int64_t>(16, w.rows - r0));
   const int64_t left = std::min<int64_t>(32, w.k - 32 * s);
   const auto keep = static_cast<__mmask32>(left == 32 ? ~0u : (1u << left) - 1u);
-  __m512i r[16], a[16], b[16];
+  __m512i r[16];
   for (int c = 0; c < 16; ++c) {
     r[c] = c < nr ? _mm512_maskz_loadu_epi16(keep, w.bf16 + (r0 + c) * w.k + 32 * s)
                   : _mm512_setzero_si512();
   }
-  // Within each 128-bit lane: 32-bit, then 64-bit interleaves; b[4 i + m] lane L then holds
-  // rows 4i..4i+3 of element 4 L + m.
-  for (int i = 0; i < 8; ++i) {
-    a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    b[4 * i] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
-    b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
-    b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
-    b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
-  }
-  // Then the 128-bit lanes: element 4 L + m gathers lane L of b[m], b[4 + m], b[8 + m], b[12 + m].
-  for (int m = 0; m < 4; ++m) {
-    const __m512i x0 = _mm512_shuffle_i32x4(b[m], b[4 + m], 0x88);
-    const __m512i x1 = _mm512_shuffle_i32x4(b[m], b[4 + m], 0xdd);
-    const __m512i y0 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0x88);
-    const __m512i y1 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0xdd);
-    _mm512_storeu_si512(tile + 32 * m, _mm512_shuffle_i32x4(x0, y0, 0x88));
-    _mm512_storeu_si512(tile + 32 * (4 + m), _mm512_shuffle_i32x4(x1, y1, 0x88));
-    _mm512_storeu_si512(tile + 32 * (8 + m), _mm512_shuffle_i32x4(x0, y0, 0xdd));
-    _mm512_storeu_si512(tile + 32 * (12 + m), _mm512_shuffle_i32x4(x1, y1, 0xdd));
-  }
+  transpose16(r);
+  for (int i = 0; i < 16; ++i) _mm512_storeu_si512(tile + 32 * i, r[i]);
 }
 
 // Chunk s of a weight panel as a B tile (zeros for a panel past the rows: an odd last panel's

@@ -1,7 +1,7 @@
 // What the prefill kernels that pack weight rows into panels (a vector per column of 16 rows)
 // share: the 16 x 16 transpose that packs them and the store of a tile's sums. Included only by
-// sources compiled with AVX-512 (kernels_avx512.cc, kernels_bf16dot.cc); static, so each keeps
-// its own copy compiled with its own flags.
+// sources compiled with AVX-512 (kernels_avx512.cc, kernels_bf16dot.cc, kernels_amx.cc); static,
+// so each keeps its own copy compiled with its own flags.
 #pragma once
 
 #include <immintrin.h>
