@@ -352,8 +352,8 @@ bool linear_amx(const ops::LinearArgs& a, float* residual) {
 
 // AVX-512: prefill on AMX tiles where the CPU has them (linear_amx); else quantized weights
 // through int8 activations and VNNI, f32 / bf16 / f16 through FMA tiles, bf16 through pair dot
-// products at avx512bf16. With `residual`, each task also adds its
-// part of the product into it (linear_add).
+// products at avx512bf16. With `residual`, each task also adds its part of the product into it
+// (linear_add).
 bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
   if (linear_amx(a, residual)) return true;
   if (linear_int8(a, kInt8Avx512, residual)) return true;
