@@ -312,10 +312,10 @@ void weight_chunk(const AmxWeights& w, int64_t panel, int64_t s, uint16_t* tile)
     std::memset(tile, 0, 1024);
   } else if (w.bf16) {
     bf16_chunk(w, panel, s, tile);
-  } else if (layout_of(w.kind).with_min) {
-    quantized_chunk<true>(layout_of(w.kind), w, panel, s, tile);
+  } else if (const Int8Layout lay = layout_of(w.kind); lay.with_min) {
+    quantized_chunk<true>(lay, w, panel, s, tile);
   } else {
-    quantized_chunk<false>(layout_of(w.kind), w, panel, s, tile);
+    quantized_chunk<false>(lay, w, panel, s, tile);
   }
 }
 
