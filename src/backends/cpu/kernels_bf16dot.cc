@@ -158,11 +158,13 @@ void pack_panel(const uint16_t* w, int nr, int64_t k, uint32_t* panel) {
   }
 }
 
-// A panel against one tile of activation rows [j0, j0 + nx) (nx <= kBf16TileRows), its words
-// at xt: out[(j0 + j) * ldo + i] for rows i < nr of the panel.
+// A panel against the first J rows of a tile of activation rows starting at j0 (its words at
+// xt, kBf16TileRows per pair; nx <= J of them real): out[(j0 + j) * ldo + i] for rows i < nr of
+// the panel. J below kBf16TileRows takes a prompt's last tile without multiplying its zero rows.
+template <int J>
 void panel_tile(const uint32_t* panel, int nr, const uint32_t* xt, int64_t pairs, int64_t j0,
                 int nx, const float* bias, float* out, int64_t ldo) {
-  constexpr int J = kBf16TileRows;
+  static_assert(J <= kBf16TileRows);
   __m512 acc[kPanelVectors][J];
   for (auto& row : acc) {
     for (auto& a : row) a = _mm512_setzero_ps();
@@ -173,12 +175,20 @@ void panel_tile(const uint32_t* panel, int nr, const uint32_t* xt, int64_t pairs
       w[v] = as_bf16(_mm512_loadu_si512(panel + p * kPanelRows + 16 * v));
     }
     for (int j = 0; j < J; ++j) {
-      const __m512bh x = as_bf16(_mm512_set1_epi32(static_cast<int>(xt[p * J + j])));
+      const __m512bh x = as_bf16(_mm512_set1_epi32(static_cast<int>(xt[p * kBf16TileRows + j])));
       for (int v = 0; v < kPanelVectors; ++v) acc[v][j] = _mm512_dpbf16_ps(acc[v][j], w[v], x);
     }
   }
   store_panel_tile(acc, nr, nx, j0, bias, out, ldo);
 }
+
+// panel_tile for a tile of n real rows, n = 1 .. kBf16TileRows.
+using PanelTile = void (*)(const uint32_t*, int, const uint32_t*, int64_t, int64_t, int,
+                           const float*, float*, int64_t);
+constexpr PanelTile kPanelTiles[kBf16TileRows + 1] = {
+    nullptr,        &panel_tile<1>, &panel_tile<2>, &panel_tile<3>,
+    &panel_tile<4>, &panel_tile<5>, &panel_tile<6>};
+static_assert(kBf16TileRows == 6, "kPanelTiles lists one kernel per tile height");
 
 }  // namespace
 
@@ -222,13 +232,25 @@ void gemm_bf16dot_tiles_avx512(const uint16_t* w, int64_t rows, const uint32_t* 
     panel_store.resize(static_cast<size_t>(pairs * kPanelRows));
   }
   uint32_t* panel = panel_store.data();
+  const int64_t tiles = (nx + kBf16TileRows - 1) / kBf16TileRows;
   for (int64_t r0 = 0; r0 < rows; r0 += kPanelRows) {
     const int nr = static_cast<int>(std::min<int64_t>(kPanelRows, rows - r0));
     pack_panel(w + r0 * k, nr, k, panel);
+    // The next panel's rows (contiguous) requested into L2 a slice after each tile: packing
+    // read them from DRAM at the pace of its misses, ~20% of a 128-token prompt's products
+    // (docs/perf.md, twenty-third session).
+    const char* next = reinterpret_cast<const char*>(w + (r0 + nr) * k);
+    const size_t next_bytes =
+        static_cast<size_t>(std::min<int64_t>(kPanelRows, rows - r0 - nr) * k) * sizeof(*w);
+    const size_t slice = (next_bytes / static_cast<size_t>(tiles) + 63) / 64 * 64;
+    size_t fetched = 0;
     for (int64_t j0 = 0; j0 < nx; j0 += kBf16TileRows) {
-      panel_tile(panel, nr, xt + j0 * pairs, pairs, j0,
-                 static_cast<int>(std::min<int64_t>(kBf16TileRows, nx - j0)),
-                 bias ? bias + r0 : nullptr, out + r0, ldo);
+      const int n = static_cast<int>(std::min<int64_t>(kBf16TileRows, nx - j0));
+      const uint32_t* x = xt + j0 * pairs;
+      const float* b = bias ? bias + r0 : nullptr;
+      kPanelTiles[n](panel, nr, x, pairs, j0, n, b, out + r0, ldo);
+      const size_t end = std::min(next_bytes, fetched + slice);
+      for (; fetched < end; fetched += 64) _mm_prefetch(next + fetched, _MM_HINT_T1);
     }
   }
 }
