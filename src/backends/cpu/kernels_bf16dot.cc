@@ -161,15 +161,19 @@ void pack_panel(const uint16_t* w, int nr, int64_t k, uint32_t* panel) {
 // A panel against the first J rows of a tile of activation rows starting at j0 (its words at
 // xt, kBf16TileRows per pair; nx <= J of them real): out[(j0 + j) * ldo + i] for rows i < nr of
 // the panel. J below kBf16TileRows takes a prompt's last tile without multiplying its zero rows.
+// Lines [0, ahead_lines) from `ahead` are requested into L2, one per pair step, so that the
+// requests never queue up behind each other.
 template <int J>
 void panel_tile(const uint32_t* panel, int nr, const uint32_t* xt, int64_t pairs, int64_t j0,
-                int nx, const float* bias, float* out, int64_t ldo) {
+                int nx, const float* bias, float* out, int64_t ldo, const char* ahead,
+                int64_t ahead_lines) {
   static_assert(J <= kBf16TileRows);
   __m512 acc[kPanelVectors][J];
   for (auto& row : acc) {
     for (auto& a : row) a = _mm512_setzero_ps();
   }
   for (int64_t p = 0; p < pairs; ++p) {
+    if (p < ahead_lines) _mm_prefetch(ahead + 64 * p, _MM_HINT_T1);
     __m512bh w[kPanelVectors];
     for (int v = 0; v < kPanelVectors; ++v) {
       w[v] = as_bf16(_mm512_loadu_si512(panel + p * kPanelRows + 16 * v));
@@ -184,7 +188,7 @@ void panel_tile(const uint32_t* panel, int nr, const uint32_t* xt, int64_t pairs
 
 // panel_tile for a tile of n real rows, n = 1 .. kBf16TileRows.
 using PanelTile = void (*)(const uint32_t*, int, const uint32_t*, int64_t, int64_t, int,
-                           const float*, float*, int64_t);
+                           const float*, float*, int64_t, const char*, int64_t);
 constexpr PanelTile kPanelTiles[kBf16TileRows + 1] = {
     nullptr,        &panel_tile<1>, &panel_tile<2>, &panel_tile<3>,
     &panel_tile<4>, &panel_tile<5>, &panel_tile<6>};
@@ -236,9 +240,9 @@ void gemm_bf16dot_tiles_avx512(const uint16_t* w, int64_t rows, const uint32_t* 
   for (int64_t r0 = 0; r0 < rows; r0 += kPanelRows) {
     const int nr = static_cast<int>(std::min<int64_t>(kPanelRows, rows - r0));
     pack_panel(w + r0 * k, nr, k, panel);
-    // The next panel's rows (contiguous) requested into L2 a slice after each tile: packing
-    // read them from DRAM at the pace of its misses, ~20% of a 128-token prompt's products
-    // (docs/perf.md, twenty-third session).
+    // The next panel's rows (contiguous) requested into L2, a slice during each tile: packing
+    // read them from DRAM at the pace of its misses (perf: packing 24% of the tiles' time in a
+    // 128-token prompt, 18% with this; docs/perf.md, twenty-third session).
     const char* next = reinterpret_cast<const char*>(w + (r0 + nr) * k);
     const size_t next_bytes =
         static_cast<size_t>(std::min<int64_t>(kPanelRows, rows - r0 - nr) * k) * sizeof(*w);
@@ -248,9 +252,12 @@ void gemm_bf16dot_tiles_avx512(const uint16_t* w, int64_t rows, const uint32_t* 
       const int n = static_cast<int>(std::min<int64_t>(kBf16TileRows, nx - j0));
       const uint32_t* x = xt + j0 * pairs;
       const float* b = bias ? bias + r0 : nullptr;
-      kPanelTiles[n](panel, nr, x, pairs, j0, n, b, out + r0, ldo);
-      const size_t end = std::min(next_bytes, fetched + slice);
-      for (; fetched < end; fetched += 64) _mm_prefetch(next + fetched, _MM_HINT_T1);
+      // A tile has a pair step per line to request (fewer when a short prompt's few tiles
+      // leave a slice longer than its pairs: the rest of the panel is then read unrequested).
+      const int64_t lines = std::min<int64_t>(
+          pairs, static_cast<int64_t>((std::min(next_bytes, fetched + slice) - fetched) / 64));
+      kPanelTiles[n](panel, nr, x, pairs, j0, n, b, out + r0, ldo, next + fetched, lines);
+      fetched += static_cast<size_t>(lines) * 64;
     }
   }
 }
