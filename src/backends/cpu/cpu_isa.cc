@@ -1,6 +1,7 @@
 // ISA detection through the compiler's cpuid helpers.
 #include "backends/cpu/cpu_isa.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -60,6 +61,22 @@ bool wide_decode_rows() {
   static const bool wide =
       switch_from_env("ANVIL_CPU_DECODE_ROWS", "512", "256", !amd_family_19h());
   return wide;
+}
+
+long decode_read_ahead() {
+  static const long bytes = [] {
+    if (const char* env = std::getenv("ANVIL_CPU_DECODE_READ_AHEAD")) {
+      char* end = nullptr;
+      const long v = std::strtol(env, &end, 10);
+      if (end != env && *end == '\0' && v >= 0 && v <= (1L << 20)) return v;
+      std::fprintf(stderr,
+                   "anvil: ANVIL_CPU_DECODE_READ_AHEAD=%s is not a byte count from 0 to 1048576; "
+                   "using the CPU's default\n",
+                   env);
+    }
+    return amd_family_19h() ? 4096L : 0L;
+  }();
+  return bytes;
 }
 
 bool attention_window_reads() {

@@ -41,6 +41,16 @@ bool wide_decode_rows();
 /// ANVIL_CPU_ATTENTION_READS=window|prefetch chooses.
 bool attention_window_reads();
 
+/// How far ahead (bytes) a batch-1 product of the 4- to 6-bit repacked block types on the
+/// 256-bit decode rows requests its weights into L1, a block's lines as the block begins; 0 for
+/// none. 4 KB on AMD family 19h, where the hardware prefetcher alone left the rows' stream at the
+/// pace of the arithmetic between loads (Zen 4, steps with and without alternated in one
+/// process: SmolLM2-135M Q4_1 layers 10-16% faster, Qwen2.5-0.5B Q4_0 8-11%, Q4_K_M 2%,
+/// Qwen3-0.6B Q4_K_M level; Q8_0's rows, with less arithmetic a byte, unchanged at 4 KB and 7%
+/// slower at 2 KB, so they never read ahead); 0 elsewhere (not measured).
+/// ANVIL_CPU_DECODE_READ_AHEAD=BYTES chooses (0 turns it off).
+long decode_read_ahead();
+
 /// Why the CPU runs below amx although it has AMX (the OS refused the tile state), else empty.
 const char* amx_refusal();
 
