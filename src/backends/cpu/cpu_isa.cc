@@ -63,20 +63,36 @@ bool wide_decode_rows() {
   return wide;
 }
 
-long decode_read_ahead() {
+namespace {
+
+// ANVIL_CPU_DECODE_READ_AHEAD=BYTES, or -1 when unset (or not a byte count).
+long read_ahead_from_env() {
   static const long bytes = [] {
-    if (const char* env = std::getenv("ANVIL_CPU_DECODE_READ_AHEAD")) {
-      char* end = nullptr;
-      const long v = std::strtol(env, &end, 10);
-      if (end != env && *end == '\0' && v >= 0 && v <= (1L << 20)) return v;
-      std::fprintf(stderr,
-                   "anvil: ANVIL_CPU_DECODE_READ_AHEAD=%s is not a byte count from 0 to 1048576; "
-                   "using the CPU's default\n",
-                   env);
-    }
-    return amd_family_19h() ? 4096L : 0L;
+    const char* env = std::getenv("ANVIL_CPU_DECODE_READ_AHEAD");
+    if (!env) return -1L;
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && v >= 0 && v <= (1L << 20)) return v;
+    std::fprintf(stderr,
+                 "anvil: ANVIL_CPU_DECODE_READ_AHEAD=%s is not a byte count from 0 to 1048576; "
+                 "using the CPU's default\n",
+                 env);
+    return -1L;
   }();
   return bytes;
+}
+
+}  // namespace
+
+long decode_read_ahead() {
+  const long env = read_ahead_from_env();
+  return env >= 0 ? env : 4096L;
+}
+
+long decode_read_ahead_q8_bf16() {
+  static const bool amd = amd_family_19h();
+  const long env = read_ahead_from_env();
+  return env >= 0 ? env : amd ? 0L : 4096L;
 }
 
 bool attention_window_reads() {

@@ -41,15 +41,19 @@ bool wide_decode_rows();
 /// ANVIL_CPU_ATTENTION_READS=window|prefetch chooses.
 bool attention_window_reads();
 
-/// How far ahead (bytes) a batch-1 product of the 4- to 6-bit repacked block types on the
-/// 256-bit decode rows requests its weights into L1, a block's lines as the block begins; 0 for
-/// none. 4 KB on AMD family 19h, where the hardware prefetcher alone left the rows' stream at the
-/// pace of the arithmetic between loads (Zen 4, steps with and without alternated in one
-/// process: SmolLM2-135M Q4_1 layers 10-16% faster, Qwen2.5-0.5B Q4_0 8-11%, Q4_K_M 2%,
-/// Qwen3-0.6B Q4_K_M level; Q8_0's rows, with less arithmetic a byte, unchanged at 4 KB and 7%
-/// slower at 2 KB, so they never read ahead); 0 elsewhere (not measured).
-/// ANVIL_CPU_DECODE_READ_AHEAD=BYTES chooses (0 turns it off).
+/// How far ahead (bytes) a batch-1 product of the 4- to 6-bit repacked block types requests its
+/// weights into L1, a block's lines as the block begins (both decode row widths); 0 for none.
+/// 4 KB: on both CPUs measured the hardware prefetcher alone left the rows' stream at the pace
+/// of the arithmetic between loads. Steps with and without alternated in one process: Zen 4,
+/// SmolLM2-135M Q4_1 layers 10-16% faster, Qwen2.5-0.5B Q4_0 8-11%, Q4_K_M 2%; a Sapphire Rapids
+/// Xeon guest (512-bit rows) 1.40-1.56x for Q4_0, Q4_1 and Q4_K_M.
+/// ANVIL_CPU_DECODE_READ_AHEAD=BYTES chooses (0 turns it off) for these and the rows below.
 long decode_read_ahead();
+
+/// The same for the rows with less arithmetic a byte: Q8_0's and bf16's (the pair products at
+/// avx512bf16 and above). 4 KB, except on AMD family 19h, where they kept up without it (Zen 4:
+/// 4% and 3% slower with it); the Xeon guest 1.20-1.24x (Q8_0) and 1.25x (bf16) with it.
+long decode_read_ahead_q8_bf16();
 
 /// Why the CPU runs below amx although it has AMX (the OS refused the tile state), else empty.
 const char* amx_refusal();

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/panel_tiles_avx512.h"
 
 namespace anvil::cpu {
@@ -40,15 +41,21 @@ inline __m512i load32(const uint16_t* p, __mmask32 m) {
 }
 
 // One activation row (decode): each weight row one sequential stream, four accumulators so the
-// dot products do not wait on one chain.
+// dot products do not wait on one chain; the rows' lines requested `ahead` bytes before their
+// loads (cpu::decode_read_ahead_q8_bf16, 0 for none).
 void matvec(const uint16_t* w, int64_t rows, const uint16_t* x, int64_t k, const float* bias,
             float* out) {
+  const auto ahead = static_cast<size_t>(decode_read_ahead_q8_bf16());
   for (int64_t r = 0; r < rows; ++r) {
     const uint16_t* row = w + r * k;
     __m512 acc[4];
     for (auto& a : acc) a = _mm512_setzero_ps();
     int64_t c = 0;
     for (; c + 128 <= k; c += 128) {
+      if (ahead) {
+        const char* next = reinterpret_cast<const char*>(row + c) + ahead;
+        for (int u = 0; u < 4; ++u) _mm_prefetch(next + 64 * u, _MM_HINT_T0);
+      }
       for (int u = 0; u < 4; ++u) {
         const __m512i wv = _mm512_loadu_si512(row + c + 32 * u);
         const __m512i xv = _mm512_loadu_si512(x + c + 32 * u);
