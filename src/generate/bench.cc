@@ -65,7 +65,7 @@ double ReadBandwidthProbe::measure(int passes) {
       uint64_t acc[8] = {};
       int64_t i = b;
       for (; i + 8 <= e; i += 8) {
-        if (ahead) __builtin_prefetch(buf_.data() + i + kAheadWords, 0, 3);
+        if (ahead && i + kAheadWords < e) __builtin_prefetch(buf_.data() + i + kAheadWords, 0, 3);
         for (int u = 0; u < 8; ++u) acc[u] += buf_[i + u];
       }
       for (; i < e; ++i) acc[0] += buf_[i];
