@@ -743,9 +743,11 @@ void register_cpu_linear() {
     register_kernel<ops::LinearAddArgs>(ops::kLinearAdd, DeviceType::cpu, DType::f32, w,
                                         &cpu::linear_add_kernel);
   }
-  // Grouped products for the types the repacked VNNI kernels take; other types run composed.
+  // Grouped products for the types the repacked VNNI kernels take, and bf16 for AMX's tiles
+  // (one packing of the rows for q/k/v, SwiGLU applied where gate/up are made); what a kernel
+  // cannot group it runs one by one, as the composed op does.
   for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q4_k,
-                  DType::q5_k, DType::q6_k}) {
+                  DType::q5_k, DType::q6_k, DType::bf16}) {
     register_kernel<ops::LinearGroupArgs>(ops::kLinearGroup, DeviceType::cpu, DType::f32, w,
                                           &cpu::linear_group_kernel);
     register_kernel<ops::LinearSwigluArgs>(ops::kLinearSwiglu, DeviceType::cpu, DType::f32, w,
