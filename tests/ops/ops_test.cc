@@ -731,33 +731,35 @@ TEST_P(Ops, LinearAddMatchesProductThenAdd) {
 }
 
 // Fused products whose norm weight and biases are stored in the weights' half-precision type
-// beside float32 activations (OpenCL with bf16/f16 weights): the same values as the ops one by
-// one, for decode row counts and a k that is not a multiple of 4.
+// beside float32 activations (OpenCL with bf16/f16 weights, the CPU with bf16): the same values
+// as the ops one by one, for decode row counts and a prompt's (23 rows: the CPU's grouped bf16
+// prefill, on AMX tiles or pair products, over 72- and 70-row products: a whole 64-row panel and
+// a partial one), and a k that is not a multiple of 4.
 TEST_P(Ops, FusedProductsWithHalfPrecisionWeightsMatchSeparateOnes) {
   for (DType w : {DType::bf16, DType::f16}) {
     if (!has(ops::kLinearGroup, w) || !has(ops::kLinearSwiglu, w)) continue;
-    for (int64_t n : {1, 3}) {
+    for (int64_t n : {1, 3, 23}) {
       const int64_t k = 70;
       const Tensor x = on_device(random_tensor({n, k}, rng_), act_);
       const Tensor nw = random_tensor({k}, rng_).to(w).to(device_);
-      const Tensor wq = random_tensor({24, k}, rng_, 0.1f).to(w).to(device_);
+      const Tensor wq = random_tensor({72, k}, rng_, 0.1f).to(w).to(device_);
       const Tensor wk = random_tensor({9, k}, rng_, 0.1f).to(w).to(device_);
-      const Tensor bq = random_tensor({24}, rng_).to(w).to(device_);
-      Tensor q = empty({n, 24}), kk = empty({n, 9}), normed = empty({n, k});
+      const Tensor bq = random_tensor({72}, rng_).to(w).to(device_);
+      Tensor q = empty({n, 72}), kk = empty({n, 9}), normed = empty({n, k});
       ops::linear_group({x, {wq, wk}, {bq, Tensor()}, {q, kk}, 2, nw, 1e-6f, normed});
-      Tensor ref_normed = empty({n, k}), q1 = empty({n, 24}), k1 = empty({n, 9});
+      Tensor ref_normed = empty({n, k}), q1 = empty({n, 72}), k1 = empty({n, 9});
       ops::rms_norm(x, nw, 1e-6f, ref_normed);
       ops::linear(ref_normed, wq, bq, q1);
       ops::linear(ref_normed, wk, Tensor(), k1);
       EXPECT_LE(max_abs_diff(q, q1), 1e-5f) << dtype_name(w) << " rows " << n;
       EXPECT_LE(max_abs_diff(kk, k1), 1e-5f) << dtype_name(w) << " rows " << n;
 
-      const Tensor g = random_tensor({13, k}, rng_, 0.1f).to(w).to(device_);
-      const Tensor u = random_tensor({13, k}, rng_, 0.1f).to(w).to(device_);
-      const Tensor gb = random_tensor({13}, rng_).to(w).to(device_);
-      Tensor h = empty({n, 13}), scratch = empty({n, 13});
+      const Tensor g = random_tensor({70, k}, rng_, 0.1f).to(w).to(device_);
+      const Tensor u = random_tensor({70, k}, rng_, 0.1f).to(w).to(device_);
+      const Tensor gb = random_tensor({70}, rng_).to(w).to(device_);
+      Tensor h = empty({n, 70}), scratch = empty({n, 70});
       ops::linear_swiglu({x, g, gb, u, Tensor(), h, scratch, nw, 1e-6f, normed});
-      Tensor g1 = empty({n, 13}), u1 = empty({n, 13});
+      Tensor g1 = empty({n, 70}), u1 = empty({n, 70});
       ops::linear(ref_normed, g, gb, g1);
       ops::linear(ref_normed, u, Tensor(), u1);
       ops::swiglu(g1, u1, g1);

@@ -633,14 +633,65 @@ bool swiglu_prefill(const Tensor& x_in, const ops::LinearSwigluArgs& a) {
   return true;
 }
 
+// Prefill's q/k/v, or gate and up, of bf16 weights as pair products (avx512bf16 without AMX):
+// the rows packed into tiles once for all the products and one parallel region over all their
+// 64-row panels. With `swiglu` (gate and up: count 2, the same features), a task makes the same
+// panel of both and applies SwiGLU to those features of every row while they are in its cache.
+// False when a weight is not bf16 or the rows are decode's.
+bool group_bf16dot(const Tensor& x_in, const Tensor* weights, const Tensor* biases,
+                   const Tensor* outs, int count, bool swiglu = false) {
+  const int64_t n = x_in.size(0), k = x_in.size(1);
+  if (isa() < Isa::avx512bf16 || n < kBf16TilesMinRows) return false;
+  for (int i = 0; i < count; ++i) {
+    if (weights[i].dtype() != DType::bf16) return false;
+  }
+  thread_local std::vector<float> bias_slots[3];
+  const float* bias[3] = {};
+  int64_t first[4] = {0, 0, 0, 0};  // first[i]: the panel where product i starts
+  for (int i = 0; i < count; ++i) {
+    bias[i] = bias_f32(biases[i], bias_slots[i]);
+    first[i + 1] = first[i] + (weights[i].size(0) + kBf16PanelRows - 1) / kBf16PanelRows;
+  }
+  const float* x = x_in.data<float>();
+  thread_local std::vector<uint32_t> tiles_store;
+  uint32_t* xt = grow(tiles_store, static_cast<size_t>(bf16_tile_words(n, k)));
+  cpu::parallel_for((n + kBf16TileRows - 1) / kBf16TileRows, 1,
+                    [&](int64_t t0, int64_t t1) { pack_bf16_tiles(x, n, k, t0, t1, xt); });
+  const SwigluRows swiglu_fn = swiglu ? swiglu_rows() : nullptr;  // isa() >= avx512bf16 here
+  const auto products = [&](int64_t q0, int64_t q1) {
+    for (int i = 0; i < (swiglu ? 2 : count); ++i) {
+      const int64_t at = swiglu ? 0 : first[i];
+      const int64_t s0 = std::max(q0, at) - at,
+                    s1 = std::min(q1, swiglu ? first[1] : first[i + 1]) - at;
+      if (s0 >= s1) continue;
+      const int64_t o = weights[i].size(0), r0 = s0 * kBf16PanelRows,
+                    r1 = std::min(o, s1 * kBf16PanelRows);
+      const auto* w = static_cast<const uint16_t*>(weights[i].raw());
+      gemm_bf16dot_tiles_avx512(w + r0 * k, r1 - r0, xt, n, k, bias[i] ? bias[i] + r0 : nullptr,
+                                outs[i].data<float>() + r0, o);
+    }
+    if (!swiglu) return;
+    const int64_t o = weights[0].size(0), f0 = q0 * kBf16PanelRows,
+                  f1 = std::min(o, q1 * kBf16PanelRows);
+    float* gate = outs[0].data<float>();
+    const float* up = outs[1].data<float>();
+    for (int64_t r = 0; r < n; ++r) {
+      swiglu_fn(gate + r * o + f0, up + r * o + f0, gate + r * o + f0, f1 - f0);
+    }
+  };
+  cpu::parallel_for(swiglu ? first[1] : first[count], 1, products, kPrefillChunks);
+  return true;
+}
+
 // linear_group and linear_swiglu: the input norm, then the products in one region where the
-// weights allow (group_avx512 for decode's rows, group_prefill and swiglu_prefill for a
-// prompt's, at AVX2 and above), else one by one.
+// weights allow (group_avx512 for decode's rows; group_amx, group_bf16dot, group_prefill and
+// swiglu_prefill for a prompt's), else one by one.
 void linear_group_kernel(const ops::LinearGroupArgs& a) {
   const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
   if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
   if (group_avx512(in, a.weights, a.biases, a.outs, a.count)) return;
   if (group_amx(in, a.weights, a.biases, a.outs, a.count)) return;
+  if (group_bf16dot(in, a.weights, a.biases, a.outs, a.count)) return;
   if (group_prefill(in, a.weights, a.biases, a.outs, a.count)) return;
   for (int i = 0; i < a.count; ++i) ops::linear(in, a.weights[i], a.biases[i], a.outs[i]);
 }
@@ -652,6 +703,7 @@ void linear_swiglu_kernel(const ops::LinearSwigluArgs& a) {
   const Tensor outs[2] = {a.out, a.scratch};
   if (group_avx512(in, weights, biases, outs, 2, /*swiglu=*/true)) return;
   if (group_amx(in, weights, biases, outs, 2, /*swiglu=*/true)) return;
+  if (group_bf16dot(in, weights, biases, outs, 2, /*swiglu=*/true)) return;
   if (swiglu_prefill(in, a)) return;
   ops::linear(in, a.gate, a.gate_bias, a.out);
   ops::linear(in, a.up, a.up_bias, a.scratch);
