@@ -517,11 +517,36 @@ Q8Rows quantize_prefill(const Int8Kernels& kern, const Tensor& x_in, QuantKind k
   return xq;
 }
 
+// One parallel region over a group of products split in units of `unit_rows` output features
+// (first[i]: the unit where product i starts, first[count] the total): run(i, u0, u1) makes units
+// [u0, u1) of product i. With `swiglu` (gate and up: count 2, the same features) a task makes the
+// same units of both, then applies SwiGLU to those features of every row while they are in its
+// cache (as swiglu_prefill does for the vector tiles).
+template <class Run>
+void run_group(const int64_t* first, int count, bool swiglu, int64_t unit_rows, int64_t n,
+               const Tensor* outs, Run&& run) {
+  const SwigluRows swiglu_fn = swiglu ? swiglu_rows() : nullptr;  // AVX-512 callers only
+  const auto tasks = [&](int64_t q0, int64_t q1) {
+    for (int i = 0; i < (swiglu ? 2 : count); ++i) {
+      const int64_t at = swiglu ? 0 : first[i];
+      const int64_t u0 = std::max(q0, at) - at,
+                    u1 = std::min(q1, swiglu ? first[1] : first[i + 1]) - at;
+      if (u0 < u1) run(i, u0, u1);
+    }
+    if (!swiglu) return;
+    const int64_t o = outs[0].size(1), f0 = unit_rows * q0, f1 = std::min(o, unit_rows * q1);
+    float* gate = outs[0].data<float>();
+    const float* up = outs[1].data<float>();
+    for (int64_t r = 0; r < n; ++r) {
+      swiglu_fn(gate + r * o + f0, up + r * o + f0, gate + r * o + f0, f1 - f0);
+    }
+  };
+  cpu::parallel_for(swiglu ? first[1] : first[count], 1, tasks, kPrefillChunks);
+}
+
 // Prefill's q, k and v, or gate and up, on AMX: the rows packed once for all the products and
-// one parallel region over all their pairs of panels. With `swiglu` (gate and up: count 2, the
-// same features), a task multiplies the same panels of both and applies SwiGLU to those features
-// of every row while they are in its cache (as swiglu_prefill does for the vector tiles). False
-// when a weight does not take AMX.
+// one parallel region over all their pairs of panels (run_group, SwiGLU included). False when a
+// weight does not take AMX.
 bool group_amx(const Tensor& x_in, const Tensor* weights, const Tensor* biases, const Tensor* outs,
                int count, bool swiglu = false) {
   const int64_t n = x_in.size(0), k = x_in.size(1);
@@ -536,25 +561,11 @@ bool group_amx(const Tensor& x_in, const Tensor* weights, const Tensor* biases, 
     first[i + 1] = first[i] + ((w[i].rows + 15) / 16 + 1) / 2;
   }
   const uint16_t* tiles = amx_rows(x_in.data<float>(), n, k);
-  const SwigluRows swiglu_fn = swiglu ? swiglu_rows() : nullptr;
-  const auto products = [&](int64_t q0, int64_t q1) {
-    for (int i = 0; i < (swiglu ? 2 : count); ++i) {
-      const int64_t at = swiglu ? 0 : first[i];
-      const int64_t s0 = std::max(q0, at) - at,
-                    s1 = std::min(q1, swiglu ? first[1] : first[i + 1]) - at;
-      if (s0 >= s1) continue;
-      const int64_t o = w[i].rows, panels = (o + 15) / 16;
-      gemm_amx(w[i], 2 * s0, std::min(panels, 2 * s1), tiles, n, bias[i], outs[i].data<float>(), o);
-    }
-    if (!swiglu) return;
-    const int64_t o = w[0].rows, f0 = 32 * q0, f1 = std::min(o, 32 * q1);
-    float* gate = outs[0].data<float>();
-    const float* up = outs[1].data<float>();
-    for (int64_t r = 0; r < n; ++r) {
-      swiglu_fn(gate + r * o + f0, up + r * o + f0, gate + r * o + f0, f1 - f0);
-    }
-  };
-  cpu::parallel_for(swiglu ? first[1] : first[count], 1, products, kPrefillChunks);
+  // A unit is a pair of 16-row panels (32 features).
+  run_group(first, count, swiglu, 32, n, outs, [&](int i, int64_t u0, int64_t u1) {
+    const int64_t o = w[i].rows, panels = (o + 15) / 16;
+    gemm_amx(w[i], 2 * u0, std::min(panels, 2 * u1), tiles, n, bias[i], outs[i].data<float>(), o);
+  });
   return true;
 }
 
@@ -635,9 +646,8 @@ bool swiglu_prefill(const Tensor& x_in, const ops::LinearSwigluArgs& a) {
 
 // Prefill's q/k/v, or gate and up, of bf16 weights as pair products (avx512bf16 without AMX):
 // the rows packed into tiles once for all the products and one parallel region over all their
-// 64-row panels. With `swiglu` (gate and up: count 2, the same features), a task makes the same
-// panel of both and applies SwiGLU to those features of every row while they are in its cache.
-// False when a weight is not bf16 or the rows are decode's.
+// 64-row panels (run_group, SwiGLU included). False when a weight is not bf16 or the rows are
+// decode's.
 bool group_bf16dot(const Tensor& x_in, const Tensor* weights, const Tensor* biases,
                    const Tensor* outs, int count, bool swiglu = false) {
   const int64_t n = x_in.size(0), k = x_in.size(1);
@@ -657,29 +667,13 @@ bool group_bf16dot(const Tensor& x_in, const Tensor* weights, const Tensor* bias
   uint32_t* xt = grow(tiles_store, static_cast<size_t>(bf16_tile_words(n, k)));
   cpu::parallel_for((n + kBf16TileRows - 1) / kBf16TileRows, 1,
                     [&](int64_t t0, int64_t t1) { pack_bf16_tiles(x, n, k, t0, t1, xt); });
-  const SwigluRows swiglu_fn = swiglu ? swiglu_rows() : nullptr;  // isa() >= avx512bf16 here
-  const auto products = [&](int64_t q0, int64_t q1) {
-    for (int i = 0; i < (swiglu ? 2 : count); ++i) {
-      const int64_t at = swiglu ? 0 : first[i];
-      const int64_t s0 = std::max(q0, at) - at,
-                    s1 = std::min(q1, swiglu ? first[1] : first[i + 1]) - at;
-      if (s0 >= s1) continue;
-      const int64_t o = weights[i].size(0), r0 = s0 * kBf16PanelRows,
-                    r1 = std::min(o, s1 * kBf16PanelRows);
-      const auto* w = static_cast<const uint16_t*>(weights[i].raw());
-      gemm_bf16dot_tiles_avx512(w + r0 * k, r1 - r0, xt, n, k, bias[i] ? bias[i] + r0 : nullptr,
-                                outs[i].data<float>() + r0, o);
-    }
-    if (!swiglu) return;
-    const int64_t o = weights[0].size(0), f0 = q0 * kBf16PanelRows,
-                  f1 = std::min(o, q1 * kBf16PanelRows);
-    float* gate = outs[0].data<float>();
-    const float* up = outs[1].data<float>();
-    for (int64_t r = 0; r < n; ++r) {
-      swiglu_fn(gate + r * o + f0, up + r * o + f0, gate + r * o + f0, f1 - f0);
-    }
-  };
-  cpu::parallel_for(swiglu ? first[1] : first[count], 1, products, kPrefillChunks);
+  run_group(first, count, swiglu, kBf16PanelRows, n, outs, [&](int i, int64_t u0, int64_t u1) {
+    const int64_t o = weights[i].size(0), r0 = u0 * kBf16PanelRows,
+                  r1 = std::min(o, u1 * kBf16PanelRows);
+    const auto* w = static_cast<const uint16_t*>(weights[i].raw());
+    gemm_bf16dot_tiles_avx512(w + r0 * k, r1 - r0, xt, n, k, bias[i] ? bias[i] + r0 : nullptr,
+                              outs[i].data<float>() + r0, o);
+  });
   return true;
 }
 
