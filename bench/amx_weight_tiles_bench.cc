@@ -8,16 +8,18 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "anvil/dtype.h"
+#include "anvil/error.h"
 #include "anvil/tensor.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/kernels_amx.h"
 #include "backends/cpu/repack.h"
+#include "random_weights.h"
 
 using namespace anvil;
 
@@ -34,29 +36,19 @@ int main(int argc, char** argv) {
   const std::string name = argv[1];
   const int64_t o = std::atoll(argv[2]), k = std::atoll(argv[3]);
   const int reps = argc > 4 ? std::max(1, std::atoi(argv[4])) : 20;
-  DType dt = DType::f32;
-  bool found = false;
-  for (DType t : {DType::bf16, DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1,
-                  DType::q4_k, DType::q5_k, DType::q6_k}) {
-    if (name == dtype_name(t)) dt = t, found = true;
-  }
-  if (!found) {
-    std::fprintf(stderr, "unknown or unsupported dtype %s\n", name.c_str());
+  const std::optional<DType> found = dtype_from_name(name);
+  if (!found || (*found != DType::bf16 && !is_quantized(*found))) {
+    std::fprintf(stderr, "unknown dtype %s (bf16 or a block type)\n", name.c_str());
     return 2;
   }
+  const DType dt = *found;
   std::mt19937 rng(1);
-  std::uniform_int_distribution<int> byte(0, 255);
-  Tensor w = Tensor::empty({o, k}, dt);
-  auto* bytes = static_cast<uint8_t*>(w.raw());
-  if (dt == DType::bf16) {
-    // Small normal-range values (no subnormals, which some CPUs convert slowly).
-    for (size_t i = 0; i < w.nbytes(); i += 2) {
-      const uint16_t v = static_cast<uint16_t>(0x3c00 + (byte(rng) & 0x7f));
-      std::memcpy(bytes + i, &v, 2);
-    }
-  } else {
-    // Random quants with every f16 field (scales, minimums) set to 0.01: timing only.
-    for (size_t i = 0; i < w.nbytes(); ++i) bytes[i] = static_cast<uint8_t>(byte(rng));
+  Tensor w;
+  try {
+    w = bench::random_weights(dt, o, k, rng);
+  } catch (const Error& e) {  // e.g. a 256-value block type with k not a multiple of 256
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
   }
   cpu::AmxWeights aw;
   aw.rows = o;

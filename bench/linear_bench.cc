@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "anvil/dtype.h"
 #include "anvil/tensor.h"
 #include "ops/ops.h"
+#include "random_weights.h"
 
 using namespace anvil;
 
@@ -28,40 +30,16 @@ int main(int argc, char** argv) {
   const int64_t o = std::atoll(argv[2]), k = std::atoll(argv[3]), n = std::atoll(argv[4]);
   const int reps = argc > 5 ? std::atoi(argv[5]) : 20;
   const int copies = argc > 6 ? std::max(1, std::atoi(argv[6])) : 1;
-  DType dt = DType::f32;
-  bool found = false;
-  for (DType t : {DType::f32, DType::bf16, DType::f16, DType::q8_0, DType::q4_0, DType::q4_1,
-                  DType::q5_0, DType::q5_1, DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k,
-                  DType::q6_k, DType::iq4_nl, DType::iq4_xs}) {
-    if (name == dtype_name(t)) dt = t, found = true;
-  }
-  if (!found) {
-    std::fprintf(stderr, "unknown dtype %s\n", name.c_str());
+  const std::optional<DType> dt = dtype_from_name(name);
+  if (!dt || (!is_floating(*dt) && !is_quantized(*dt))) {
+    std::fprintf(stderr, "unknown weight dtype %s\n", name.c_str());
     return 2;
   }
   std::mt19937 rng(1);
-  Tensor w = Tensor::empty({o, k}, dt);
-  auto* bytes = static_cast<uint8_t*>(w.raw());
-  if (is_quantized(dt)) {
-    // Random bytes with small f16 scales at the start of each block (Q8_0/Q4_0/Q4_1 layout;
-    // other types only get random bytes, fine for timing).
-    std::uniform_int_distribution<int> byte(0, 255);
-    for (size_t i = 0; i < w.nbytes(); ++i) bytes[i] = static_cast<uint8_t>(byte(rng));
-    const size_t block = dtype_nbytes(dt, dtype_block_elems(dt));
-    for (size_t b = 0; b < w.nbytes(); b += block) {
-      const uint16_t h = f32_to_f16(0.01f);
-      std::memcpy(bytes + b, &h, 2);
-      if (dt == DType::q4_1) std::memcpy(bytes + b + 2, &h, 2);
-    }
-  } else {
-    std::normal_distribution<float> dist(0.0f, 0.02f);
-    std::vector<float> v(static_cast<size_t>(o * k));
-    for (float& f : v) f = dist(rng);
-    w = Tensor::from_f32(v, {o, k}).to(dt);
-  }
+  const Tensor w = bench::random_weights(*dt, o, k, rng);
   std::vector<Tensor> ws{w};
   for (int c = 1; c < copies; ++c) {
-    Tensor copy = Tensor::empty({o, k}, dt);
+    Tensor copy = Tensor::empty({o, k}, *dt);
     std::memcpy(copy.raw(), w.raw(), w.nbytes());
     ws.push_back(copy);
   }

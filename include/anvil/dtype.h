@@ -40,6 +40,7 @@ enum class DType : uint8_t {
   q6_k,
   iq4_nl,  // 32 values: an f16 scale and 4-bit indices into a fixed non-linear table
   iq4_xs,  // 256 values: IQ4_NL's indices with a six-bit scale per 32
+  // The last value: dtype_from_name walks the values up to iq4_xs (dtype.cc).
 };
 
 /// Bytes per element; 0 for block-quantized types (use dtype_nbytes).
@@ -52,6 +53,8 @@ int64_t dtype_block_elems(DType t);
 size_t dtype_nbytes(DType t, int64_t n);
 /// Short name used in messages and on the command line ("f32", "bf16", ...).
 std::string_view dtype_name(DType t);
+/// The type whose dtype_name is `name` ("q4_k", "bf16", ...), or none.
+std::optional<DType> dtype_from_name(std::string_view name);
 /// Parses "f32"/"float32", "bf16"/"bfloat16", "f16"/"float16" (the dtypes a model can run in).
 std::optional<DType> parse_compute_dtype(std::string_view s);
 /// True for the floating-point types a kernel may read as weights.

@@ -76,6 +76,14 @@ std::string_view dtype_name(DType t) {
   }
 }
 
+std::optional<DType> dtype_from_name(std::string_view name) {
+  for (int i = 0; i <= static_cast<int>(DType::iq4_xs); ++i) {
+    const auto t = static_cast<DType>(i);
+    if (dtype_name(t) == name) return t;
+  }
+  return std::nullopt;
+}
+
 std::optional<DType> parse_compute_dtype(std::string_view s) {
   if (s == "f32" || s == "float32" || s == "float") return DType::f32;
   if (s == "bf16" || s == "bfloat16") return DType::bf16;

@@ -58,6 +58,12 @@ TEST(DType, Names) {
   EXPECT_EQ(parse_compute_dtype("f32"), DType::f32);
   EXPECT_EQ(parse_compute_dtype("int8"), std::nullopt);
   EXPECT_EQ(dtype_size(DType::bf16), 2u);
+  for (DType t :
+       {DType::f32, DType::bf16, DType::boolean, DType::q8_0, DType::q4_k, DType::iq4_xs}) {
+    EXPECT_EQ(dtype_from_name(dtype_name(t)), t) << dtype_name(t);
+  }
+  EXPECT_EQ(dtype_from_name("q4_k_m"), std::nullopt);  // a GGUF file type, not an element type
+  EXPECT_EQ(dtype_from_name(""), std::nullopt);
 }
 
 }  // namespace
