@@ -179,6 +179,33 @@ TEST(LogitsProcessor, WarpersAndDrawMatchTheWholeVocabularyDefinitions) {
   }
 }
 
+// Top-p alone over a vocabulary-sized row: the selection by mass (many rounds before the last
+// sort) keeps exactly the sorted definition's tokens, on peaked rows (a small nucleus), flat
+// ones (most of the row) and rows of many ties.
+TEST(LogitsProcessor, TopPOverAWholeVocabularyMatchesTheSortedDefinition) {
+  std::mt19937_64 gen(23);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t n = 20000 + static_cast<int64_t>(gen() % 30000);
+    std::vector<float> scores(static_cast<size_t>(n));
+    const float spread = trial % 3 == 0 ? 0.05f : (trial % 3 == 1 ? 2.0f : 5.0f);
+    std::normal_distribution<float> d(0.0f, spread);
+    for (float& v : scores) v = d(gen);
+    if (trial % 4 == 3) {
+      for (float& v : scores) v = std::round(v * 8.0f) / 8.0f;
+    }
+    for (int64_t i = 0; i < n / 50; ++i) scores[gen() % n] = kNegInf;
+    SamplingParams p;
+    p.do_sample = true;
+    p.temperature = trial % 2 == 0 ? 1.0f : 0.7f;
+    p.top_k = 0;
+    p.top_p = 0.05f + 0.9f * static_cast<float>(gen() % 100) / 100.0f;
+    std::vector<float> fast(scores), whole(scores);
+    apply_warpers(fast, p);
+    whole_warpers(whole, p);
+    ASSERT_EQ(fast, whole) << "trial " << trial << " n " << n << " top_p " << p.top_p;
+  }
+}
+
 // Sampling from a row's top_k + 1 candidates (what a device returns) gives the whole row's token
 // with the same draws, or declines when the candidates cannot decide (a tie at the cut after the
 // temperature, NaN); rows with many ties and low temperatures make both cases frequent.
