@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 #include <span>
+#include <unordered_set>
 
 #include "anvil/error.h"
 #include "generate/greedy_chain.h"
@@ -104,6 +105,46 @@ bool device_candidates(const Tensor& logits, int64_t top_k) {
          top_k + 1 <= logits.size(-1) && logits.dtype() == DType::f32 &&
          supports(ops::kTopK, d.type, DType::f32, DType::f32);
 }
+
+// Whether a step's repetition penalty is applied on the logits' device (ops::repetition_penalty),
+// so that the pick stays there too (the argmax, or top-k candidates): on a device with the
+// kernel, unless ANVIL_SAMPLE_ON_HOST is set. Otherwise the whole row comes to the host, which
+// applies it (transformers' default configs for Qwen2.5's instruct models set a penalty).
+bool device_penalty(const Tensor& logits, float penalty) {
+  const Device d = logits.device();
+  return penalty != 1.0f && d.type != DeviceType::cpu && logits.dtype() == DType::f32 &&
+         std::getenv("ANVIL_SAMPLE_ON_HOST") == nullptr &&
+         supports(ops::kRepetitionPenalty, d.type, DType::f32, DType::f32);
+}
+
+// Each row's distinct token ids so far (prompt and continuation, in first-seen order), kept
+// up to date step by step, as the [rows, M] list (padded with -1) ops::repetition_penalty takes.
+class ContextIds {
+ public:
+  explicit ContextIds(const std::vector<std::vector<int64_t>>& sequences)
+      : seen_(sequences.size()), ids_(sequences.size()) {
+    for (size_t r = 0; r < sequences.size(); ++r) {
+      for (int64_t id : sequences[r]) add(r, id);
+    }
+  }
+  void add(size_t row, int64_t id) {
+    if (seen_[row].insert(id).second) ids_[row].push_back(id);
+  }
+  Tensor on(Device device) const {
+    size_t m = 0;
+    for (const auto& row : ids_) m = std::max(m, row.size());
+    std::vector<int64_t> flat(ids_.size() * m, -1);
+    for (size_t r = 0; r < ids_.size(); ++r) {
+      std::copy(ids_[r].begin(), ids_[r].end(), flat.begin() + static_cast<int64_t>(r * m));
+    }
+    return Tensor::from_i64(flat, {static_cast<int64_t>(ids_.size()), static_cast<int64_t>(m)})
+        .to(device);
+  }
+
+ private:
+  std::vector<std::unordered_set<int64_t>> seen_;
+  std::vector<std::vector<int64_t>> ids_;
+};
 
 // Each row's k largest logits and their indices, on the host.
 Candidates top_candidates(const Tensor& logits, int64_t k) {
@@ -204,13 +245,14 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
                             GreedyChain::available(decoder) &&
                             std::getenv("ANVIL_NO_GREEDY_CHAIN") == nullptr;
   std::optional<GreedyChain> chain;
+  std::optional<ContextIds> context;  // with a penalty applied on the device
   auto t_end = now();
   for (int64_t t = 0; t < max_new; ++t) {
     const auto t_begin = now();
     if (t > 0) t_rest += std::chrono::duration<double>(t_begin - t_end).count();
     // Plain greedy steps pick on the device; plain top-k sampling reads each row's top_k + 1
-    // candidates from the device; anything else that edits the scores runs on the whole row on
-    // the host.
+    // candidates from the device, and so do steps whose repetition penalty the device applies;
+    // anything else that edits the scores runs on the whole row on the host.
     const bool plain = sp.repetition_penalty == 1.0f && t >= opts.min_new_tokens;
     const bool plain_greedy = plain && !sp.do_sample;
     const bool chained = chain_greedy && plain_greedy && t > 0;
@@ -230,12 +272,21 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     } else {
       step_logits = decoder.forward(step, cache);
     }
+    // The penalty on the device where the pick then stays there too.
+    const bool penalised = !chained && t >= opts.min_new_tokens &&
+                           device_penalty(step_logits, sp.repetition_penalty) &&
+                           (!sp.do_sample || device_candidates(step_logits, sp.top_k));
+    if (penalised) {
+      if (!context) context.emplace(sequences);
+      ops::repetition_penalty(step_logits.view({rows, vocab}), context->on(step_logits.device()),
+                              sp.repetition_penalty);
+    }
     const auto t_queued = now();
     if (chained) {
       greedy = chain->take();
-    } else if (plain_greedy) {
+    } else if (plain_greedy || (penalised && !sp.do_sample)) {
       greedy = greedy_tokens(step_logits);
-    } else if (plain && sp.do_sample && device_candidates(step_logits, sp.top_k)) {
+    } else if ((plain || penalised) && sp.do_sample && device_candidates(step_logits, sp.top_k)) {
       candidates = top_candidates(step_logits, sp.top_k + 1);
     } else {
       logits = step_logits.to_f32_vector();
@@ -255,13 +306,15 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
         // Undecided from the candidates (a tie at the cut, NaN): the whole logits, once.
         if (!picked && logits.empty()) logits = step_logits.to_f32_vector();
       }
-      if (plain_greedy) {
+      if (!greedy.empty()) {
         token = greedy[r];
       } else if (picked) {
         token = *picked;
       } else {
         std::vector<float> scores(logits.begin() + r * vocab, logits.begin() + (r + 1) * vocab);
-        apply_repetition_penalty(scores, sequences[r], sp.repetition_penalty);
+        // (A step penalised on the device comes here only when its candidates could not decide,
+        // with the penalised row.)
+        if (!penalised) apply_repetition_penalty(scores, sequences[r], sp.repetition_penalty);
         if (t < opts.min_new_tokens) suppress_tokens(scores, eos);
         if (sp.do_sample) {
           apply_warpers(scores, sp);
@@ -273,6 +326,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
       if (finished[r]) token = pad;
       chosen[r] = token;
       sequences[r].push_back(token);
+      if (context) context->add(static_cast<size_t>(r), token);
       if (std::find(eos.begin(), eos.end(), token) != eos.end()) finished[r] = true;
     }
     const bool stop = (opts.streamer && !opts.streamer(chosen)) ||

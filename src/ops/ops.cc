@@ -1,6 +1,7 @@
 // Op front ends: validate shapes, dtypes and devices once, then call the registered kernel.
 #include "ops/ops.h"
 
+#include <cmath>
 #include <string>
 
 #include "anvil/error.h"
@@ -276,6 +277,25 @@ void top_k(const Tensor& x, const Tensor& values, const Tensor& indices) {
     expect_same_device(kTopK, x, *t);
   }
   get_kernel<TopKArgs>(kTopK, x.device().type, DType::f32, DType::f32)({x, values, indices});
+}
+
+void repetition_penalty(const Tensor& logits, const Tensor& ids, float penalty) {
+  expect_rank(kRepetitionPenalty, "logits", logits, 2);
+  expect_dtype(kRepetitionPenalty, "logits", logits, DType::f32);
+  expect_rank(kRepetitionPenalty, "ids", ids, 2);
+  expect_dtype(kRepetitionPenalty, "ids", ids, DType::i64);
+  if (ids.size(0) != logits.size(0)) {
+    fail(kRepetitionPenalty, "ids has " + std::to_string(ids.size(0)) + " rows, logits " +
+                                 std::to_string(logits.size(0)));
+  }
+  if (!(penalty > 0.0f) || !std::isfinite(penalty)) {
+    fail(kRepetitionPenalty, "penalty must be a positive number, got " + std::to_string(penalty));
+  }
+  expect_contiguous(kRepetitionPenalty, "logits", logits);
+  expect_contiguous(kRepetitionPenalty, "ids", ids);
+  expect_same_device(kRepetitionPenalty, logits, ids);
+  get_kernel<RepetitionPenaltyArgs>(kRepetitionPenalty, logits.device().type, DType::f32,
+                                    DType::f32)({logits, ids, penalty});
 }
 
 void write_mask_column(const Tensor& mask, const Tensor& values, const Tensor& index) {

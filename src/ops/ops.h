@@ -109,6 +109,18 @@ struct TopKArgs {
 };
 void top_k(const Tensor& x, const Tensor& values, const Tensor& indices);
 
+/// transformers' RepetitionPenaltyLogitsProcessor on a device's logits, in place: for each id
+/// of row n's context, logits[n, id] is multiplied by the penalty where negative and divided by
+/// it otherwise. ids lists each row's distinct context ids (an id listed twice would be
+/// penalised twice), padded with -1; entries outside [0, V) are skipped, as the host's
+/// processor skips them. Sampling with a penalty then reads a step's candidates instead of its
+/// whole vocabulary of logits. logits: [N, V] f32; ids: [N, M] i64; penalty > 0.
+struct RepetitionPenaltyArgs {
+  Tensor logits, ids;
+  float penalty;
+};
+void repetition_penalty(const Tensor& logits, const Tensor& ids, float penalty);
+
 /// mask[b, index] = values[b] with the column index read from device memory (graph replay
 /// appends a key column per step without a host round trip). mask: [B, W] i32; values: [B] i32;
 /// index: [1] i32.
@@ -236,6 +248,7 @@ inline constexpr const char* kAttention = "attention";
 inline constexpr const char* kCast = "cast";
 inline constexpr const char* kArgmax = "argmax";
 inline constexpr const char* kTopK = "top_k";
+inline constexpr const char* kRepetitionPenalty = "repetition_penalty";
 inline constexpr const char* kMaskColumn = "write_mask_column";
 inline constexpr const char* kAddRmsNorm = "add_rms_norm";
 inline constexpr const char* kLinearGroup = "linear_group";

@@ -216,6 +216,41 @@ TEST_P(DeviceDecode, TopKSamplingFromCandidatesMatchesWholeRows) {
   EXPECT_EQ(from_candidates, from_rows);
 }
 
+// A repetition penalty applied on the device (ops::repetition_penalty, where a device has the
+// kernel) before its argmax or its top-k candidates gives the same tokens, draw for draw, as
+// the whole rows penalised on the host (ANVIL_SAMPLE_ON_HOST=1): greedy and sampling, a
+// penalty above 1 and one below, the first steps under min_new_tokens on the host either way.
+TEST_P(DeviceDecode, RepetitionPenaltyOnTheDeviceMatchesWholeRows) {
+  const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
+  const CausalLM dev = load(test::device_name(std::get<1>(GetParam())));
+  if (!supports(ops::kRepetitionPenalty, dev.device().type, DType::f32, DType::f32)) {
+    GTEST_SKIP() << "no repetition_penalty kernel on " << std::get<1>(GetParam())
+                 << ": penalised steps read rows";
+  }
+  Batch b;
+  b.input_ids = test::id_rows(golden, "input_ids_a");
+  for (bool sample : {false, true}) {
+    if (sample && !supports(ops::kTopK, dev.device().type, DType::f32, DType::f32)) continue;
+    for (float penalty : {1.3f, 0.7f}) {
+      GenerateOptions o;
+      o.max_new_tokens = 20;
+      o.min_new_tokens = 3;
+      o.repetition_penalty = penalty;
+      if (sample) {
+        o.do_sample = true;
+        o.temperature = 0.8f;
+        o.top_k = 20;
+        o.seed = 11;
+      }
+      const auto on_device = dev.generate(b, o);
+      setenv("ANVIL_SAMPLE_ON_HOST", "1", 1);
+      const auto from_rows = dev.generate(b, o);
+      unsetenv("ANVIL_SAMPLE_ON_HOST");
+      EXPECT_EQ(on_device, from_rows) << (sample ? "sampling" : "greedy") << " penalty " << penalty;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, DeviceDecode,
                          ::testing::Combine(::testing::Values("qwen3-tiny", "llama-tiny",
                                                               "qwen2-tiny"),

@@ -2,10 +2,13 @@
 // for, against the double-precision reference. Devices that are absent skip with the reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
+#include <tuple>
 
 #include "anvil/backend.h"
 #include "anvil/error.h"
@@ -632,6 +635,85 @@ TEST_P(Ops, TopK) {
       }
     }
   }
+}
+
+// repetition_penalty against its definition (each listed id's logit multiplied by the penalty
+// where negative, divided otherwise): a vocabulary-sized row and short ones, padding (-1),
+// out-of-range ids skipped, a zero and -inf logit, penalties above and below 1; the logits
+// outside the lists untouched, bit for bit.
+TEST_P(Ops, RepetitionPenalty) {
+  if (!supports(ops::kRepetitionPenalty, device_.type, DType::f32, DType::f32))
+    GTEST_SKIP() << "no repetition_penalty kernel";
+  std::mt19937_64 gen(9);
+  for (auto [rows, cols, m] :
+       {std::tuple<int64_t, int64_t, int64_t>{2, 151936, 700}, {3, 40, 12}, {1, 5, 0}}) {
+    std::vector<float> x(static_cast<size_t>(rows * cols));
+    std::normal_distribution<float> d(0.0f, 3.0f);
+    for (float& v : x) v = d(gen);
+    x[0] = 0.0f;
+    x[1] = -std::numeric_limits<float>::infinity();
+    std::vector<int64_t> ids(static_cast<size_t>(rows * m), -1);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<int64_t> pool(static_cast<size_t>(cols));
+      std::iota(pool.begin(), pool.end(), int64_t{0});
+      std::shuffle(pool.begin(), pool.end(), gen);
+      const int64_t listed = std::min(cols, m * 3 / 4);  // the rest stays padding
+      for (int64_t j = 0; j < listed; ++j) ids[static_cast<size_t>(r * m + j)] = pool[j];
+      if (m > 2) {
+        ids[static_cast<size_t>(r * m + m - 1)] = cols + 5;  // skipped
+        ids[static_cast<size_t>(r * m + m - 2)] = 0;         // the zero logit (row 0) or another
+      }
+    }
+    for (float penalty : {1.3f, 0.8f}) {
+      std::vector<float> want(x);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::vector<bool> seen(static_cast<size_t>(cols), false);
+        for (int64_t j = 0; j < m; ++j) {
+          const int64_t id = ids[static_cast<size_t>(r * m + j)];
+          if (id < 0 || id >= cols || seen[static_cast<size_t>(id)]) continue;
+          seen[static_cast<size_t>(id)] = true;
+          float& s = want[static_cast<size_t>(r * cols + id)];
+          s = s < 0 ? s * penalty : s / penalty;
+        }
+      }
+      // The lists must hold distinct ids: drop a repeated 0 the way the caller would.
+      std::vector<int64_t> listed(ids);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::vector<bool> seen(static_cast<size_t>(cols), false);
+        for (int64_t j = 0; j < m; ++j) {
+          int64_t& id = listed[static_cast<size_t>(r * m + j)];
+          if (id >= 0 && id < cols) {
+            if (seen[static_cast<size_t>(id)])
+              id = -1;
+            else
+              seen[static_cast<size_t>(id)] = true;
+          }
+        }
+      }
+      Tensor logits = Tensor::from_f32(x, {rows, cols}).to(device_);
+      ops::repetition_penalty(logits, Tensor::from_i64(listed, {rows, m}).to(device_), penalty);
+      const std::vector<float> got = logits.to_f32_vector();
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_TRUE(got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i])))
+            << rows << "x" << cols << " penalty " << penalty << " at " << i << ": " << got[i]
+            << " vs " << want[i];
+      }
+    }
+  }
+}
+
+TEST_P(Ops, RepetitionPenaltyRejectsBadArguments) {
+  if (!supports(ops::kRepetitionPenalty, device_.type, DType::f32, DType::f32))
+    GTEST_SKIP() << "no repetition_penalty kernel";
+  Tensor logits = Tensor::zeros({2, 10}, DType::f32, device_);
+  const Tensor ids = Tensor::from_i64({1, 2, 3, 4}, {2, 2}).to(device_);
+  EXPECT_THROW(ops::repetition_penalty(logits, ids, 0.0f), Error);
+  EXPECT_THROW(ops::repetition_penalty(logits, ids, std::numeric_limits<float>::quiet_NaN()),
+               Error);
+  EXPECT_THROW(ops::repetition_penalty(logits, Tensor::from_i64({1, 2}, {1, 2}).to(device_), 1.2f),
+               Error);
+  EXPECT_THROW(ops::repetition_penalty(logits, Tensor::zeros({2, 2}, DType::i32, device_), 1.2f),
+               Error);
 }
 
 // rope_attention (rope_store then attention as one op; OpenCL fuses it for decode rows on GPUs,

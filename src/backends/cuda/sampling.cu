@@ -1,6 +1,6 @@
 // Selection on the device: argmax per row for greedy decoding, so a decode step returns 8 bytes
-// per row to the host instead of the whole vocabulary of logits, and the top-K candidates per
-// row for sampling with top-k (K <= 128).
+// per row to the host instead of the whole vocabulary of logits, the top-K candidates per row
+// for sampling with top-k (K <= 128), and the repetition penalty applied in place before them.
 #include <cfloat>
 #include <map>
 #include <memory>
@@ -280,12 +280,38 @@ void top_k(const ops::TopKArgs& a) {
   ANVIL_CUDA_CHECK_LAUNCH();
 }
 
+// A block per row; each listed id is distinct within its row, so no two threads touch one
+// logit.
+__global__ void repetition_penalty_kernel(float* logits, long long vocab, const long long* ids,
+                                          long long m, float penalty) {
+  pdl_wait();
+  const long long row = blockIdx.x;
+  float* x = logits + row * vocab;
+  for (long long j = threadIdx.x; j < m; j += blockDim.x) {
+    const long long id = ids[row * m + j];
+    if (id < 0 || id >= vocab) continue;
+    const float s = x[id];
+    x[id] = s < 0.0f ? s * penalty : s / penalty;
+  }
+}
+
+void repetition_penalty(const ops::RepetitionPenaltyArgs& a) {
+  const long long rows = a.logits.size(0), m = a.ids.size(1);
+  if (rows == 0 || m == 0) return;
+  launch(repetition_penalty_kernel, static_cast<unsigned>(rows), 256, 0,
+         stream_of(a.logits.device()), a.logits.data<float>(), a.logits.size(1),
+         a.ids.data<long long>(), m, a.penalty);
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 }  // namespace anvil::cuda
 
 namespace anvil {
 
 void register_cuda_sampling() {
+  register_kernel<ops::RepetitionPenaltyArgs>(ops::kRepetitionPenalty, DeviceType::cuda, DType::f32,
+                                              DType::f32, &cuda::repetition_penalty);
   register_kernel<ops::TopKArgs>(ops::kTopK, DeviceType::cuda, DType::f32, DType::f32,
                                  &cuda::top_k);
   for (DType act : cuda::kFloatTypes) {

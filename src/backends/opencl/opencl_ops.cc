@@ -523,6 +523,21 @@ void argmax(const ops::ArgmaxArgs& a) {
       .run(static_cast<size_t>(rows) * kGroup, kGroup);
 }
 
+void repetition_penalty(const ops::RepetitionPenaltyArgs& a) {
+  const long long rows = a.logits.size(0), m = a.ids.size(1);
+  if (rows == 0 || m == 0) return;
+  constexpr long long kItems = 64;
+  Launch(a.logits.device(), "repetition_penalty")
+      .tensor(a.logits)
+      .tensor(a.ids)
+      .i64(rows)
+      .i64(a.logits.size(1))
+      .i64(m)
+      .f32(a.penalty)
+      .run(static_cast<size_t>((m + kItems - 1) / kItems * kItems), kItems,
+           static_cast<size_t>(rows), 1);
+}
+
 void write_mask_column(const ops::MaskColumnArgs& a) {
   Launch(a.mask.device(), "mask_column")
       .tensor(a.mask)
@@ -552,6 +567,8 @@ void register_opencl_kernels() {
     register_kernel<ops::StoreKvArgs>(ops::kStoreKv, dev, DType::f32, DType::f32, &store_kv);
     register_kernel<ops::AttentionArgs>(ops::kAttention, dev, DType::f32, DType::f32, &attention);
     register_kernel<ops::ArgmaxArgs>(ops::kArgmax, dev, DType::f32, DType::f32, &argmax);
+    register_kernel<ops::RepetitionPenaltyArgs>(ops::kRepetitionPenalty, dev, DType::f32,
+                                                DType::f32, &repetition_penalty);
     for (DType w : {DType::f32, DType::bf16, DType::f16}) {
       register_kernel<ops::LinearAddArgs>(ops::kLinearAdd, dev, DType::f32, w, &linear_add);
       register_kernel<ops::RopeStoreArgs>(ops::kRopeStore, dev, DType::f32, w, &rope_store);

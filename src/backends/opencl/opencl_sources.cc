@@ -804,6 +804,18 @@ __kernel void mask_column(MEM_PARAMS, ulong m_t, ulong v_t, ulong i_t, long rows
   }
 }
 
+// transformers' repetition penalty on each row's listed (distinct) ids, in place: a work-item
+// per listed id; padding (-1) and ids outside the row are skipped.
+__kernel void repetition_penalty(MEM_PARAMS, ulong x_t, ulong ids_t, long rows, long vocab,
+                                 long m, float penalty) {
+  const long j = get_global_id(0), r = get_global_id(1);
+  if (j >= m || r >= rows) return;
+  const long id = AT(const long, ids_t)[r * m + j];
+  if (id < 0 || id >= vocab) return;
+  __global float* s = AT(float, x_t) + r * vocab + id;
+  *s = *s < 0.0f ? *s * penalty : *s / penalty;
+}
+
 // Whether candidate (v, vi) beats (b, bi) under torch.argmax's rule: NaN beats any number, the
 // larger value wins, ties go to the lower index; an index < 0 is no candidate.
 inline bool argmax_beats(float v, long vi, float b, long bi) {
