@@ -200,29 +200,31 @@ std::optional<int64_t> sample_from_candidates(std::span<const float> values,
                                               std::span<const int64_t> indices,
                                               const SamplingParams& p, std::mt19937_64& rng) {
   const auto k = static_cast<size_t>(p.top_k);
-  if (p.top_k < 1 || values.size() != k + 1 || indices.size() != k + 1) {
-    throw Error("sample_from_candidates: expected top_k + 1 = " + std::to_string(k + 1) +
-                " candidates, got " + std::to_string(values.size()));
+  if (p.top_k < 1 || values.size() < k + 1 || indices.size() != values.size()) {
+    throw Error("sample_from_candidates: expected at least top_k + 1 = " + std::to_string(k + 1) +
+                " candidates and as many indices, got " + std::to_string(values.size()) + " and " +
+                std::to_string(indices.size()));
   }
   for (float v : values) {
     if (std::isnan(v)) return std::nullopt;
   }
-  // apply_warpers divides every score by the temperature before top-k: two different logits
-  // may become equal, and then the whole row's top-k keeps both.
-  float kth = values[k - 1], next = values[k];
-  if (p.temperature != 1.0f) {
-    kth /= p.temperature;
-    next /= p.temperature;
-  }
-  if (kth == next) return std::nullopt;
-  // The k survivors in index order, as the whole row's live tokens would be.
-  std::vector<size_t> order(k);
+  // apply_warpers divides every score by the temperature before top-k, which keeps every
+  // token at or above the k-th largest: ties at the cut (bf16 logits have them often) and
+  // scores the division made equal. Those survivors are the candidates down to the first
+  // one below the k-th; when every candidate is a survivor, more may lie past them.
+  const auto warm = [&](float v) { return p.temperature != 1.0f ? v / p.temperature : v; };
+  const float kth = warm(values[k - 1]);
+  size_t survivors = k;
+  while (survivors < values.size() && warm(values[survivors]) >= kth) ++survivors;
+  if (survivors == values.size()) return std::nullopt;
+  // The survivors in index order, as the whole row's live tokens would be.
+  std::vector<size_t> order(survivors);
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return indices[a] < indices[b]; });
-  std::vector<float> scores(k);
-  for (size_t j = 0; j < k; ++j) scores[j] = values[order[j]];
-  apply_warpers(scores, p);  // top-k keeps all k here; temperature, top-p, min-p as on the row
+  std::vector<float> scores(survivors);
+  for (size_t j = 0; j < survivors; ++j) scores[j] = values[order[j]];
+  apply_warpers(scores, p);  // top-k keeps all survivors; temperature, top-p, min-p as on the row
   return indices[order[static_cast<size_t>(sample(scores, rng))]];
 }
 

@@ -34,10 +34,11 @@ int64_t argmax(std::span<const float> scores);
 int64_t sample(std::span<const float> scores, std::mt19937_64& rng);
 
 /// The warpers and the draw over a row's top-k candidates instead of the whole row: `values` /
-/// `indices` hold its top_k + 1 largest scores, largest first (ops::top_k). Gives the token
-/// apply_warpers + sample would give on the whole row, with the same draw from `rng`; returns
-/// nothing (and draws nothing) when the candidates cannot decide that: a NaN among them, or the
-/// top_k-th and (top_k + 1)-th scores equal after the temperature (top-k would keep both).
+/// `indices` hold its largest scores, largest first (ops::top_k), at least top_k + 1 of them.
+/// Gives the token apply_warpers + sample would give on the whole row, with the same draw from
+/// `rng`; returns nothing (and draws nothing) when the candidates cannot decide that: a NaN
+/// among them, or every candidate still at or above the top_k-th score after the temperature
+/// (top-k keeps ties at its cut, and more of them may lie past the candidates).
 /// Needs p.do_sample and p.top_k >= 1.
 std::optional<int64_t> sample_from_candidates(std::span<const float> values,
                                               std::span<const int64_t> indices,
