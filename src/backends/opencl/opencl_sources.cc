@@ -804,6 +804,28 @@ __kernel void mask_column(MEM_PARAMS, ulong m_t, ulong v_t, ulong i_t, long rows
   }
 }
 
+// a / b rounded as IEEE division rounds it (the host's and torch's `/`): OpenCL lets a float
+// `/` be 2.5 ulp off, and NVIDIA's driver is (also when the quotient is taken in double and
+// rounded: its compiler narrows that back to the float division). So from the driver's
+// quotient, steps of one ulp while a neighbour's residual a - q b (fma, exact near the
+// quotient) is smaller: a quotient of two floats never lies halfway between two floats, so the
+// one with the smallest residual is the rounded quotient. Inf and NaN stop at once.
+inline float divide_rounded(float a, float b) {
+  float q = a / b;
+  for (int i = 0; i < 4; ++i) {
+    const float r = fabs(fma(-q, b, a));
+    const float up = nextafter(q, INFINITY), down = nextafter(q, -INFINITY);
+    if (fabs(fma(-up, b, a)) < r) {
+      q = up;
+    } else if (fabs(fma(-down, b, a)) < r) {
+      q = down;
+    } else {
+      break;
+    }
+  }
+  return q;
+}
+
 // transformers' repetition penalty on each row's listed (distinct) ids, in place: a work-item
 // per listed id; padding (-1) and ids outside the row are skipped.
 __kernel void repetition_penalty(MEM_PARAMS, ulong x_t, ulong ids_t, long rows, long vocab,
@@ -813,7 +835,7 @@ __kernel void repetition_penalty(MEM_PARAMS, ulong x_t, ulong ids_t, long rows, 
   const long id = AT(const long, ids_t)[r * m + j];
   if (id < 0 || id >= vocab) return;
   __global float* s = AT(float, x_t) + r * vocab + id;
-  *s = *s < 0.0f ? *s * penalty : *s / penalty;
+  *s = *s < 0.0f ? *s * penalty : divide_rounded(*s, penalty);
 }
 
 // Whether candidate (v, vi) beats (b, bi) under torch.argmax's rule: NaN beats any number, the
