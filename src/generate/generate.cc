@@ -259,9 +259,9 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   for (int64_t t = 0; t < max_new; ++t) {
     const auto t_begin = now();
     if (t > 0) t_rest += std::chrono::duration<double>(t_begin - t_end).count();
-    // Plain greedy steps pick on the device; plain top-k sampling reads each row's top_k + 1
-    // candidates from the device, and so do steps whose repetition penalty the device applies;
-    // anything else that edits the scores runs on the whole row on the host.
+    // Plain greedy steps pick on the device; plain top-k sampling reads each row's largest
+    // logits (candidate_count) from the device, and so do steps whose repetition penalty the
+    // device applies; anything else that edits the scores runs on the whole row on the host.
     const bool plain = sp.repetition_penalty == 1.0f && t >= opts.min_new_tokens;
     const bool plain_greedy = plain && !sp.do_sample;
     const bool chained = chain_greedy && plain_greedy && t > 0;

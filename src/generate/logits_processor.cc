@@ -21,9 +21,10 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // The tokens still in play (finite score), in index order. After top-k these are a handful of
 // a vocabulary of 150k, so the warpers and the draw below work on them alone: a whole-vocabulary
-// sort and double-precision softmax per token cost ~5 ms, more than a GPU's decode step. Every
-// sum still runs in index order and every sort is the same stable sort, so the results are those
-// of the whole-vocabulary definitions (a -inf entry only ever adds 0 or sorts first).
+// sort and double-precision softmax per token cost ~5 ms, more than a GPU's decode step. The
+// softmax sums still run in index order, so the results are those of the whole-vocabulary
+// definitions (a -inf entry only ever adds 0 or sorts first); top-p's boundary is found by
+// selection rather than a sort (keep_top_p), with its masses summed in another order.
 std::vector<int64_t> live_tokens(std::span<const float> s) {
   std::vector<int64_t> live;
   for (size_t i = 0; i < s.size(); ++i) {
