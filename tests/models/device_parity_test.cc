@@ -191,6 +191,16 @@ TEST_P(DeviceDecode, GreedyChainFollowsAndDrops) {
   EXPECT_EQ(cache.length, len + 2);
 }
 
+// generate() with every step's scores edited and picked on the host from the whole rows
+// (ANVIL_SAMPLE_ON_HOST=1), the definition the device-side paths are compared with.
+std::vector<std::vector<int64_t>> generate_from_whole_rows(const CausalLM& m, const Batch& b,
+                                                           const GenerateOptions& o) {
+  setenv("ANVIL_SAMPLE_ON_HOST", "1", 1);
+  auto out = m.generate(b, o);
+  unsetenv("ANVIL_SAMPLE_ON_HOST");
+  return out;
+}
+
 // Sampling with top-k from each row's candidates on the device (ops::top_k, the default where a
 // device has the kernel) gives the same tokens, draw for draw, as the whole rows on the host
 // (ANVIL_SAMPLE_ON_HOST=1).
@@ -209,11 +219,7 @@ TEST_P(DeviceDecode, TopKSamplingFromCandidatesMatchesWholeRows) {
   o.top_k = 20;
   o.top_p = 0.9f;
   o.seed = 7;
-  const auto from_candidates = dev.generate(b, o);
-  setenv("ANVIL_SAMPLE_ON_HOST", "1", 1);
-  const auto from_rows = dev.generate(b, o);
-  unsetenv("ANVIL_SAMPLE_ON_HOST");
-  EXPECT_EQ(from_candidates, from_rows);
+  EXPECT_EQ(dev.generate(b, o), generate_from_whole_rows(dev, b, o));
 }
 
 // A repetition penalty applied on the device (ops::repetition_penalty, where a device has the
@@ -242,11 +248,8 @@ TEST_P(DeviceDecode, RepetitionPenaltyOnTheDeviceMatchesWholeRows) {
         o.top_k = 20;
         o.seed = 11;
       }
-      const auto on_device = dev.generate(b, o);
-      setenv("ANVIL_SAMPLE_ON_HOST", "1", 1);
-      const auto from_rows = dev.generate(b, o);
-      unsetenv("ANVIL_SAMPLE_ON_HOST");
-      EXPECT_EQ(on_device, from_rows) << (sample ? "sampling" : "greedy") << " penalty " << penalty;
+      EXPECT_EQ(dev.generate(b, o), generate_from_whole_rows(dev, b, o))
+          << (sample ? "sampling" : "greedy") << " penalty " << penalty;
     }
   }
 }
