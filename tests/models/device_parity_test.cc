@@ -225,7 +225,8 @@ TEST_P(DeviceDecode, TopKSamplingFromCandidatesMatchesWholeRows) {
 // A repetition penalty applied on the device (ops::repetition_penalty, where a device has the
 // kernel) before its argmax or its top-k candidates gives the same tokens, draw for draw, as
 // the whole rows penalised on the host (ANVIL_SAMPLE_ON_HOST=1): greedy and sampling, a
-// penalty above 1 and one below, the first steps under min_new_tokens on the host either way.
+// penalty above 1 and one below, the first steps under min_new_tokens on the host either way;
+// one prompt, then a left-padded batch (rows with distinct context lists of different lengths).
 TEST_P(DeviceDecode, RepetitionPenaltyOnTheDeviceMatchesWholeRows) {
   const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
   const CausalLM dev = load(test::device_name(std::get<1>(GetParam())));
@@ -233,23 +234,29 @@ TEST_P(DeviceDecode, RepetitionPenaltyOnTheDeviceMatchesWholeRows) {
     GTEST_SKIP() << "no repetition_penalty kernel on " << std::get<1>(GetParam())
                  << ": penalised steps read rows";
   }
-  Batch b;
-  b.input_ids = test::id_rows(golden, "input_ids_a");
-  for (bool sample : {false, true}) {
-    if (sample && !supports(ops::kTopK, dev.device().type, DType::f32, DType::f32)) continue;
-    for (float penalty : {1.3f, 0.7f}) {
-      GenerateOptions o;
-      o.max_new_tokens = 20;
-      o.min_new_tokens = 3;
-      o.repetition_penalty = penalty;
-      if (sample) {
-        o.do_sample = true;
-        o.temperature = 0.8f;
-        o.top_k = 20;
-        o.seed = 11;
+  Batch one, padded;
+  one.input_ids = test::id_rows(golden, "input_ids_a");
+  padded.input_ids = test::id_rows(golden, "input_ids_b");
+  padded.attention_mask = test::id_rows(golden, "attention_mask_b");
+  for (const Batch* batch : {&one, &padded}) {
+    const Batch& b = *batch;
+    for (bool sample : {false, true}) {
+      if (sample && !supports(ops::kTopK, dev.device().type, DType::f32, DType::f32)) continue;
+      for (float penalty : {1.3f, 0.7f}) {
+        GenerateOptions o;
+        o.max_new_tokens = 20;
+        o.min_new_tokens = 3;
+        o.repetition_penalty = penalty;
+        if (sample) {
+          o.do_sample = true;
+          o.temperature = 0.8f;
+          o.top_k = 20;
+          o.seed = 11;
+        }
+        EXPECT_EQ(dev.generate(b, o), generate_from_whole_rows(dev, b, o))
+            << (sample ? "sampling" : "greedy") << " penalty " << penalty << " rows "
+            << b.input_ids.size();
       }
-      EXPECT_EQ(dev.generate(b, o), generate_from_whole_rows(dev, b, o))
-          << (sample ? "sampling" : "greedy") << " penalty " << penalty;
     }
   }
 }
