@@ -93,26 +93,27 @@ struct Candidates {
   std::vector<int64_t> indices;  // [rows, K]
 };
 
-// Whether sampling with top-k reads the candidates from the logits' device: on a device (the
-// host reads its own logits in place) with a top_k kernel and a top-k it can return, unless
-// ANVIL_SAMPLE_ON_HOST is set (whole rows to the host, for measuring one against the other). On
-// the H200 at batch 1 the two-launch CUDA kernel's step is 0.94 ms against 0.97 ms for copying
-// the row and running the warpers on the host (docs/perf.md).
+// Whether sampling with top-k reads the candidates from the logits' device (ops::top_k) instead
+// of the whole rows: wherever a top_k kernel and a top-k it can return, unless
+// ANVIL_SAMPLE_ON_HOST is set (whole rows, for measuring one against the other). The CPU too:
+// its logits are host memory, but the warpers over a whole 152k row (a copy, the temperature's
+// pass, a heap, the live tokens' scan) cost more than its one-pass top-k.
 bool device_candidates(const Tensor& logits, int64_t top_k) {
   const Device d = logits.device();
   if (std::getenv("ANVIL_SAMPLE_ON_HOST") != nullptr) return false;
-  return d.type != DeviceType::cpu && top_k >= 1 && top_k + 1 <= kMaxCandidates &&
-         top_k + 1 <= logits.size(-1) && logits.dtype() == DType::f32 &&
+  return top_k >= 1 && top_k + 1 <= kMaxCandidates && top_k + 1 <= logits.size(-1) &&
+         logits.dtype() == DType::f32 && logits.is_contiguous() &&
          supports(ops::kTopK, d.type, DType::f32, DType::f32);
 }
 
-// Whether a step's repetition penalty is applied on the logits' device (ops::repetition_penalty),
-// so that the pick stays there too (the argmax, or top-k candidates): on a device with the
-// kernel, unless ANVIL_SAMPLE_ON_HOST is set. Otherwise the whole row comes to the host, which
-// applies it (transformers' default configs for Qwen2.5's instruct models set a penalty).
+// Whether a step's repetition penalty is applied on the logits' device (ops::repetition_penalty,
+// the logits edited in place), so that the pick stays there too (the argmax, or top-k
+// candidates): wherever the kernel is, unless ANVIL_SAMPLE_ON_HOST is set. Otherwise the whole
+// row comes to the host, which applies it (transformers' default configs for Qwen2.5's instruct
+// models set a penalty).
 bool device_penalty(const Tensor& logits, float penalty) {
   const Device d = logits.device();
-  return penalty != 1.0f && d.type != DeviceType::cpu && logits.dtype() == DType::f32 &&
+  return penalty != 1.0f && logits.dtype() == DType::f32 && logits.is_contiguous() &&
          std::getenv("ANVIL_SAMPLE_ON_HOST") == nullptr &&
          supports(ops::kRepetitionPenalty, d.type, DType::f32, DType::f32);
 }

@@ -2,6 +2,8 @@
 // min_new_tokens, the streaming callback, seeded sampling, ragged prompts.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "anvil/error.h"
 #include "anvil/model.h"
 #include "test_data.h"
@@ -126,6 +128,40 @@ TEST_F(Generate, SeededSamplingIsReproducibleAndTopK1IsGreedy) {
   o.top_k = 0;
   o.top_p = 1e-6f;  // nucleus of one token: greedy again
   EXPECT_EQ(model_->generate(p, o), full_greedy());
+}
+
+// Sampling with top-k reads each step's candidates (ops::top_k) and a repetition penalty edits
+// the logits in place (ops::repetition_penalty) on the CPU as on a device: the same tokens,
+// draw for draw, as the warpers over the whole rows (ANVIL_SAMPLE_ON_HOST=1), greedy and
+// sampled, a penalty above and below 1, one prompt and a left-padded batch.
+TEST_F(Generate, CandidatesAndPenaltyMatchWholeRows) {
+  Batch one, padded;
+  one.input_ids = test::id_rows(*golden_, "input_ids_a");
+  padded.input_ids = test::id_rows(*golden_, "input_ids_b");
+  padded.attention_mask = test::id_rows(*golden_, "attention_mask_b");
+  for (const Batch* b : {&one, &padded}) {
+    for (float penalty : {1.0f, 1.3f, 0.7f}) {
+      for (bool sample : {false, true}) {
+        if (!sample && penalty == 1.0f) continue;  // plain greedy: the argmax either way
+        GenerateOptions o;
+        o.max_new_tokens = 24;
+        o.repetition_penalty = penalty;
+        o.do_sample = sample;
+        if (sample) {
+          o.temperature = 0.9f;
+          o.top_k = 12;
+          o.top_p = 0.9f;
+          o.seed = 5;
+        }
+        const auto fast = model_->generate(*b, o);
+        setenv("ANVIL_SAMPLE_ON_HOST", "1", 1);
+        const auto whole = model_->generate(*b, o);
+        unsetenv("ANVIL_SAMPLE_ON_HOST");
+        EXPECT_EQ(fast, whole) << (sample ? "sampling" : "greedy") << " penalty " << penalty
+                               << " rows " << b->input_ids.size();
+      }
+    }
+  }
 }
 
 TEST_F(Generate, RepetitionPenaltyChangesGreedyOutput) {
