@@ -261,6 +261,8 @@ void argmax(const Tensor& x, const Tensor& out) {
 }
 
 void top_k(const Tensor& x, const Tensor& values, const Tensor& indices) {
+  OpTimer timer(
+      [&] { return "top_k " + shape_str(x.shape()) + " K " + shape_str(values.shape()); });
   expect_rank(kTopK, "x", x, 2);
   expect_dtype(kTopK, "x", x, DType::f32);
   expect_rank(kTopK, "values", values, 2);
@@ -280,6 +282,7 @@ void top_k(const Tensor& x, const Tensor& values, const Tensor& indices) {
 }
 
 void repetition_penalty(const Tensor& logits, const Tensor& ids, float penalty) {
+  OpTimer timer([&] { return "repetition_penalty " + shape_str(ids.shape()); });
   expect_rank(kRepetitionPenalty, "logits", logits, 2);
   expect_dtype(kRepetitionPenalty, "logits", logits, DType::f32);
   expect_rank(kRepetitionPenalty, "ids", ids, 2);
