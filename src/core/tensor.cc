@@ -106,7 +106,8 @@ Tensor Tensor::from_f32(const std::vector<float>& values, const Shape& shape) {
                 shape_str(shape));
   }
   Tensor t = empty(shape, DType::f32);
-  std::memcpy(t.data_, values.data(), values.size() * sizeof(float));
+  // An empty vector's data() may be null, which memcpy must not see even for 0 bytes.
+  if (!values.empty()) std::memcpy(t.data_, values.data(), values.size() * sizeof(float));
   return t;
 }
 
@@ -116,7 +117,7 @@ Tensor Tensor::from_i64(const std::vector<int64_t>& values, const Shape& shape) 
                 shape_str(shape));
   }
   Tensor t = empty(shape, DType::i64);
-  std::memcpy(t.data_, values.data(), values.size() * sizeof(int64_t));
+  if (!values.empty()) std::memcpy(t.data_, values.data(), values.size() * sizeof(int64_t));
   return t;
 }
 
