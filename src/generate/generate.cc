@@ -93,12 +93,12 @@ struct Candidates {
   std::vector<int64_t> indices;  // [rows, K]
 };
 
-// Whether sampling with top-k reads the candidates from the logits' device (ops::top_k) instead
-// of the whole rows: wherever a top_k kernel and a top-k it can return, unless
+// Whether sampling with top-k reads each row's candidates (ops::top_k on the logits' device)
+// instead of the whole rows: wherever a top_k kernel and a top-k it can return, unless
 // ANVIL_SAMPLE_ON_HOST is set (whole rows, for measuring one against the other). The CPU too:
 // its logits are host memory, but the warpers over a whole 152k row (a copy, the temperature's
 // pass, a heap, the live tokens' scan) cost more than its one-pass top-k.
-bool device_candidates(const Tensor& logits, int64_t top_k) {
+bool reads_candidates(const Tensor& logits, int64_t top_k) {
   const Device d = logits.device();
   if (std::getenv("ANVIL_SAMPLE_ON_HOST") != nullptr) return false;
   return top_k >= 1 && top_k + 1 <= kMaxCandidates && top_k + 1 <= logits.size(-1) &&
@@ -106,12 +106,12 @@ bool device_candidates(const Tensor& logits, int64_t top_k) {
          supports(ops::kTopK, d.type, DType::f32, DType::f32);
 }
 
-// Whether a step's repetition penalty is applied on the logits' device (ops::repetition_penalty,
-// the logits edited in place), so that the pick stays there too (the argmax, or top-k
+// Whether a step's repetition penalty edits the logits in place on their device
+// (ops::repetition_penalty), so that the pick stays there too (the argmax, or top-k
 // candidates): wherever the kernel is, unless ANVIL_SAMPLE_ON_HOST is set. Otherwise the whole
 // row comes to the host, which applies it (transformers' default configs for Qwen2.5's instruct
 // models set a penalty).
-bool device_penalty(const Tensor& logits, float penalty) {
+bool penalises_in_place(const Tensor& logits, float penalty) {
   const Device d = logits.device();
   return penalty != 1.0f && logits.dtype() == DType::f32 && logits.is_contiguous() &&
          std::getenv("ANVIL_SAMPLE_ON_HOST") == nullptr &&
@@ -282,10 +282,12 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     } else {
       step_logits = decoder.forward(step, cache);
     }
-    // The penalty on the device where the pick then stays there too.
+    // Sampling from candidates where the device returns them; the penalty on the device where
+    // the pick then stays there too.
+    const bool candidates_ok = !chained && sp.do_sample && reads_candidates(step_logits, sp.top_k);
     const bool penalised = !chained && t >= opts.min_new_tokens &&
-                           device_penalty(step_logits, sp.repetition_penalty) &&
-                           (!sp.do_sample || device_candidates(step_logits, sp.top_k));
+                           penalises_in_place(step_logits, sp.repetition_penalty) &&
+                           (!sp.do_sample || candidates_ok);
     if (penalised) {
       if (!context) context.emplace(sequences);
       ops::repetition_penalty(step_logits.view({rows, vocab}), context->on(step_logits.device()),
@@ -296,7 +298,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
       greedy = chain->take();
     } else if (plain_greedy || (penalised && !sp.do_sample)) {
       greedy = greedy_tokens(step_logits);
-    } else if ((plain || penalised) && sp.do_sample && device_candidates(step_logits, sp.top_k)) {
+    } else if ((plain || penalised) && candidates_ok) {
       candidates = top_candidates(step_logits, candidate_count(sp.top_k, vocab));
     } else {
       logits = step_logits.to_f32_vector();

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "anvil/error.h"
+#include "core/float_order.h"
 
 namespace anvil {
 namespace {
@@ -86,12 +86,8 @@ void keep_top_p(std::span<float> scores, const std::vector<int64_t>& live,
   thread_local std::vector<uint64_t> rank;
   rank.resize(n);
   for (size_t j = 0; j < n; ++j) {
-    const float v = scores[live[j]] + 0.0f;  // -0 ties with +0, as the comparison has it
-    uint32_t bits = 0;
-    if (!std::isnan(v)) {
-      std::memcpy(&bits, &v, sizeof bits);
-      bits = (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
-    }
+    const float v = scores[live[j]];
+    const uint32_t bits = std::isnan(v) ? 0u : ordered_bits(v);
     rank[j] = static_cast<uint64_t>(bits) << 32 | j;
   }
   const auto prob = [&](uint64_t r) { return probs[static_cast<uint32_t>(r)]; };

@@ -7,31 +7,23 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "anvil/error.h"
 #include "backends/cpu/cpu_backend.h"
+#include "core/float_order.h"
 #include "core/kernels.h"
 #include "ops/ops.h"
 
 namespace anvil::cpu {
 namespace {
 
-// An entry as one integer that orders as "comes first" does: the value's bits made monotonic
-// (NaN above every number, -0 equal to +0) above the complement of the index (the lower index
-// first among equal values).
+// An entry as one integer that orders as "comes first" does: the value's ordered bits (NaN above
+// every number) above the complement of the index (the lower index first among equal values).
 uint64_t rank_key(float v, int64_t index) {
-  uint32_t bits;
-  if (std::isnan(v)) {
-    bits = 0xffffffffu;
-  } else {
-    const float w = v + 0.0f;  // -0 ties with +0
-    std::memcpy(&bits, &w, sizeof bits);
-    bits = (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
-  }
+  const uint32_t bits = std::isnan(v) ? 0xffffffffu : ordered_bits(v);
   return static_cast<uint64_t>(bits) << 32 | (0xffffffffu - static_cast<uint32_t>(index));
 }
 
