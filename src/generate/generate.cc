@@ -156,6 +156,35 @@ int64_t candidate_count(int64_t top_k, int64_t vocab) {
   return std::min({kMaxCandidates, vocab, 2 * top_k + 16});
 }
 
+// Whether the warpers and the draw over the candidates run on the logits' device
+// (ops::sample_candidates), so that a sampled step returns one id a row instead of its
+// candidates: on every device but the CPU (whose candidates are host memory already) with the
+// kernel, unless ANVIL_SAMPLE_ON_HOST (whole rows) or ANVIL_DRAW_ON_HOST (the candidates to the
+// host, which draws; for measuring one against the other) is set.
+bool samples_on_device(const Tensor& logits) {
+  const Device d = logits.device();
+  return d.type != DeviceType::cpu && std::getenv("ANVIL_SAMPLE_ON_HOST") == nullptr &&
+         std::getenv("ANVIL_DRAW_ON_HOST") == nullptr &&
+         supports(ops::kSampleCandidates, d.type, DType::f32, DType::f32);
+}
+
+// Each row's token drawn on the device from its k largest logits with the row's uniform draw,
+// or -1 where those cannot decide it.
+std::vector<int64_t> device_samples(const Tensor& logits, int64_t k, const SamplingParams& sp,
+                                    const std::vector<double>& uniforms) {
+  const int64_t vocab = logits.size(-1), rows = logits.numel() / vocab;
+  const Device d = logits.device();
+  Tensor values = Tensor::empty({rows, k}, DType::f32, d);
+  Tensor indices = Tensor::empty({rows, k}, DType::i64, d);
+  ops::top_k(logits.view({rows, vocab}), values, indices);
+  Tensor host_u = Tensor::empty({rows}, DType::f64);
+  std::copy(uniforms.begin(), uniforms.end(), host_u.data<double>());
+  Tensor picks = Tensor::empty({rows}, DType::i64, d);
+  ops::sample_candidates(values, indices, host_u.to(d), sp.temperature, sp.top_k, sp.top_p,
+                         sp.min_p, picks);
+  return picks.to_i64_vector();
+}
+
 // Each row's k largest logits and their indices, on the host.
 Candidates top_candidates(const Tensor& logits, int64_t k) {
   const int64_t vocab = logits.size(-1), rows = logits.numel() / vocab;
@@ -270,6 +299,8 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     std::vector<int64_t> greedy;
     std::vector<float> logits;
     Candidates candidates;
+    std::vector<int64_t> device_picks;  // sampled on the device: a token, or -1 (undecided)
+    std::vector<double> uniforms;       // their draws, which an undecided row's whole row uses
     Tensor step_logits;
     if (chained) {
       if (!chain) chain.emplace(decoder, rows);
@@ -298,6 +329,11 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
       greedy = chain->take();
     } else if (plain_greedy || (penalised && !sp.do_sample)) {
       greedy = greedy_tokens(step_logits);
+    } else if ((plain || penalised) && candidates_ok && samples_on_device(step_logits)) {
+      // One draw a row, in row order, as the host's path takes them.
+      uniforms.resize(static_cast<size_t>(rows));
+      for (double& u : uniforms) u = draw_uniform(rng);
+      device_picks = device_samples(step_logits, candidate_count(sp.top_k, vocab), sp, uniforms);
     } else if ((plain || penalised) && candidates_ok) {
       candidates = top_candidates(step_logits, candidate_count(sp.top_k, vocab));
     } else {
@@ -315,6 +351,11 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
         if (!picked && logits.empty()) logits = step_logits.to_f32_vector();
         ++from_candidates;
         if (!picked) ++undecided;
+      } else if (!device_picks.empty()) {
+        if (device_picks[r] >= 0) picked = device_picks[r];
+        if (!picked && logits.empty()) logits = step_logits.to_f32_vector();
+        ++from_candidates;
+        if (!picked) ++undecided;
       }
       if (!greedy.empty()) {
         token = greedy[r];
@@ -328,7 +369,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
         if (t < opts.min_new_tokens) suppress_tokens(scores, eos);
         if (sp.do_sample) {
           apply_warpers(scores, sp);
-          token = sample(scores, rng);
+          token = uniforms.empty() ? sample(scores, rng) : sample(scores, uniforms[r]);
         } else {
           token = argmax(scores);
         }

@@ -178,10 +178,17 @@ int64_t argmax(std::span<const float> scores) {
   return std::max_element(scores.begin(), scores.end()) - scores.begin();
 }
 
+double draw_uniform(std::mt19937_64& rng) {
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
+
 int64_t sample(std::span<const float> scores, std::mt19937_64& rng) {
+  return sample(scores, draw_uniform(rng));
+}
+
+int64_t sample(std::span<const float> scores, double u) {
   const std::vector<int64_t> live = live_tokens(scores);
   const std::vector<double> probs = live_softmax(scores, live);
-  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
   double cumulative = 0;
   int64_t last = 0;
   for (size_t j = 0; j < live.size(); ++j) {
@@ -193,9 +200,13 @@ int64_t sample(std::span<const float> scores, std::mt19937_64& rng) {
   return last;  // rounding left u above the total: the last token with mass
 }
 
-std::optional<int64_t> sample_from_candidates(std::span<const float> values,
-                                              std::span<const int64_t> indices,
-                                              const SamplingParams& p, std::mt19937_64& rng) {
+namespace {
+
+// How many of the candidates survive the temperature and top-k (the top_k largest and the ones
+// tied with the top_k-th after the temperature), or nothing when they cannot decide the token.
+std::optional<size_t> candidate_survivors(std::span<const float> values,
+                                          std::span<const int64_t> indices,
+                                          const SamplingParams& p) {
   const auto k = static_cast<size_t>(p.top_k);
   if (p.top_k < 1 || values.size() < k + 1 || indices.size() != values.size()) {
     throw Error("sample_from_candidates: expected at least top_k + 1 = " + std::to_string(k + 1) +
@@ -214,6 +225,24 @@ std::optional<int64_t> sample_from_candidates(std::span<const float> values,
   size_t survivors = k;
   while (survivors < values.size() && warm(values[survivors]) >= kth) ++survivors;
   if (survivors == values.size()) return std::nullopt;
+  return survivors;
+}
+
+}  // namespace
+
+std::optional<int64_t> sample_from_candidates(std::span<const float> values,
+                                              std::span<const int64_t> indices,
+                                              const SamplingParams& p, std::mt19937_64& rng) {
+  if (!candidate_survivors(values, indices, p)) return std::nullopt;  // and no draw
+  return sample_from_candidates(values, indices, p, draw_uniform(rng));
+}
+
+std::optional<int64_t> sample_from_candidates(std::span<const float> values,
+                                              std::span<const int64_t> indices,
+                                              const SamplingParams& p, double u) {
+  const std::optional<size_t> found = candidate_survivors(values, indices, p);
+  if (!found) return std::nullopt;
+  const size_t survivors = *found;
   // The survivors in index order, as the whole row's live tokens would be.
   std::vector<size_t> order(survivors);
   std::iota(order.begin(), order.end(), size_t{0});
@@ -222,7 +251,7 @@ std::optional<int64_t> sample_from_candidates(std::span<const float> values,
   std::vector<float> scores(survivors);
   for (size_t j = 0; j < survivors; ++j) scores[j] = values[order[j]];
   apply_warpers(scores, p);  // top-k keeps all survivors; temperature, top-p, min-p as on the row
-  return indices[order[static_cast<size_t>(sample(scores, rng))]];
+  return indices[order[static_cast<size_t>(sample(scores, u))]];
 }
 
 }  // namespace anvil

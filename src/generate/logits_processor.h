@@ -30,7 +30,11 @@ void suppress_tokens(std::span<float> scores, const std::vector<int64_t>& ids);
 void apply_warpers(std::span<float> scores, const SamplingParams& p);
 /// Index of the largest score, the first on ties (torch.argmax).
 int64_t argmax(std::span<const float> scores);
-/// Draws from softmax(scores).
+/// One uniform draw in [0, 1) from `rng`: what each sampled row of a step takes, once.
+double draw_uniform(std::mt19937_64& rng);
+/// Draws from softmax(scores): the first live token whose cumulative probability (index order)
+/// exceeds u, a uniform draw in [0, 1) (draw_uniform).
+int64_t sample(std::span<const float> scores, double u);
 int64_t sample(std::span<const float> scores, std::mt19937_64& rng);
 
 /// The warpers and the draw over a row's top-k candidates instead of the whole row: `values` /
@@ -43,5 +47,9 @@ int64_t sample(std::span<const float> scores, std::mt19937_64& rng);
 std::optional<int64_t> sample_from_candidates(std::span<const float> values,
                                               std::span<const int64_t> indices,
                                               const SamplingParams& p, std::mt19937_64& rng);
+/// The same with the draw given: u from draw_uniform.
+std::optional<int64_t> sample_from_candidates(std::span<const float> values,
+                                              std::span<const int64_t> indices,
+                                              const SamplingParams& p, double u);
 
 }  // namespace anvil

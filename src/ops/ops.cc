@@ -301,6 +301,34 @@ void repetition_penalty(const Tensor& logits, const Tensor& ids, float penalty) 
                                     DType::f32)({logits, ids, penalty});
 }
 
+void sample_candidates(const Tensor& values, const Tensor& indices, const Tensor& uniforms,
+                       float temperature, int64_t top_k, float top_p, float min_p,
+                       const Tensor& out) {
+  OpTimer timer([&] { return "sample_candidates " + shape_str(values.shape()); });
+  expect_rank(kSampleCandidates, "values", values, 2);
+  expect_dtype(kSampleCandidates, "values", values, DType::f32);
+  expect_shape(kSampleCandidates, "indices", indices, values.shape());
+  expect_dtype(kSampleCandidates, "indices", indices, DType::i64);
+  expect_shape(kSampleCandidates, "uniforms", uniforms, {values.size(0)});
+  expect_dtype(kSampleCandidates, "uniforms", uniforms, DType::f64);
+  expect_shape(kSampleCandidates, "out", out, {values.size(0)});
+  expect_dtype(kSampleCandidates, "out", out, DType::i64);
+  if (top_k < 1 || values.size(1) < top_k + 1 || values.size(1) > 128) {
+    fail(kSampleCandidates, "needs top_k >= 1 and top_k + 1 to 128 candidates a row, got top_k " +
+                                std::to_string(top_k) + " and " + std::to_string(values.size(1)));
+  }
+  if (!(temperature > 0.0f) || !std::isfinite(temperature) || !(top_p > 0.0f && top_p <= 1.0f) ||
+      !(min_p >= 0.0f && min_p <= 1.0f)) {
+    fail(kSampleCandidates, "temperature must be positive, top_p in (0, 1] and min_p in [0, 1]");
+  }
+  for (const Tensor* t : {&values, &indices, &uniforms, &out}) {
+    expect_contiguous(kSampleCandidates, "operand", *t);
+    expect_same_device(kSampleCandidates, values, *t);
+  }
+  get_kernel<SampleCandidatesArgs>(kSampleCandidates, values.device().type, DType::f32, DType::f32)(
+      {values, indices, uniforms, out, temperature, top_k, top_p, min_p});
+}
+
 void write_mask_column(const Tensor& mask, const Tensor& values, const Tensor& index) {
   expect_rank(kMaskColumn, "mask", mask, 2);
   expect_dtype(kMaskColumn, "mask", mask, DType::i32);

@@ -121,6 +121,23 @@ struct RepetitionPenaltyArgs {
 };
 void repetition_penalty(const Tensor& logits, const Tensor& ids, float penalty);
 
+/// Sampling's warpers (temperature, top-k, top-p, min-p) and draw over each row's candidates
+/// on the device that holds them: out[n] = the token sample_from_candidates
+/// (generate/logits_processor.h) gives for row n's candidates with the uniform draw
+/// uniforms[n], or -1 where the candidates cannot decide it (a NaN among them, or every one
+/// still at or above the top_k-th after the temperature). values / indices: ops::top_k's output
+/// ([N, C] f32 / i64, largest first, C from top_k + 1 to 128); uniforms: [N] f64 in [0, 1);
+/// out: [N] i64. temperature > 0, top_k >= 1, top_p in (0, 1], min_p in [0, 1].
+struct SampleCandidatesArgs {
+  Tensor values, indices, uniforms, out;
+  float temperature;
+  int64_t top_k;
+  float top_p, min_p;
+};
+void sample_candidates(const Tensor& values, const Tensor& indices, const Tensor& uniforms,
+                       float temperature, int64_t top_k, float top_p, float min_p,
+                       const Tensor& out);
+
 /// mask[b, index] = values[b] with the column index read from device memory (graph replay
 /// appends a key column per step without a host round trip). mask: [B, W] i32; values: [B] i32;
 /// index: [1] i32.
@@ -249,6 +266,7 @@ inline constexpr const char* kCast = "cast";
 inline constexpr const char* kArgmax = "argmax";
 inline constexpr const char* kTopK = "top_k";
 inline constexpr const char* kRepetitionPenalty = "repetition_penalty";
+inline constexpr const char* kSampleCandidates = "sample_candidates";
 inline constexpr const char* kMaskColumn = "write_mask_column";
 inline constexpr const char* kAddRmsNorm = "add_rms_norm";
 inline constexpr const char* kLinearGroup = "linear_group";

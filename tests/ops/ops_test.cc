@@ -7,13 +7,16 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <span>
 #include <tuple>
 
 #include "anvil/backend.h"
 #include "anvil/error.h"
 #include "backends/cpu/cpu_isa.h"
 #include "descending_order.h"
+#include "generate/logits_processor.h"
 #include "ops/ops.h"
 #include "ops/reference.h"
 #include "quant_blocks.h"
@@ -713,6 +716,91 @@ TEST_P(Ops, RepetitionPenaltyRejectsBadArguments) {
   EXPECT_THROW(ops::repetition_penalty(logits, Tensor::from_i64({1, 2}, {1, 2}).to(device_), 1.2f),
                Error);
   EXPECT_THROW(ops::repetition_penalty(logits, Tensor::zeros({2, 2}, DType::i32, device_), 1.2f),
+               Error);
+}
+
+// sample_candidates against the host's sample_from_candidates, which defines it: candidates from
+// the CPU's top_k over bf16-rounded logits (ties at the cut), rows whose candidates are all
+// one value (undecided), a row with -inf logits past its best few, every warper on and off,
+// draws spread over [0, 1); the same token, or -1 exactly where the host decides nothing.
+TEST_P(Ops, SampleCandidatesMatchesTheHostSampler) {
+  if (!supports(ops::kSampleCandidates, device_.type, DType::f32, DType::f32))
+    GTEST_SKIP() << "no sample_candidates kernel";
+  std::mt19937_64 gen(21);
+  const int64_t rows = 48, vocab = 3000;
+  struct Warpers {
+    float temperature, top_p, min_p;
+  };
+  int64_t decided = 0, undecided = 0;
+  for (const Warpers w :
+       {Warpers{1.0f, 1.0f, 0.0f}, Warpers{0.7f, 0.8f, 0.0f}, Warpers{1.3f, 0.95f, 0.05f},
+        Warpers{0.7f, 1.0f, 0.1f}, Warpers{0.5f, 0.3f, 0.0f}}) {
+    for (int64_t top_k : {1, 5, 20, 50}) {
+      const int64_t cands = std::min<int64_t>(128, 2 * top_k + 16);
+      std::vector<float> x(static_cast<size_t>(rows * vocab));
+      for (int64_t r = 0; r < rows; ++r) {
+        std::normal_distribution<float> d(0.0f, 0.5f + static_cast<float>(r % 4));
+        for (int64_t c = 0; c < vocab; ++c) x[static_cast<size_t>(r * vocab + c)] = d(gen);
+      }
+      for (int64_t c = 0; c < vocab; ++c) {
+        x[static_cast<size_t>(3 * vocab + c)] = 1.5f;                   // all tied: undecided
+        if (c >= 4) x[static_cast<size_t>(5 * vocab + c)] = -INFINITY;  // few finite logits
+      }
+      const Tensor logits = Tensor::from_f32(x, {rows, vocab}).to(DType::bf16).to(DType::f32);
+      Tensor values = Tensor::empty({rows, cands}, DType::f32);
+      Tensor indices = Tensor::empty({rows, cands}, DType::i64);
+      ops::top_k(logits, values, indices);
+      std::vector<double> u(static_cast<size_t>(rows));
+      std::uniform_real_distribution<double> ud(0.0, 1.0);
+      for (double& v : u) v = ud(gen);
+      u[0] = 0.0;
+      u[1] = std::nextafter(1.0, 0.0);
+      Tensor uniforms = Tensor::empty({rows}, DType::f64);
+      std::copy(u.begin(), u.end(), uniforms.data<double>());
+      Tensor out = Tensor::empty({rows}, DType::i64, device_);
+      ops::sample_candidates(values.to(device_), indices.to(device_), uniforms.to(device_),
+                             w.temperature, top_k, w.top_p, w.min_p, out);
+      const std::vector<int64_t> got = out.to_i64_vector();
+      const std::vector<float> vs = values.to_f32_vector();
+      const std::vector<int64_t> is = indices.to_i64_vector();
+      SamplingParams p;
+      p.do_sample = true;
+      p.temperature = w.temperature;
+      p.top_k = top_k;
+      p.top_p = w.top_p;
+      p.min_p = w.min_p;
+      for (int64_t r = 0; r < rows; ++r) {
+        const auto at = static_cast<size_t>(r * cands), n = static_cast<size_t>(cands);
+        const std::optional<int64_t> want = sample_from_candidates(
+            std::span(vs).subspan(at, n), std::span(is).subspan(at, n), p, u[r]);
+        ASSERT_EQ(got[static_cast<size_t>(r)], want.value_or(-1))
+            << "row " << r << " top_k " << top_k << " T " << w.temperature << " top_p " << w.top_p
+            << " min_p " << w.min_p << " u " << u[r];
+        ++(want ? decided : undecided);
+      }
+    }
+  }
+  EXPECT_GT(undecided, 0);  // the tied rows, at least
+  EXPECT_GT(decided, 10 * undecided);
+}
+
+TEST_P(Ops, SampleCandidatesRejectsBadArguments) {
+  if (!supports(ops::kSampleCandidates, device_.type, DType::f32, DType::f32))
+    GTEST_SKIP() << "no sample_candidates kernel";
+  const Tensor values = Tensor::zeros({2, 8}, DType::f32, device_);
+  const Tensor indices = Tensor::zeros({2, 8}, DType::i64, device_);
+  const Tensor u = Tensor::zeros({2}, DType::f64, device_);
+  Tensor out = Tensor::empty({2}, DType::i64, device_);
+  EXPECT_THROW(ops::sample_candidates(values, indices, u, 0.0f, 3, 1.0f, 0.0f, out), Error);
+  EXPECT_THROW(ops::sample_candidates(values, indices, u, 1.0f, 8, 1.0f, 0.0f, out), Error);
+  EXPECT_THROW(ops::sample_candidates(values, indices, u, 1.0f, 3, 0.0f, 0.0f, out), Error);
+  EXPECT_THROW(ops::sample_candidates(values, indices, u, 1.0f, 3, 1.0f, 1.5f, out), Error);
+  EXPECT_THROW(ops::sample_candidates(values, indices, Tensor::zeros({2}, DType::f32, device_),
+                                      1.0f, 3, 1.0f, 0.0f, out),
+               Error);
+  EXPECT_THROW(ops::sample_candidates(Tensor::zeros({2, 130}, DType::f32, device_),
+                                      Tensor::zeros({2, 130}, DType::i64, device_), u, 1.0f, 3,
+                                      1.0f, 0.0f, out),
                Error);
 }
 

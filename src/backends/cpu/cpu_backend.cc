@@ -164,6 +164,7 @@ void register_cpu_kernels() {
   register_cpu_rope();
   register_cpu_top_k();
   register_cpu_repetition_penalty();
+  register_cpu_sample_candidates();
   register_cpu_attention();
   register_cpu_elementwise();
   register_cpu_decode_layers();

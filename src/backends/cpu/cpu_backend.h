@@ -17,6 +17,7 @@ void register_cpu_norm();
 void register_cpu_rope();
 void register_cpu_top_k();
 void register_cpu_repetition_penalty();
+void register_cpu_sample_candidates();
 void register_cpu_attention();
 void register_cpu_elementwise();
 void register_cpu_decode_layers();

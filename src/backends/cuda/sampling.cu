@@ -1,6 +1,7 @@
 // Selection on the device: argmax per row for greedy decoding, so a decode step returns 8 bytes
 // per row to the host instead of the whole vocabulary of logits, the top-K candidates per row
-// for sampling with top-k (K <= 128), and the repetition penalty applied in place before them.
+// for sampling with top-k (K <= 128), the repetition penalty applied in place before them, and
+// the warpers and the draw over those candidates (sample_candidates).
 #include <cfloat>
 #include <map>
 #include <memory>
@@ -304,12 +305,188 @@ void repetition_penalty(const ops::RepetitionPenaltyArgs& a) {
   ANVIL_CUDA_CHECK_LAUNCH();
 }
 
+// sample_candidates: a warp per row, the row's candidates (at most kMaxSampled) four per lane.
+// Every step is the host's (sample_from_candidates, logits_processor.cc) with the same float and
+// double operations: IEEE float division for the temperature, exp in double, every sum in the
+// host's order by lane 0. (The host sums top-p's masses in a selection order for more than 64
+// live tokens; a boundary could differ from it only where a prefix's mass lies within a
+// rounding of the threshold.)
+constexpr int kMaxSampled = 128;
+
+__device__ __forceinline__ unsigned long long best_first_key(float v, int j) {
+  const unsigned bits = __float_as_uint(v + 0.0f);  // -0 + 0 is +0
+  const unsigned ordered = (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
+  return static_cast<unsigned long long>(ordered) << 32 | static_cast<unsigned>(j);
+}
+
+struct SampleRow {
+  float w[kMaxSampled];        // the survivors' scores after the temperature, in index order
+  long long tok[kMaxSampled];  // their token ids
+  double p[kMaxSampled];       // softmax over the live ones
+  int live[kMaxSampled];       // 1 while in play
+  int rank[kMaxSampled];       // top-p's best-first rank among the live ones
+};
+
+// softmax(w) at the live entries into p (0 elsewhere): exp(w - max) in double, summed in index
+// order. Every lane calls it; lane 0 sums.
+__device__ void live_softmax(SampleRow& r, int n) {
+  const int lane = threadIdx.x;
+  float m = -INFINITY;
+  for (int j = lane; j < n; j += 32) {
+    if (r.live[j]) m = fmaxf(m, r.w[j]);
+  }
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  for (int j = lane; j < n; j += 32) {
+    r.p[j] = r.live[j] ? exp(static_cast<double>(r.w[j]) - static_cast<double>(m)) : 0.0;
+  }
+  __syncwarp();
+  __shared__ double total;
+  if (lane == 0) {
+    double sum = 0;
+    for (int j = 0; j < n; ++j) {
+      if (r.live[j]) sum += r.p[j];
+    }
+    total = sum;
+  }
+  __syncwarp();
+  for (int j = lane; j < n; j += 32) r.p[j] /= total;
+  __syncwarp();
+}
+
+__global__ void sample_candidates_kernel(const float* values, const long long* indices,
+                                         const double* uniforms, int cands, float temperature,
+                                         int top_k, float top_p, float min_p, long long* out) {
+  pdl_wait();
+  __shared__ SampleRow r;
+  const int lane = threadIdx.x;
+  const long long row = blockIdx.x;
+  const float* v = values + row * cands;
+  const long long* ids = indices + row * cands;
+  const auto warm = [&](float x) { return temperature != 1.0f ? __fdiv_rn(x, temperature) : x; };
+  // A NaN among the candidates, or every candidate a survivor: undecided.
+  const float kth = warm(v[top_k - 1]);
+  bool nan = false;
+  int survivors = 0;
+  for (int i = lane; i < cands; i += 32) {
+    nan = nan || v[i] != v[i];
+    survivors += warm(v[i]) >= kth;  // the candidates are in descending order
+  }
+  for (int o = 16; o > 0; o >>= 1) survivors += __shfl_xor_sync(0xffffffffu, survivors, o);
+  if (__any_sync(0xffffffffu, nan) || survivors == cands) {
+    if (lane == 0) out[row] = -1;
+    return;
+  }
+  const int n = survivors;
+  // The survivors in index order (ids are distinct): each one's place is the count of smaller ids.
+  for (int i = lane; i < n; i += 32) {
+    int place = 0;
+    for (int j = 0; j < n; ++j) place += ids[j] < ids[i];
+    r.w[place] = warm(v[i]);
+    r.tok[place] = ids[i];
+    r.live[place] = r.w[place] != -INFINITY;
+  }
+  __syncwarp();
+  // Top-k keeps every survivor (each is at or above the top_k-th after the temperature).
+  if (top_p < 1.0f) {
+    live_softmax(r, n);
+    // Best-first by score, ties by the higher place; the smallest run whose mass reaches
+    // total - (1 - top_p) stays, at least one token.
+    for (int i = lane; i < n; i += 32) {
+      int rank = 0;
+      if (r.live[i]) {
+        const unsigned long long key = best_first_key(r.w[i], i);
+        for (int j = 0; j < n; ++j) rank += r.live[j] && best_first_key(r.w[j], j) > key;
+      }
+      r.rank[i] = rank;
+    }
+    __syncwarp();
+    __shared__ int kept;
+    if (lane == 0) {
+      double total = 0;
+      int live = 0;
+      for (int j = 0; j < n; ++j) {
+        if (r.live[j]) {
+          total += r.p[j];
+          ++live;
+        }
+      }
+      int by_rank[kMaxSampled];
+      for (int j = 0; j < n; ++j) {
+        if (r.live[j]) by_rank[r.rank[j]] = j;
+      }
+      const double target = total - (1.0 - static_cast<double>(top_p));
+      double above = 0;
+      kept = live;
+      for (int q = 0; q < live; ++q) {
+        above += r.p[by_rank[q]];
+        if (above >= target) {
+          kept = q + 1;
+          break;
+        }
+      }
+      kept = max(kept, 1);
+    }
+    __syncwarp();
+    for (int i = lane; i < n; i += 32) {
+      if (r.live[i] && r.rank[i] >= kept) {
+        r.live[i] = 0;
+        r.w[i] = -INFINITY;
+      }
+    }
+    __syncwarp();
+  }
+  if (min_p > 0.0f) {
+    live_softmax(r, n);
+    double top = 0;
+    for (int j = lane; j < n; j += 32) top = fmax(top, r.p[j]);
+    for (int o = 16; o > 0; o >>= 1) top = fmax(top, __shfl_xor_sync(0xffffffffu, top, o));
+    const double threshold = static_cast<double>(min_p) * top;
+    for (int i = lane; i < n; i += 32) {
+      if (r.live[i] && r.p[i] < threshold) {
+        r.live[i] = 0;
+        r.w[i] = -INFINITY;
+      }
+    }
+    __syncwarp();
+  }
+  live_softmax(r, n);
+  if (lane == 0) {
+    const double u = uniforms[row];
+    double cumulative = 0;
+    long long last = r.tok[0];  // the host's position 0 when nothing has mass
+    long long picked = -2;
+    for (int j = 0; j < n && picked == -2; ++j) {
+      if (!r.live[j] || r.p[j] == 0.0) continue;
+      cumulative += r.p[j];
+      last = r.tok[j];
+      if (u < cumulative) picked = last;
+    }
+    out[row] = picked == -2 ? last : picked;  // rounding left u above the total: the last
+  }
+}
+
+void sample_candidates(const ops::SampleCandidatesArgs& a) {
+  const long long rows = a.values.size(0), cands = a.values.size(1);
+  if (rows == 0) return;
+  if (cands > kMaxSampled) {
+    throw Error("sample_candidates: " + std::to_string(cands) +
+                " candidates a row exceed the CUDA kernel's " + std::to_string(kMaxSampled));
+  }
+  launch(sample_candidates_kernel, static_cast<unsigned>(rows), 32, 0, stream_of(a.values.device()),
+         a.values.data<float>(), a.indices.data<long long>(), a.uniforms.data<double>(),
+         static_cast<int>(cands), a.temperature, static_cast<int>(a.top_k), a.top_p, a.min_p,
+         a.out.data<long long>());
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 }  // namespace anvil::cuda
 
 namespace anvil {
 
 void register_cuda_sampling() {
+  register_kernel<ops::SampleCandidatesArgs>(ops::kSampleCandidates, DeviceType::cuda, DType::f32,
+                                             DType::f32, &cuda::sample_candidates);
   register_kernel<ops::RepetitionPenaltyArgs>(ops::kRepetitionPenalty, DeviceType::cuda, DType::f32,
                                               DType::f32, &cuda::repetition_penalty);
   register_kernel<ops::TopKArgs>(ops::kTopK, DeviceType::cuda, DType::f32, DType::f32,
