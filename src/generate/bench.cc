@@ -17,7 +17,7 @@
 #include "anvil/error.h"
 #include "core/thread_pool.h"
 #include "generate/generate.h"
-#include "generate/greedy_chain.h"
+#include "generate/step_chain.h"
 #include "models/decoder.h"
 
 namespace anvil {
@@ -142,7 +142,7 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
   // ANVIL_NO_GREEDY_CHAIN=1: one step at a time, the host reading each token before queueing
   // the next (for measuring the chain).
   const bool chained =
-      GreedyChain::available(dec) && std::getenv("ANVIL_NO_GREEDY_CHAIN") == nullptr;
+      StepChain::available(dec, false) && std::getenv("ANVIL_NO_GREEDY_CHAIN") == nullptr;
   for (int r = 0; r < o.repeats + 1; ++r) {  // the first run warms caches and allocations
     KvCache cache = dec.new_cache(o.batch, o.prompt_len + o.gen_len);
     kv_bytes_per_step = static_cast<double>(cache.bytes_per_position()) * positions_per_step;
@@ -163,7 +163,7 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
       step.key_mask.assign(static_cast<size_t>(o.batch * (o.prompt_len + g + 1)), 1);
     };
     if (chained) {  // as generate() decodes greedily: each step queued before the last is read
-      GreedyChain chain(dec, o.batch);
+      StepChain chain(dec, o.batch);
       step.ids = next;
       set_step(0);
       chain.queue(step, cache, false);
@@ -174,7 +174,7 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
           chain.queue(step, cache, true);
         }
         const auto tb = Clock::now();
-        next = chain.take();
+        next = chain.take().picks;
         t_queue += std::chrono::duration<double>(tb - ta).count();
         t_pick += seconds_since(tb);
       }

@@ -11,8 +11,8 @@
 #include <unordered_set>
 
 #include "anvil/error.h"
-#include "generate/greedy_chain.h"
 #include "generate/logits_processor.h"
+#include "generate/step_chain.h"
 #include "ops/ops.h"
 
 namespace anvil {
@@ -275,15 +275,37 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
       step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
     }
   };
-  // Plain greedy one-token steps go through a chain (greedy_chain.h) where the device runs
-  // behind the host: the next step is queued, taking its ids from the device's picks, before
-  // this step's tokens are read. Finished rows then get the pick instead of the pad token as
-  // their next input, which changes nothing: rows do not see each other, and a finished row's
-  // outputs are replaced by pad.
+  // Plain greedy one-token steps, and plain sampled ones whose candidates and draw the device
+  // takes (decided after the first step, from its logits), go through a chain (step_chain.h)
+  // where the device runs behind the host: the next step is queued, taking its ids from the
+  // device's picks, before this step's tokens are read. Finished rows then get the pick instead
+  // of the pad token as their next input, which changes nothing: rows do not see each other, and
+  // a finished row's outputs are replaced by pad. A sampled step whose candidates leave a row
+  // undecided is taken again: the step queued ahead of it (on a stand-in id) leaves the cache,
+  // and the step runs once more for its whole rows, with the same draws.
+  const bool chains = std::getenv("ANVIL_NO_GREEDY_CHAIN") == nullptr;
   const bool chain_greedy = !sp.do_sample && sp.repetition_penalty == 1.0f &&
-                            GreedyChain::available(decoder) &&
-                            std::getenv("ANVIL_NO_GREEDY_CHAIN") == nullptr;
-  std::optional<GreedyChain> chain;
+                            StepChain::available(decoder, false) && chains;
+  bool chain_sample = false;
+  std::optional<StepChain> chain;
+  std::vector<std::vector<double>> carried;  // draws of steps dropped ahead of one taken again
+  // ANVIL_CHAIN_RETAKE_EVERY=N (for tests): every N-th chained sampled step is taken again from
+  // its whole rows, as one with an undecided row is, so that path runs without waiting for ties.
+  const char* retake_env = std::getenv("ANVIL_CHAIN_RETAKE_EVERY");
+  const int64_t retake_every = retake_env ? std::max<int64_t>(0, std::atoll(retake_env)) : 0;
+  // A chained sampled step's draws: those of a dropped step it replaces, else fresh ones.
+  const auto chain_draws = [&] {
+    std::vector<double> d;
+    if (!chain_sample) return d;
+    if (!carried.empty()) {
+      d = std::move(carried.front());
+      carried.erase(carried.begin());
+      return d;
+    }
+    d.resize(static_cast<size_t>(rows));
+    for (double& u : d) u = draw_uniform(rng);
+    return d;
+  };
   std::optional<ContextIds> context;  // with a penalty applied on the device
   auto t_end = now();
   for (int64_t t = 0; t < max_new; ++t) {
@@ -294,7 +316,8 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     // device applies; anything else that edits the scores runs on the whole row on the host.
     const bool plain = sp.repetition_penalty == 1.0f && t >= opts.min_new_tokens;
     const bool plain_greedy = plain && !sp.do_sample;
-    const bool chained = chain_greedy && plain_greedy && t > 0;
+    const bool chained =
+        t > 0 && ((chain_greedy && plain_greedy) || (chain_sample && plain && sp.do_sample));
     bool advanced = false;  // the next step's positions and mask are already set
     std::vector<int64_t> greedy;
     std::vector<float> logits;
@@ -302,13 +325,19 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     std::vector<int64_t> device_picks;  // sampled on the device: a token, or -1 (undecided)
     std::vector<double> uniforms;       // their draws, which an undecided row's whole row uses
     Tensor step_logits;
+    StepInput current;  // a chained step's inputs, should it be taken again
     if (chained) {
-      if (!chain) chain.emplace(decoder, rows);
-      if (chain->pending() == 0) chain->queue(step, cache, false);
+      if (!chain) {
+        std::optional<ChainSampling> sampling;
+        if (chain_sample) sampling = ChainSampling{sp, candidate_count(sp.top_k, vocab)};
+        chain.emplace(decoder, rows, sampling);
+      }
+      if (chain_sample) current = step;
+      if (chain->pending() == 0) chain->queue(step, cache, false, chain_draws());
       if (t + 1 < max_new) {
         advance();
         advanced = true;
-        chain->queue(step, cache, true);
+        chain->queue(step, cache, true, chain_draws());
       }
     } else {
       step_logits = decoder.forward(step, cache);
@@ -324,9 +353,30 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
       ops::repetition_penalty(step_logits.view({rows, vocab}), context->on(step_logits.device()),
                               sp.repetition_penalty);
     }
+    if (t == 0) {
+      chain_sample = sp.do_sample && sp.repetition_penalty == 1.0f && chains &&
+                     reads_candidates(step_logits, sp.top_k) && samples_on_device(step_logits) &&
+                     StepChain::available(decoder, true);
+    }
     const auto t_queued = now();
     if (chained) {
-      greedy = chain->take();
+      StepChain::Taken taken = chain->take();
+      const bool all_decided =
+          std::all_of(taken.decided.begin(), taken.decided.end(), [](int64_t d) { return d != 0; });
+      const bool forced = chain_sample && retake_every > 0 && t % retake_every == 0;
+      if (all_decided && !forced) {
+        greedy = std::move(taken.picks);
+      } else {
+        carried = chain->drop(cache);
+        --cache.length;  // this step too: it runs again for its whole rows
+        step_logits = decoder.forward(current, cache);
+        uniforms = std::move(taken.draws);
+        device_picks = std::move(taken.picks);
+        for (size_t r = 0; r < device_picks.size(); ++r) {
+          if (forced || taken.decided[r] == 0) device_picks[r] = -1;
+        }
+      }
+      if (chain_sample && all_decided && !forced) from_candidates += rows;  // else counted below
     } else if (plain_greedy || (penalised && !sp.do_sample)) {
       greedy = greedy_tokens(step_logits);
     } else if ((plain || penalised) && candidates_ok && samples_on_device(step_logits)) {

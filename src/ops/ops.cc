@@ -303,7 +303,7 @@ void repetition_penalty(const Tensor& logits, const Tensor& ids, float penalty) 
 
 void sample_candidates(const Tensor& values, const Tensor& indices, const Tensor& uniforms,
                        float temperature, int64_t top_k, float top_p, float min_p,
-                       const Tensor& out) {
+                       const Tensor& out, const Tensor& decided) {
   OpTimer timer([&] { return "sample_candidates " + shape_str(values.shape()); });
   expect_rank(kSampleCandidates, "values", values, 2);
   expect_dtype(kSampleCandidates, "values", values, DType::f32);
@@ -321,12 +321,17 @@ void sample_candidates(const Tensor& values, const Tensor& indices, const Tensor
       !(min_p >= 0.0f && min_p <= 1.0f)) {
     fail(kSampleCandidates, "temperature must be positive, top_p in (0, 1] and min_p in [0, 1]");
   }
-  for (const Tensor* t : {&values, &indices, &uniforms, &out}) {
+  if (decided.defined()) {
+    expect_shape(kSampleCandidates, "decided", decided, {values.size(0)});
+    expect_dtype(kSampleCandidates, "decided", decided, DType::i64);
+  }
+  for (const Tensor* t : {&values, &indices, &uniforms, &out, &decided}) {
+    if (!t->defined()) continue;
     expect_contiguous(kSampleCandidates, "operand", *t);
     expect_same_device(kSampleCandidates, values, *t);
   }
   get_kernel<SampleCandidatesArgs>(kSampleCandidates, values.device().type, DType::f32, DType::f32)(
-      {values, indices, uniforms, out, temperature, top_k, top_p, min_p});
+      {values, indices, uniforms, out, temperature, top_k, top_p, min_p, decided});
 }
 
 void write_mask_column(const Tensor& mask, const Tensor& values, const Tensor& index) {

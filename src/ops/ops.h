@@ -127,16 +127,20 @@ void repetition_penalty(const Tensor& logits, const Tensor& ids, float penalty);
 /// uniforms[n], or -1 where the candidates cannot decide it (a NaN among them, or every one
 /// still at or above the top_k-th after the temperature). values / indices: ops::top_k's output
 /// ([N, C] f32 / i64, largest first, C from top_k + 1 to 128); uniforms: [N] f64 in [0, 1);
-/// out: [N] i64. temperature > 0, top_k >= 1, top_p in (0, 1], min_p in [0, 1].
+/// out: [N] i64. temperature > 0, top_k >= 1, top_p in (0, 1], min_p in [0, 1]. With
+/// `decided` ([N] i64, optional): decided[n] = 1 where the candidates decide, else 0 and out[n]
+/// the first candidate's index instead of -1, so that out can feed a step queued behind it
+/// (which the caller then takes again).
 struct SampleCandidatesArgs {
   Tensor values, indices, uniforms, out;
   float temperature;
   int64_t top_k;
   float top_p, min_p;
+  Tensor decided;
 };
 void sample_candidates(const Tensor& values, const Tensor& indices, const Tensor& uniforms,
                        float temperature, int64_t top_k, float top_p, float min_p,
-                       const Tensor& out);
+                       const Tensor& out, const Tensor& decided = Tensor());
 
 /// mask[b, index] = values[b] with the column index read from device memory (graph replay
 /// appends a key column per step without a host round trip). mask: [B, W] i32; values: [B] i32;

@@ -13,7 +13,7 @@
 #include "anvil/model.h"
 #include "backends/cpu/cpu_isa.h"
 #include "generate/generate.h"
-#include "generate/greedy_chain.h"
+#include "generate/step_chain.h"
 #include "models/decoder.h"
 #include "models/init_model.h"
 #include "temp_dir.h"
@@ -117,7 +117,7 @@ TEST_P(DeviceDecode, SecondGenerationOnSameModelMatches) {
 }
 
 // Greedy decoding on a device queues each step before the host has read the previous one's
-// tokens (greedy_chain.h). Stops must still come exactly where the CPU stops: at an eos reached
+// tokens (step_chain.h). Stops must still come exactly where the CPU stops: at an eos reached
 // by one row of a batch while the other goes on (then by both), at max_new_tokens, and where a
 // streamer says stop; and a generation that stopped with a step queued ahead must leave the
 // model ready for the next. The eos ids are tokens the fixture's own greedy run produces.
@@ -161,7 +161,7 @@ TEST_P(DeviceDecode, GreedyChainFollowsAndDrops) {
   const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
   const CausalLM dev = load(test::device_name(std::get<1>(GetParam())));
   const Decoder& d = dev.decoder();
-  if (!GreedyChain::available(d)) GTEST_SKIP() << "this device takes one step at a time";
+  if (!StepChain::available(d, false)) GTEST_SKIP() << "this device takes one step at a time";
   const auto prompt = test::id_rows(golden, "input_ids_a")[0];
   const auto want = test::id_rows(golden, "gen_a")[0];
   const auto len = static_cast<int64_t>(prompt.size());
@@ -174,7 +174,7 @@ TEST_P(DeviceDecode, GreedyChainFollowsAndDrops) {
   step.key_mask.assign(static_cast<size_t>(len), 1);
   std::vector<int64_t> first = greedy_tokens(d.forward(step, cache));
   ASSERT_EQ(first[0], want[static_cast<size_t>(len)]);
-  GreedyChain chain(d, 1);
+  StepChain chain(d, 1);
   step.seq = 1;
   step.ids = first;
   for (int64_t g = 0; g < 4; ++g) {
@@ -184,7 +184,7 @@ TEST_P(DeviceDecode, GreedyChainFollowsAndDrops) {
   }
   EXPECT_EQ(cache.length, len + 4);
   for (int64_t g = 0; g < 2; ++g) {
-    EXPECT_EQ(chain.take()[0], want[static_cast<size_t>(len + 1 + g)]) << "step " << g;
+    EXPECT_EQ(chain.take().picks[0], want[static_cast<size_t>(len + 1 + g)]) << "step " << g;
   }
   chain.drop(cache);
   EXPECT_EQ(chain.pending(), 0u);
@@ -219,7 +219,22 @@ TEST_P(DeviceDecode, TopKSamplingFromCandidatesMatchesWholeRows) {
   o.top_k = 20;
   o.top_p = 0.9f;
   o.seed = 7;
-  EXPECT_EQ(dev.generate(b, o), generate_from_whole_rows(dev, b, o));
+  const auto want = generate_from_whole_rows(dev, b, o);
+  EXPECT_EQ(dev.generate(b, o), want);
+  // Where sampled steps are queued ahead (step_chain.h), a step taken again from its whole rows
+  // (as one with an undecided row is): the step queued ahead of it dropped, its draws reused.
+  setenv("ANVIL_CHAIN_RETAKE_EVERY", "3", 1);
+  EXPECT_EQ(dev.generate(b, o), want) << "every third step taken again";
+  unsetenv("ANVIL_CHAIN_RETAKE_EVERY");
+  // And a left-padded batch, with and without steps taken again.
+  Batch padded;
+  padded.input_ids = test::id_rows(golden, "input_ids_b");
+  padded.attention_mask = test::id_rows(golden, "attention_mask_b");
+  const auto want_padded = generate_from_whole_rows(dev, padded, o);
+  EXPECT_EQ(dev.generate(padded, o), want_padded);
+  setenv("ANVIL_CHAIN_RETAKE_EVERY", "2", 1);
+  EXPECT_EQ(dev.generate(padded, o), want_padded) << "every second step taken again";
+  unsetenv("ANVIL_CHAIN_RETAKE_EVERY");
 }
 
 // A repetition penalty applied on the device (ops::repetition_penalty, where a device has the

@@ -761,6 +761,12 @@ TEST_P(Ops, SampleCandidatesMatchesTheHostSampler) {
       ops::sample_candidates(values.to(device_), indices.to(device_), uniforms.to(device_),
                              w.temperature, top_k, w.top_p, w.min_p, out);
       const std::vector<int64_t> got = out.to_i64_vector();
+      // With `decided`: the same tokens, the first candidate where undecided, and the flags.
+      Tensor out2 = Tensor::empty({rows}, DType::i64, device_);
+      Tensor flags = Tensor::empty({rows}, DType::i64, device_);
+      ops::sample_candidates(values.to(device_), indices.to(device_), uniforms.to(device_),
+                             w.temperature, top_k, w.top_p, w.min_p, out2, flags);
+      const std::vector<int64_t> got2 = out2.to_i64_vector(), flag = flags.to_i64_vector();
       const std::vector<float> vs = values.to_f32_vector();
       const std::vector<int64_t> is = indices.to_i64_vector();
       SamplingParams p;
@@ -776,6 +782,8 @@ TEST_P(Ops, SampleCandidatesMatchesTheHostSampler) {
         ASSERT_EQ(got[static_cast<size_t>(r)], want.value_or(-1))
             << "row " << r << " top_k " << top_k << " T " << w.temperature << " top_p " << w.top_p
             << " min_p " << w.min_p << " u " << u[r];
+        ASSERT_EQ(got2[static_cast<size_t>(r)], want.value_or(is[at])) << "row " << r;
+        ASSERT_EQ(flag[static_cast<size_t>(r)], want ? 1 : 0) << "row " << r;
         ++(want ? decided : undecided);
       }
     }

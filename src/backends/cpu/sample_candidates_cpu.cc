@@ -24,7 +24,12 @@ void sample_candidates_kernel(const ops::SampleCandidatesArgs& a) {
         std::span<const float>(a.values.data<float>() + at, static_cast<size_t>(n)),
         std::span<const int64_t>(a.indices.data<int64_t>() + at, static_cast<size_t>(n)), p,
         a.uniforms.data<double>()[r]);
-    a.out.data<int64_t>()[r] = token.value_or(-1);
+    if (a.decided.defined()) {
+      a.decided.data<int64_t>()[r] = token ? 1 : 0;
+      a.out.data<int64_t>()[r] = token.value_or(a.indices.data<int64_t>()[at]);
+    } else {
+      a.out.data<int64_t>()[r] = token.value_or(-1);
+    }
   }
 }
 

@@ -355,7 +355,8 @@ __device__ void live_softmax(SampleRow& r, int n) {
 
 __global__ void sample_candidates_kernel(const float* values, const long long* indices,
                                          const double* uniforms, int cands, float temperature,
-                                         int top_k, float top_p, float min_p, long long* out) {
+                                         int top_k, float top_p, float min_p, long long* out,
+                                         long long* decided) {
   pdl_wait();
   __shared__ SampleRow r;
   const int lane = threadIdx.x;
@@ -373,7 +374,10 @@ __global__ void sample_candidates_kernel(const float* values, const long long* i
   }
   for (int o = 16; o > 0; o >>= 1) survivors += __shfl_xor_sync(0xffffffffu, survivors, o);
   if (__any_sync(0xffffffffu, nan) || survivors == cands) {
-    if (lane == 0) out[row] = -1;
+    if (lane == 0) {
+      out[row] = decided ? ids[0] : -1;
+      if (decided) decided[row] = 0;
+    }
     return;
   }
   const int n = survivors;
@@ -462,6 +466,7 @@ __global__ void sample_candidates_kernel(const float* values, const long long* i
       if (u < cumulative) picked = last;
     }
     out[row] = picked == -2 ? last : picked;  // rounding left u above the total: the last
+    if (decided) decided[row] = 1;
   }
 }
 
@@ -475,7 +480,7 @@ void sample_candidates(const ops::SampleCandidatesArgs& a) {
   launch(sample_candidates_kernel, static_cast<unsigned>(rows), 32, 0, stream_of(a.values.device()),
          a.values.data<float>(), a.indices.data<long long>(), a.uniforms.data<double>(),
          static_cast<int>(cands), a.temperature, static_cast<int>(a.top_k), a.top_p, a.min_p,
-         a.out.data<long long>());
+         a.out.data<long long>(), a.decided.defined() ? a.decided.data<long long>() : nullptr);
   ANVIL_CUDA_CHECK_LAUNCH();
 }
 
