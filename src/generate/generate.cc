@@ -9,6 +9,7 @@
 #include <random>
 #include <span>
 #include <unordered_set>
+#include <utility>
 
 #include "anvil/error.h"
 #include "generate/logits_processor.h"
@@ -168,29 +169,31 @@ bool samples_on_device(const Tensor& logits) {
          supports(ops::kSampleCandidates, d.type, DType::f32, DType::f32);
 }
 
+// Each row's k largest logits (values, then indices) on the logits' device.
+std::pair<Tensor, Tensor> candidates_on_device(const Tensor& logits, int64_t k) {
+  const int64_t vocab = logits.size(-1), rows = logits.numel() / vocab;
+  Tensor values = Tensor::empty({rows, k}, DType::f32, logits.device());
+  Tensor indices = Tensor::empty({rows, k}, DType::i64, logits.device());
+  ops::top_k(logits.view({rows, vocab}), values, indices);
+  return {values, indices};
+}
+
 // Each row's token drawn on the device from its k largest logits with the row's uniform draw,
 // or -1 where those cannot decide it.
 std::vector<int64_t> device_samples(const Tensor& logits, int64_t k, const SamplingParams& sp,
                                     const std::vector<double>& uniforms) {
-  const int64_t vocab = logits.size(-1), rows = logits.numel() / vocab;
-  const Device d = logits.device();
-  Tensor values = Tensor::empty({rows, k}, DType::f32, d);
-  Tensor indices = Tensor::empty({rows, k}, DType::i64, d);
-  ops::top_k(logits.view({rows, vocab}), values, indices);
-  Tensor host_u = Tensor::empty({rows}, DType::f64);
+  const auto [values, indices] = candidates_on_device(logits, k);
+  Tensor host_u = Tensor::empty({static_cast<int64_t>(uniforms.size())}, DType::f64);
   std::copy(uniforms.begin(), uniforms.end(), host_u.data<double>());
-  Tensor picks = Tensor::empty({rows}, DType::i64, d);
-  ops::sample_candidates(values, indices, host_u.to(d), sp.temperature, sp.top_k, sp.top_p,
-                         sp.min_p, picks);
+  Tensor picks = Tensor::empty({host_u.size(0)}, DType::i64, logits.device());
+  ops::sample_candidates(values, indices, host_u.to(logits.device()), sp.temperature, sp.top_k,
+                         sp.top_p, sp.min_p, picks);
   return picks.to_i64_vector();
 }
 
 // Each row's k largest logits and their indices, on the host.
 Candidates top_candidates(const Tensor& logits, int64_t k) {
-  const int64_t vocab = logits.size(-1), rows = logits.numel() / vocab;
-  Tensor values = Tensor::empty({rows, k}, DType::f32, logits.device());
-  Tensor indices = Tensor::empty({rows, k}, DType::i64, logits.device());
-  ops::top_k(logits.view({rows, vocab}), values, indices);
+  const auto [values, indices] = candidates_on_device(logits, k);
   return {values.to_f32_vector(), indices.to_i64_vector()};
 }
 
@@ -392,17 +395,16 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     for (int64_t r = 0; r < rows; ++r) {
       int64_t token;
       std::optional<int64_t> picked;
-      if (!candidates.values.empty()) {
-        const size_t n = candidates.values.size() / static_cast<size_t>(rows);
-        const size_t at = static_cast<size_t>(r) * n;
-        picked = sample_from_candidates(std::span(candidates.values).subspan(at, n),
-                                        std::span(candidates.indices).subspan(at, n), sp, rng);
+      if (!device_picks.empty() || !candidates.values.empty()) {
+        if (!device_picks.empty()) {
+          if (device_picks[r] >= 0) picked = device_picks[r];
+        } else {
+          const size_t n = candidates.values.size() / static_cast<size_t>(rows);
+          const size_t at = static_cast<size_t>(r) * n;
+          picked = sample_from_candidates(std::span(candidates.values).subspan(at, n),
+                                          std::span(candidates.indices).subspan(at, n), sp, rng);
+        }
         // Undecided from the candidates (a tie at the cut, NaN): the whole logits, once.
-        if (!picked && logits.empty()) logits = step_logits.to_f32_vector();
-        ++from_candidates;
-        if (!picked) ++undecided;
-      } else if (!device_picks.empty()) {
-        if (device_picks[r] >= 0) picked = device_picks[r];
         if (!picked && logits.empty()) logits = step_logits.to_f32_vector();
         ++from_candidates;
         if (!picked) ++undecided;

@@ -313,6 +313,7 @@ void repetition_penalty(const ops::RepetitionPenaltyArgs& a) {
 // rounding of the threshold.)
 constexpr int kMaxSampled = 128;
 
+// The host's top-p key (core/float_order.h's ordered_bits above the position), on the device.
 __device__ __forceinline__ unsigned long long best_first_key(float v, int j) {
   const unsigned bits = __float_as_uint(v + 0.0f);  // -0 + 0 is +0
   const unsigned ordered = (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
