@@ -20,6 +20,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/aligned_vector.h"
 #include "backends/cpu/panel_tiles_avx512.h"
 #include "backends/cpu/repack.h"
 
@@ -461,7 +462,7 @@ void gemm_amx(const AmxWeights& w, int64_t p0, int64_t p1, const uint16_t* a_til
               const float* bias, float* out, int64_t ldo) {
   const int64_t chunks = (w.k + 31) / 32, blocks = amx_row_blocks(nx);
   const size_t panel_words = amx_panel_words(w.k);
-  thread_local std::vector<uint16_t> b_store;
+  thread_local AlignedVector<uint16_t> b_store;
   if (b_store.size() < 2 * panel_words) b_store.resize(2 * panel_words);
   uint16_t* b0 = b_store.data();
   uint16_t* b1 = b0 + panel_words;

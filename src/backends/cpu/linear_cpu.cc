@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/cpu/aligned_vector.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_threads.h"
@@ -185,8 +186,8 @@ void linear_dense_avx2(const ops::LinearArgs& a, const std::vector<float>& bias)
 
 // Scratch that only grows: the per-token path allocates nothing once warm. One set per calling
 // thread (ops are issued by one thread per model; tasks only read it).
-template <class T>
-T* grow(std::vector<T>& v, size_t n) {
+template <class T, class A>
+T* grow(std::vector<T, A>& v, size_t n) {
   if (v.size() < n) v.resize(n);
   return v.data();
 }
@@ -320,7 +321,7 @@ bool amx_weights(const Tensor& weight, int64_t n, int64_t k, AmxWeights* w,
 // Prefill rows x [n, k] rounded to bf16 as AMX's A tiles, packed by the threads into a buffer of
 // the calling thread (valid until its next call).
 const uint16_t* amx_rows(const float* x, int64_t n, int64_t k) {
-  thread_local std::vector<uint16_t> tiles_store;
+  thread_local AlignedVector<uint16_t> tiles_store;
   uint16_t* tiles = grow(tiles_store, amx_row_tiles_words(n, k));
   cpu::parallel_for(amx_row_blocks(n), 1,
                     [&](int64_t b0, int64_t b1) { pack_rows_amx(x, n, k, b0, b1, tiles); });
