@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/aligned_vector.h"
+
 namespace anvil::cpu {
 namespace {
 
@@ -111,7 +113,7 @@ void panel_tile(const float* panel, int nr, const float* x, int64_t j0, int nx, 
 template <class W, class Load8, class Load1>
 void gemm_panels(const W* w, int64_t rows, const float* x, int64_t nx, int64_t k, const float* bias,
                  float* out, int64_t ldo, Load8 load8, Load1 load1) {
-  thread_local std::vector<float> panel_store;
+  thread_local AlignedVector<float> panel_store;
   if (panel_store.size() < static_cast<size_t>(k * kAvx2PanelRows)) {
     panel_store.resize(static_cast<size_t>(k * kAvx2PanelRows));
   }

@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/aligned_vector.h"
 #include "backends/cpu/cache_touch.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/panel_tiles_avx512.h"
@@ -232,7 +233,7 @@ void dense_panel_tile(const float* panel, int nr, const float* x, int64_t j0, in
 template <class W>
 void dense_gemm_panels(const W* w, int64_t rows, const float* x, int64_t nx, int64_t k,
                        const float* bias, float* out, int64_t ldo) {
-  thread_local std::vector<float> panel_store;
+  thread_local AlignedVector<float> panel_store;
   if (panel_store.size() < static_cast<size_t>(k * kDensePanelRows)) {
     panel_store.resize(static_cast<size_t>(k * kDensePanelRows));
   }

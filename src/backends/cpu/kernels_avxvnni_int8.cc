@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/aligned_vector.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/repack.h"
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "backends/cpu/aligned_vector.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/panel_tiles_avx512.h"
 
@@ -238,7 +239,7 @@ void pack_bf16_tiles(const float* x, int64_t nx, int64_t k, int64_t t0, int64_t 
 void gemm_bf16dot_tiles_avx512(const uint16_t* w, int64_t rows, const uint32_t* xt, int64_t nx,
                                int64_t k, const float* bias, float* out, int64_t ldo) {
   const int64_t pairs = (k + 1) / 2;
-  thread_local std::vector<uint32_t> panel_store;
+  thread_local AlignedVector<uint32_t> panel_store;
   if (panel_store.size() < static_cast<size_t>(pairs * kPanelRows)) {
     panel_store.resize(static_cast<size_t>(pairs * kPanelRows));
   }

@@ -196,7 +196,7 @@ T* grow(std::vector<T, A>& v, size_t n) {
 const float* bias_f32(const ops::LinearArgs& a) {
   if (!a.bias.defined()) return nullptr;
   if (a.bias.dtype() == DType::f32) return a.bias.data<float>();
-  thread_local std::vector<float> converted;
+  thread_local AlignedVector<float> converted;
   float* dst = grow(converted, static_cast<size_t>(a.bias.numel()));
   convert_to_f32(a.bias.raw(), a.bias.dtype(), dst, static_cast<size_t>(a.bias.numel()));
   return dst;
@@ -226,7 +226,7 @@ inline void add_rows(float* residual, const float* out, int64_t n, int64_t o, in
 // what the products one by one give: the two tiles round differently).
 void attach_wide_tiles(const Int8Kernels& kern, QuantKind kind, int64_t n, Q8Rows& xq) {
   if (!kern.wide || n <= kMaxGroupedRows || !wide_tiles_take(kind)) return;
-  thread_local std::vector<uint8_t> tiles;
+  thread_local AlignedVector<uint8_t> tiles;
   uint8_t* out = grow(tiles, q8_tiles_bytes(n, xq.k));
   const Q8Rows& rows = xq;
   cpu::parallel_for(q8_tile_count(n, kind), 1, [&](int64_t t0, int64_t t1) {
@@ -243,9 +243,9 @@ int64_t prefill_span(const Int8Kernels& kern, QuantKind kind) {
 // Activation rows [n, k] quantized by the threads into buffers of the calling thread (valid
 // until its next call).
 Q8Rows quantize_activations(const Int8Kernels& kern, const float* x, int64_t n, int64_t k) {
-  thread_local std::vector<int8_t> q;
-  thread_local std::vector<float> d, ds;
-  thread_local std::vector<int32_t> s;
+  thread_local AlignedVector<int8_t> q;
+  thread_local AlignedVector<float> d, ds;
+  thread_local AlignedVector<int32_t> s;
   const int64_t kb = k / 32;
   const size_t nb = static_cast<size_t>(n * kb);
   const Q8Rows xq{grow(q, static_cast<size_t>(n * k)), grow(d, nb), grow(s, nb), grow(ds, nb), k};
@@ -368,7 +368,7 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
     if (n >= kBf16TilesMinRows) {
       // Prefill: the activations rounded to bf16 straight into their tiles, once per op; the
       // threads split panels of weight rows.
-      thread_local std::vector<uint32_t> tiles_store;
+      thread_local AlignedVector<uint32_t> tiles_store;
       uint32_t* xt = grow(tiles_store, static_cast<size_t>(bf16_tile_words(n, k)));
       cpu::parallel_for((n + kBf16TileRows - 1) / kBf16TileRows, 1,
                         [&](int64_t t0, int64_t t1) { pack_bf16_tiles(x, n, k, t0, t1, xt); });
@@ -384,7 +384,7 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
     }
     // The activations rounded to bf16 once per op (by the threads, for prefill's rows), then
     // pair dot products against the weights as stored.
-    thread_local std::vector<uint16_t> xb_store;
+    thread_local AlignedVector<uint16_t> xb_store;
     uint16_t* xb = grow(xb_store, static_cast<size_t>(n * k));
     cpu::parallel_for(n, 16, [&](int64_t r0, int64_t r1) {
       round_rows_bf16_avx512(x + r0 * k, r1 - r0, k, xb + r0 * k);
@@ -443,9 +443,9 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
   for (int i = 0; i < count; ++i) {
     if (weights[i].dtype() != wt) return false;
   }
-  thread_local std::vector<int8_t> q;
-  thread_local std::vector<float> d, ds;
-  thread_local std::vector<int32_t> sums;
+  thread_local AlignedVector<int8_t> q;
+  thread_local AlignedVector<float> d, ds;
+  thread_local AlignedVector<int32_t> sums;
   thread_local std::vector<float> bias_slots[3];
   const int64_t kb = k / 32;
   const size_t nb = static_cast<size_t>(n * kb);
@@ -664,7 +664,7 @@ bool group_bf16dot(const Tensor& x_in, const Tensor* weights, const Tensor* bias
     first[i + 1] = first[i] + (weights[i].size(0) + kBf16PanelRows - 1) / kBf16PanelRows;
   }
   const float* x = x_in.data<float>();
-  thread_local std::vector<uint32_t> tiles_store;
+  thread_local AlignedVector<uint32_t> tiles_store;
   uint32_t* xt = grow(tiles_store, static_cast<size_t>(bf16_tile_words(n, k)));
   cpu::parallel_for((n + kBf16TileRows - 1) / kBf16TileRows, 1,
                     [&](int64_t t0, int64_t t1) { pack_bf16_tiles(x, n, k, t0, t1, xt); });
