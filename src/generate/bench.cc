@@ -56,28 +56,32 @@ ReadBandwidthProbe::ReadBandwidthProbe(int64_t bytes)
 double ReadBandwidthProbe::measure(int passes) {
   const int64_t n = static_cast<int64_t>(buf_.size());
   constexpr int64_t kAheadWords = 4096 / sizeof(uint64_t);
-  std::vector<double> times[2];
+  constexpr int kWays = 3;  // plain, requested into L1, requested into L2
+  std::vector<double> times[kWays];
   std::vector<uint64_t> sink(64, 0);
-  for (int r = 0; r < 2 * passes; ++r) {
-    const bool ahead = r % 2 == 1;  // the two ways alternate, so both see the same moments
+  for (int r = 0; r < kWays * passes; ++r) {
+    const int way = r % kWays;  // the ways alternate, so all see the same moments
     const auto t = Clock::now();
     parallel_for(n, 1 << 16, [&](int64_t b, int64_t e) {
       uint64_t acc[8] = {};
       int64_t i = b;
       for (; i + 8 <= e; i += 8) {
-        if (ahead && i + kAheadWords < e) __builtin_prefetch(buf_.data() + i + kAheadWords, 0, 3);
+        if (way == 1 && i + kAheadWords < e)
+          __builtin_prefetch(buf_.data() + i + kAheadWords, 0, 3);
+        if (way == 2 && i + kAheadWords < e)
+          __builtin_prefetch(buf_.data() + i + kAheadWords, 0, 2);
         for (int u = 0; u < 8; ++u) acc[u] += buf_[i + u];
       }
       for (; i < e; ++i) acc[0] += buf_[i];
       sink[static_cast<size_t>(b) % sink.size()] +=
           acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];
     });
-    times[ahead ? 1 : 0].push_back(seconds_since(t));
+    times[way].push_back(seconds_since(t));
   }
   volatile uint64_t keep = sink[0];  // the sums must be computed
   (void)keep;
   const double bytes = static_cast<double>(n * static_cast<int64_t>(sizeof(uint64_t)));
-  return bytes / std::min(median(times[0]), median(times[1]));
+  return bytes / std::min({median(times[0]), median(times[1]), median(times[2])});
 }
 
 double measure_read_bandwidth(int64_t bytes) {

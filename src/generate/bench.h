@@ -47,11 +47,12 @@ struct BenchResult {
 class ReadBandwidthProbe {
  public:
   explicit ReadBandwidthProbe(int64_t bytes);
-  /// Bytes per second: the faster of two ways of reading the whole buffer, each the median of
-  /// `passes` reads: the loads alone (the hardware prefetcher's pace), and the loads with each
-  /// line requested 4 KB ahead (on a Sapphire Rapids Xeon guest the decode rows that read ahead
-  /// streamed faster than the loads alone, so a floor from those alone was below what decode
-  /// reached).
+  /// Bytes per second: the fastest of three ways of reading the whole buffer, each the median
+  /// of `passes` reads: the loads alone (the hardware prefetcher's pace), and the loads with
+  /// each line requested 4 KB ahead into L1 or into L2 (on two Xeons the decode rows that read
+  /// ahead streamed faster than the loads alone, and on the second those requesting into L2
+  /// faster than those requesting into L1, so a floor from the slower ways was below what
+  /// decode reached).
   double measure(int passes);
 
  private:

@@ -42,11 +42,15 @@ bool wide_decode_rows();
 bool attention_window_reads();
 
 /// How far ahead (bytes) a batch-1 product of the 4- to 6-bit repacked block types requests its
-/// weights into L1, a block's lines as the block begins (both decode row widths); 0 for none.
-/// 4 KB: on both CPUs measured the hardware prefetcher alone left the rows' stream at the pace
-/// of the arithmetic between loads. Steps with and without alternated in one process: Zen 4,
-/// SmolLM2-135M Q4_1 layers 10-16% faster, Qwen2.5-0.5B Q4_0 8-11%, Q4_K_M 2%; a Sapphire Rapids
-/// Xeon guest (512-bit rows) 1.40-1.56x for Q4_0, Q4_1 and Q4_K_M.
+/// weights, a block's lines as the block begins (both decode row widths); 0 for none. The
+/// requests go to L2 (prefetcht1): on a second Xeon (480 MB L3) requests into L1 held the rows
+/// to 18-21 GB/s on two threads and depended on the distance (bf16 rows 104% of the floor at
+/// 2 KB, 79% at 4 KB or more), requests into L2 streamed 23 (Q4_0) to 30 GB/s (Q8_0) at any
+/// distance from 2 to 16 KB; L1's few fill buffers, not L2's queue, held those. 4 KB: on
+/// every CPU measured the hardware prefetcher alone left the rows' stream at the pace of the
+/// arithmetic between loads. Steps with and without alternated in one process (requests into
+/// L1): Zen 4, SmolLM2-135M Q4_1 layers 10-16% faster, Qwen2.5-0.5B Q4_0 8-11%, Q4_K_M 2%; a
+/// Sapphire Rapids Xeon guest (512-bit rows) 1.40-1.56x for Q4_0, Q4_1 and Q4_K_M.
 /// ANVIL_CPU_DECODE_READ_AHEAD=BYTES chooses (0 turns it off) for these and the rows below.
 long decode_read_ahead();
 

@@ -42,8 +42,8 @@ inline __m512i load32(const uint16_t* p, __mmask32 m) {
 }
 
 // One activation row (decode): each weight row one sequential stream, four accumulators so the
-// dot products do not wait on one chain; the rows' lines requested `ahead` bytes before their
-// loads (cpu::decode_read_ahead_q8_bf16, 0 for none).
+// dot products do not wait on one chain; the rows' lines requested into L2 `ahead` bytes before
+// their loads (cpu::decode_read_ahead_q8_bf16, 0 for none; cpu::decode_read_ahead says why L2).
 void matvec(const uint16_t* w, int64_t rows, const uint16_t* x, int64_t k, const float* bias,
             float* out) {
   const auto ahead = static_cast<size_t>(decode_read_ahead_q8_bf16());
@@ -55,7 +55,7 @@ void matvec(const uint16_t* w, int64_t rows, const uint16_t* x, int64_t k, const
     for (; c + 128 <= k; c += 128) {
       if (ahead) {
         const char* next = reinterpret_cast<const char*>(row + c) + ahead;
-        for (int u = 0; u < 4; ++u) _mm_prefetch(next + 64 * u, _MM_HINT_T0);
+        for (int u = 0; u < 4; ++u) _mm_prefetch(next + 64 * u, _MM_HINT_T1);
       }
       for (int u = 0; u < 4; ++u) {
         const __m512i wv = _mm512_loadu_si512(row + c + 32 * u);
