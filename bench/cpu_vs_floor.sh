@@ -6,7 +6,8 @@
 # bandwidth `anvil bench` measures right before and after each timed decode, so each run is set
 # against the bandwidth of its own seconds) and decode as a share of it; beside each, llama.cpp's
 # llama-bench on the same file with the same threads, run right after anvil (built natively
-# here by bench/llama_cpp_peer.sh from PyPI's llama-cpp-python source; PEER=0 leaves it out).
+# here by bench/llama_cpp_peer.sh from PyPI's llama-cpp-python source; PEER=0 leaves it out,
+# LLAMA_CPP_AMX=0 builds it without its AMX path, which crashed on two Xeon guests).
 # Each figure is the median of REPEATS runs (the machine may be shared).
 # Usage: bench/cpu_vs_floor.sh [REPEATS] [THREADS]      (models go to $ANVIL_BENCH_DIR)
 set -euo pipefail
@@ -41,8 +42,13 @@ peer_run() {  # MODEL -> {pp128, pp2048, tg64} tok/s from llama-bench (nulls wit
     echo '{"pp128": null, "pp2048": null, "tg64": null}'
     return
   fi
-  { "$peer" -m "$1" -t "$threads" -p 128 -n 64 -r "$repeats" -o jsonl
-    "$peer" -m "$1" -t "$threads" -p 2048 -n 0 -r 1 -o jsonl; } 2>/dev/null | jq -s '
+  # A crash of llama-bench leaves its cells empty (null) instead of stopping the table.
+  local out
+  if ! out=$({ "$peer" -m "$1" -t "$threads" -p 128 -n 64 -r "$repeats" -o jsonl
+               "$peer" -m "$1" -t "$threads" -p 2048 -n 0 -r 1 -o jsonl; } 2>/dev/null); then
+    echo "cpu_vs_floor.sh: llama-bench failed on $1; its missing figures are left empty" >&2
+  fi
+  echo "$out" | jq -s '
     {pp128: (map(select(.n_prompt == 128 and .n_gen == 0)) | .[0].avg_ts),
      pp2048: (map(select(.n_prompt == 2048 and .n_gen == 0)) | .[0].avg_ts),
      tg64: (map(select(.n_gen == 64 and .n_prompt == 0)) | .[0].avg_ts)}'
@@ -74,7 +80,12 @@ for spec in "Q8_0|$dir/qwen2.5-0.5b-q8_0/model.gguf" "Q4_0|$dir/qwen2.5-0.5b-q4_
      peer: $p}' >>"$results"
 done
 
-echo "anvil and llama.cpp (llama-bench, built natively here), $threads threads, median of $repeats runs"
+if [ "${LLAMA_CPP_AMX:-1}" = 0 ]; then
+  echo "anvil and llama.cpp (llama-bench, built here without its AMX path: LLAMA_CPP_AMX=0)," \
+    "$threads threads, median of $repeats runs"
+else
+  echo "anvil and llama.cpp (llama-bench, built natively here), $threads threads, median of $repeats runs"
+fi
 echo "(llama.cpp: the mean of its $repeats repetitions; prefill 2048 one run each); floor = weight bytes"
 echo "per step / read bandwidth measured right before and after each timed anvil decode (decode as a"
 echo "share of it computed per run, then the median; the bandwidth column gives the median and, in"
