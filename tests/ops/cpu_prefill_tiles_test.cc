@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "anvil/tensor.h"
+#include "backends/cpu/aligned_vector.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/kernels_amx.h"
 #include "backends/cpu/repack.h"
@@ -216,6 +217,18 @@ TEST(CpuPrefillTiles, AmxRunsWhereAskedFor) {
     GTEST_SKIP() << "no AMX here: " << (why.empty() ? "the CPU lacks amx-tile/int8/bf16" : why);
   }
   EXPECT_EQ(cpu::isa(), cpu::Isa::amx);
+}
+
+// The prefill scratch's storage starts on a cache line whatever its size and however it grew:
+// tile rows straddling two lines ran the AMX tile loads at half their rate (docs/perf.md).
+// Sizes past malloc's mmap threshold included, where a plain vector lands 16 bytes past a page.
+TEST(CpuPrefillTiles, ScratchStartsOnACacheLine) {
+  for (size_t n : {size_t{1}, size_t{17}, size_t{4096}, size_t{300000}, size_t{1} << 22}) {
+    cpu::AlignedVector<uint16_t> v(n);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % 64, 0u) << n << " values";
+    v.resize(3 * n + 5);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % 64, 0u) << 3 * n + 5 << " values, grown";
+  }
 }
 
 }  // namespace
