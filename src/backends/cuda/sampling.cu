@@ -143,8 +143,13 @@ __device__ __forceinline__ unsigned order_key(float v) {
 // leaves it in *threshold and in *need how many keys equal to it belong to the k largest.
 // Histogram counts are aggregated per warp (logits share their top key bits). Every thread of
 // the block must call it.
+// With `whole` (a shared int) it stops at the first pass whose digit's keys are all among the
+// k largest, *threshold then the smallest key with that prefix: the keys >= it are exactly the
+// k largest, which the later passes would only have told apart (for distinct keys read by
+// `>=`; a caller taking ties at the threshold by equality needs every pass).
 template <class Key, class Get>
-__device__ void radix_select(Get get, int n, int k, unsigned* hist, Key* threshold, int* need) {
+__device__ void radix_select(Get get, int n, int k, unsigned* hist, Key* threshold, int* need,
+                             int* whole = nullptr) {
   Key prefix = 0, mask = 0;
   int left = k;
   for (int shift = static_cast<int>(sizeof(Key)) * 8 - 8; shift >= 0; shift -= 8) {
@@ -182,9 +187,11 @@ __device__ void radix_select(Get get, int n, int k, unsigned* hist, Key* thresho
         while (d > low && above + hist[d] < static_cast<unsigned>(left)) above += hist[d--];
         *threshold = prefix | (static_cast<Key>(d) << shift);
         *need = left - static_cast<int>(above);
+        if (whole) *whole = hist[d] == static_cast<unsigned>(*need);
       }
     }
     __syncthreads();
+    if (whole && *whole) return;  // read by every thread before the next pass can write it
     prefix = *threshold;
     left = *need;
     mask |= static_cast<Key>(255u) << shift;
@@ -233,12 +240,13 @@ __global__ void __launch_bounds__(kFinalThreads)
   __shared__ unsigned hist[256];
   __shared__ unsigned long long picked[kTopKMax];
   __shared__ unsigned long long threshold_s;
-  __shared__ int need_s, picked_n;
+  __shared__ int need_s, picked_n, whole_s;
   const long long row = blockIdx.x;
   const unsigned long long* cr = cand + row * n_cand;
+  // Packed values are distinct, so the passes may stop once the threshold's digit is whole.
   radix_select<unsigned long long>([&](int i) { return cr[i]; }, n_cand, k, hist, &threshold_s,
-                                   &need_s);
-  const unsigned long long threshold = threshold_s;  // packed values are distinct
+                                   &need_s, &whole_s);
+  const unsigned long long threshold = threshold_s;
   if (threadIdx.x == 0) picked_n = 0;
   __syncthreads();
   for (int i = threadIdx.x; i < n_cand; i += blockDim.x) {
