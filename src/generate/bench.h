@@ -47,12 +47,14 @@ struct BenchResult {
 class ReadBandwidthProbe {
  public:
   explicit ReadBandwidthProbe(int64_t bytes);
-  /// Bytes per second: the fastest of three ways of reading the whole buffer, each the median
-  /// of `passes` reads: the loads alone (the hardware prefetcher's pace), and the loads with
-  /// each line requested 4 KB ahead into L1 or into L2 (on two Xeons the decode rows that read
+  /// Bytes per second: the fastest of four ways of reading the whole buffer, each the median
+  /// of `passes` reads: the loads alone (the hardware prefetcher's pace), the loads with each
+  /// line requested 4 KB ahead into L1 or into L2 (on two Xeons the decode rows that read
   /// ahead streamed faster than the loads alone, and on the second those requesting into L2
   /// faster than those requesting into L1, so a floor from the slower ways was below what
-  /// decode reached).
+  /// decode reached), and the last with each thread's half read as four runs side by side (as
+  /// the decode rows read since they streamed faster so: 32.1-32.5 GB/s against 26.6-30.7
+  /// for one run per thread, on a Xeon with AMX).
   double measure(int passes);
 
  private:

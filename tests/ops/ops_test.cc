@@ -107,7 +107,9 @@ TEST_P(Ops, LinearWithQuantizedWeights) {
     if (!has(ops::kLinear, w)) continue;
     const bool k_type = dtype_block_elems(w) == 256;  // super-blocks
     // Odd shapes: rows not a multiple of the register tiles (8-row groups, 4 or 6 activation
-    // rows, their leftovers in tiles of 4, 2 and 1), a single row and a single output.
+    // rows, their leftovers in tiles of 4, 2 and 1), a single row and a single output; one row
+    // against 38 groups, the last partial, so each thread's decode streams (four runs side by
+    // side) have groups left over.
     using Shape3 = std::tuple<int64_t, int64_t, int64_t>;
     const std::vector<Shape3> shapes =
         k_type ? std::vector<Shape3>{{1, 256, 40},
@@ -115,8 +117,8 @@ TEST_P(Ops, LinearWithQuantizedWeights) {
                                      {6, 768, 9},
                                      {1, 1536, 1},
                                      {11, 512, 24}}
-               : std::vector<Shape3>{{1, 64, 40},  {3, 576, 33}, {2, 1536, 17},
-                                     {17, 96, 37}, {5, 32, 1},   {1, 160, 7}};
+               : std::vector<Shape3>{{1, 64, 40}, {3, 576, 33}, {2, 1536, 17}, {17, 96, 37},
+                                     {5, 32, 1},  {1, 160, 7},  {1, 96, 301}};
     for (auto [n, k, o] : shapes) {
       const Tensor x = random_tensor({n, k}, rng_);
       const Tensor weight = random_blocks(w, o, k, rng_);

@@ -41,35 +41,71 @@ inline __m512i load32(const uint16_t* p, __mmask32 m) {
   return m == ~__mmask32{0} ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi16(m, p);
 }
 
-// One activation row (decode): each weight row one sequential stream, four accumulators so the
-// dot products do not wait on one chain; the rows' lines requested into L2 `ahead` bytes before
-// their loads (cpu::decode_read_ahead_q8_bf16, 0 for none; cpu::decode_read_ahead says why L2).
+// One activation row (decode) against S weight rows read side by side, each with four
+// accumulators so the dot products do not wait on one chain; the rows' lines requested into L2
+// `ahead` bytes before their loads (cpu::decode_read_ahead_q8_bf16, 0 for none;
+// cpu::decode_read_ahead says why L2). Each row's sums are added in the same order whatever S.
+template <int S>
+void rows_side_by_side(const uint16_t* const (&row)[S], const uint16_t* x, int64_t k, size_t ahead,
+                       const float* const (&bias)[S], float* const (&out)[S]) {
+  __m512 acc[S][4];
+  for (auto& a : acc) {
+    for (auto& u : a) u = _mm512_setzero_ps();
+  }
+  int64_t c = 0;
+  for (; c + 128 <= k; c += 128) {
+    if (ahead) {
+      for (int s = 0; s < S; ++s) {
+        const char* next = reinterpret_cast<const char*>(row[s] + c) + ahead;
+        for (int u = 0; u < 4; ++u) _mm_prefetch(next + 64 * u, _MM_HINT_T1);
+      }
+    }
+    for (int u = 0; u < 4; ++u) {
+      const __m512bh xv = as_bf16(_mm512_loadu_si512(x + c + 32 * u));
+      for (int s = 0; s < S; ++s)
+        acc[s][u] =
+            _mm512_dpbf16_ps(acc[s][u], as_bf16(_mm512_loadu_si512(row[s] + c + 32 * u)), xv);
+    }
+  }
+  for (; c < k; c += 32) {
+    const __mmask32 m = first_lanes(k - c);
+    const __m512bh xv = as_bf16(load32(x + c, m));
+    for (int s = 0; s < S; ++s)
+      acc[s][0] = _mm512_dpbf16_ps(acc[s][0], as_bf16(load32(row[s] + c, m)), xv);
+  }
+  for (int s = 0; s < S; ++s) {
+    const __m512 total =
+        _mm512_add_ps(_mm512_add_ps(acc[s][0], acc[s][1]), _mm512_add_ps(acc[s][2], acc[s][3]));
+    *out[s] = hsum(total) + (bias[s] ? *bias[s] : 0.0f);
+  }
+}
+
+// The rows cut into kDecodeStreams runs read side by side (row j of every run, then j + 1), the
+// rest one at a time: one core kept more reads in flight with four streams than with one (the
+// same as the repacked quantized rows, quant_int8_wide.inc).
+constexpr int kDecodeStreams = 4;
+
 void matvec(const uint16_t* w, int64_t rows, const uint16_t* x, int64_t k, const float* bias,
             float* out) {
   const auto ahead = static_cast<size_t>(decode_read_ahead_q8_bf16());
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint16_t* row = w + r * k;
-    __m512 acc[4];
-    for (auto& a : acc) a = _mm512_setzero_ps();
-    int64_t c = 0;
-    for (; c + 128 <= k; c += 128) {
-      if (ahead) {
-        const char* next = reinterpret_cast<const char*>(row + c) + ahead;
-        for (int u = 0; u < 4; ++u) _mm_prefetch(next + 64 * u, _MM_HINT_T1);
-      }
-      for (int u = 0; u < 4; ++u) {
-        const __m512i wv = _mm512_loadu_si512(row + c + 32 * u);
-        const __m512i xv = _mm512_loadu_si512(x + c + 32 * u);
-        acc[u] = _mm512_dpbf16_ps(acc[u], as_bf16(wv), as_bf16(xv));
-      }
+  const int64_t run = rows / kDecodeStreams;
+  for (int64_t j = 0; j < run; ++j) {
+    const uint16_t* row[kDecodeStreams];
+    const float* row_bias[kDecodeStreams];
+    float* row_out[kDecodeStreams];
+    for (int s = 0; s < kDecodeStreams; ++s) {
+      const int64_t r = s * run + j;
+      row[s] = w + r * k;
+      row_bias[s] = bias ? bias + r : nullptr;
+      row_out[s] = out + r;
     }
-    for (; c < k; c += 32) {
-      const __mmask32 m = first_lanes(k - c);
-      acc[0] = _mm512_dpbf16_ps(acc[0], as_bf16(load32(row + c, m)), as_bf16(load32(x + c, m)));
-    }
-    const __m512 total =
-        _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
-    out[r] = hsum(total) + (bias ? bias[r] : 0.0f);
+    rows_side_by_side<kDecodeStreams>(row, x, k, ahead, row_bias, row_out);
+  }
+  for (int64_t r = kDecodeStreams * run; r < rows; ++r) {
+    const uint16_t* row[1] = {w + r * k};
+    const float* row_bias[1] = {bias ? bias + r : nullptr};
+    float* row_out[1] = {out + r};
+    rows_side_by_side<1>(row, x, k, ahead, row_bias, row_out);
   }
 }
 
