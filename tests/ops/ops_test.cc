@@ -112,11 +112,8 @@ TEST_P(Ops, LinearWithQuantizedWeights) {
     // side) have groups left over.
     using Shape3 = std::tuple<int64_t, int64_t, int64_t>;
     const std::vector<Shape3> shapes =
-        k_type ? std::vector<Shape3>{{1, 256, 40},
-                                     {3, 512, 33},
-                                     {6, 768, 9},
-                                     {1, 1536, 1},
-                                     {11, 512, 24}}
+        k_type ? std::vector<Shape3>{{1, 256, 40}, {3, 512, 33},  {6, 768, 9},
+                                     {1, 1536, 1}, {11, 512, 24}, {1, 256, 301}}
                : std::vector<Shape3>{{1, 64, 40}, {3, 576, 33}, {2, 1536, 17}, {17, 96, 37},
                                      {5, 32, 1},  {1, 160, 7},  {1, 96, 301}};
     for (auto [n, k, o] : shapes) {
