@@ -16,6 +16,7 @@
 #include "backends/cpu/aligned_vector.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/panel_tiles_avx512.h"
+#include "backends/cpu/side_by_side.h"
 
 namespace anvil::cpu {
 namespace {
@@ -80,33 +81,22 @@ void rows_side_by_side(const uint16_t* const (&row)[S], const uint16_t* x, int64
   }
 }
 
-// The rows cut into kDecodeStreams runs read side by side (row j of every run, then j + 1), the
-// rest one at a time: one core kept more reads in flight with four streams than with one (the
-// same as the repacked quantized rows, quant_int8_wide.inc).
-constexpr int kDecodeStreams = 4;
-
+// The rows read as streams side by side (side_by_side.h).
 void matvec(const uint16_t* w, int64_t rows, const uint16_t* x, int64_t k, const float* bias,
             float* out) {
   const auto ahead = static_cast<size_t>(decode_read_ahead_q8_bf16());
-  const int64_t run = rows / kDecodeStreams;
-  for (int64_t j = 0; j < run; ++j) {
-    const uint16_t* row[kDecodeStreams];
-    const float* row_bias[kDecodeStreams];
-    float* row_out[kDecodeStreams];
-    for (int s = 0; s < kDecodeStreams; ++s) {
-      const int64_t r = s * run + j;
-      row[s] = w + r * k;
-      row_bias[s] = bias ? bias + r : nullptr;
-      row_out[s] = out + r;
+  visit_side_by_side(0, rows, [&](const auto& at) {
+    constexpr int kCount = static_cast<int>(sizeof(at) / sizeof(at[0]));
+    const uint16_t* row[kCount];
+    const float* row_bias[kCount];
+    float* row_out[kCount];
+    for (int s = 0; s < kCount; ++s) {
+      row[s] = w + at[s] * k;
+      row_bias[s] = bias ? bias + at[s] : nullptr;
+      row_out[s] = out + at[s];
     }
-    rows_side_by_side<kDecodeStreams>(row, x, k, ahead, row_bias, row_out);
-  }
-  for (int64_t r = kDecodeStreams * run; r < rows; ++r) {
-    const uint16_t* row[1] = {w + r * k};
-    const float* row_bias[1] = {bias ? bias + r : nullptr};
-    float* row_out[1] = {out + r};
-    rows_side_by_side<1>(row, x, k, ahead, row_bias, row_out);
-  }
+    rows_side_by_side<kCount>(row, x, k, ahead, row_bias, row_out);
+  });
 }
 
 // 4 weight rows x 6 activation rows: each weight vector used 6 times, each activation vector
