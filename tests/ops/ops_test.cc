@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -11,6 +12,7 @@
 #include <random>
 #include <span>
 #include <tuple>
+#include <vector>
 
 #include "anvil/backend.h"
 #include "anvil/error.h"
@@ -457,6 +459,28 @@ TEST_P(Ops, CastArgmaxAndMaskColumn) {
     const Tensor index = Tensor::from_i64({3}, {1}).to(DType::i32).to(device_);
     ops::write_mask_column(mask, vals, index);
     EXPECT_EQ(mask.to_i64_vector(), (std::vector<int64_t>{0, 0, 0, 1, 0, 0, 0, 0, 7, 0}));
+  }
+}
+
+// The queued copies (to the device, on it, back to the host) keep every byte, whatever the
+// size and alignment: CUDA runs the small ones as kernels, in words or bytes.
+TEST_P(Ops, QueuedCopiesOfAnySizeAndAlignment) {
+  Backend& backend = backend_for(device_);
+  constexpr size_t kRoom = 8192;
+  const Tensor first = Tensor::empty({kRoom + 16}, DType::u8, device_);
+  const Tensor second = Tensor::empty({kRoom + 16}, DType::u8, device_);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (const size_t n : {1, 3, 8, 13, 64, 1000, 4095, 4096, 4097, 5000, 8192}) {
+    for (const size_t off : {0, 1, 8}) {
+      std::vector<uint8_t> in(n), out(n, 0);
+      for (uint8_t& b : in) b = static_cast<uint8_t>(byte(rng_));
+      auto* a = static_cast<uint8_t*>(first.raw()) + off;
+      auto* b = static_cast<uint8_t*>(second.raw()) + (off + 8) % 16;
+      backend.copy_from_host_queued(a, in.data(), n, device_);
+      backend.copy_on_device(b, a, n, device_);
+      backend.copy_to_host_async(out.data(), b, n, device_)->wait();
+      EXPECT_EQ(out, in) << n << " bytes at offset " << off;
+    }
   }
 }
 

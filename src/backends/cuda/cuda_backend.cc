@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/pinned_staging.h"
+#include "backends/cuda/small_copy.h"
 
 namespace anvil {
 namespace {
@@ -84,7 +86,11 @@ class CudaBackend : public Backend {
         n <= cuda::PinnedStaging::kSlotBytes ? staging(device).take() : nullptr;
     if (!slot) return copy_from_host(dst, src, n, device);
     std::memcpy(slot->host, src, n);
-    ANVIL_CUDA_CHECK(cudaMemcpyAsync(dst, slot->host, n, cudaMemcpyHostToDevice, s));
+    if (by_kernel(n)) {
+      cuda::small_copy(dst, slot->device, n, s);
+    } else {
+      ANVIL_CUDA_CHECK(cudaMemcpyAsync(dst, slot->host, n, cudaMemcpyHostToDevice, s));
+    }
     ANVIL_CUDA_CHECK(cudaEventRecord(slot->done, s));
     staging(device).release(slot);  // reused only after `done`
   }
@@ -94,11 +100,16 @@ class CudaBackend : public Backend {
     cuda::PinnedStaging& st = staging(device);
     cuda::PinnedStaging::Slot* slot = n <= cuda::PinnedStaging::kSlotBytes ? st.take() : nullptr;
     if (!slot) return Backend::copy_to_host_async(dst, src, n, device);
-    ANVIL_CUDA_CHECK(cudaMemcpyAsync(slot->host, src, n, cudaMemcpyDeviceToHost, s));
+    if (by_kernel(n)) {
+      cuda::small_copy(slot->device, src, n, s);
+    } else {
+      ANVIL_CUDA_CHECK(cudaMemcpyAsync(slot->host, src, n, cudaMemcpyDeviceToHost, s));
+    }
     ANVIL_CUDA_CHECK(cudaEventRecord(slot->done, s));
     return std::make_unique<PinnedCopy>(st, slot, dst, n);
   }
   void copy_on_device(void* dst, const void* src, size_t n, Device device) override {
+    if (by_kernel(n)) return cuda::small_copy(dst, src, n, cuda::stream_of(device));
     ANVIL_CUDA_CHECK(
         cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, cuda::stream_of(device)));
   }
@@ -134,6 +145,16 @@ class CudaBackend : public Backend {
   }
 
  private:
+  // Queued copies of a few bytes run as kernels (small_copy.h) unless
+  // ANVIL_CUDA_COPY_ENGINE=1 keeps them on the copy engine (for measuring the difference).
+  static bool by_kernel(size_t n) {
+    static const bool engine = [] {
+      const char* v = std::getenv("ANVIL_CUDA_COPY_ENGINE");
+      return v != nullptr && std::string(v) == "1";
+    }();
+    return n <= cuda::kSmallCopyBytes && !engine;
+  }
+
   // A copy to the host through a held slot: wait() moves the bytes out and frees the slot.
   class PinnedCopy : public PendingCopy {
    public:

@@ -6,7 +6,9 @@ namespace anvil::cuda {
 
 PinnedStaging::PinnedStaging() : slots_(kSlots) {
   for (Slot& s : slots_) {
-    ANVIL_CUDA_CHECK(cudaHostAlloc(&s.host, kSlotBytes, cudaHostAllocDefault));
+    ANVIL_CUDA_CHECK(
+        cudaHostAlloc(&s.host, kSlotBytes, cudaHostAllocMapped | cudaHostAllocPortable));
+    ANVIL_CUDA_CHECK(cudaHostGetDevicePointer(&s.device, s.host, 0));
     ANVIL_CUDA_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
   }
 }

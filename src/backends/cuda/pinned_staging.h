@@ -2,7 +2,8 @@
 // host memory may wait for the stream, and one to pageable memory always does; through
 // page-locked memory both are queued like kernels. So the bytes pass through page-locked slots,
 // each with an event recorded behind its last copy and reused only once that event has
-// completed (normally long before: there are several slots).
+// completed (normally long before: there are several slots). The slots are mapped into the
+// device's address space, so that small copies can be kernels (small_copy.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -25,6 +26,7 @@ class PinnedStaging {
 
   struct Slot {
     void* host = nullptr;
+    void* device = nullptr;  // the same bytes as the device addresses them (mapped)
     cudaEvent_t done = nullptr;
     bool held = false;  // a pending copy to the host still reads it
   };
