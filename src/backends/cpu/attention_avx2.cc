@@ -58,11 +58,14 @@ inline __m256 lanes_of(uint32_t bits) {
 // The dot products of R query rows (R <= 2) with keys [0, nt) of k (nt <= 8, keys dim elements
 // apart): out[r] holds row r's in lanes 0..nt-1 (the other lanes repeat the last key). Four keys
 // at a time, each key vector loaded (and widened) once for the rows, every (row, key) sum its
-// own FMA chain: 8 accumulators, 4 keys and a query vector in the 16 registers.
-template <int R, class KV>
-inline void scores8_rows(const float* const* q, const KV* k, int nt, int64_t dim, __m256* out) {
+// own FMA chain: 8 accumulators, 4 keys and a query vector in the 16 registers; before_keys(t)
+// as keys t..t + 3 begin.
+template <int R, class KV, class BeforeKeys>
+inline void scores8_rows(const float* const* q, const KV* k, int nt, int64_t dim, __m256* out,
+                         const BeforeKeys& before_keys) {
   alignas(32) float sc[R][kBlock];
   for (int t = 0; t < kBlock; t += 4) {
+    before_keys(t);
     const KV* kt[4];
     for (int j = 0; j < 4; ++j) kt[j] = k + std::min(t + j, nt - 1) * dim;
     __m256 a[R][4];
@@ -144,7 +147,9 @@ void rows_partial(int rows, const float* const* q, const int64_t* last, const KV
       for (int r = 0; r < rows; ++r) {
         if (r % 2 == 0) {
           with_count<2>(std::min(2, rows - r), [&](auto n) {
-            scores8_rows<decltype(n)::value>(q + r, k + t0 * dim, nt, dim, sc);
+            scores8_rows<decltype(n)::value>(q + r, k + t0 * dim, nt, dim, sc, [&](int t) {
+              if (r == 0) ahead.before_keys(t0 + t, 4);
+            });
           });
         }
         const int64_t visible_end = std::min<int64_t>(nt, last[r] - t0 + 1);

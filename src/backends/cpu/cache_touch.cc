@@ -36,22 +36,29 @@ KeyValueReadAhead::KeyValueReadAhead(const void* k, const void* v, int64_t row_b
       windows_(attention_window_reads()) {}
 
 void KeyValueReadAhead::before_block(int64_t t0) const {
-  if (windows_) {
-    if ((t0 - begin_) % window_ == 0) {
-      const int64_t at = t0 * row_bytes_;
-      read_lines(k_ + at, v_ + at, std::min(window_, end_ - t0) * row_bytes_);
-    }
-    return;
+  if (windows_ && (t0 - begin_) % window_ == 0) {
+    const int64_t at = t0 * row_bytes_;
+    read_lines(k_ + at, v_ + at, std::min(window_, end_ - t0) * row_bytes_);
   }
-  // A head's walk is a few blocks long, too short for the hardware prefetcher to ramp up, and
-  // the score loop stalled on its key loads (Qwen3-0.6B decode: attention 10% of a step).
-  const int64_t next = t0 + block_;
-  if (next >= end_) return;
-  const int64_t at = next * row_bytes_, bytes = std::min(block_, end_ - next) * row_bytes_;
-  for (int64_t off = 0; off < bytes; off += 64) {
-    __builtin_prefetch(k_ + at + off, 0, 3);
-    __builtin_prefetch(v_ + at + off, 0, 3);
+}
+
+// A head's walk is a few blocks long, too short for the hardware prefetcher to ramp up, and the
+// score loop stalled on its key loads (Qwen3-0.6B decode: attention 10% of a step). Requests of
+// a few keys' lines at a time leave the core's line fill buffers to the loads in between.
+void KeyValueReadAhead::prefetch_keys(int64_t from, int64_t to) const {
+  to = std::min(to, end_);
+  for (int64_t at = from * row_bytes_; at < to * row_bytes_; at += 64) {
+    __builtin_prefetch(k_ + at, 0, 3);
+    __builtin_prefetch(v_ + at, 0, 3);
   }
+}
+
+void KeyValueReadAhead::before_keys(int64_t t, int64_t n) const {
+  if (windows_) return;
+  // The walk's first keys are loaded as they are used; the rest of its first block is
+  // requested at once.
+  if (t == begin_) prefetch_keys(t + n, t + block_);
+  prefetch_keys(t + block_, t + block_ + n);
 }
 
 }  // namespace anvil::cpu

@@ -318,11 +318,13 @@ inline float kv_scalar(const uint16_t* p) {
 // The dot products of R query rows (R <= 4) with keys [0, nt) of k (nt <= 16, keys dim elements
 // apart): out[r] holds row r's in lanes 0..nt-1 (the other lanes repeat the last key). Four keys
 // at a time, each key vector loaded (and widened) once for all the rows, every (row, key) sum
-// its own FMA chain.
-template <int R, class KV>
-inline void scores16_rows(const float* const* q, const KV* k, int nt, int64_t dim, __m512* out) {
+// its own FMA chain; before_keys(t) as keys t..t + 3 begin.
+template <int R, class KV, class BeforeKeys>
+inline void scores16_rows(const float* const* q, const KV* k, int nt, int64_t dim, __m512* out,
+                          const BeforeKeys& before_keys) {
   alignas(64) float sc[R][16];
   for (int t = 0; t < 16; t += 4) {
+    before_keys(t);
     const KV* kt[4];
     for (int j = 0; j < 4; ++j) kt[j] = k + std::min(t + j, nt - 1) * dim;
     __m512 a[R][4];
@@ -420,8 +422,8 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
   end = std::min(end, max_last + 1);
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   const __m512 scale_v = _mm512_set1_ps(scale);
-  // Read ahead per 16-key block, as its scores begin: per run, the prefetching way (Intel's
-  // default) left a task's first 64 keys to demand misses, 8% slower from L3 on a Xeon.
+  // Read ahead per 16-key block, as its scores go (cache_touch.h): per run, the prefetching way
+  // (Intel's default) left a task's first 64 keys to demand misses, 8% slower from L3 on a Xeon.
   const KeyValueReadAhead ahead(k, v, dim * static_cast<int64_t>(sizeof(KV)), begin, end, kBlock);
   for (int64_t t0 = begin; t0 < end; t0 += kRun) {
     const int nt = static_cast<int>(std::min<int64_t>(kRun, end - t0));
@@ -433,10 +435,13 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
       const int rc = std::min(4, rows - r0);
       __m512 sc[kRunBlocks][4];
       for (int b = 0; b < blocks; ++b) {
-        if (r0 == 0) ahead.before_block(t0 + b * kBlock);
+        const int64_t tb = t0 + b * kBlock;
+        if (r0 == 0) ahead.before_block(tb);
         const int bt = std::min(kBlock, nt - b * kBlock);
         with_count<4>(rc, [&](auto n) {
-          scores16_rows<decltype(n)::value>(q + r0, k + (t0 + b * kBlock) * dim, bt, dim, sc[b]);
+          scores16_rows<decltype(n)::value>(q + r0, k + tb * dim, bt, dim, sc[b], [&](int t) {
+            if (r0 == 0) ahead.before_keys(tb + t, 4);
+          });
         });
       }
       for (int i = 0; i < rc; ++i) {
