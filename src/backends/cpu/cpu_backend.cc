@@ -4,6 +4,7 @@
 #include "backends/cpu/cpu_isa.h"
 
 #include <malloc.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -61,8 +62,21 @@ BlockCache& block_cache() {
   return *cache;
 }
 
+// Buffers of 2 MiB and more (a long KV cache's layers, prefill scratch) are whole huge pages,
+// asked for as such: decode attention's walk over a cache from DRAM ran 8-15% faster on huge
+// pages than on 4 KiB ones (docs/perf.md, twenty-ninth session).
+constexpr size_t kHugePage = size_t{2} << 20;
+
 size_t rounded_size(size_t nbytes) {
-  return (nbytes + 63) / 64 * 64;
+  const size_t unit = nbytes >= kHugePage ? kHugePage : 64;
+  return (nbytes + unit - 1) / unit * unit;
+}
+
+void* fresh_block(size_t rounded) {
+  if (rounded < kHugePage) return std::aligned_alloc(64, rounded);
+  void* p = std::aligned_alloc(kHugePage, rounded);
+  if (p) (void)madvise(p, rounded, MADV_HUGEPAGE);  // a hint: 4 KiB pages where it is refused
+  return p;
 }
 
 class HostBuffer : public Buffer {
@@ -116,7 +130,7 @@ class CpuBackend : public Backend {
   std::shared_ptr<Buffer> allocate(Device, size_t nbytes) override {
     const size_t rounded = rounded_size(nbytes);
     void* p = block_cache().take(rounded);
-    if (!p) p = std::aligned_alloc(64, rounded);
+    if (!p) p = fresh_block(rounded);
     if (!p) {
       throw Error("out of host memory allocating " + std::to_string(nbytes) + " bytes");
     }
