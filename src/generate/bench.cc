@@ -46,15 +46,17 @@ double median(std::vector<double> v) {
 }  // namespace
 
 ReadBandwidthProbe::ReadBandwidthProbe(int64_t bytes)
-    : buf_(static_cast<size_t>(bytes / static_cast<int64_t>(sizeof(uint64_t)))) {
-  const int64_t n = static_cast<int64_t>(buf_.size());
-  parallel_for(n, 1 << 16, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) buf_[i] = static_cast<uint64_t>(i);  // touch every page
+    : buf_(Tensor::empty({bytes / static_cast<int64_t>(sizeof(uint64_t))}, DType::i64)),
+      n_(buf_.numel()) {
+  auto* words = static_cast<uint64_t*>(buf_.raw());
+  parallel_for(n_, 1 << 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) words[i] = static_cast<uint64_t>(i);  // touch every page
   });
+  words_ = words;
 }
 
 double ReadBandwidthProbe::measure(int passes) {
-  const int64_t n = static_cast<int64_t>(buf_.size());
+  const int64_t n = n_;
   constexpr int64_t kAheadWords = 4096 / sizeof(uint64_t);
   // Plain; requested ahead into L1; into L2; into L2 with each task's range read as four runs
   // side by side (the decode kernels' way: one core keeps more reads in flight with several
@@ -72,22 +74,20 @@ double ReadBandwidthProbe::measure(int passes) {
         const int64_t run = (e - b) / kStreams / 8 * 8;
         for (int64_t i = 0; i < run; i += 8) {
           for (int s = 0; s < kStreams; ++s) {
-            const uint64_t* at = buf_.data() + b + s * run + i;
+            const uint64_t* at = words_ + b + s * run + i;
             if (i + kAheadWords < run) __builtin_prefetch(at + kAheadWords, 0, 2);
             for (int u = 0; u < 8; ++u) acc[u] += at[u];
           }
         }
-        for (int64_t i = b + kStreams * run; i < e; ++i) acc[0] += buf_[i];
+        for (int64_t i = b + kStreams * run; i < e; ++i) acc[0] += words_[i];
       } else {
         int64_t i = b;
         for (; i + 8 <= e; i += 8) {
-          if (way == 1 && i + kAheadWords < e)
-            __builtin_prefetch(buf_.data() + i + kAheadWords, 0, 3);
-          if (way == 2 && i + kAheadWords < e)
-            __builtin_prefetch(buf_.data() + i + kAheadWords, 0, 2);
-          for (int u = 0; u < 8; ++u) acc[u] += buf_[i + u];
+          if (way == 1 && i + kAheadWords < e) __builtin_prefetch(words_ + i + kAheadWords, 0, 3);
+          if (way == 2 && i + kAheadWords < e) __builtin_prefetch(words_ + i + kAheadWords, 0, 2);
+          for (int u = 0; u < 8; ++u) acc[u] += words_[i + u];
         }
-        for (; i < e; ++i) acc[0] += buf_[i];
+        for (; i < e; ++i) acc[0] += words_[i];
       }
       sink[static_cast<size_t>(b) % sink.size()] +=
           acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "anvil/model.h"
+#include "anvil/tensor.h"
 
 namespace anvil {
 
@@ -43,7 +44,9 @@ struct BenchResult {
 };
 
 /// A streaming read of a buffer larger than the caches, allocated and touched once, measured as
-/// often as needed.
+/// often as needed. The buffer comes from the CPU backend's allocator, as the weights and caches
+/// a decode step reads do: on huge pages where the machine grants them (a Xeon guest read 1 GiB
+/// at 34-38 GB/s on huge pages against 29-34 on 4 KiB pages; docs/perf.md, thirtieth session).
 class ReadBandwidthProbe {
  public:
   explicit ReadBandwidthProbe(int64_t bytes);
@@ -58,7 +61,9 @@ class ReadBandwidthProbe {
   double measure(int passes);
 
  private:
-  std::vector<uint64_t> buf_;
+  Tensor buf_;
+  const uint64_t* words_ = nullptr;
+  int64_t n_ = 0;
 };
 
 /// Streaming-read bandwidth of this machine with the configured threads (bytes/s), over a

@@ -2,6 +2,7 @@
 #include "backends/cpu/cpu_backend.h"
 
 #include "backends/cpu/cpu_isa.h"
+#include "backends/cpu/huge_pages.h"
 
 #include <malloc.h>
 #include <sys/mman.h>
@@ -62,21 +63,14 @@ BlockCache& block_cache() {
   return *cache;
 }
 
-// Buffers of 2 MiB and more (a long KV cache's layers, prefill scratch) are whole huge pages,
-// asked for as such: decode attention's walk over a cache from DRAM ran 8-15% faster on huge
-// pages than on 4 KiB ones (docs/perf.md, twenty-ninth session).
-constexpr size_t kHugePage = size_t{2} << 20;
-
+// Buffers of 2 MiB and more (a long KV cache's layers, prefill scratch) are whole huge pages
+// (huge_pages.h).
 size_t rounded_size(size_t nbytes) {
-  const size_t unit = nbytes >= kHugePage ? kHugePage : 64;
-  return (nbytes + unit - 1) / unit * unit;
+  return cpu::huge_page_rounded(nbytes);
 }
 
 void* fresh_block(size_t rounded) {
-  if (rounded < kHugePage) return std::aligned_alloc(64, rounded);
-  void* p = std::aligned_alloc(kHugePage, rounded);
-  if (p) (void)madvise(p, rounded, MADV_HUGEPAGE);  // a hint: 4 KiB pages where it is refused
-  return p;
+  return cpu::allocate_huge_page_rounded(rounded);
 }
 
 class HostBuffer : public Buffer {

@@ -11,6 +11,7 @@
 
 #include "anvil/error.h"
 #include "backends/cpu/cpu_threads.h"
+#include "backends/cpu/huge_pages.h"
 #include "formats/ggml_quants.h"
 
 namespace anvil::cpu {
@@ -160,7 +161,8 @@ std::shared_ptr<const PackedWeights> repack(const Tensor& w) {
                    : q8                     ? 16 + 256
                                             : (with_min ? 32 : 16) + 128 + (q5 ? 32 : 0);
   const size_t total = static_cast<size_t>(p->groups * p->kb) * p->block_bytes;
-  void* mem = std::aligned_alloc(64, (total + 63) / 64 * 64);
+  // Decode streams these rows from DRAM every step: on huge pages (huge_pages.h).
+  void* mem = allocate_huge_page_rounded(huge_page_rounded(total));
   if (!mem) throw Error("out of host memory repacking a weight matrix");
   p->storage =
       std::shared_ptr<uint8_t>(static_cast<uint8_t*>(mem), [](uint8_t* q) { std::free(q); });
