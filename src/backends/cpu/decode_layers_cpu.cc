@@ -36,6 +36,7 @@
 #include "backends/cpu/quant_dot_kernels.h"
 #include "backends/cpu/repack.h"
 #include "backends/cpu/row_kernels.h"
+#include "backends/cpu/side_by_side.h"
 #include "backends/cpu/stream_split.h"
 #include "backends/cpu/swiglu_rows.h"
 #include "core/kernels.h"
@@ -193,6 +194,7 @@ Forms forms_of(const Product& p, const IsaKernels& kern) {
 struct Layer {
   Product q, k, v, o, gate, up, down;
   Forms forms[kProducts];  // per product phase: q/k/v, o, gate/up, down
+  bool lanes[kProducts];   // whether the phase's split hands out lanes (reads_side_by_side)
   const float *input_norm, *post_norm, *q_norm = nullptr, *k_norm = nullptr;
   void *k_cache, *v_cache;
 };
@@ -213,6 +215,36 @@ void run_groups(const IsaKernels& kern, const Product& p, int64_t g0, int64_t g1
   }
   kern.int8->gemm(p.kind, p.stored + static_cast<size_t>(r0) * p.row_bytes, p.row_bytes, r1 - r0,
                   x.q8, 1, p.bias ? p.bias + r0 : nullptr, out + r0, p.rows);
+}
+
+// Whether a product's split hands each member's pieces as lanes that continue from piece to
+// piece: the repacked rows that the 512-bit kernels read as streams side by side
+// (side_by_side.h). Not bf16's rows, which read as four streams too but measured 2-5% slower
+// in lanes than in each piece's quarters (docs/perf.md, thirtieth session).
+bool reads_side_by_side(const Product& p, const IsaKernels& kern) {
+  return p.packed && kern.level >= Isa::avx512 && wide_decode_rows();
+}
+
+// The groups of a claimed piece of a product into out: the lanes side by side where the
+// phase's split has them (every product of the phase reads_side_by_side), else each lane (the
+// whole piece, or its part in this product) as one range.
+void run_piece(const IsaKernels& kern, const Product& p, const Lanes& piece, bool lanes,
+               const RowForms& x, float* out) {
+  if (lanes && piece.count > 0) {
+    kern.int8->packed_lanes(p.kind, p.packed->data, p.packed->block_bytes, p.rows, piece, x.q8,
+                            p.bias, out);
+    return;
+  }
+  for (int i = 0; i < piece.count; ++i) run_groups(kern, p, piece.begin[i], piece.end[i], x, out);
+}
+
+// out[f] += proj[f] for the rows of the groups of `lanes` below h.
+void add_lane_rows(const Lanes& lanes, const float* proj, int64_t h, float* x) {
+  for (int i = 0; i < lanes.count; ++i) {
+    for (int64_t f = lanes.begin[i] * kGroupRows; f < std::min(h, lanes.end[i] * kGroupRows); ++f) {
+      x[f] += proj[f];
+    }
+  }
 }
 
 // One phase of a layer: its work in chunks that the members claim as they come free, and the
@@ -405,11 +437,14 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
     const Layer& L = layers[li];
     Phase* ph = phase_store.get() + kPhases * li;
     StreamSplit* pr = product_store.get() + kProducts * li;
-    pr[0].reset(L.q.groups + L.k.groups + L.v.groups, members, min_piece(bytes_per_group(L.q)));
+    const auto lanes = [&](int product) { return L.lanes[product] ? kDecodeStreams : 1; };
+    pr[0].reset(L.q.groups + L.k.groups + L.v.groups, members, min_piece(bytes_per_group(L.q)),
+                lanes(0));
     ph[0].reset(nkv * parts, 1);
-    pr[1].reset(L.o.groups, members, min_piece(bytes_per_group(L.o)));
-    pr[2].reset(L.gate.groups, members, min_piece(bytes_per_group(L.gate) + bytes_per_group(L.up)));
-    pr[3].reset(L.down.groups, members, min_piece(bytes_per_group(L.down)));
+    pr[1].reset(L.o.groups, members, min_piece(bytes_per_group(L.o)), lanes(1));
+    pr[2].reset(L.gate.groups, members, min_piece(bytes_per_group(L.gate) + bytes_per_group(L.up)),
+                lanes(2));
+    pr[3].reset(L.down.groups, members, min_piece(bytes_per_group(L.down)), lanes(3));
   }
   Phase* phase_all = phase_store.get();
   const bool profiling = decode_profile().on;
@@ -423,6 +458,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
     my.heads.resize(static_cast<size_t>((group + 1) * hd));
     my.attn.resize(static_cast<size_t>(nh * hd));
     int64_t c0 = 0, c1 = 0;
+    Lanes piece;
     RowForms xf;
     MemberClock clock(me, profiling);
     for (size_t li = 0; li < layers.size(); ++li) {
@@ -432,17 +468,15 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       // Input norm, q/k/v: the three products' groups as one range; a member normalises and
       // quantizes the row for itself once it has a chunk to use it on.
       const int64_t gq = L.q.groups, gk = L.k.groups, gv = L.v.groups;
-      for (bool ready = false; pr[0].claim(me, &c0, &c1); pr[0].finished(c1 - c0)) {
+      for (bool ready = false; pr[0].claim(me, &piece); pr[0].finished(lane_items(piece))) {
         if (!ready) {
           rms_norm_row(x, L.input_norm, h, a.eps, my.normed.data());
           xf = my.forms(kern, my.normed.data(), h, L.forms[0]);
           ready = true;
         }
-        run_groups(kern, L.q, std::min(c0, gq), std::min(c1, gq), xf, q);
-        run_groups(kern, L.k, std::clamp(c0 - gq, int64_t{0}, gk),
-                   std::clamp(c1 - gq, int64_t{0}, gk), xf, k);
-        run_groups(kern, L.v, std::clamp(c0 - gq - gk, int64_t{0}, gv),
-                   std::clamp(c1 - gq - gk, int64_t{0}, gv), xf, v);
+        run_piece(kern, L.q, clip_lanes(piece, 0, gq), L.lanes[0], xf, q);
+        run_piece(kern, L.k, clip_lanes(piece, gq, gq + gk), L.lanes[0], xf, k);
+        run_piece(kern, L.v, clip_lanes(piece, gq + gk, gq + gk + gv), L.lanes[0], xf, v);
       }
       clock.mark(0);
       pr[0].wait();
@@ -488,7 +522,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       // o, added into the residual rows as each chunk's groups come out. A member merges every
       // head's key ranges for itself before its first chunk (a few thousand multiply-adds),
       // which costs less than a phase of merge items and its wait.
-      for (bool ready = false; pr[1].claim(me, &c0, &c1); pr[1].finished(c1 - c0)) {
+      for (bool ready = false; pr[1].claim(me, &piece); pr[1].finished(lane_items(piece))) {
         if (!ready) {
           float* row = my.attn.data();
           for (int64_t head = 0; head < nh; ++head) {
@@ -499,35 +533,38 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
           xf = my.forms(kern, row, nh * hd, L.forms[1]);
           ready = true;
         }
-        run_groups(kern, L.o, c0, c1, xf, proj);
-        for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
+        run_piece(kern, L.o, piece, L.lanes[1], xf, proj);
+        add_lane_rows(piece, proj, h, x);
       }
       clock.mark(5);
       pr[1].wait();
       clock.mark(6);
       // Post-attention norm, gate and up over the same groups, SwiGLU on them.
-      for (bool ready = false; pr[2].claim(me, &c0, &c1); pr[2].finished(c1 - c0)) {
+      for (bool ready = false; pr[2].claim(me, &piece); pr[2].finished(lane_items(piece))) {
         if (!ready) {
           rms_norm_row(x, L.post_norm, h, a.eps, my.normed.data());
           xf = my.forms(kern, my.normed.data(), h, L.forms[2]);
           ready = true;
         }
-        run_groups(kern, L.gate, c0, c1, xf, gate);
-        run_groups(kern, L.up, c0, c1, xf, up);
-        const int64_t f0 = c0 * kGroupRows, f1 = std::min(inter, c1 * kGroupRows);
-        if (f1 > f0) kern.swiglu(gate + f0, up + f0, gate + f0, f1 - f0);
+        run_piece(kern, L.gate, piece, L.lanes[2], xf, gate);
+        run_piece(kern, L.up, piece, L.lanes[2], xf, up);
+        for (int i = 0; i < piece.count; ++i) {
+          const int64_t f0 = piece.begin[i] * kGroupRows;
+          const int64_t f1 = std::min(inter, piece.end[i] * kGroupRows);
+          if (f1 > f0) kern.swiglu(gate + f0, up + f0, gate + f0, f1 - f0);
+        }
       }
       clock.mark(7);
       pr[2].wait();
       clock.mark(8);
       // down, added into the residual.
-      for (bool ready = false; pr[3].claim(me, &c0, &c1); pr[3].finished(c1 - c0)) {
+      for (bool ready = false; pr[3].claim(me, &piece); pr[3].finished(lane_items(piece))) {
         if (!ready) {
           xf = my.forms(kern, gate, inter, L.forms[3]);
           ready = true;
         }
-        run_groups(kern, L.down, c0, c1, xf, proj);
-        for (int64_t f = c0 * kGroupRows; f < std::min(h, c1 * kGroupRows); ++f) x[f] += proj[f];
+        run_piece(kern, L.down, piece, L.lanes[3], xf, proj);
+        add_lane_rows(piece, proj, h, x);
       }
       clock.mark(9);
       pr[3].wait();
@@ -567,6 +604,11 @@ bool plan(const ops::DecodeLayersArgs& a, const IsaKernels& kern, std::vector<La
     L.forms[2] = forms_of(L.gate, kern);
     L.forms[2] += forms_of(L.up, kern);
     L.forms[3] = forms_of(L.down, kern);
+    L.lanes[0] = reads_side_by_side(L.q, kern) && reads_side_by_side(L.k, kern) &&
+                 reads_side_by_side(L.v, kern);
+    L.lanes[1] = reads_side_by_side(L.o, kern);
+    L.lanes[2] = reads_side_by_side(L.gate, kern) && reads_side_by_side(L.up, kern);
+    L.lanes[3] = reads_side_by_side(L.down, kern);
     if (!f32_vector(t.input_norm, h) || !f32_vector(t.post_norm, h)) return false;
     if (t.q_norm.defined() != t.k_norm.defined()) return false;
     if (t.q_norm.defined() && (!f32_vector(t.q_norm, hd) || !f32_vector(t.k_norm, hd))) {

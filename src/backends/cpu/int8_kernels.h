@@ -10,6 +10,7 @@
 #include "backends/cpu/kernels_avx2_int8.h"
 #include "backends/cpu/kernels_avx512.h"
 #include "backends/cpu/kernels_avxvnni_int8.h"
+#include "backends/cpu/side_by_side.h"
 
 namespace anvil::cpu {
 
@@ -20,14 +21,16 @@ struct Int8Kernels {
   void (*packed)(QuantKind, const uint8_t*, size_t, int64_t, int64_t, int64_t, const Q8Rows&,
                  int64_t, const float*, float*, int64_t);
   bool wide;  // whether `packed` has the 512-bit prefill tiles (Q8Rows::tiles)
+  void (*packed_lanes)(QuantKind, const uint8_t*, size_t, int64_t, const Lanes&, const Q8Rows&,
+                       const float*, float*);
 };
 
 inline constexpr Int8Kernels kInt8Avx512{&quantize_rows_q8_avx512, &gemm_quant_avx512,
-                                         &gemm_packed_avx512, true};
+                                         &gemm_packed_avx512, true, &packed_lanes_avx512};
 inline constexpr Int8Kernels kInt8AvxVnni{&quantize_rows_q8_avx2, &gemm_quant_avxvnni,
-                                          &gemm_packed_avxvnni, false};
+                                          &gemm_packed_avxvnni, false, &packed_lanes_avxvnni};
 inline constexpr Int8Kernels kInt8Avx2{&quantize_rows_q8_avx2, &gemm_quant_avx2, &gemm_packed_avx2,
-                                       false};
+                                       false, &packed_lanes_avx2};
 
 /// The kernels of the CPU's level (isa() at least avx2).
 inline const Int8Kernels& int8_kernels() {

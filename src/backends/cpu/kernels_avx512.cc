@@ -737,6 +737,11 @@ void gemm_packed_avx512(QuantKind kind, const uint8_t* packed, size_t block_byte
   gemm_packed_impl(kind, packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
 }
 
+void packed_lanes_avx512(QuantKind kind, const uint8_t* packed, size_t block_bytes, int64_t rows,
+                         const Lanes& lanes, const Q8Rows& x, const float* bias, float* out) {
+  packed_lanes_impl(kind, packed, block_bytes, rows, lanes, x, bias, out);
+}
+
 bool wide_tiles_take(QuantKind kind) {
   float ds_scale;
   return wide_tile_kind(kind, &ds_scale);

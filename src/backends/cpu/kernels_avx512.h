@@ -8,6 +8,8 @@
 
 namespace anvil::cpu {
 
+struct Lanes;  // side_by_side.h
+
 /// Activations quantized per 32-value block to int8, as llama.cpp's Q8_0/Q8_1 (d = max|x| / 127,
 /// q = round(x / d)): `q` holds rows of k int8 values; `d` and `s` (the sum of the block's q)
 /// and `ds` (d * s) one entry per block, kb = k / 32 per row.
@@ -57,6 +59,11 @@ void gemm_kquant_avx512(QuantKind kind, const uint8_t* w, size_t row_bytes, int6
 void gemm_packed_avx512(QuantKind kind, const uint8_t* packed, size_t block_bytes, int64_t rows,
                         int64_t g0, int64_t g1, const Q8Rows& x, int64_t nx, const float* bias,
                         float* out, int64_t ldo);
+
+/// Decode (one activation row) over the repacked groups of `lanes` (side_by_side.h): out[r] for the
+/// rows r of those groups, the lanes read side by side where the kernels stream.
+void packed_lanes_avx512(QuantKind kind, const uint8_t* packed, size_t block_bytes, int64_t rows,
+                         const Lanes& lanes, const Q8Rows& x, const float* bias, float* out);
 
 /// Attention of `rows` query vectors over keys [0, n_keys) of one KV head (flash-attention
 /// style: keys in blocks of 16, in runs of 64 for up to four rows; online softmax; each key and

@@ -12,6 +12,7 @@
 #include "backends/cpu/aligned_vector.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/repack.h"
+#include "backends/cpu/side_by_side.h"
 
 namespace anvil::cpu {
 namespace {
@@ -38,6 +39,11 @@ void gemm_packed_avxvnni(QuantKind kind, const uint8_t* packed, size_t block_byt
                          int64_t g0, int64_t g1, const Q8Rows& x, int64_t nx, const float* bias,
                          float* out, int64_t ldo) {
   gemm_packed_impl(kind, packed, block_bytes, rows, g0, g1, x, nx, bias, out, ldo);
+}
+
+void packed_lanes_avxvnni(QuantKind kind, const uint8_t* packed, size_t block_bytes, int64_t rows,
+                          const Lanes& lanes, const Q8Rows& x, const float* bias, float* out) {
+  packed_lanes_impl(kind, packed, block_bytes, rows, lanes, x, bias, out);
 }
 
 }  // namespace anvil::cpu

@@ -275,7 +275,16 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
       kern.packed(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out, o);
       add_rows(residual, out, n, o, g0 * kPackRows, std::min(o, g1 * kPackRows));
     };
-    if (n == 1) {
+    if (n == 1 && isa() >= Isa::avx512 && wide_decode_rows()) {
+      // The rows side by side (side_by_side.h), each thread's pieces continuing its lanes.
+      cpu::stream_for_lanes(packed->groups, [&](const Lanes& piece) {
+        kern.packed_lanes(kind, packed->data, packed->block_bytes, o, piece, xq, bias, out);
+        for (int i = 0; i < piece.count; ++i) {
+          add_rows(residual, out, 1, o, piece.begin[i] * kPackRows,
+                   std::min(o, piece.end[i] * kPackRows));
+        }
+      });
+    } else if (n == 1) {
       cpu::stream_for(packed->groups, groups);
     } else {
       // Prefill tiles take two or four groups at a time: the tasks split whole spans, so none
