@@ -468,6 +468,9 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
     bias[i] = bias_f32(biases[i], bias_slots[i]);
     first[i + 1] = first[i] + packed[i]->groups;
   }
+  // One row: each thread's pieces continue its lanes (side_by_side.h), the products' parts of
+  // a piece read side by side where the 512-bit rows stream.
+  const bool lanes = n == 1 && wide_decode_rows();
   if (swiglu) {
     const int64_t o = weights[0].size(0), groups = packed[0]->groups;
     float* gate = outs[0].data<float>();
@@ -482,7 +485,18 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
         swiglu_avx512(gate + r * o + f0, up + r * o + f0, gate + r * o + f0, f1 - f0);
       }
     };
-    if (n == 1) {
+    if (lanes) {
+      cpu::stream_for_lanes(groups, [&](const Lanes& piece) {
+        packed_lanes_avx512(kind, packed[0]->data, packed[0]->block_bytes, o, piece, xq, bias[0],
+                            gate);
+        packed_lanes_avx512(kind, packed[1]->data, packed[1]->block_bytes, o, piece, xq, bias[1],
+                            up);
+        for (int i = 0; i < piece.count; ++i) {
+          const int64_t f0 = piece.begin[i] * kPackRows, f1 = std::min(o, piece.end[i] * kPackRows);
+          swiglu_avx512(gate + f0, up + f0, gate + f0, f1 - f0);
+        }
+      });
+    } else if (n == 1) {
       cpu::stream_for(groups, pair);
     } else {
       cpu::parallel_for(groups, 1, pair, kPrefillChunks);
@@ -499,7 +513,15 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
                          outs[i].data<float>(), o);
     }
   };
-  if (n == 1) {
+  if (lanes) {
+    cpu::stream_for_lanes(first[count], [&](const Lanes& piece) {
+      for (int i = 0; i < count; ++i) {
+        const Lanes part = clip_lanes(piece, first[i], first[i + 1]);
+        packed_lanes_avx512(kind, packed[i]->data, packed[i]->block_bytes, weights[i].size(0), part,
+                            xq, bias[i], outs[i].data<float>());
+      }
+    });
+  } else if (n == 1) {
     cpu::stream_for(first[count], products);
   } else {
     cpu::parallel_for(first[count], 1, products, kPrefillChunks);
