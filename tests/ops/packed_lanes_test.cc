@@ -1,0 +1,74 @@
+// The int8 kernels' decode over lanes (Int8Kernels::packed_lanes, side_by_side.h) against the
+// same kernels' product over the whole matrix: lanes of uneven lengths with gaps between them
+// (as a thread's clipped pieces are) give exactly the whole product's rows in their groups and
+// write nothing elsewhere, at every ISA level the CPU has, for every repacked block type.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_isa.h"
+#include "backends/cpu/int8_kernels.h"
+#include "backends/cpu/repack.h"
+#include "backends/cpu/side_by_side.h"
+#include "quant_blocks.h"
+
+namespace anvil::cpu {
+namespace {
+
+TEST(CpuPackedLanes, LanesWithGapsGiveTheWholeProductsRows) {
+  if (isa() < Isa::avx2) GTEST_SKIP() << "the int8 kernels need AVX2";
+  const Int8Kernels& kern = int8_kernels();
+  std::mt19937 rng(7);
+  for (DType type : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q4_k,
+                     DType::q5_k, DType::q6_k}) {
+    const int64_t k = 512, rows = 8 * 37 + 3;  // 38 groups, the last partial
+    QuantKind kind;
+    ASSERT_TRUE(repacked_kind(type, k, &kind)) << dtype_name(type);
+    const Tensor weight = test::random_blocks(type, rows, k, rng);
+    const auto packed = packed_weights(weight);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(k)), bias(static_cast<size_t>(rows));
+    for (float& v : x) v = normal(rng);
+    for (float& v : bias) v = normal(rng);
+    std::vector<int8_t> q(static_cast<size_t>(k));
+    std::vector<float> d(static_cast<size_t>(k / 32)), ds(static_cast<size_t>(k / 32));
+    std::vector<int32_t> s(static_cast<size_t>(k / 32));
+    const Q8Rows xq{q.data(), d.data(), s.data(), ds.data(), k};
+    kern.quantize(x.data(), 1, xq);
+
+    std::vector<float> whole(static_cast<size_t>(rows));
+    kern.packed(kind, packed->data, packed->block_bytes, rows, 0, packed->groups, xq, 1,
+                bias.data(), whole.data(), rows);
+    const std::vector<std::vector<std::pair<int64_t, int64_t>>> layouts = {
+        {{0, 5}, {7, 13}, {20, 23}, {30, 38}},  // four uneven lanes with gaps
+        {{3, 9}, {9, 15}, {15, 21}, {21, 27}},  // four equal lanes, back to back
+        {{1, 2}, {36, 38}},                     // two, the last partial group
+        {{10, 30}},                             // one
+        {}};
+    for (const auto& layout : layouts) {
+      Lanes lanes;
+      for (auto [b, e] : layout) add_lane(lanes, b, e);
+      std::vector<float> out(static_cast<size_t>(rows), std::numeric_limits<float>::quiet_NaN());
+      kern.packed_lanes(kind, packed->data, packed->block_bytes, rows, lanes, xq, bias.data(),
+                        out.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        bool inside = false;
+        for (auto [b, e] : layout) inside |= r / kPackRows >= b && r / kPackRows < e;
+        const std::string what = std::string(dtype_name(type)) + " row " + std::to_string(r) +
+                                 " of lanes " + std::to_string(layout.size());
+        if (inside) {
+          ASSERT_EQ(out[static_cast<size_t>(r)], whole[static_cast<size_t>(r)]) << what;
+        } else {
+          ASSERT_TRUE(std::isnan(out[static_cast<size_t>(r)])) << what << " was written";
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace anvil::cpu
