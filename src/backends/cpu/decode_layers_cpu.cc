@@ -222,7 +222,7 @@ void run_groups(const IsaKernels& kern, const Product& p, int64_t g0, int64_t g1
 // (side_by_side.h). Not bf16's rows, which read as four streams too but measured 2-5% slower
 // in lanes than in each piece's quarters (docs/perf.md, thirtieth session).
 bool reads_side_by_side(const Product& p, const IsaKernels& kern) {
-  return p.packed && kern.level >= Isa::avx512 && wide_decode_rows();
+  return p.packed && kern.int8->decode_reads_lanes();
 }
 
 // The groups of a claimed piece of a product into out: the lanes side by side where the

@@ -23,6 +23,11 @@ struct Int8Kernels {
   bool wide;  // whether `packed` has the 512-bit prefill tiles (Q8Rows::tiles)
   void (*packed_lanes)(QuantKind, const uint8_t*, size_t, int64_t, const Lanes&, const Q8Rows&,
                        const float*, float*);
+
+  /// Whether `packed_lanes` reads its lanes side by side (the 512-bit decode rows), so that a
+  /// split should hand a thread lanes that continue from piece to piece; where it does not,
+  /// contiguous pieces read better.
+  bool decode_reads_lanes() const { return wide && wide_decode_rows(); }
 };
 
 inline constexpr Int8Kernels kInt8Avx512{&quantize_rows_q8_avx512, &gemm_quant_avx512,

@@ -275,7 +275,7 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
       kern.packed(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out, o);
       add_rows(residual, out, n, o, g0 * kPackRows, std::min(o, g1 * kPackRows));
     };
-    if (n == 1 && isa() >= Isa::avx512 && wide_decode_rows()) {
+    if (n == 1 && kern.decode_reads_lanes()) {
       // The rows side by side (side_by_side.h), each thread's pieces continuing its lanes.
       cpu::stream_for_lanes(packed->groups, [&](const Lanes& piece) {
         kern.packed_lanes(kind, packed->data, packed->block_bytes, o, piece, xq, bias, out);
@@ -470,7 +470,7 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
   }
   // One row: each thread's pieces continue its lanes (side_by_side.h), the products' parts of
   // a piece read side by side where the 512-bit rows stream.
-  const bool lanes = n == 1 && wide_decode_rows();
+  const bool lanes = n == 1 && kInt8Avx512.decode_reads_lanes();
   if (swiglu) {
     const int64_t o = weights[0].size(0), groups = packed[0]->groups;
     float* gate = outs[0].data<float>();
