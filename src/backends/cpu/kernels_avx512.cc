@@ -365,6 +365,31 @@ void accumulate_values_rows(const float* p, int stride, const KV* v, int nt, int
   }
 }
 
+// The same for dim a multiple of 64: four column chunks of every row at once (4 R FMA chains
+// side by side; one chunk at a time left R chains, each nt dependent FMAs long, and the value
+// loop of a decode task waiting on FMA latency), each value vector loaded once for the R rows.
+template <int R, class KV>
+void accumulate_values_rows_wide(const float* p, int stride, const KV* v, int nt, int64_t dim,
+                                 float* acc) {
+  for (int64_t c = 0; c < dim; c += 64) {
+    __m512 a[R][4];
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < 4; ++j) a[r][j] = _mm512_loadu_ps(acc + r * dim + c + 16 * j);
+    }
+    for (int t = 0; t < nt; ++t) {
+      __m512 vt[4];
+      for (int j = 0; j < 4; ++j) vt[j] = load_kv(v + t * dim + c + 16 * j);
+      for (int r = 0; r < R; ++r) {
+        const __m512 pr = _mm512_set1_ps(p[r * stride + t]);
+        for (int j = 0; j < 4; ++j) a[r][j] = _mm512_fmadd_ps(pr, vt[j], a[r][j]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < 4; ++j) _mm512_storeu_ps(acc + r * dim + c + 16 * j, a[r][j]);
+    }
+  }
+}
+
 // acc[r] = acc[r] * corr[r] + sum_t p[t][r] v[t] for rows [0, rc) of a 16-row query group (p
 // holds 16 keys x 16 rows), dim = 16 C: two rows at a time, all of their C vectors at once, so
 // 2 C FMA chains run side by side (one vector at a time made each a chain of nt dependent FMAs,
@@ -481,6 +506,15 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
       }
     }
     // acc[r] += sum_t p[r][t] v[t]: each value vector loaded once per four rows.
+    if (dim % 64 == 0) {
+      for (int r0 = 0; r0 < rows; r0 += 4) {
+        with_count<4>(std::min(4, rows - r0), [&](auto n) {
+          accumulate_values_rows_wide<decltype(n)::value>(p + r0 * kRun, kRun, v + t0 * dim, nt,
+                                                          dim, acc + r0 * dim);
+        });
+      }
+      continue;
+    }
     if (dim % 16 == 0 && dim <= 128) {
       for (int r0 = 0; r0 < rows; r0 += 4) {
         with_count<4>(std::min(4, rows - r0), [&](auto n) {
