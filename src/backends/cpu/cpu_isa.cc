@@ -85,11 +85,6 @@ long read_ahead_from_env() {
 }  // namespace
 
 long decode_read_ahead() {
-  const long env = read_ahead_from_env();
-  return env >= 0 ? env : 4096L;
-}
-
-long decode_read_ahead_q8_bf16() {
   static const bool amd = amd_family_19h();
   const long env = read_ahead_from_env();
   return env >= 0 ? env : amd ? 0L : 4096L;

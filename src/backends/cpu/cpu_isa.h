@@ -41,23 +41,20 @@ bool wide_decode_rows();
 /// ANVIL_CPU_ATTENTION_READS=window|prefetch chooses.
 bool attention_window_reads();
 
-/// How far ahead (bytes) a batch-1 product of the 4- to 6-bit repacked block types requests its
-/// weights, a block's lines as the block begins (both decode row widths); 0 for none. The
-/// requests go to L2 (prefetcht1): on a second Xeon (480 MB L3) requests into L1 held the rows
-/// to 18-21 GB/s on two threads and depended on the distance (bf16 rows 104% of the floor at
-/// 2 KB, 79% at 4 KB or more), requests into L2 streamed 23 (Q4_0) to 30 GB/s (Q8_0) at any
-/// distance from 2 to 16 KB; L1's few fill buffers, not L2's queue, held those. 4 KB: on
-/// every CPU measured the hardware prefetcher alone left the rows' stream at the pace of the
-/// arithmetic between loads. Steps with and without alternated in one process (requests into
-/// L1): Zen 4, SmolLM2-135M Q4_1 layers 10-16% faster, Qwen2.5-0.5B Q4_0 8-11%, Q4_K_M 2%; a
-/// Sapphire Rapids Xeon guest (512-bit rows) 1.40-1.56x for Q4_0, Q4_1 and Q4_K_M.
-/// ANVIL_CPU_DECODE_READ_AHEAD=BYTES chooses (0 turns it off) for these and the rows below.
+/// How far ahead (bytes) a batch-1 product of the repacked block types and of bf16 weights (the
+/// pair products at avx512bf16 and above) requests its weights, a block's lines as the block
+/// begins (both decode row widths); 0 for none. The requests go to L2 (prefetcht1): on a second
+/// Xeon (480 MB L3) requests into L1 held the rows to 18-21 GB/s on two threads and depended on
+/// the distance (bf16 rows 104% of the floor at 2 KB, 79% at 4 KB or more), requests into L2
+/// streamed 23 (Q4_0) to 30 GB/s (Q8_0) at any distance from 2 to 16 KB; L1's few fill
+/// buffers, not L2's queue, held those. 4 KB, except on AMD family 19h: a Sapphire Rapids Xeon
+/// guest (512-bit rows) ran 1.40-1.56x for Q4_0, Q4_1 and Q4_K_M, 1.20-1.24x for Q8_0 and 1.25x
+/// for bf16 with it, while on Zen 4 (256-bit rows) the hardware prefetcher alone kept up: Q8_0
+/// and bf16 3-4% slower with the requests, and in the hours when the machine read at 55-59
+/// GB/s Qwen2.5-0.5B Q4_0 decoded 127-134 tok/s with them against 146-163 without (Q4_K_M
+/// 98-103 against 112), equal within noise at 33-38 GB/s (docs/perf.md, thirty-first session).
+/// ANVIL_CPU_DECODE_READ_AHEAD=BYTES chooses (0 turns it off).
 long decode_read_ahead();
-
-/// The same for the rows with less arithmetic a byte: Q8_0's and bf16's (the pair products at
-/// avx512bf16 and above). 4 KB, except on AMD family 19h, where they kept up without it (Zen 4:
-/// 4% and 3% slower with it); the Xeon guest 1.20-1.24x (Q8_0) and 1.25x (bf16) with it.
-long decode_read_ahead_q8_bf16();
 
 /// Why the CPU runs below amx although it has AMX (the OS refused the tile state), else empty.
 const char* amx_refusal();

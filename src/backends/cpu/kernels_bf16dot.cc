@@ -44,8 +44,8 @@ inline __m512i load32(const uint16_t* p, __mmask32 m) {
 
 // One activation row (decode) against S weight rows read side by side, each with four
 // accumulators so the dot products do not wait on one chain; the rows' lines requested into L2
-// `ahead` bytes before their loads (cpu::decode_read_ahead_q8_bf16, 0 for none;
-// cpu::decode_read_ahead says why L2). Each row's sums are added in the same order whatever S.
+// `ahead` bytes before their loads (cpu::decode_read_ahead, 0 for none; it says why L2). Each row's
+// sums are added in the same order whatever S.
 template <int S>
 void rows_side_by_side(const uint16_t* const (&row)[S], const uint16_t* x, int64_t k, size_t ahead,
                        const float* const (&bias)[S], float* const (&out)[S]) {
@@ -84,7 +84,7 @@ void rows_side_by_side(const uint16_t* const (&row)[S], const uint16_t* x, int64
 // The rows read as streams side by side (side_by_side.h).
 void matvec(const uint16_t* w, int64_t rows, const uint16_t* x, int64_t k, const float* bias,
             float* out) {
-  const auto ahead = static_cast<size_t>(decode_read_ahead_q8_bf16());
+  const auto ahead = static_cast<size_t>(decode_read_ahead());
   visit_side_by_side(0, rows, [&](const auto& at) {
     constexpr int kCount = static_cast<int>(sizeof(at) / sizeof(at[0]));
     const uint16_t* row[kCount];
