@@ -346,48 +346,38 @@ inline void scores16_rows(const float* const* q, const KV* k, int nt, int64_t di
   for (int r = 0; r < R; ++r) out[r] = _mm512_load_ps(sc[r]);
 }
 
-// acc[r] += sum_t p[r * stride + t] v[t] for R rows at once (R <= 4, dim a multiple of 16):
-// each value vector is loaded once for all of them, the column chunks' FMA chains independent,
-// each element's additions in the order of the plain loop over t.
-template <int R, class KV>
-void accumulate_values_rows(const float* p, int stride, const KV* v, int nt, int64_t dim,
-                            float* acc) {
-  for (int64_t c = 0; c < dim; c += 16) {
-    __m512 a[R];
-    for (int r = 0; r < R; ++r) a[r] = _mm512_loadu_ps(acc + r * dim + c);
-    for (int t = 0; t < nt; ++t) {
-      const __m512 vt = load_kv(v + t * dim + c);
-      for (int r = 0; r < R; ++r) {
-        a[r] = _mm512_fmadd_ps(_mm512_set1_ps(p[r * stride + t]), vt, a[r]);
-      }
+// Columns [c, c + 16 C) of accumulate_values_rows: the C chunks of every row at once, C R FMA
+// chains side by side, each value vector loaded once for the R rows.
+template <int R, int C, class KV>
+void accumulate_value_chunks(const float* p, int stride, const KV* v, int nt, int64_t dim,
+                             int64_t c, float* acc) {
+  __m512 a[R][C];
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < C; ++j) a[r][j] = _mm512_loadu_ps(acc + r * dim + c + 16 * j);
+  }
+  for (int t = 0; t < nt; ++t) {
+    __m512 vt[C];
+    for (int j = 0; j < C; ++j) vt[j] = load_kv(v + t * dim + c + 16 * j);
+    for (int r = 0; r < R; ++r) {
+      const __m512 pr = _mm512_set1_ps(p[r * stride + t]);
+      for (int j = 0; j < C; ++j) a[r][j] = _mm512_fmadd_ps(pr, vt[j], a[r][j]);
     }
-    for (int r = 0; r < R; ++r) _mm512_storeu_ps(acc + r * dim + c, a[r]);
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < C; ++j) _mm512_storeu_ps(acc + r * dim + c + 16 * j, a[r][j]);
   }
 }
 
-// The same for dim a multiple of 64: four column chunks of every row at once (4 R FMA chains
-// side by side; one chunk at a time left R chains, each nt dependent FMAs long, and the value
-// loop of a decode task waiting on FMA latency), each value vector loaded once for the R rows.
+// acc[r] += sum_t p[r * stride + t] v[t] for R rows at once (R <= 4, dim a multiple of 16):
+// four column chunks at a time, then the rest one by one. One chunk at a time had left R FMA
+// chains, each nt dependent FMAs long, and a decode task's value loop waiting on FMA latency.
+// Each element's additions are in the order of the plain loop over t.
 template <int R, class KV>
-void accumulate_values_rows_wide(const float* p, int stride, const KV* v, int nt, int64_t dim,
-                                 float* acc) {
-  for (int64_t c = 0; c < dim; c += 64) {
-    __m512 a[R][4];
-    for (int r = 0; r < R; ++r) {
-      for (int j = 0; j < 4; ++j) a[r][j] = _mm512_loadu_ps(acc + r * dim + c + 16 * j);
-    }
-    for (int t = 0; t < nt; ++t) {
-      __m512 vt[4];
-      for (int j = 0; j < 4; ++j) vt[j] = load_kv(v + t * dim + c + 16 * j);
-      for (int r = 0; r < R; ++r) {
-        const __m512 pr = _mm512_set1_ps(p[r * stride + t]);
-        for (int j = 0; j < 4; ++j) a[r][j] = _mm512_fmadd_ps(pr, vt[j], a[r][j]);
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      for (int j = 0; j < 4; ++j) _mm512_storeu_ps(acc + r * dim + c + 16 * j, a[r][j]);
-    }
-  }
+void accumulate_values_rows(const float* p, int stride, const KV* v, int nt, int64_t dim,
+                            float* acc) {
+  int64_t c = 0;
+  for (; c + 64 <= dim; c += 64) accumulate_value_chunks<R, 4>(p, stride, v, nt, dim, c, acc);
+  for (; c < dim; c += 16) accumulate_value_chunks<R, 1>(p, stride, v, nt, dim, c, acc);
 }
 
 // acc[r] = acc[r] * corr[r] + sum_t p[t][r] v[t] for rows [0, rc) of a 16-row query group (p
@@ -506,16 +496,7 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
       }
     }
     // acc[r] += sum_t p[r][t] v[t]: each value vector loaded once per four rows.
-    if (dim % 64 == 0) {
-      for (int r0 = 0; r0 < rows; r0 += 4) {
-        with_count<4>(std::min(4, rows - r0), [&](auto n) {
-          accumulate_values_rows_wide<decltype(n)::value>(p + r0 * kRun, kRun, v + t0 * dim, nt,
-                                                          dim, acc + r0 * dim);
-        });
-      }
-      continue;
-    }
-    if (dim % 16 == 0 && dim <= 128) {
+    if (dim % 16 == 0) {
       for (int r0 = 0; r0 < rows; r0 += 4) {
         with_count<4>(std::min(4, rows - r0), [&](auto n) {
           accumulate_values_rows<decltype(n)::value>(p + r0 * kRun, kRun, v + t0 * dim, nt, dim,
