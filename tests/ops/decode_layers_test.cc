@@ -34,6 +34,7 @@ struct StackShape {
   const char* splits;      // ANVIL_CUDA_DECODE_SPLITS, or nullptr for the kernel's choice
   const char* split_keys;  // ANVIL_CUDA_DECODE_SPLIT_KEYS, or nullptr
   const char* blocks;      // ANVIL_CUDA_DECODE_BLOCKS, or nullptr for one per SM
+  const char* items;       // ANVIL_CUDA_DECODE_ITEMS, or nullptr for the default placement
 };
 
 class DecodeLayers : public ::testing::TestWithParam<DeviceType> {
@@ -65,16 +66,21 @@ class DecodeLayers : public ::testing::TestWithParam<DeviceType> {
 TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
   const StackShape shapes[] = {
       // Splits of 4 keys: some wholly masked, combined by the last split to finish.
-      {128, 320, 4, 2, 32, 3, 37, 64, true, false, false, nullptr, "4", nullptr},
-      {256, 512, 8, 4, 128, 2, 300, 512, false, true, true, nullptr, nullptr, nullptr},
-      {64, 128, 2, 1, 64, 2, 0, 16, false, true, true, nullptr, nullptr, nullptr},
+      {128, 320, 4, 2, 32, 3, 37, 64, true, false, false, nullptr, "4", nullptr, nullptr},
+      {256, 512, 8, 4, 128, 2, 300, 512, false, true, true, nullptr, nullptr, nullptr, nullptr},
+      {64, 128, 2, 1, 64, 2, 0, 16, false, true, true, nullptr, nullptr, nullptr, nullptr},
       // One split over 2,501 keys: many rounds of the kernel's keys.
-      {896, 4864, 14, 2, 64, 1, 2500, 2600, true, false, true, "1", nullptr, nullptr},
+      {896, 4864, 14, 2, 64, 1, 2500, 2600, true, false, true, "1", nullptr, nullptr, nullptr},
       // Few rows per block (down_proj's 2 or 4) of 2,048 values: chunks shared out in part rows.
-      {512, 2048, 8, 2, 64, 2, 50, 64, true, false, true, nullptr, nullptr, nullptr},
+      {512, 2048, 8, 2, 64, 2, 50, 64, true, false, true, nullptr, nullptr, nullptr, nullptr},
       // Eight blocks (ANVIL_CUDA_DECODE_BLOCKS, the count then started over for the grid): chunks
-      // of up to 60 rows, several per warp.
-      {256, 1024, 8, 2, 64, 2, 40, 64, true, false, false, nullptr, nullptr, "8"},
+      // of up to 60 rows, several per warp; more items than half the grid, so they run on every
+      // block, the q/k/v rows too.
+      {256, 1024, 8, 2, 64, 2, 40, 64, true, false, false, nullptr, nullptr, "8", nullptr},
+      // The other placements of the attention items: on the first blocks, and on the last ones
+      // with the q/k/v rows on every block (splits of 8 keys: several items a head).
+      {128, 320, 4, 2, 32, 2, 37, 64, true, true, false, nullptr, "8", nullptr, "0"},
+      {128, 320, 4, 2, 32, 2, 37, 64, true, true, false, nullptr, "8", nullptr, "1"},
   };
   // Each shape in bf16 then f16: the two kernels ask for the same shared memory, which each must
   // be granted on its own. The caller's ANVIL_CUDA_DECODE_SYNC is restored afterwards.
@@ -152,11 +158,13 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
         if (c.splits) ::setenv("ANVIL_CUDA_DECODE_SPLITS", c.splits, 1);
         if (c.split_keys) ::setenv("ANVIL_CUDA_DECODE_SPLIT_KEYS", c.split_keys, 1);
         if (c.blocks) ::setenv("ANVIL_CUDA_DECODE_BLOCKS", c.blocks, 1);
+        if (c.items) ::setenv("ANVIL_CUDA_DECODE_ITEMS", c.items, 1);
         EXPECT_NO_THROW(ops::decode_layers(args(fused_layers, fused_x))) << what;
         ::unsetenv("ANVIL_CUDA_DECODE_KERNEL");
         ::unsetenv("ANVIL_CUDA_DECODE_SPLITS");
         ::unsetenv("ANVIL_CUDA_DECODE_SPLIT_KEYS");
         ::unsetenv("ANVIL_CUDA_DECODE_BLOCKS");
+        ::unsetenv("ANVIL_CUDA_DECODE_ITEMS");
         ops::composed_decode_layers(args(composed_layers, composed_x));
 
         // The two differ by float summation order only, amplified through bf16 roundings.

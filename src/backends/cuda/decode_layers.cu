@@ -3,10 +3,12 @@
 // next in flag-carrying words that the next polls (mailbox.cuh; flags mode, the default) or
 // through a grid-wide barrier (ANVIL_CUDA_DECODE_SYNC=barrier):
 //
-//   1. input RMSNorm of the residual (every block, redundantly) and its slice of q/k/v rows;
+//   1. input RMSNorm of the residual (every block with q/k/v rows, redundantly) and its slice
+//      of q/k/v rows;
 //   2. attention: (q head, key split) items, each doing rope_store's work for its head (q/k
 //      norm, RoPE, the cache write by one item per kv head) and writing its split's partial
-//      result;
+//      result; the items run on the last blocks, which take no q/k/v rows (while they fit in
+//      half the grid), so an item starts waiting for its inputs as soon as the step's x does;
 //   3. every block combines the heads' partial results for itself, then its slice of o_proj
 //      rows, added to the residual;
 //   4. post-attention RMSNorm and its slice of gate/up rows with SwiGLU;
@@ -95,6 +97,11 @@ struct Params {
                                  // kStamps times (Stamp)
   int slot_bytes, slots, xs_bytes, norm_bytes, piece_bytes;
   int split_keys;  // keys per attention split to aim for
+  // Where the attention items run (ANVIL_CUDA_DECODE_ITEMS): 0 on the first blocks, 1 on the
+  // last ones, 2 (the default) on the last ones with the q/k/v rows shared among the others
+  // only: the item blocks had been the q/k/v phase's stragglers (docs/perf.md, thirty-second
+  // session).
+  int item_mode;
   int chunk_rows[kPhases];
   LayerPointers layer[kMaxLayers];
 };
@@ -238,13 +245,34 @@ __device__ __forceinline__ int phase_k(const Params& p, int phase) {
   }
 }
 
+// The first block of those that run this step's `items` attention items (item_mode 1 and 2:
+// the last ones; all blocks where there are more items than half the grid).
+__device__ __forceinline__ int first_item_block(const Params& p, int items) {
+  return p.item_mode == 0 || 2 * items > static_cast<int>(gridDim.x)
+             ? 0
+             : static_cast<int>(gridDim.x) - items;
+}
+
+// The block's first attention item (the next ones gridDim.x apart); `items` or more for none.
+__device__ __forceinline__ int first_item(const Params& p, int items) {
+  const int from = first_item_block(p, items);
+  return static_cast<int>(blockIdx.x) >= from ? static_cast<int>(blockIdx.x) - from : items;
+}
+
 // This block's rows of each phase: an even share in pairs of rows (flags mode sends two values
-// per word), the same in every layer (computed once).
-__device__ void compute_slices(const Params& p, int* slices) {
+// per word) among the grid, or for q/k/v in item_mode 2 among the blocks without an attention
+// item this step; the same in every layer (computed once a launch).
+__device__ void compute_slices(const Params& p, int items, int* slices) {
   if (threadIdx.x < kPhases) {
     const long long pairs = phase_rows(p, static_cast<int>(threadIdx.x)) / 2;
-    slices[2 * threadIdx.x] = static_cast<int>(2 * (pairs * blockIdx.x / gridDim.x));
-    slices[2 * threadIdx.x + 1] = static_cast<int>(2 * (pairs * (blockIdx.x + 1) / gridDim.x));
+    long long share = gridDim.x;
+    if (threadIdx.x == kQkv && p.item_mode == 2 && first_item_block(p, items) > 0) {
+      share = first_item_block(p, items);
+    }
+    const long long b = blockIdx.x < share ? blockIdx.x : share;
+    const long long e = blockIdx.x < share ? blockIdx.x + 1 : share;
+    slices[2 * threadIdx.x] = static_cast<int>(2 * (pairs * b / share));
+    slices[2 * threadIdx.x + 1] = static_cast<int>(2 * (pairs * e / share));
   }
 }
 
@@ -604,7 +632,7 @@ __device__ __forceinline__ void split_range(long long keys, int splits, int spli
 // items of this layer will read, two phases before it reads them.
 template <class T>
 __device__ void prefetch_kv(const Params& p, const LayerPointers& L, long long past, int splits) {
-  for (int it = blockIdx.x; it < p.heads * splits; it += gridDim.x) {
+  for (int it = first_item(p, p.heads * splits); it < p.heads * splits; it += gridDim.x) {
     const int h = it / splits, split = it % splits, kh = h / p.group;
     long long t0, t1;
     split_range(past + 1, splits, split, t0, t1);
@@ -1058,7 +1086,10 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   extern __shared__ __align__(128) char smem[];
   const Shared sh = carve(p, smem);
   Pipeline pl;
-  compute_slices(p, sh.slices);
+  const long long past = p.past_dev ? *p.past_dev : p.past_host;
+  const int splits = active_splits(p, past);
+  const int items = p.heads * splits;
+  compute_slices(p, items, sh.slices);
   if (threadIdx.x == 0) {
     for (int s = 0; s < p.slots; ++s) {
       mbarrier_init(&sh.bars[s]);
@@ -1072,10 +1103,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     produce<T>(p, sh);
     return;
   }
-  const long long past = p.past_dev ? *p.past_dev : p.past_host;
   T* x = static_cast<T*>(p.x);
   const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
-  const int splits = active_splits(p, past);
+  const int item0 = first_item(p, items);
   RowState st;
   if (sh.slices[2 * kOut] + static_cast<int>(threadIdx.x) < sh.slices[2 * kOut + 1]) {
     st.resid = to_float(x[sh.slices[2 * kOut] + threadIdx.x]);
@@ -1124,10 +1154,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     mark_staged(p, pl);
     consume_phase<T>(p, pl, sh, kQkv, qkv_row, mail ? p.mail_qkv : nullptr, lf);
     end_phase(p, pl, l, 0, !mail);
-    for (int it = blockIdx.x; it < p.heads * splits; it += gridDim.x) {
-      attention_item<T, kFlags, kProfile>(
-          p, L, it / splits, it % splits, splits, past, sh, lf,
-          kProfile && it == static_cast<int>(blockIdx.x) ? item_stamps(p, l) : nullptr);
+    for (int it = item0; it < items; it += gridDim.x) {
+      attention_item<T, kFlags, kProfile>(p, L, it / splits, it % splits, splits, past, sh, lf,
+                                          kProfile && it == item0 ? item_stamps(p, l) : nullptr);
     }
     end_phase(p, pl, l, 1, !mail);
     if (has_rows(kOut) && splits == 1) {
@@ -1495,6 +1524,7 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   // A split of one round of keys by default: its loads are all in flight together.
   const int round_keys = kThreads / (p.dim / 8) * kKeysPerThread;
   p.split_keys = std::max(1, env_int("ANVIL_CUDA_DECODE_SPLIT_KEYS", round_keys));
+  p.item_mode = std::clamp(env_int("ANVIL_CUDA_DECODE_ITEMS", 2), 0, 2);
   const size_t floats = static_cast<size_t>(p.heads) * p.splits * partial_floats(p.dim);
   if (st.partials.empty() || st.partials.back()->nbytes() < floats * sizeof(float)) {
     if (ctx.capturing) throw Error("decode_layers: workspace grown during graph capture");
