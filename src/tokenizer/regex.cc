@@ -4,7 +4,11 @@
 
 #include <pcre2.h>
 
+#include <string>
+#include <vector>
+
 #include "anvil/error.h"
+#include "tokenizer/unicode_additions.h"
 #include "tokenizer/utf8.h"
 
 namespace anvil {
@@ -18,19 +22,63 @@ namespace {
 
 // Oniguruma's Unicode \w (what tokenizers' patterns are written for) is Unicode's word class:
 // Alphabetic | Mark | Decimal_Number | Connector_Punctuation | Join_Control; PCRE2 10.42's is
-// Letter | Number | '_'. Rewrite \w and \W so patterns mean what their authors tested.
-std::string translate_word_classes(const std::string& p) {
+// Letter | Number | '_'. Rewrite \w and \W so patterns mean what their authors tested. And
+// where PCRE2's Unicode tables are older than tokenizers' (16.0), add the code points assigned
+// since to \d, \w and each general-category property (unicode_additions.h): \p{X} outside a
+// class becomes [\p{X}...], \P{X} [^\p{X}...]; inside a class the additions of its members go
+// in once, before its end (a \P{X} inside a class stays as written).
+std::string translate_classes(const std::string& p) {
   static const std::string kWord = "\\p{L}\\p{Nl}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}";
+  const bool add = unicode::pcre2_tables_older_than_16();
   std::string out;
   bool in_class = false;
+  std::vector<std::string> class_names;  // the categories the current class names
   for (size_t i = 0; i < p.size(); ++i) {
     const char c = p[i];
     if (c == '\\' && i + 1 < p.size()) {
       const char n = p[i + 1];
-      if (n == 'w') {
-        out += in_class ? kWord : "[" + kWord + "]";
-      } else if (n == 'W' && !in_class) {
-        out += "[^" + kWord + "]";
+      if (n == 'w' || (n == 'W' && !in_class)) {
+        static const std::vector<std::string> kWordCategories = {"L", "Nl", "M", "Nd", "Pc"};
+        if (in_class) {
+          out += kWord;
+          class_names.insert(class_names.end(), kWordCategories.begin(), kWordCategories.end());
+        } else {
+          const std::string extra = add ? unicode::added_members(kWordCategories) : "";
+          out += (n == 'w' ? "[" : "[^") + kWord + extra + "]";
+        }
+      } else if ((n == 'd' || (n == 'D' && !in_class)) && add) {
+        // Oniguruma's Unicode \d is \p{Nd}, as PCRE2's with UCP: only the additions differ.
+        if (in_class) {
+          out += "\\d";
+          class_names.push_back("Nd");
+        } else {
+          out +=
+              std::string(n == 'd' ? "[" : "[^") + "\\p{Nd}" + unicode::added_members({"Nd"}) + "]";
+        }
+      } else if ((n == 'p' || n == 'P') && add) {
+        // \pX or \p{Name}
+        std::string name;
+        size_t end = i + 2;
+        if (end < p.size() && p[end] == '{') {
+          const size_t close = p.find('}', end);
+          if (close != std::string::npos) {
+            name = p.substr(end + 1, close - end - 1);
+            end = close + 1;
+          }
+        } else if (end < p.size()) {
+          name = p.substr(end, 1);
+          end += 1;
+        }
+        const std::string escape = p.substr(i, end - i);
+        const bool category = unicode::is_category_name(name);
+        const std::string extra = category && !in_class ? unicode::added_members({name}) : "";
+        if (!extra.empty()) {
+          out += (n == 'p' ? "[" : "[^") + ("\\p{" + name + "}") + extra + "]";
+        } else {
+          out += escape;
+          if (category && in_class && n == 'p') class_names.push_back(name);
+        }
+        i = end - 2;
       } else {
         out += c;
         out += n;
@@ -40,13 +88,17 @@ std::string translate_word_classes(const std::string& p) {
     }
     if (c == '[' && !in_class) {
       in_class = true;
+      class_names.clear();
       out += c;
       // A ']' right after '[' or '[^' is a literal member, not the end of the class.
       if (i + 1 < p.size() && p[i + 1] == '^') out += p[++i];
       if (i + 1 < p.size() && p[i + 1] == ']') out += p[++i];
       continue;
     }
-    if (c == ']' && in_class) in_class = false;
+    if (c == ']' && in_class) {
+      in_class = false;
+      if (add && !class_names.empty()) out += unicode::added_members(class_names);
+    }
     out += c;
   }
   return out;
@@ -57,7 +109,7 @@ std::string translate_word_classes(const std::string& p) {
 Regex::Regex(const std::string& original, const std::string& source) : impl_(new Impl) {
   int err = 0;
   PCRE2_SIZE offset = 0;
-  const std::string pattern = translate_word_classes(original);
+  const std::string pattern = translate_classes(original);
   impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                               PCRE2_UTF | PCRE2_UCP, &err, &offset, nullptr);
   if (!impl_->code) {

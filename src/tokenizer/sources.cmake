@@ -2,6 +2,7 @@
 target_sources(anvil PRIVATE
   ${CMAKE_SOURCE_DIR}/src/tokenizer/utf8.cc
   ${CMAKE_SOURCE_DIR}/src/tokenizer/regex.cc
+  ${CMAKE_SOURCE_DIR}/src/tokenizer/unicode_additions.cc
   ${CMAKE_SOURCE_DIR}/src/tokenizer/normalizers.cc
   ${CMAKE_SOURCE_DIR}/src/tokenizer/pre_tokenizers.cc
   ${CMAKE_SOURCE_DIR}/src/tokenizer/decoders.cc
