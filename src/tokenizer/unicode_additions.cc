@@ -67,13 +67,4 @@ std::string added_members(const std::vector<std::string>& names) {
   return out;
 }
 
-const char* added_category(char32_t cp) {
-  const Addition* end = std::end(kAdditions);
-  const Addition* it = std::upper_bound(std::begin(kAdditions), end, cp,
-                                        [](char32_t c, const Addition& a) { return c < a.first; });
-  if (it == std::begin(kAdditions)) return nullptr;
-  --it;
-  return cp <= it->last ? it->category : nullptr;
-}
-
 }  // namespace anvil::unicode

@@ -1,18 +1,14 @@
-// The characters Unicode 15.0-16.0 assigned, which the Unicode tables anvil links (PCRE2 10.42:
-// Unicode 14.0; utf8proc 2.8: 15.0, Debian 12's) leave unassigned, while Hugging Face
-// tokenizers (0.23: Unicode 16.0) classifies them: a CJK Extension H/I ideograph or a letter of
-// a script added since is a letter (\p{L}) to tokenizers' pre-tokenizer regexes, and was
-// punctuation-like to anvil's, which split text around it differently.
+// The characters Unicode 15.0-16.0 assigned, which Debian 12's PCRE2 (10.42, Unicode 14.0
+// tables) leaves unassigned, while Hugging Face tokenizers' regexes (0.23: Unicode 16.0)
+// classify them: a CJK Extension H/I ideograph or a letter of a script added since is a letter
+// (\p{L}) to tokenizers' pre-tokenizer regexes, and was punctuation-like to anvil's, which
+// split text around it differently. regex.cc adds them to the patterns' classes.
 #pragma once
 
 #include <string>
 #include <vector>
 
 namespace anvil::unicode {
-
-/// The two-letter general category Unicode 16.0 gives `cp` where `cp` is one of the code points
-/// assigned after Unicode 14.0, else nullptr.
-const char* added_category(char32_t cp);
 
 /// Whether the linked PCRE2's Unicode tables are older than 16.0 (Debian 12's: 14.0), so that
 /// patterns need the additions below.

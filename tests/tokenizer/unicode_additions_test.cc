@@ -9,7 +9,6 @@
 #include "anvil/tokenizer.h"
 #include "test_data.h"
 #include "tokenizer/regex.h"
-#include "tokenizer/unicode_additions.h"
 #include "tokenizer/utf8.h"
 
 namespace anvil {
@@ -17,18 +16,6 @@ namespace {
 
 std::string u8(char32_t cp) {
   return utf8::encode(cp);
-}
-
-TEST(UnicodeAdditions, CategoriesOfCodePointsAddedSinceUnicode14) {
-  EXPECT_STREQ(unicode::added_category(0x31350), "Lo");  // CJK Extension H (15.0)
-  EXPECT_STREQ(unicode::added_category(0x2EBF0), "Lo");  // CJK Extension I (15.1)
-  EXPECT_STREQ(unicode::added_category(0x13C8C), "Lo");  // Egyptian Hieroglyphs Ext-A (16.0)
-  EXPECT_STREQ(unicode::added_category(0x1C89), "Lu");   // Cyrillic capital TJE (16.0)
-  EXPECT_STREQ(unicode::added_category(0x10D40), "Nd");  // Garay digit zero (16.0)
-  EXPECT_EQ(unicode::added_category(0x9FFF), nullptr);   // assigned before 15.0
-  EXPECT_EQ(unicode::added_category(0x41), nullptr);
-  EXPECT_EQ(unicode::added_category(0x32551), nullptr);  // CJK Extension J (17.0): not yet
-  EXPECT_EQ(unicode::added_category(0x10FFFF), nullptr);
 }
 
 TEST(UnicodeAdditions, RegexPropertiesIncludeThem) {
