@@ -11,16 +11,26 @@
 
 namespace anvil {
 
-enum class RopeType { standard, linear, llama3 };
+enum class RopeType { standard, linear, llama3, yarn };
 
 struct RopeConfig {
   RopeType type = RopeType::standard;
   double theta = 10000.0;
-  // linear and llama3 scaling
+  // linear, llama3 and yarn scaling
   double factor = 1.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int64_t original_max_position_embeddings = 8192;
+  // yarn: the ramp between interpolated and extrapolated frequencies spans the dimensions whose
+  // wavelengths make beta_fast .. beta_slow turns over the original context (floored and ceiled
+  // when truncate); cos and sin are multiplied by attention_factor (0: derived from factor and
+  // mscale / mscale_all_dim as transformers derives it; 0 for those means absent).
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  bool truncate = true;
+  double attention_factor = 0.0;
+  double mscale = 0.0;
+  double mscale_all_dim = 0.0;
   /// Per-frequency divisors (GGUF's rope_freqs.weight, how llama.cpp stores Llama 3.1 scaling);
   /// empty when absent.
   std::vector<float> freq_factors;

@@ -20,6 +20,36 @@ int64_t positive(const json& j, const std::string& key, const std::string& sourc
   return v;
 }
 
+// YaRN as transformers' _compute_yarn_parameters reads it: factor (null: max_position_embeddings
+// over the original context, DeepSeek-V3's convention), attention_factor / mscale /
+// mscale_all_dim, beta_fast and beta_slow (absent, null or 0: 32 and 1), truncate.
+void parse_yarn(const json& params, const char* field, int64_t original_context, ModelConfig& c,
+                const std::string& source) {
+  const std::string at = std::string(field) + ".";
+  c.rope.type = RopeType::yarn;
+  c.rope.original_max_position_embeddings = original_context;
+  if (!params.contains("factor"))
+    jf::fail(source, at + "factor", "is missing (yarn RoPE needs it)");
+  const auto factor = jf::opt_number(params, "factor", source);
+  c.rope.factor = factor ? *factor
+                         : static_cast<double>(c.max_position_embeddings) /
+                               static_cast<double>(original_context);
+  if (!(c.rope.factor > 0)) jf::fail(source, at + "factor", "must be positive for yarn RoPE");
+  auto nonzero_or = [&](const char* key, double fallback) {
+    const double v = jf::opt_number(params, key, source).value_or(0.0);
+    return v != 0.0 ? v : fallback;
+  };
+  c.rope.beta_fast = nonzero_or("beta_fast", 32.0);
+  c.rope.beta_slow = nonzero_or("beta_slow", 1.0);
+  c.rope.mscale = nonzero_or("mscale", 0.0);
+  c.rope.mscale_all_dim = nonzero_or("mscale_all_dim", 0.0);
+  if (auto a = jf::opt_number(params, "attention_factor", source)) {
+    if (!(*a > 0)) jf::fail(source, at + "attention_factor", "must be positive");
+    c.rope.attention_factor = *a;
+  }
+  c.rope.truncate = jf::opt_bool(params, "truncate", source).value_or(true);
+}
+
 void parse_rope(const json& j, ModelConfig& c, const std::string& source) {
   // transformers 5: rope_parameters {rope_type, rope_theta, ...}; the Hub's older files:
   // rope_theta at the top level and rope_scaling {type|rope_type, ...} or null.
@@ -35,6 +65,19 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& source) {
     if (auto t = jf::opt_number(*params, "rope_theta", source)) c.rope.theta = *t;
     std::string type = jf::opt_string(*params, "rope_type", source)
                            .value_or(jf::opt_string(*params, "type", source).value_or("default"));
+    // llama3 and yarn: the pretraining context, as standardize_rope_params resolves it (a
+    // top-level original_max_position_embeddings wins, then the parameters', then
+    // max_position_embeddings).
+    auto original_context = [&] {
+      auto v = jf::opt_int(j, "original_max_position_embeddings", source);
+      if (!v) v = jf::opt_int(*params, "original_max_position_embeddings", source);
+      const int64_t n = v.value_or(c.max_position_embeddings);
+      if (n <= 0) {
+        jf::fail(source, std::string(field) + ".original_max_position_embeddings",
+                 "must be positive, got " + std::to_string(n));
+      }
+      return n;
+    };
     if (type == "llama3") {
       c.rope.type = RopeType::llama3;
       auto need = [&](const char* key) {
@@ -46,8 +89,7 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& source) {
       c.rope.factor = need("factor");
       c.rope.low_freq_factor = need("low_freq_factor");
       c.rope.high_freq_factor = need("high_freq_factor");
-      c.rope.original_max_position_embeddings =
-          static_cast<int64_t>(need("original_max_position_embeddings"));
+      c.rope.original_max_position_embeddings = original_context();
       if (c.rope.high_freq_factor <= c.rope.low_freq_factor) {
         jf::fail(source, field, "has high_freq_factor <= low_freq_factor");
       }
@@ -59,10 +101,13 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& source) {
                  "must be a positive number for linear RoPE");
       }
       c.rope.factor = *f;
+    } else if (type == "yarn") {
+      parse_yarn(*params, field, original_context(), c, source);
     } else if (type != "default") {
       jf::fail(source, std::string(field) + ".rope_type",
                "is '" + type +
-                   "', which anvil does not implement (it implements default, linear and llama3)");
+                   "', which anvil does not implement (it implements default, linear, llama3 "
+                   "and yarn)");
     }
     if (auto p = jf::opt_number(*params, "partial_rotary_factor", source); p && *p != 1.0) {
       jf::fail(source, "partial_rotary_factor", "is not 1.0, which anvil does not implement");

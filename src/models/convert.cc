@@ -31,6 +31,30 @@ const char* torch_name(DType d) {
   return d == DType::bf16 ? "bfloat16" : d == DType::f16 ? "float16" : "float32";
 }
 
+// The GGUF's RoPE scaling in config.json's words (rope_theta stays at the top level, the Hub's
+// older style that transformers 4 and 5 both read).
+Json rope_scaling(const RopeConfig& rope) {
+  if (!rope.freq_factors.empty()) {
+    throw Error(
+        "convert: the GGUF's per-frequency RoPE divisors (rope_freqs.weight, llama.cpp's "
+        "form of Llama 3.1's scaling) have no config.json form; the converted model "
+        "would run without them");
+  }
+  if (rope.type == RopeType::linear) return Json{{"rope_type", "linear"}, {"factor", rope.factor}};
+  if (rope.type != RopeType::yarn) return nullptr;
+  Json j{{"rope_type", "yarn"},
+         {"factor", rope.factor},
+         {"original_max_position_embeddings", rope.original_max_position_embeddings},
+         {"beta_fast", rope.beta_fast},
+         {"beta_slow", rope.beta_slow}};
+  if (rope.mscale != 0 && rope.mscale_all_dim != 0) {
+    j["mscale"] = rope.mscale;
+    j["mscale_all_dim"] = rope.mscale_all_dim;
+  }
+  if (rope.attention_factor != 0) j["attention_factor"] = rope.attention_factor;
+  return j;
+}
+
 Json hf_config(const ModelConfig& c, DType dtype) {
   Json j;
   j["architectures"] = {c.architecture};
@@ -45,7 +69,7 @@ Json hf_config(const ModelConfig& c, DType dtype) {
   j["max_position_embeddings"] = c.max_position_embeddings;
   j["rms_norm_eps"] = c.rms_norm_eps;
   j["rope_theta"] = c.rope.theta;
-  j["rope_scaling"] = nullptr;
+  j["rope_scaling"] = rope_scaling(c.rope);
   j["hidden_act"] = "silu";
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   if (c.model_type == "llama") {

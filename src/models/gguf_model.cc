@@ -11,6 +11,7 @@
 #include "anvil/error.h"
 #include "anvil/gguf.h"
 #include "core/quant_types.h"
+#include "models/rope_table.h"
 
 namespace anvil {
 namespace {
@@ -165,6 +166,37 @@ double meta_float(const GgufFile& f, const std::string& key, double fallback) {
   return v ? v->as_f64() : fallback;
 }
 
+// YaRN's parameters as llama.cpp reads them (llama_context's constructor): the original context
+// (default the training context) and rope.scaling.attn_factor multiplying the attention factor;
+// also yarn_beta_fast / yarn_beta_slow (default 32 / 1) and yarn_log_multiplier (transformers'
+// mscale_all_dim beside an mscale of 1), which llama.cpp reads for some other architectures
+// only; a file that sets them means them. llama.cpp always truncates the ramp's ends.
+void read_gguf_yarn(const GgufFile& f, const std::string& a, const std::string& path,
+                    ModelConfig& c) {
+  c.rope.original_max_position_embeddings =
+      meta_int(f, a + "rope.scaling.original_context_length", c.max_position_embeddings);
+  if (c.rope.original_max_position_embeddings <= 0) {
+    throw Error(path + ": rope.scaling.original_context_length must be positive");
+  }
+  c.rope.beta_fast = meta_float(f, a + "rope.scaling.yarn_beta_fast", 32.0);
+  c.rope.beta_slow = meta_float(f, a + "rope.scaling.yarn_beta_slow", 1.0);
+  if (!(c.rope.beta_fast > 0) || !(c.rope.beta_slow > 0)) {
+    throw Error(path + ": rope.scaling.yarn_beta_fast and yarn_beta_slow must be positive");
+  }
+  if (const double ext = meta_float(f, a + "rope.scaling.yarn_ext_factor", 1.0); ext != 1.0) {
+    throw Error(path + ": rope.scaling.yarn_ext_factor " + std::to_string(ext) +
+                " is not implemented (anvil does YaRN's full ramp, 1.0)");
+  }
+  if (const double log_mul = meta_float(f, a + "rope.scaling.yarn_log_multiplier", 0.0);
+      log_mul != 0.0) {
+    c.rope.mscale = 1.0;
+    c.rope.mscale_all_dim = log_mul;
+  }
+  const double attn = meta_float(f, a + "rope.scaling.attn_factor", 1.0);
+  if (!(attn > 0)) throw Error(path + ": rope.scaling.attn_factor must be positive");
+  if (attn != 1.0) c.rope.attention_factor = yarn_attention_factor(c.rope) * attn;
+}
+
 }  // namespace
 
 bool is_gguf_path(const std::string& path) {
@@ -245,13 +277,15 @@ GgufModel open_gguf_model(const std::string& path) {
   c.rope.theta = meta_float(f, a + "rope.freq_base", 10000.0);
   if (const GgufValue* scaling = f.find(a + "rope.scaling.type")) {
     const std::string type(scaling->as_string());
-    if (type == "linear") {
-      c.rope.type = RopeType::linear;
+    if (type == "linear" || type == "yarn") {
+      c.rope.type = type == "linear" ? RopeType::linear : RopeType::yarn;
       c.rope.factor = meta_float(f, a + "rope.scaling.factor", 1.0);
-      if (c.rope.factor <= 0) throw Error(path + ": rope.scaling.factor must be positive");
+      if (!(c.rope.factor > 0)) throw Error(path + ": rope.scaling.factor must be positive");
     } else if (type != "none") {
-      throw Error(path + ": RoPE scaling '" + type + "' is not implemented (anvil does linear)");
+      throw Error(path + ": RoPE scaling '" + type +
+                  "' is not implemented (anvil does linear and yarn)");
     }
+    if (c.rope.type == RopeType::yarn) read_gguf_yarn(f, a, path, c);
   }
   if (const GgufTensorInfo* freqs = f.find_tensor("rope_freqs.weight")) {
     // Llama 3.1's scaling, baked by llama.cpp into one divisor per frequency.

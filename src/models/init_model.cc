@@ -1,6 +1,7 @@
 // Random-weight model folders that both anvil and transformers load.
 #include "models/init_model.h"
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,6 +18,7 @@
 #include "formats/gguf_writer.h"
 #include "formats/mapped_file.h"
 #include "models/gguf_quant_plan.h"
+#include "models/rope_table.h"
 #include "tokenizer/components.h"
 
 namespace anvil {
@@ -35,6 +37,43 @@ std::pair<std::string, std::string> find_config(const std::string& like) {
   std::error_code ec;
   if (fs::is_regular_file(like, ec)) return {read_text_file(like), like};
   throw Error("--like: unknown model '" + like + "' (known: " + names + ", or a config.json path)");
+}
+
+// RoPE scaling in the GGUF keys llama.cpp's llama, qwen2 and qwen3 loaders read: the type,
+// factor and original context, and rope.scaling.attn_factor, which multiplies YaRN's own
+// 0.1 ln(factor) + 1 (so mscale / mscale_all_dim and an explicit attention factor fold into it).
+// llama3 goes in rope_freqs.weight instead (llama architecture only, as llama.cpp reads it).
+// What those loaders cannot read (other betas, an untruncated ramp) is refused rather than
+// written as a file llama.cpp would run as another model.
+void add_rope_scaling(GgufWriter& w, const std::string& arch, const RopeConfig& rope) {
+  const std::string a = arch + ".";
+  if (rope.type == RopeType::llama3 && arch != "llama") {
+    throw Error(
+        "init-model: llama.cpp reads llama3 RoPE scaling (rope_freqs.weight) only for "
+        "the llama architecture, not " +
+        arch + "; write a safetensors folder instead");
+  }
+  if (rope.type == RopeType::linear) {
+    w.add_string(a + "rope.scaling.type", "linear");
+    w.add_f32(a + "rope.scaling.factor", static_cast<float>(rope.factor));
+  }
+  if (rope.type != RopeType::yarn) return;
+  if (!rope.truncate || rope.beta_fast != 32.0 || rope.beta_slow != 1.0) {
+    throw Error("init-model: llama.cpp's " + arch +
+                " GGUF keys have no form for this yarn "
+                "RoPE (beta_fast / beta_slow other than 32 / 1, or truncate false); write a "
+                "safetensors folder instead");
+  }
+  w.add_string(a + "rope.scaling.type", "yarn");
+  w.add_f32(a + "rope.scaling.factor", static_cast<float>(rope.factor));
+  w.add_u32(a + "rope.scaling.original_context_length",
+            static_cast<uint32_t>(rope.original_max_position_embeddings));
+  RopeConfig plain = rope;  // the factor llama.cpp applies by itself
+  plain.attention_factor = plain.mscale = plain.mscale_all_dim = 0;
+  const double multiplier = yarn_attention_factor(rope) / yarn_attention_factor(plain);
+  if (multiplier != 1.0) {
+    w.add_f32(a + "rope.scaling.attn_factor", static_cast<float>(multiplier));
+  }
 }
 
 // Fills `out` (n values of `dtype`) from normal(0, std), chunked so threads share the work and
@@ -102,6 +141,7 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
   w.add_u32(a + "attention.value_length", static_cast<uint32_t>(c.head_dim));
   w.add_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
   w.add_f32(a + "rope.freq_base", static_cast<float>(c.rope.theta));
+  add_rope_scaling(w, arch, c.rope);
   // A byte-level BPE vocabulary with no merges: the 256 byte tokens first (so any text
   // tokenizes, byte by byte), placeholders after. The merges list, though empty, is there:
   // llama.cpp refuses a gpt2 tokenizer without one.
@@ -175,6 +215,20 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
   }
   constant("output_norm.weight", h, 1.0f);
   if (!c.tie_word_embeddings) matrix("output.weight", c.vocab_size, h, MatrixRole::output);
+  if (c.rope.type == RopeType::llama3) {
+    // As llama.cpp's converter stores Llama 3.1's scaling: one divisor per frequency (last, so
+    // that the other tensors' random values do not depend on it).
+    RopeConfig plain = c.rope;
+    plain.type = RopeType::standard;
+    const auto base = rope_frequencies(plain, hd).inv_freq;
+    const auto scaled = rope_frequencies(c.rope, hd).inv_freq;
+    std::vector<float> divisors(base.size());
+    for (size_t i = 0; i < base.size(); ++i) divisors[i] = base[i] / scaled[i];
+    w.add_tensor("rope_freqs.weight", GgmlType::f32, {static_cast<uint64_t>(divisors.size())},
+                 [divisors](std::span<std::byte> out) {
+                   std::memcpy(out.data(), divisors.data(), divisors.size() * sizeof(float));
+                 });
+  }
   w.finish();
 }
 

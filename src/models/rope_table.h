@@ -1,4 +1,4 @@
-// RoPE inverse frequencies (default and llama3-scaled), computed in float32 exactly as
+// RoPE inverse frequencies (default, linear, llama3 and yarn), computed in float32 exactly as
 // transformers' rope initialisation functions compute them.
 #pragma once
 
@@ -14,5 +14,9 @@ struct RopeFrequencies {
 };
 
 RopeFrequencies rope_frequencies(const RopeConfig& rope, int64_t head_dim);
+
+/// YaRN's factor on cos and sin: rope.attention_factor when set, else derived from the scaling
+/// factor (and mscale / mscale_all_dim when both are set) as transformers derives it.
+double yarn_attention_factor(const RopeConfig& rope);
 
 }  // namespace anvil

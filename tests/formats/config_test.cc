@@ -1,5 +1,5 @@
-// config.json and generation_config.json: both RoPE spellings, llama3 scaling, architecture
-// flags, and the refusals that keep anvil from running a model it would get wrong.
+// config.json and generation_config.json: both RoPE spellings, llama3 and yarn scaling,
+// architecture flags, and the refusals that keep anvil from running a model it would get wrong.
 #include <gtest/gtest.h>
 
 #include "anvil/config.h"
@@ -100,9 +100,100 @@ TEST(ModelConfig, LinearRopeScalingDividesTheFrequencies) {
   EXPECT_NE(error_of(R"(,"rope_scaling": {"type": "linear"})").find("factor"), std::string::npos);
 }
 
+TEST(ModelConfig, ReadsYarnAsTransformersStandardizesIt) {
+  // Qwen's model cards: the Hub's older style, everything optional left out.
+  const auto qwen = parse(R"(,"max_position_embeddings": 131072, "rope_theta": 1000000.0,
+      "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})");
+  EXPECT_EQ(qwen.rope.type, RopeType::yarn);
+  EXPECT_EQ(qwen.rope.factor, 4.0);
+  EXPECT_EQ(qwen.rope.original_max_position_embeddings, 32768);
+  EXPECT_EQ(qwen.rope.beta_fast, 32.0);
+  EXPECT_EQ(qwen.rope.beta_slow, 1.0);
+  EXPECT_TRUE(qwen.rope.truncate);
+  EXPECT_EQ(qwen.rope.attention_factor, 0.0);  // derived
+  // The original context defaults to max_position_embeddings; a top-level
+  // original_max_position_embeddings (Phi-3's place for it) wins over the parameters'.
+  EXPECT_EQ(parse(R"(,"max_position_embeddings": 4096,
+      "rope_parameters": {"rope_type": "yarn", "factor": 2.0})")
+                .rope.original_max_position_embeddings,
+            4096);
+  EXPECT_EQ(parse(R"(,"original_max_position_embeddings": 1024, "rope_parameters":
+      {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 2048})")
+                .rope.original_max_position_embeddings,
+            1024);
+  // factor null: max_position_embeddings over the original context (DeepSeek-V3's convention).
+  EXPECT_EQ(parse(R"(,"max_position_embeddings": 8192, "rope_parameters":
+      {"rope_type": "yarn", "factor": null, "original_max_position_embeddings": 2048})")
+                .rope.factor,
+            4.0);
+  // beta 0 or null means the default, as `or 32` / `or 1` does.
+  const auto all = parse(R"(,"rope_parameters": {"rope_type": "yarn", "factor": 8.0,
+      "beta_fast": 0, "beta_slow": 3.0, "mscale": 0.9, "mscale_all_dim": 0.6,
+      "attention_factor": 1.25, "truncate": false})");
+  EXPECT_EQ(all.rope.beta_fast, 32.0);
+  EXPECT_EQ(all.rope.beta_slow, 3.0);
+  EXPECT_EQ(all.rope.mscale, 0.9);
+  EXPECT_EQ(all.rope.mscale_all_dim, 0.6);
+  EXPECT_EQ(all.rope.attention_factor, 1.25);
+  EXPECT_FALSE(all.rope.truncate);
+  // llama3's original context defaults the same way.
+  EXPECT_EQ(parse(R"(,"max_position_embeddings": 640, "rope_scaling": {"rope_type": "llama3",
+      "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0})")
+                .rope.original_max_position_embeddings,
+            640);
+}
+
+TEST(ModelConfig, YarnFrequenciesMatchTransformers) {
+  // Expected values: transformers 5.25's _compute_yarn_parameters on the same parameters.
+  RopeConfig qwen;
+  qwen.type = RopeType::yarn;
+  qwen.theta = 1e6;
+  qwen.factor = 4;
+  qwen.original_max_position_embeddings = 32768;
+  const auto f = rope_frequencies(qwen, 128);
+  ASSERT_EQ(f.inv_freq.size(), 64u);
+  const std::pair<int, double> expected[] = {{0, 1.0},
+                                             {10, 0.11547820270061493},     // extrapolated
+                                             {20, 0.01333521492779255},     // on the ramp
+                                             {30, 0.0010643609566614032},   // on the ramp
+                                             {40, 4.4456985051510856e-05},  // interpolated
+                                             {63, 3.102344408034696e-07}};
+  for (const auto& [i, v] : expected) EXPECT_NEAR(f.inv_freq[i], v, v * 2e-6) << i;
+  EXPECT_FLOAT_EQ(f.attention_scaling, 1.138629436111989f);  // 0.1 ln 4 + 1
+
+  RopeConfig all;  // a ramp not truncated, betas and mscales of its own
+  all.type = RopeType::yarn;
+  all.theta = 2000;
+  all.factor = 8;
+  all.original_max_position_embeddings = 48;
+  all.beta_fast = 24;
+  all.beta_slow = 2;
+  all.mscale = 0.9;
+  all.mscale_all_dim = 0.6;
+  all.truncate = false;
+  const auto g = rope_frequencies(all, 24);
+  const std::pair<int, double> expected_all[] = {{0, 1.0},
+                                                 {2, 0.04870958626270294},
+                                                 {4, 0.009921255521476269},
+                                                 {6, 0.0027950850781053305},
+                                                 {8, 0.0007874505245126784},
+                                                 {11, 0.00011775132588809356}};
+  for (const auto& [i, v] : expected_all) EXPECT_NEAR(g.inv_freq[i], v, v * 2e-6) << i;
+  EXPECT_FLOAT_EQ(g.attention_scaling, 1.0554632865277602f);
+  all.attention_factor = 0.75;  // given: used as is
+  EXPECT_EQ(rope_frequencies(all, 24).attention_scaling, 0.75f);
+}
+
 TEST(ModelConfig, RefusesWhatItCannotRunByName) {
-  EXPECT_NE(error_of(R"(,"rope_scaling": {"rope_type": "yarn", "factor": 4.0})").find("'yarn'"),
+  EXPECT_NE(error_of(R"(,"rope_scaling": {"rope_type": "yarn"})").find("factor"),
             std::string::npos);
+  EXPECT_NE(error_of(R"(,"rope_scaling": {"rope_type": "yarn", "factor": 2,
+      "attention_factor": 0})")
+                .find("attention_factor"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(R"(,"rope_scaling": {"rope_type": "longrope", "factor": 4.0})").find("'longrope'"),
+      std::string::npos);
   EXPECT_NE(error_of(R"(,"rope_parameters": {"rope_type": "dynamic"})").find("'dynamic'"),
             std::string::npos);
   EXPECT_NE(error_of(R"(,"rope_scaling": {"rope_type": "llama3", "factor": 8.0})")

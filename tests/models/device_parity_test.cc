@@ -278,13 +278,14 @@ TEST_P(DeviceDecode, RepetitionPenaltyOnTheDeviceMatchesWholeRows) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DeviceDecode,
                          ::testing::Combine(::testing::Values("qwen3-tiny", "llama-tiny",
-                                                              "qwen2-tiny"),
+                                                              "qwen2-tiny",
+                                                              "extra/qwen2-yarn-tiny"),
                                             ::testing::Values("cuda", "opencl")),
                          [](const auto& param_info) {
                            std::string n =
                                std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
                            for (char& ch : n) {
-                             if (ch == '-') ch = '_';
+                             if (ch == '-' || ch == '/') ch = '_';
                            }
                            return n;
                          });

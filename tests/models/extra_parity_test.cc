@@ -77,6 +77,18 @@ TEST(ExtraParity, Qwen3AttentionBiasStoredInBf16) {
                extra("qwen3-bias-bf16-tiny") + "/golden.safetensors");
 }
 
+// scripts/goldens/make_rope_goldens.py: YaRN as Qwen's cards enable it (Hub-style config), and
+// with every optional parameter set.
+TEST(ExtraParity, Qwen2YarnHubConfig) {
+  check_parity(extra("qwen2-yarn-tiny") + "/model",
+               extra("qwen2-yarn-tiny") + "/golden.safetensors");
+}
+
+TEST(ExtraParity, LlamaYarnEveryParameter) {
+  check_parity(extra("llama-yarn-params-tiny") + "/model",
+               extra("llama-yarn-params-tiny") + "/golden.safetensors");
+}
+
 TEST(ExtraParity, Bf16CheckpointLoadsAsBf16ByDefault) {
   const CausalLM model = CausalLM::from_pretrained(extra("qwen3-bias-bf16-tiny") + "/model");
   EXPECT_EQ(model.dtype(), DType::bf16);  // "auto": the checkpoint's dtype
