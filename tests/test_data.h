@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "anvil/model.h"
 #include "anvil/safetensors.h"
 
 namespace anvil::test {
@@ -46,6 +47,15 @@ inline std::vector<std::vector<int64_t>> id_rows(const SafetensorsFile& f,
 }
 
 /// A test-parameter string as a GoogleTest name ('-' is not allowed there).
+/// Greedy decoding of exactly `tokens` new tokens (eos ignored), as the goldens' gen_long_a.
+inline GenerateOptions greedy_exactly(int tokens) {
+  GenerateOptions g;
+  g.max_new_tokens = tokens;
+  g.min_new_tokens = tokens;
+  g.do_sample = false;
+  return g;
+}
+
 struct ParamName {
   template <class Info>
   std::string operator()(const Info& info) const {

@@ -11,12 +11,14 @@
 
 namespace anvil {
 
-enum class RopeType { standard, linear, llama3, yarn };
+enum class RopeType { standard, linear, llama3, yarn, dynamic };
 
 struct RopeConfig {
   RopeType type = RopeType::standard;
   double theta = 10000.0;
-  // linear, llama3 and yarn scaling
+  // linear, llama3, yarn and dynamic (NTK) scaling; dynamic keeps the original frequencies up to
+  // original_max_position_embeddings (max_position_embeddings, as transformers does) and grows
+  // the base with the longest sequence seen since (rope_table.h).
   double factor = 1.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;

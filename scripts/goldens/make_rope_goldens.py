@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Parity fixtures for RoPE scalings beyond the shared fixtures' (llama3 is in
 make_extra_goldens.py): YaRN as Qwen's model cards enable it (Hub-style rope_scaling, derived
-attention factor), and YaRN with every optional parameter set (beta_fast / beta_slow, mscale /
-mscale_all_dim, truncate false) in transformers 5's rope_parameters.
+attention factor), YaRN with every optional parameter set (beta_fast / beta_slow, mscale /
+mscale_all_dim, truncate false) in transformers 5's rope_parameters, and dynamic NTK scaling.
 
 Made with transformers 5.25 (torch 2.15, CPU, float32, eager attention); transformers 5.17's
 _compute_yarn_parameters is the same computation. Same golden layout as make_extra_goldens.py, plus gen_a.
@@ -20,9 +20,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 from make_extra_goldens import goldens, hub_style, scale_weights  # noqa: E402
 
 
-def with_gen_a(model_dir, golden_path):
+def with_gen_a(model_dir, golden_path, long=False):
     """Adds gen_a (16 greedy tokens after input_ids_a, prompt included), which the device
-    parity tests read as they do the shared fixtures'."""
+    parity tests read as they do the shared fixtures', and with `long` gen_long_a (40 tokens,
+    eos ignored), from a freshly loaded model."""
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32,
                                                  attn_implementation="eager")
     model.eval()
@@ -30,6 +31,9 @@ def with_gen_a(model_dir, golden_path):
     with torch.no_grad():
         g["gen_a"] = model.generate(g["input_ids_a"], max_new_tokens=16,
                                     do_sample=False).contiguous()
+        if long:
+            g["gen_long_a"] = model.generate(g["input_ids_a"], max_new_tokens=40,
+                                             min_new_tokens=40, do_sample=False).contiguous()
     save_file(g, golden_path)
 
 
@@ -69,6 +73,23 @@ def main():
     scale_weights(model)
     model.save_pretrained(f"{out}/{name}/model")
     goldens(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors")
+    # Llama with dynamic NTK scaling and a short max_position_embeddings: the long input grows
+    # the base, the padded batch's generation after it resets it (dynamic_rope_update keeps
+    # this state on the model between calls, so the goldens are computed in the order the
+    # tests run them), and gen_long_a grows it at every decode step past position 32.
+    name = "llama-dynamic-tiny"
+    cfg = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5,
+                      tie_word_embeddings=True, max_position_embeddings=32,
+                      bos_token_id=1, eos_token_id=2, pad_token_id=0,
+                      rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0,
+                                       "factor": 3.0})
+    model = LlamaForCausalLM(cfg)
+    scale_weights(model)
+    model.save_pretrained(f"{out}/{name}/model")
+    hub_style(f"{out}/{name}/model/config.json")
+    goldens(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors")
+    with_gen_a(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors", long=True)
     print("ok")
 
 

@@ -101,13 +101,24 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& source) {
                  "must be a positive number for linear RoPE");
       }
       c.rope.factor = *f;
+    } else if (type == "dynamic") {
+      // _compute_dynamic_ntk_parameters: factor, and max_position_embeddings as the length up
+      // to which the frequencies stay the original ones.
+      c.rope.type = RopeType::dynamic;
+      auto f = jf::opt_number(*params, "factor", source);
+      if (!f || !(*f > 0)) {
+        jf::fail(source, std::string(field) + ".factor",
+                 "must be a positive number for dynamic RoPE");
+      }
+      c.rope.factor = *f;
+      c.rope.original_max_position_embeddings = c.max_position_embeddings;
     } else if (type == "yarn") {
       parse_yarn(*params, field, original_context(), c, source);
     } else if (type != "default") {
       jf::fail(source, std::string(field) + ".rope_type",
                "is '" + type +
-                   "', which anvil does not implement (it implements default, linear, llama3 "
-                   "and yarn)");
+                   "', which anvil does not implement (it implements default, linear, llama3, "
+                   "yarn and dynamic)");
     }
     if (auto p = jf::opt_number(*params, "partial_rotary_factor", source); p && *p != 1.0) {
       jf::fail(source, "partial_rotary_factor", "is not 1.0, which anvil does not implement");

@@ -37,6 +37,26 @@ Decoder::Decoder(ModelConfig config, ModelWeights weights, DType dtype, Device d
   const RopeFrequencies f = rope_frequencies(config_.rope, config_.head_dim);
   inv_freq_ = Tensor::from_f32(f.inv_freq, {static_cast<int64_t>(f.inv_freq.size())}).to(device_);
   rope_scaling_ = f.attention_scaling;
+  rope_length_ = config_.rope.original_max_position_embeddings;
+}
+
+void Decoder::follow_dynamic_rope(const std::vector<int32_t>& positions) const {
+  if (config_.rope.type != RopeType::dynamic || positions.empty()) return;
+  // dynamic_rope_update: grow past the longest sequence so far; back to the original
+  // frequencies once a sequence within the original length follows a longer one.
+  const int64_t seq_len = *std::max_element(positions.begin(), positions.end()) + int64_t{1};
+  const int64_t original = config_.rope.original_max_position_embeddings;
+  int64_t length = rope_length_;
+  if (seq_len > rope_length_) {
+    length = seq_len;
+  } else if (seq_len < original && rope_length_ > original) {
+    length = original;
+  }
+  if (length == rope_length_) return;
+  rope_length_ = length;
+  const std::vector<float> inv = dynamic_ntk_frequencies(config_.rope, config_.head_dim, length);
+  backend_for(device_).copy_from_host_queued(inv_freq_.raw(), inv.data(),
+                                             inv.size() * sizeof(float), device_);
 }
 
 KvCache Decoder::new_cache(int64_t batch, int64_t capacity) const {
@@ -118,6 +138,7 @@ bool Decoder::queues_steps() const {
 
 Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
   check_step(step, cache);
+  follow_dynamic_rope(step.positions);
   const int64_t b = step.batch, s = step.seq, n = b * s, past = cache.length;
   if (s == 1 && !step.all_logits && queues_steps()) return forward_graph(step, cache);
   StepTensors in;

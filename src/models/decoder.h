@@ -77,6 +77,10 @@ class Decoder {
   void run(const StepTensors& in, int64_t b, int64_t s, int64_t past, bool all_logits,
            KvCache& cache, const Tensor& logits) const;
   Tensor forward_graph(const StepInput& step, KvCache& cache) const;
+  /// Dynamic NTK RoPE: the frequencies for this step's sequence (its largest position + 1),
+  /// rewritten in place (queued behind earlier steps, so recorded steps read them) when they
+  /// change.
+  void follow_dynamic_rope(const std::vector<int32_t>& positions) const;
 
   ModelConfig config_;
   ModelWeights weights_;
@@ -85,6 +89,9 @@ class Decoder {
   ops::AttentionImpl attention_;
   Tensor inv_freq_;
   float rope_scaling_ = 1.0f;
+  // Dynamic NTK RoPE's state, as transformers keeps it on the rotary module: the sequence
+  // length the current frequencies were computed for (grows, or resets to the original).
+  mutable int64_t rope_length_ = 0;
   mutable std::map<std::string, Tensor> scratch_;  // grown on demand, reused across steps
   // Every layer's weights as decode_layers reads them, built once (no allocation per token);
   // a step sets the caches' fields for its call only.

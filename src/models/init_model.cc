@@ -53,6 +53,11 @@ void add_rope_scaling(GgufWriter& w, const std::string& arch, const RopeConfig& 
         "the llama architecture, not " +
         arch + "; write a safetensors folder instead");
   }
+  if (rope.type == RopeType::dynamic) {
+    throw Error(
+        "init-model: GGUF (llama.cpp) has no dynamic NTK RoPE scaling; write a "
+        "safetensors folder instead");
+  }
   if (rope.type == RopeType::linear) {
     w.add_string(a + "rope.scaling.type", "linear");
     w.add_f32(a + "rope.scaling.factor", static_cast<float>(rope.factor));

@@ -53,6 +53,24 @@ void apply_yarn(const RopeConfig& rope, int64_t head_dim, RopeFrequencies& f) {
 
 }  // namespace
 
+std::vector<float> dynamic_ntk_frequencies(const RopeConfig& rope, int64_t head_dim,
+                                           int64_t seq_len) {
+  const int64_t original = rope.original_max_position_embeddings;
+  RopeConfig grown = rope;
+  grown.type = RopeType::standard;
+  if (seq_len > original) {
+    // base * ((factor * seq_len / max_position_embeddings) - (factor - 1)) ** (dim / (dim - 2)),
+    // each operation on a float32 tensor.
+    const auto factor = static_cast<float>(rope.factor);
+    const float ratio = factor * static_cast<float>(seq_len) / static_cast<float>(original) -
+                        static_cast<float>(rope.factor - 1);
+    const auto exponent =
+        static_cast<float>(static_cast<double>(head_dim) / static_cast<double>(head_dim - 2));
+    grown.theta = static_cast<float>(rope.theta) * std::pow(ratio, exponent);
+  }
+  return rope_frequencies(grown, head_dim).inv_freq;
+}
+
 double yarn_attention_factor(const RopeConfig& rope) {
   if (rope.attention_factor != 0) return rope.attention_factor;
   if (rope.mscale != 0 && rope.mscale_all_dim != 0) {

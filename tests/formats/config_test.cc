@@ -184,6 +184,24 @@ TEST(ModelConfig, YarnFrequenciesMatchTransformers) {
   EXPECT_EQ(rope_frequencies(all, 24).attention_scaling, 0.75f);
 }
 
+TEST(ModelConfig, DynamicNtkFrequenciesMatchTransformers) {
+  const auto c = parse(R"(,"max_position_embeddings": 2048,
+      "rope_parameters": {"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 4.0})");
+  EXPECT_EQ(c.rope.type, RopeType::dynamic);
+  EXPECT_EQ(c.rope.original_max_position_embeddings, 2048);
+  // Expected values: transformers 5.25's _compute_dynamic_ntk_parameters, seq_len a tensor.
+  const auto at_load = rope_frequencies(c.rope, 64);
+  EXPECT_EQ(dynamic_ntk_frequencies(c.rope, 64, 2048), at_load.inv_freq);  // not grown yet
+  EXPECT_FLOAT_EQ(at_load.inv_freq[16], 0.009999999776482582f);
+  const auto grown = dynamic_ntk_frequencies(c.rope, 64, 5000);
+  const std::pair<int, double> expected[] = {{0, 1.0},
+                                             {1, 0.7050434350967407},
+                                             {8, 0.06105580925941467},
+                                             {16, 0.0037278118543326855},
+                                             {31, 1.9710247215698473e-05}};
+  for (const auto& [i, v] : expected) EXPECT_NEAR(grown[i], v, v * 2e-6) << i;
+}
+
 TEST(ModelConfig, RefusesWhatItCannotRunByName) {
   EXPECT_NE(error_of(R"(,"rope_scaling": {"rope_type": "yarn"})").find("factor"),
             std::string::npos);
@@ -194,7 +212,7 @@ TEST(ModelConfig, RefusesWhatItCannotRunByName) {
   EXPECT_NE(
       error_of(R"(,"rope_scaling": {"rope_type": "longrope", "factor": 4.0})").find("'longrope'"),
       std::string::npos);
-  EXPECT_NE(error_of(R"(,"rope_parameters": {"rope_type": "dynamic"})").find("'dynamic'"),
+  EXPECT_NE(error_of(R"(,"rope_parameters": {"rope_type": "dynamic"})").find("factor"),
             std::string::npos);
   EXPECT_NE(error_of(R"(,"rope_scaling": {"rope_type": "llama3", "factor": 8.0})")
                 .find("low_freq_factor"),

@@ -296,17 +296,21 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, DeviceDecode,
 namespace anvil {
 namespace {
 
+// Whether `dev` ("cuda", "opencl") has a usable device here; prints the skip where not.
+bool device_here(const char* dev) {
+  const Device d = Device::parse(test::device_name(dev));
+  bool available = false;
+  for (const auto& r : report_backends()) available |= r.type == d.type && r.available;
+  if (!available) std::printf("[ skipped ] %s: no %s device here\n", dev, dev);
+  return available;
+}
+
 // A quantized GGUF on a device that has no kernels for its block types is dequantized at load
 // (bf16 where the device reads bf16) and gives the CPU's logits for the same dequantized weights.
 TEST(DeviceGguf, QuantizedCheckpointIsDequantizedAtLoad) {
   for (const char* dev : {"cuda", "opencl"}) {
+    if (!device_here(dev)) continue;
     const Device d = Device::parse(test::device_name(dev));
-    bool available = false;
-    for (const auto& r : report_backends()) available |= r.type == d.type && r.available;
-    if (!available) {
-      std::printf("[ skipped ] %s: no %s device here\n", dev, dev);
-      continue;
-    }
     test::TempDir dir;
     init_model(test::model_dir("qwen2-tiny") + "/config.json", dir.path(), 7, DType::q8_0);
     ModelOptions on_device;
@@ -327,6 +331,25 @@ TEST(DeviceGguf, QuantizedCheckpointIsDequantizedAtLoad) {
     const bool rounded = model.dtype() == DType::bf16 &&
                          (d.type == DeviceType::cuda || cpu::isa() >= cpu::Isa::avx512bf16);
     EXPECT_LE(diff, rounded ? 0.1f : 1e-4f) << dev;
+  }
+}
+
+// Dynamic NTK RoPE on a device: the frequencies rewritten in place, queued behind the steps
+// already queued, so that recorded (replayed) steps read each step's own. A greedy generation
+// past max_position_embeddings (every step past it grows the base) gives transformers' tokens.
+TEST(DeviceDynamicRope, FrequenciesFollowEveryReplayedStep) {
+  const std::string name = "extra/llama-dynamic-tiny";
+  const auto golden = SafetensorsFile::open(test::golden_path(name));
+  for (const char* dev : {"cuda", "opencl"}) {
+    if (!device_here(dev)) continue;
+    ModelOptions o;
+    o.dtype = DType::f32;
+    o.device_map = test::device_name(dev);
+    const CausalLM model = CausalLM::from_pretrained(test::model_dir(name), o);
+    Batch a;
+    a.input_ids = test::id_rows(golden, "input_ids_a");
+    EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"))
+        << dev;
   }
 }
 

@@ -89,6 +89,21 @@ TEST(ExtraParity, LlamaYarnEveryParameter) {
                extra("llama-yarn-params-tiny") + "/golden.safetensors");
 }
 
+// Dynamic NTK scaling over max_position_embeddings 32: check_parity's long input grows the base
+// and the batch's generation after it resets it (state carried between calls, as transformers'
+// rotary module carries it); then a generation whose decode steps grow it at every step.
+TEST(ExtraParity, LlamaDynamicNtkGrowsAndResets) {
+  const std::string dir = extra("llama-dynamic-tiny");
+  check_parity(dir + "/model", dir + "/golden.safetensors");
+  const auto golden = SafetensorsFile::open(dir + "/golden.safetensors");
+  ModelOptions o;
+  o.dtype = DType::f32;
+  const CausalLM model = CausalLM::from_pretrained(dir + "/model", o);
+  Batch a;
+  a.input_ids = test::id_rows(golden, "input_ids_a");
+  EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"));
+}
+
 TEST(ExtraParity, Bf16CheckpointLoadsAsBf16ByDefault) {
   const CausalLM model = CausalLM::from_pretrained(extra("qwen3-bias-bf16-tiny") + "/model");
   EXPECT_EQ(model.dtype(), DType::bf16);  // "auto": the checkpoint's dtype

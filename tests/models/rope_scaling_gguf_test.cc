@@ -142,6 +142,12 @@ TEST(RopeScalingGgufErrors, WhatAFormatCannotSayIsRefused) {
                          dir.file("d"), 1, "f32", InitFormat::gguf);
             }).find("llama architecture"),
             std::string::npos);
+  // llama.cpp has no dynamic NTK scaling.
+  EXPECT_NE(error_of([&] {
+              init_model(extra_config("llama-dynamic-tiny"), dir.file("e"), 1, "f32",
+                         InitFormat::gguf);
+            }).find("dynamic"),
+            std::string::npos);
   // llama3 in a GGUF is rope_freqs.weight, which config.json cannot hold.
   init_model(extra_config("llama3-bias-tiny"), dir.file("b"), 1, "f32", InitFormat::gguf);
   EXPECT_NE(error_of([&] {
