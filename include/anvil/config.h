@@ -56,7 +56,10 @@ struct ModelConfig {
   bool qkv_bias = false;  ///< q/k/v projections carry a bias
   bool o_bias = false;    ///< the output projection carries a bias
   bool mlp_bias = false;
-  bool qk_norm = false;        ///< per-head RMSNorm of q and k before RoPE (Qwen3)
+  bool qk_norm = false;  ///< per-head RMSNorm of q and k before RoPE (Qwen3)
+  /// Every layer's attention sees its own position and the sliding_window - 1 before it
+  /// (Mistral); unset: the whole causal past.
+  std::optional<int64_t> sliding_window;
   std::optional<DType> dtype;  ///< `torch_dtype` / `dtype`, when the file says
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> bos_token_id, pad_token_id;

@@ -180,7 +180,9 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     jf::fail(source, "hidden_act", "is '" + act + "'; anvil's decoder implements silu (SwiGLU)");
   }
   if (jf::opt_bool(j, "use_sliding_window", source).value_or(false)) {
-    jf::fail(source, "use_sliding_window", "is true; sliding-window attention is not implemented");
+    jf::fail(source, "use_sliding_window",
+             "is true; Qwen2's sliding window on the layers past max_window_layers is not "
+             "implemented");
   }
   parse_rope(j, c, source);
   c.dtype = parse_dtype_field(j, source);

@@ -1,5 +1,6 @@
-// LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM: the differences between them, as in
-// modeling_llama.py, modeling_qwen2.py and modeling_qwen3.py.
+// LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM: the differences
+// between them, as in modeling_llama.py, modeling_mistral.py, modeling_qwen2.py and
+// modeling_qwen3.py.
 #include "models/architectures.h"
 
 #include "anvil/error.h"
@@ -16,6 +17,19 @@ void apply_llama(const nlohmann::json& raw, ModelConfig& c, const std::string& s
   c.o_bias = bias;
   c.mlp_bias = jf::opt_bool(raw, "mlp_bias", source).value_or(false);
   c.qk_norm = false;
+}
+
+// Mistral: Llama without biases (MistralAttention ignores attention_bias), and a sliding window
+// over every layer: MistralConfig's default 4096 when the field is absent, none when null
+// (MistralModel reads no layer_types, so neither does this).
+void apply_mistral(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  c.qkv_bias = c.o_bias = c.mlp_bias = c.qk_norm = false;
+  if (!raw.contains("sliding_window")) {
+    c.sliding_window = 4096;
+  } else if (auto w = jf::opt_int(raw, "sliding_window", source)) {
+    if (*w <= 0) jf::fail(source, "sliding_window", "must be positive, got " + std::to_string(*w));
+    c.sliding_window = *w;
+  }
 }
 
 void apply_qwen2(const nlohmann::json&, ModelConfig& c, const std::string&) {
@@ -35,6 +49,7 @@ void apply_qwen3(const nlohmann::json& raw, ModelConfig& c, const std::string& s
 
 constexpr Architecture kArchitectures[] = {
     {"LlamaForCausalLM", "llama", &apply_llama},
+    {"MistralForCausalLM", "mistral", &apply_mistral},
     {"Qwen2ForCausalLM", "qwen2", &apply_qwen2},
     {"Qwen3ForCausalLM", "qwen3", &apply_qwen3},
 };

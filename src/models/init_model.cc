@@ -116,9 +116,15 @@ void fill_constant(std::span<std::byte> out, DType dtype, float value) {
 // just another random model of the same shape.
 void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const GgufQuantPlan& plan,
                       const std::string& dtype_name, const std::string& path) {
-  const std::string arch = c.model_type;
+  // llama.cpp's converter writes Mistral as llama; it has no sliding window to write.
+  const std::string arch = c.model_type == "mistral" ? "llama" : c.model_type;
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
-    throw Error("init-model: a GGUF file needs a llama, qwen2 or qwen3 model, not '" + arch + "'");
+    throw Error("init-model: a GGUF file needs a llama, mistral, qwen2 or qwen3 model, not '" +
+                arch + "'");
+  }
+  if (c.sliding_window) {
+    throw Error("init-model: GGUF (llama.cpp) has no sliding-window attention (sliding_window " +
+                std::to_string(*c.sliding_window) + "); write a safetensors folder instead");
   }
   if (ggml_block_size(plan.base) > 1 && (c.hidden_size % 32 != 0 || c.intermediate_size % 32 != 0 ||
                                          (c.num_attention_heads * c.head_dim) % 32 != 0)) {

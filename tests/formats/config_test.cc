@@ -235,7 +235,7 @@ TEST(ModelConfig, BadFieldsNameTheFileAndField) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
               "x/config.json: unknown architecture 'GPT2LMHeadModel' (anvil supports "
-              "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+              "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
   }
   try {
     ModelConfig::from_json_text(R"({"architectures": ["Qwen3ForCausalLM"]})", "x/config.json");
@@ -258,6 +258,31 @@ TEST(ModelConfig, ArchitectureFlags) {
       "c.json");
   EXPECT_EQ(by_type.architecture, "Qwen2ForCausalLM");
   EXPECT_EQ(by_type.num_key_value_heads, 2);
+}
+
+TEST(ModelConfig, MistralSlidingWindowAsMistralConfigReadsIt) {
+  const auto mistral = [](const std::string& extra) {
+    return ModelConfig::from_json_text(
+        R"({"architectures": ["MistralForCausalLM"], "vocab_size": 10, "hidden_size": 8,
+            "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+            "attention_bias": true)" +
+            extra + "}",
+        "config.json");
+  };
+  EXPECT_EQ(mistral("").model_type, "mistral");
+  EXPECT_EQ(mistral("").sliding_window, 4096);  // MistralConfig's default when absent
+  EXPECT_EQ(mistral(R"(,"sliding_window": null)").sliding_window, std::nullopt);
+  EXPECT_EQ(mistral(R"(,"sliding_window": 32)").sliding_window, 32);
+  EXPECT_FALSE(mistral("").qkv_bias);  // MistralAttention has no biases, whatever the flag
+  EXPECT_FALSE(mistral("").o_bias);
+  EXPECT_EQ(parse("").sliding_window, std::nullopt);  // Llama: none
+  try {
+    mistral(R"(,"sliding_window": 0)");
+    ADD_FAILURE() << "a zero window was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'sliding_window' must be positive"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(GenerationConfig, EosAsIntOrList) {

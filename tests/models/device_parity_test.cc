@@ -278,8 +278,8 @@ TEST_P(DeviceDecode, RepetitionPenaltyOnTheDeviceMatchesWholeRows) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DeviceDecode,
                          ::testing::Combine(::testing::Values("qwen3-tiny", "llama-tiny",
-                                                              "qwen2-tiny",
-                                                              "extra/qwen2-yarn-tiny"),
+                                                              "qwen2-tiny", "extra/qwen2-yarn-tiny",
+                                                              "extra/mistral-window-tiny"),
                                             ::testing::Values("cuda", "opencl")),
                          [](const auto& param_info) {
                            std::string n =

@@ -104,6 +104,21 @@ TEST(ExtraParity, LlamaDynamicNtkGrowsAndResets) {
   EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"));
 }
 
+// scripts/goldens/make_mistral_goldens.py: Mistral's sliding window of 6 positions, which every
+// input and generation reaches past (prompts longer than the window, a padded batch, 40 greedy
+// tokens).
+TEST(ExtraParity, MistralSlidingWindow) {
+  const std::string dir = extra("mistral-window-tiny");
+  check_parity(dir + "/model", dir + "/golden.safetensors");
+  const auto golden = SafetensorsFile::open(dir + "/golden.safetensors");
+  ModelOptions o;
+  o.dtype = DType::f32;
+  const CausalLM model = CausalLM::from_pretrained(dir + "/model", o);
+  Batch a;
+  a.input_ids = test::id_rows(golden, "input_ids_a");
+  EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"));
+}
+
 TEST(ExtraParity, Bf16CheckpointLoadsAsBf16ByDefault) {
   const CausalLM model = CausalLM::from_pretrained(extra("qwen3-bias-bf16-tiny") + "/model");
   EXPECT_EQ(model.dtype(), DType::bf16);  // "auto": the checkpoint's dtype

@@ -148,6 +148,12 @@ TEST(RopeScalingGgufErrors, WhatAFormatCannotSayIsRefused) {
                          InitFormat::gguf);
             }).find("dynamic"),
             std::string::npos);
+  // Nor sliding-window attention (Mistral's default window of 4096).
+  EXPECT_NE(error_of([&] {
+              init_model(test::data_dir() + "/extra/mistral-window-tiny/model/config.json",
+                         dir.file("f"), 1, "f32", InitFormat::gguf);
+            }).find("sliding"),
+            std::string::npos);
   // llama3 in a GGUF is rope_freqs.weight, which config.json cannot hold.
   init_model(extra_config("llama3-bias-tiny"), dir.file("b"), 1, "f32", InitFormat::gguf);
   EXPECT_NE(error_of([&] {
