@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Random small models of every architecture anvil runs (Llama, Mistral, Qwen2, Qwen3: head
+sizes, GQA ratios, biases, tied heads, every RoPE scaling, sliding windows, odd vocabulary and
+MLP sizes) built with transformers, then run by transformers and by anvil's CLI on the same
+inputs (float32, eager attention in transformers, a freshly loaded model per call): logits of a left-padded batch and of a long
+prompt, and a greedy continuation. Prints one line per model and the largest logit difference.
+
+Usage: python3 -m venv /tmp/t && /tmp/t/bin/pip install torch transformers safetensors
+       /tmp/t/bin/python tools/model_fuzz.py SEED [COUNT]   (uses ./build/anvil)
+"""
+import json, os, random, subprocess, sys, tempfile
+
+import torch
+from safetensors.torch import load_file
+from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
+                          Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+
+anvil = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'build', 'anvil')
+seed, count = int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 12
+rng = random.Random(seed)
+torch.manual_seed(seed)
+
+
+def random_rope(max_pos):
+    theta = rng.choice([100.0, 2000.0, 10000.0, 500000.0, 1e6])
+    kind = rng.choice(['default', 'default', 'linear', 'llama3', 'yarn', 'dynamic'])
+    p = {'rope_type': kind, 'rope_theta': theta}
+    if kind == 'linear':
+        p['factor'] = rng.choice([2.0, 4.0])
+    elif kind == 'llama3':
+        p.update(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                 original_max_position_embeddings=rng.choice([16, 64, 256]))
+    elif kind == 'yarn':
+        p.update(factor=rng.choice([2.0, 4.0, 16.0]),
+                 original_max_position_embeddings=rng.choice([16, 64, 256]))
+        if rng.random() < 0.4:
+            p.update(beta_fast=rng.choice([8.0, 24.0]), beta_slow=rng.choice([0.5, 2.0]))
+        if rng.random() < 0.3:
+            p['attention_factor'] = rng.choice([0.8, 1.2])
+    elif kind == 'dynamic':
+        p['factor'] = rng.choice([2.0, 3.0])
+    return p
+
+
+def random_model(i, out):
+    arch = rng.choice(['llama', 'mistral', 'qwen2', 'qwen3'])
+    heads = rng.choice([1, 2, 3, 4, 6, 8])
+    kv = rng.choice([d for d in range(1, heads + 1) if heads % d == 0])
+    head_dim = rng.choice([8, 12, 16, 20, 24, 32, 40, 64])
+    hidden = heads * head_dim if arch == 'qwen2' or rng.random() < 0.5 else rng.choice([24, 40, 48, 72, 96])
+    max_pos = rng.choice([32, 64, 512])
+    common = dict(vocab_size=rng.randint(40, 700), hidden_size=hidden,
+                  intermediate_size=rng.randint(8, 200), num_hidden_layers=rng.randint(1, 3),
+                  num_attention_heads=heads, num_key_value_heads=kv,
+                  rms_norm_eps=rng.choice([1e-5, 1e-6]), tie_word_embeddings=rng.random() < 0.5,
+                  max_position_embeddings=max_pos, bos_token_id=1, eos_token_id=2,
+                  pad_token_id=0, rope_parameters=random_rope(max_pos))
+    if arch != 'qwen2':
+        common['head_dim'] = head_dim
+    if arch == 'llama':
+        cfg = LlamaConfig(attention_bias=rng.random() < 0.3, mlp_bias=rng.random() < 0.3, **common)
+        model = LlamaForCausalLM(cfg)
+    elif arch == 'mistral':
+        cfg = MistralConfig(sliding_window=rng.choice([None, 4, 9, 30]), **common)
+        model = MistralForCausalLM(cfg)
+    elif arch == 'qwen2':
+        model = Qwen2ForCausalLM(Qwen2Config(**common))
+    else:
+        model = Qwen3ForCausalLM(Qwen3Config(attention_bias=rng.random() < 0.3, **common))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if 'norm' in name:
+                p.copy_(1.0 + 0.1 * torch.randn_like(p))
+            elif p.dim() == 2:
+                p.copy_(torch.randn_like(p) * (1.5 / p.shape[1] ** 0.5))
+            else:
+                p.copy_(0.2 * torch.randn_like(p))
+    model.save_pretrained(out)
+    desc = (f"{arch} h={hidden} heads={heads}/{kv} hd={head_dim} "
+            f"rope={common['rope_parameters']['rope_type']}"
+            + (f" win={cfg.sliding_window}" if arch == 'mistral' else ''))
+    return model, desc
+
+
+def anvil_logits(folder, rows, mask, tmp):
+    out = os.path.join(tmp, 'l.safetensors')
+    args = [anvil, 'logits', folder, '--dtype', 'f32', '--input-ids',
+            ';'.join(','.join(map(str, r)) for r in rows), '--out', out]
+    if mask is not None:
+        args += ['--attention-mask', ';'.join(','.join(map(str, r)) for r in mask)]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.strip()[:300])
+    return load_file(out)['logits']
+
+
+def anvil_generate(folder, rows, mask, new):
+    args = [anvil, 'generate', folder, '--dtype', 'f32', '--greedy', '--output-ids',
+            '--max-new-tokens', str(new), '--min-new-tokens', str(new), '--input-ids',
+            ';'.join(','.join(map(str, r)) for r in rows), '--attention-mask',
+            ';'.join(','.join(map(str, r)) for r in mask)]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.strip()[:300])
+    return [list(map(int, line.split(','))) for line in r.stdout.split()]
+
+
+worst = 0.0
+for i in range(count):
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = os.path.join(tmp, 'm')
+        model, desc = random_model(i, folder)
+        model.eval()
+        vocab = model.config.vocab_size
+        b, n = rng.randint(1, 3), rng.randint(3, 40)
+        ids = torch.randint(3, vocab, (b, n))
+        mask = torch.ones_like(ids)
+        for r in range(1, b):
+            pad = rng.randint(0, n - 1)
+            ids[r, :pad] = 0
+            mask[r, :pad] = 0
+        long_ids = torch.randint(3, vocab, (1, rng.randint(40, 150)))
+        def fresh():  # each anvil call is a process of its own (dynamic RoPE keeps state)
+            m = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32,
+                                                     attn_implementation='eager')
+            return m.eval()
+        try:
+            with torch.no_grad():
+                want_b = fresh()(ids, attention_mask=mask).logits * mask[..., None]
+                want_l = fresh()(long_ids).logits
+                want_g = fresh().generate(ids, attention_mask=mask, max_new_tokens=10,
+                                          min_new_tokens=10, do_sample=False)
+            got_b = anvil_logits(folder, ids.tolist(), mask.tolist(), tmp) * mask[..., None]
+            got_l = anvil_logits(folder, long_ids.tolist(), None, tmp)
+            got_g = anvil_generate(folder, ids.tolist(), mask.tolist(), 10)
+            d = max((got_b - want_b).abs().max().item(), (got_l - want_l).abs().max().item())
+            same = got_g == want_g.tolist()
+            worst = max(worst, d)
+            print(f"{i:3} {desc:60} max|diff| {d:.2e} greedy {'same' if same else 'DIFFERENT'}",
+                  flush=True)
+        except RuntimeError as e:
+            print(f"{i:3} {desc:60} anvil failed: {e}", flush=True)
+print(f"largest logit difference {worst:.2e}")
