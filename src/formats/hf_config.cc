@@ -171,7 +171,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     c.head_dim = c.hidden_size / c.num_attention_heads;
   }
   if (c.head_dim % 2 != 0) jf::fail(source, "head_dim", "must be even for rotary embeddings");
-  c.max_position_embeddings = jf::opt_int(j, "max_position_embeddings", source).value_or(2048);
+  c.max_position_embeddings =
+      jf::opt_int(j, "max_position_embeddings", source).value_or(arch.default_max_positions);
   c.rms_norm_eps = jf::opt_number(j, "rms_norm_eps", source).value_or(1e-6);
   if (c.rms_norm_eps <= 0) jf::fail(source, "rms_norm_eps", "must be positive");
   c.tie_word_embeddings = jf::opt_bool(j, "tie_word_embeddings", source).value_or(false);

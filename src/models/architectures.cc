@@ -48,10 +48,10 @@ void apply_qwen3(const nlohmann::json& raw, ModelConfig& c, const std::string& s
 }
 
 constexpr Architecture kArchitectures[] = {
-    {"LlamaForCausalLM", "llama", &apply_llama},
-    {"MistralForCausalLM", "mistral", &apply_mistral},
-    {"Qwen2ForCausalLM", "qwen2", &apply_qwen2},
-    {"Qwen3ForCausalLM", "qwen3", &apply_qwen3},
+    {"LlamaForCausalLM", "llama", 2048, &apply_llama},
+    {"MistralForCausalLM", "mistral", 4096 * 32, &apply_mistral},
+    {"Qwen2ForCausalLM", "qwen2", 32768, &apply_qwen2},
+    {"Qwen3ForCausalLM", "qwen3", 32768, &apply_qwen3},
 };
 
 std::string supported_list() {

@@ -2,6 +2,7 @@
 // onto the decoder's switches (biases, q/k norm); the weight names are Hugging Face's and shared.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +14,8 @@ namespace anvil {
 struct Architecture {
   const char* class_name;  ///< "Qwen3ForCausalLM"
   const char* model_type;  ///< "qwen3"
+  /// max_position_embeddings when config.json leaves it out (the config class's default).
+  int64_t default_max_positions;
   /// Sets the architecture's flags on `config` from the raw config.json.
   void (*apply)(const nlohmann::json& raw, ModelConfig& config, const std::string& source);
 };

@@ -258,6 +258,8 @@ TEST(ModelConfig, ArchitectureFlags) {
       "c.json");
   EXPECT_EQ(by_type.architecture, "Qwen2ForCausalLM");
   EXPECT_EQ(by_type.num_key_value_heads, 2);
+  EXPECT_EQ(by_type.max_position_embeddings, 32768);   // Qwen2Config's default
+  EXPECT_EQ(parse("").max_position_embeddings, 2048);  // LlamaConfig's
 }
 
 TEST(ModelConfig, MistralSlidingWindowAsMistralConfigReadsIt) {
