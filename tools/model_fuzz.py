@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Random small models of every architecture anvil runs (Llama, Mistral, Qwen2, Qwen3: head
+"""Random small models of every architecture anvil runs (Llama, Mistral, Phi-3, Qwen2, Qwen3: head
 sizes, GQA ratios, biases, tied heads, every RoPE scaling, sliding windows, odd vocabulary and
 MLP sizes) built with transformers, then run by transformers and by anvil's CLI on the same
 inputs (float32, eager attention in transformers, a freshly loaded model per call): logits of a left-padded batch and of a long
@@ -12,8 +12,9 @@ import json, os, random, subprocess, sys, tempfile
 
 import torch
 from safetensors.torch import load_file
-from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
-                          Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig,
+                          MistralForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config,
+                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 anvil = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'build', 'anvil')
 seed, count = int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 12
@@ -43,7 +44,7 @@ def random_rope(max_pos):
 
 
 def random_model(i, out):
-    arch = rng.choice(['llama', 'mistral', 'qwen2', 'qwen3'])
+    arch = rng.choice(['llama', 'mistral', 'phi3', 'qwen2', 'qwen3'])
     heads = rng.choice([1, 2, 3, 4, 6, 8])
     kv = rng.choice([d for d in range(1, heads + 1) if heads % d == 0])
     head_dim = rng.choice([8, 12, 16, 20, 24, 32, 40, 64])
@@ -55,7 +56,16 @@ def random_model(i, out):
                   rms_norm_eps=rng.choice([1e-5, 1e-6]), tie_word_embeddings=rng.random() < 0.5,
                   max_position_embeddings=max_pos, bos_token_id=1, eos_token_id=2,
                   pad_token_id=0, rope_parameters=random_rope(max_pos))
-    if arch != 'qwen2':
+    if arch == 'phi3':  # head_dim = hidden / heads; longrope or none
+        hidden = heads * head_dim
+        common['hidden_size'] = hidden
+        if rng.random() < 0.6:
+            f = lambda lo, hi: [rng.uniform(lo, hi) for _ in range(head_dim // 2)]
+            common['rope_parameters'] = {'rope_type': 'longrope', 'rope_theta': 10000.0,
+                                         'short_factor': f(1, 2), 'long_factor': f(1, 8)}
+        else:
+            common['rope_parameters'] = {'rope_type': 'default', 'rope_theta': 10000.0}
+    elif arch != 'qwen2':
         common['head_dim'] = head_dim
     if arch == 'llama':
         cfg = LlamaConfig(attention_bias=rng.random() < 0.3, mlp_bias=rng.random() < 0.3, **common)
@@ -63,6 +73,10 @@ def random_model(i, out):
     elif arch == 'mistral':
         cfg = MistralConfig(sliding_window=rng.choice([None, 4, 9, 30]), **common)
         model = MistralForCausalLM(cfg)
+    elif arch == 'phi3':
+        cfg = Phi3Config(sliding_window=rng.choice([None, 5, 12]),
+                         original_max_position_embeddings=rng.choice([16, 30]), **common)
+        model = Phi3ForCausalLM(cfg)
     elif arch == 'qwen2':
         model = Qwen2ForCausalLM(Qwen2Config(**common))
     else:
@@ -78,7 +92,7 @@ def random_model(i, out):
     model.save_pretrained(out)
     desc = (f"{arch} h={hidden} heads={heads}/{kv} hd={head_dim} "
             f"rope={common['rope_parameters']['rope_type']}"
-            + (f" win={cfg.sliding_window}" if arch == 'mistral' else ''))
+            + (f" win={cfg.sliding_window}" if arch in ('mistral', 'phi3') else ''))
     return model, desc
 
 
@@ -128,11 +142,11 @@ for i in range(count):
             with torch.no_grad():
                 want_b = fresh()(ids, attention_mask=mask).logits * mask[..., None]
                 want_l = fresh()(long_ids).logits
-                want_g = fresh().generate(ids, attention_mask=mask, max_new_tokens=10,
-                                          min_new_tokens=10, do_sample=False)
+                want_g = fresh().generate(ids, attention_mask=mask, max_new_tokens=24,
+                                          min_new_tokens=24, do_sample=False)
             got_b = anvil_logits(folder, ids.tolist(), mask.tolist(), tmp) * mask[..., None]
             got_l = anvil_logits(folder, long_ids.tolist(), None, tmp)
-            got_g = anvil_generate(folder, ids.tolist(), mask.tolist(), 10)
+            got_g = anvil_generate(folder, ids.tolist(), mask.tolist(), 24)
             d = max((got_b - want_b).abs().max().item(), (got_l - want_l).abs().max().item())
             same = got_g == want_g.tolist()
             worst = max(worst, d)

@@ -11,7 +11,7 @@
 
 namespace anvil {
 
-enum class RopeType { standard, linear, llama3, yarn, dynamic };
+enum class RopeType { standard, linear, llama3, yarn, dynamic, longrope };
 
 struct RopeConfig {
   RopeType type = RopeType::standard;
@@ -36,6 +36,10 @@ struct RopeConfig {
   /// Per-frequency divisors (GGUF's rope_freqs.weight, how llama.cpp stores Llama 3.1 scaling);
   /// empty when absent.
   std::vector<float> freq_factors;
+  /// longrope (Phi-3): per-frequency divisors for sequences within the original context and
+  /// past it (head_dim / 2 each); cos and sin scaled by attention_factor (0: derived from
+  /// factor, which 0 derives from max_position_embeddings over the original context).
+  std::vector<float> short_factor, long_factor;
 };
 
 /// The fields of config.json the decoder needs, architecture flags resolved.
@@ -57,6 +61,12 @@ struct ModelConfig {
   bool o_bias = false;    ///< the output projection carries a bias
   bool mlp_bias = false;
   bool qk_norm = false;  ///< per-head RMSNorm of q and k before RoPE (Qwen3)
+  /// q/k/v stored as one qkv_proj and gate/up as one gate_up_proj (Phi-3), split at load.
+  bool fused_projections = false;
+  /// generate() drops the KV cache and recomputes the whole sequence at the step that takes it
+  /// past this many positions, as Phi-3's prepare_inputs_for_generation does with longrope (so
+  /// that the long factors rotate every key, not only the new ones).
+  std::optional<int64_t> recompute_cache_past;
   /// Every layer's attention sees its own position and the sliding_window - 1 before it
   /// (Mistral); unset: the whole causal past.
   std::optional<int64_t> sliding_window;

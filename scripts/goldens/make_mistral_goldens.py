@@ -13,8 +13,7 @@ import torch
 from transformers import MistralConfig, MistralForCausalLM
 
 sys.path.insert(0, os.path.dirname(__file__))
-from make_extra_goldens import goldens, scale_weights  # noqa: E402
-from make_rope_goldens import with_gen_a  # noqa: E402
+from make_rope_goldens import write_fixture  # noqa: E402
 
 
 def main():
@@ -26,11 +25,7 @@ def main():
                         rms_norm_eps=1e-5, tie_word_embeddings=False,
                         max_position_embeddings=512, sliding_window=6, bos_token_id=1,
                         eos_token_id=2, pad_token_id=0, rope_theta=10000.0)
-    model = MistralForCausalLM(cfg)
-    scale_weights(model)
-    model.save_pretrained(f"{out}/{name}/model")
-    goldens(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors")
-    with_gen_a(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors", long=True)
+    write_fixture(MistralForCausalLM(cfg), out, name, long=True)
     print("ok")
 
 

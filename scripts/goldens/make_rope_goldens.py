@@ -37,6 +37,17 @@ def with_gen_a(model_dir, golden_path, long=False):
     save_file(g, golden_path)
 
 
+def write_fixture(model, out, name, hub=False, long=False):
+    """Saves `model` under OUT/NAME/model (config rewritten in the Hub's older style with
+    `hub`) and writes its goldens, gen_a, and with `long` gen_long_a."""
+    scale_weights(model)
+    model.save_pretrained(f"{out}/{name}/model")
+    if hub:
+        hub_style(f"{out}/{name}/model/config.json")
+    goldens(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors")
+    with_gen_a(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors", long=long)
+
+
 def main():
     out = sys.argv[1]
     torch.manual_seed(0)
@@ -84,12 +95,7 @@ def main():
                       bos_token_id=1, eos_token_id=2, pad_token_id=0,
                       rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0,
                                        "factor": 3.0})
-    model = LlamaForCausalLM(cfg)
-    scale_weights(model)
-    model.save_pretrained(f"{out}/{name}/model")
-    hub_style(f"{out}/{name}/model/config.json")
-    goldens(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors")
-    with_gen_a(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors", long=True)
+    write_fixture(LlamaForCausalLM(cfg), out, name, hub=True, long=True)
     print("ok")
 
 

@@ -50,6 +50,42 @@ void parse_yarn(const json& params, const char* field, int64_t original_context,
   c.rope.truncate = jf::opt_bool(params, "truncate", source).value_or(true);
 }
 
+// longrope as _compute_longrope_parameters reads it: short_factor and long_factor (one divisor
+// per frequency), factor (null or absent: max_position_embeddings over the original context)
+// and attention_factor (absent: sqrt(1 + ln(factor) / ln(original)), 1 for factors up to 1).
+void parse_longrope(const json& params, const char* field, int64_t original_context, ModelConfig& c,
+                    const std::string& source) {
+  const std::string at = std::string(field) + ".";
+  c.rope.type = RopeType::longrope;
+  c.rope.original_max_position_embeddings = original_context;
+  const size_t half = static_cast<size_t>(c.head_dim / 2);
+  auto factors = [&](const char* key) {
+    const json* v = jf::find(params, key);
+    if (!v || !v->is_array() || v->size() != half) {
+      jf::fail(source, at + key,
+               "must be a list of head_dim / 2 = " + std::to_string(half) + " numbers");
+    }
+    std::vector<float> out;
+    for (const json& x : *v) {
+      if (!x.is_number() || !(x.get<double>() > 0)) {
+        jf::fail(source, at + key, "must hold positive numbers, got " + x.dump());
+      }
+      out.push_back(static_cast<float>(x.get<double>()));
+    }
+    return out;
+  };
+  c.rope.short_factor = factors("short_factor");
+  c.rope.long_factor = factors("long_factor");
+  c.rope.factor = jf::opt_number(params, "factor", source)
+                      .value_or(static_cast<double>(c.max_position_embeddings) /
+                                static_cast<double>(original_context));
+  if (!(c.rope.factor > 0)) jf::fail(source, at + "factor", "must be positive for longrope");
+  if (auto a = jf::opt_number(params, "attention_factor", source)) {
+    if (!(*a > 0)) jf::fail(source, at + "attention_factor", "must be positive");
+    c.rope.attention_factor = *a;
+  }
+}
+
 void parse_rope(const json& j, ModelConfig& c, const std::string& source) {
   // transformers 5: rope_parameters {rope_type, rope_theta, ...}; the Hub's older files:
   // rope_theta at the top level and rope_scaling {type|rope_type, ...} or null.
@@ -65,13 +101,15 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& source) {
     if (auto t = jf::opt_number(*params, "rope_theta", source)) c.rope.theta = *t;
     std::string type = jf::opt_string(*params, "rope_type", source)
                            .value_or(jf::opt_string(*params, "type", source).value_or("default"));
-    // llama3 and yarn: the pretraining context, as standardize_rope_params resolves it (a
-    // top-level original_max_position_embeddings wins, then the parameters', then
-    // max_position_embeddings).
+    // Phi3Config reads its older names "su" and "yarn" as longrope.
+    if (c.model_type == "phi3" && (type == "su" || type == "yarn")) type = "longrope";
+    // llama3, yarn and longrope: the pretraining context, as standardize_rope_params resolves
+    // it (a top-level original_max_position_embeddings wins, then the parameters', then
+    // max_position_embeddings; Phi3Config always has the top-level one, 4096 by default).
     auto original_context = [&] {
       auto v = jf::opt_int(j, "original_max_position_embeddings", source);
       if (!v) v = jf::opt_int(*params, "original_max_position_embeddings", source);
-      const int64_t n = v.value_or(c.max_position_embeddings);
+      const int64_t n = v.value_or(c.model_type == "phi3" ? 4096 : c.max_position_embeddings);
       if (n <= 0) {
         jf::fail(source, std::string(field) + ".original_max_position_embeddings",
                  "must be positive, got " + std::to_string(n));
@@ -114,15 +152,20 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& source) {
       c.rope.original_max_position_embeddings = c.max_position_embeddings;
     } else if (type == "yarn") {
       parse_yarn(*params, field, original_context(), c, source);
+    } else if (type == "longrope") {
+      parse_longrope(*params, field, original_context(), c, source);
     } else if (type != "default") {
       jf::fail(source, std::string(field) + ".rope_type",
                "is '" + type +
                    "', which anvil does not implement (it implements default, linear, llama3, "
-                   "yarn and dynamic)");
+                   "yarn, dynamic and longrope)");
     }
     if (auto p = jf::opt_number(*params, "partial_rotary_factor", source); p && *p != 1.0) {
       jf::fail(source, "partial_rotary_factor", "is not 1.0, which anvil does not implement");
     }
+  }
+  if (auto p = jf::opt_number(j, "partial_rotary_factor", source); p && *p != 1.0) {
+    jf::fail(source, "partial_rotary_factor", "is not 1.0, which anvil does not implement");
   }
   if (c.rope.theta <= 0) jf::fail(source, "rope_theta", "must be positive");
 }
@@ -173,7 +216,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (c.head_dim % 2 != 0) jf::fail(source, "head_dim", "must be even for rotary embeddings");
   c.max_position_embeddings =
       jf::opt_int(j, "max_position_embeddings", source).value_or(arch.default_max_positions);
-  c.rms_norm_eps = jf::opt_number(j, "rms_norm_eps", source).value_or(1e-6);
+  c.rms_norm_eps = jf::opt_number(j, "rms_norm_eps", source).value_or(arch.default_rms_norm_eps);
   if (c.rms_norm_eps <= 0) jf::fail(source, "rms_norm_eps", "must be positive");
   c.tie_word_embeddings = jf::opt_bool(j, "tie_word_embeddings", source).value_or(false);
   const std::string act = jf::opt_string(j, "hidden_act", source).value_or("silu");

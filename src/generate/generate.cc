@@ -286,7 +286,13 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   // a finished row's outputs are replaced by pad. A sampled step whose candidates leave a row
   // undecided is taken again: the step queued ahead of it (on a stand-in id) leaves the cache,
   // and the step runs once more for its whole rows, with the same draws.
-  const bool chains = std::getenv("ANVIL_NO_GREEDY_CHAIN") == nullptr;
+  // Phi-3 with longrope: the step that takes the sequence past its original context runs the
+  // whole sequence again on an emptied cache (recompute_cache_past); no step is queued ahead of
+  // it, so a generation that reaches it runs without the chain.
+  const std::optional<int64_t> recompute_past = decoder.config().recompute_cache_past;
+  const bool recomputes =
+      recompute_past && prompt <= *recompute_past && prompt + max_new > *recompute_past + 1;
+  const bool chains = std::getenv("ANVIL_NO_GREEDY_CHAIN") == nullptr && !recomputes;
   const bool chain_greedy = !sp.do_sample && sp.repetition_penalty == 1.0f &&
                             StepChain::available(decoder, false) && chains;
   bool chain_sample = false;
@@ -329,6 +335,19 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     std::vector<double> uniforms;       // their draws, which an undecided row's whole row uses
     Tensor step_logits;
     StepInput current;  // a chained step's inputs, should it be taken again
+    if (recomputes && t > 0 && cache.length == *recompute_past) {
+      step.seq = cache.length + 1;
+      step.ids.clear();
+      step.positions.clear();
+      step.key_mask.clear();
+      for (int64_t r = 0; r < rows; ++r) {
+        step.ids.insert(step.ids.end(), sequences[r].begin(), sequences[r].end());
+        const auto pos = positions_from_mask(mask[r]);
+        step.positions.insert(step.positions.end(), pos.begin(), pos.end());
+        step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
+      }
+      cache.length = 0;
+    }
     if (chained) {
       if (!chain) {
         std::optional<ChainSampling> sampling;

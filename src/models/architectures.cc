@@ -1,6 +1,6 @@
-// LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM: the differences
-// between them, as in modeling_llama.py, modeling_mistral.py, modeling_qwen2.py and
-// modeling_qwen3.py.
+// LlamaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM: the
+// differences between them, as in modeling_llama.py, modeling_mistral.py, modeling_phi3.py,
+// modeling_qwen2.py and modeling_qwen3.py.
 #include "models/architectures.h"
 
 #include "anvil/error.h"
@@ -32,6 +32,23 @@ void apply_mistral(const nlohmann::json& raw, ModelConfig& c, const std::string&
   }
 }
 
+// Phi-3: Llama's layers with q/k/v fused into qkv_proj and gate/up into gate_up_proj (gate the
+// first half), no biases, and a sliding window only when the config sets one (Phi3Config's
+// default is none). Its RoPE (longrope) is read with the others (hf_config.cc).
+void apply_phi3(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  c.qkv_bias = c.o_bias = c.mlp_bias = c.qk_norm = false;
+  c.fused_projections = true;
+  // Phi3ForCausalLM.prepare_inputs_for_generation: the cache dropped once the sequence reaches
+  // original_max_position_embeddings + 1 (only longrope computes anything different from it).
+  if (c.rope.type == RopeType::longrope) {
+    c.recompute_cache_past = c.rope.original_max_position_embeddings;
+  }
+  if (auto w = jf::opt_int(raw, "sliding_window", source)) {
+    if (*w <= 0) jf::fail(source, "sliding_window", "must be positive, got " + std::to_string(*w));
+    c.sliding_window = *w;
+  }
+}
+
 void apply_qwen2(const nlohmann::json&, ModelConfig& c, const std::string&) {
   c.qkv_bias = true;  // Qwen2Attention: q/k/v always biased, o_proj never
   c.o_bias = false;
@@ -48,10 +65,11 @@ void apply_qwen3(const nlohmann::json& raw, ModelConfig& c, const std::string& s
 }
 
 constexpr Architecture kArchitectures[] = {
-    {"LlamaForCausalLM", "llama", 2048, &apply_llama},
-    {"MistralForCausalLM", "mistral", 4096 * 32, &apply_mistral},
-    {"Qwen2ForCausalLM", "qwen2", 32768, &apply_qwen2},
-    {"Qwen3ForCausalLM", "qwen3", 32768, &apply_qwen3},
+    {"LlamaForCausalLM", "llama", 2048, 1e-6, &apply_llama},
+    {"MistralForCausalLM", "mistral", 4096 * 32, 1e-6, &apply_mistral},
+    {"Phi3ForCausalLM", "phi3", 4096, 1e-5, &apply_phi3},
+    {"Qwen2ForCausalLM", "qwen2", 32768, 1e-6, &apply_qwen2},
+    {"Qwen3ForCausalLM", "qwen3", 32768, 1e-6, &apply_qwen3},
 };
 
 std::string supported_list() {

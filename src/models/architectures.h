@@ -16,6 +16,8 @@ struct Architecture {
   const char* model_type;  ///< "qwen3"
   /// max_position_embeddings when config.json leaves it out (the config class's default).
   int64_t default_max_positions;
+  /// rms_norm_eps when config.json leaves it out.
+  double default_rms_norm_eps;
   /// Sets the architecture's flags on `config` from the raw config.json.
   void (*apply)(const nlohmann::json& raw, ModelConfig& config, const std::string& source);
 };

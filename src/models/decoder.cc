@@ -40,21 +40,26 @@ Decoder::Decoder(ModelConfig config, ModelWeights weights, DType dtype, Device d
   rope_length_ = config_.rope.original_max_position_embeddings;
 }
 
-void Decoder::follow_dynamic_rope(const std::vector<int32_t>& positions) const {
-  if (config_.rope.type != RopeType::dynamic || positions.empty()) return;
-  // dynamic_rope_update: grow past the longest sequence so far; back to the original
-  // frequencies once a sequence within the original length follows a longer one.
+void Decoder::follow_rope_length(const std::vector<int32_t>& positions) const {
+  const RopeType type = config_.rope.type;
+  if ((type != RopeType::dynamic && type != RopeType::longrope) || positions.empty()) return;
   const int64_t seq_len = *std::max_element(positions.begin(), positions.end()) + int64_t{1};
   const int64_t original = config_.rope.original_max_position_embeddings;
   int64_t length = rope_length_;
-  if (seq_len > rope_length_) {
+  if (type == RopeType::longrope) {
+    // longrope_frequency_update: the long factors while the sequence is past the original
+    // context, the short ones otherwise; no other state.
+    length = seq_len > original ? original + 1 : original;
+  } else if (seq_len > rope_length_) {
+    // dynamic_rope_update: grow past the longest sequence so far; back to the original
+    // frequencies once a sequence within the original length follows a longer one.
     length = seq_len;
   } else if (seq_len < original && rope_length_ > original) {
     length = original;
   }
   if (length == rope_length_) return;
   rope_length_ = length;
-  const std::vector<float> inv = dynamic_ntk_frequencies(config_.rope, config_.head_dim, length);
+  const std::vector<float> inv = frequencies_for_length(config_.rope, config_.head_dim, length);
   backend_for(device_).copy_from_host_queued(inv_freq_.raw(), inv.data(),
                                              inv.size() * sizeof(float), device_);
 }
@@ -138,7 +143,7 @@ bool Decoder::queues_steps() const {
 
 Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
   check_step(step, cache);
-  follow_dynamic_rope(step.positions);  // once, from the whole step's positions
+  follow_rope_length(step.positions);  // once, from the whole step's positions
   if (config_.sliding_window && cache.length + step.seq > *config_.sliding_window) {
     return forward_windowed(step, cache);
   }

@@ -83,10 +83,10 @@ class Decoder {
   /// (the tokens up to the window's length together, the rest one by one with the keys
   /// before their window masked); the logits gathered as forward() returns them.
   Tensor forward_windowed(const StepInput& step, KvCache& cache) const;
-  /// Dynamic NTK RoPE: the frequencies for this step's sequence (its largest position + 1),
-  /// rewritten in place (queued behind earlier steps, so recorded steps read them) when they
-  /// change.
-  void follow_dynamic_rope(const std::vector<int32_t>& positions) const;
+  /// Dynamic NTK and longrope RoPE: the frequencies for this step's sequence (its largest
+  /// position + 1), rewritten in place (queued behind earlier steps, so recorded steps read
+  /// them) when they change.
+  void follow_rope_length(const std::vector<int32_t>& positions) const;
 
   ModelConfig config_;
   ModelWeights weights_;
@@ -95,8 +95,9 @@ class Decoder {
   ops::AttentionImpl attention_;
   Tensor inv_freq_;
   float rope_scaling_ = 1.0f;
-  // Dynamic NTK RoPE's state, as transformers keeps it on the rotary module: the sequence
-  // length the current frequencies were computed for (grows, or resets to the original).
+  // The sequence length the current frequencies were computed for: dynamic NTK's state as
+  // transformers keeps it on the rotary module (grows, or resets to the original); longrope's
+  // set (past the original length or not).
   mutable int64_t rope_length_ = 0;
   mutable std::map<std::string, Tensor> scratch_;  // grown on demand, reused across steps
   // Every layer's weights as decode_layers reads them, built once (no allocation per token);

@@ -318,9 +318,13 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     constant(p + "input_layernorm.weight", {h}, 1.0f);
-    normal(p + "self_attn.q_proj.weight", {q_out, h});
-    normal(p + "self_attn.k_proj.weight", {kv_out, h});
-    normal(p + "self_attn.v_proj.weight", {kv_out, h});
+    if (c.fused_projections) {
+      normal(p + "self_attn.qkv_proj.weight", {q_out + 2 * kv_out, h});
+    } else {
+      normal(p + "self_attn.q_proj.weight", {q_out, h});
+      normal(p + "self_attn.k_proj.weight", {kv_out, h});
+      normal(p + "self_attn.v_proj.weight", {kv_out, h});
+    }
     normal(p + "self_attn.o_proj.weight", {h, q_out});
     if (c.qkv_bias) {
       constant(p + "self_attn.q_proj.bias", {q_out}, 0.0f);
@@ -333,8 +337,12 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
       constant(p + "self_attn.k_norm.weight", {hd}, 1.0f);
     }
     constant(p + "post_attention_layernorm.weight", {h}, 1.0f);
-    normal(p + "mlp.gate_proj.weight", {inter, h});
-    normal(p + "mlp.up_proj.weight", {inter, h});
+    if (c.fused_projections) {
+      normal(p + "mlp.gate_up_proj.weight", {2 * inter, h});
+    } else {
+      normal(p + "mlp.gate_proj.weight", {inter, h});
+      normal(p + "mlp.up_proj.weight", {inter, h});
+    }
     normal(p + "mlp.down_proj.weight", {h, inter});
     if (c.mlp_bias) {
       constant(p + "mlp.gate_proj.bias", {inter}, 0.0f);

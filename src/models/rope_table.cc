@@ -53,9 +53,15 @@ void apply_yarn(const RopeConfig& rope, int64_t head_dim, RopeFrequencies& f) {
 
 }  // namespace
 
-std::vector<float> dynamic_ntk_frequencies(const RopeConfig& rope, int64_t head_dim,
-                                           int64_t seq_len) {
+std::vector<float> frequencies_for_length(const RopeConfig& rope, int64_t head_dim,
+                                          int64_t seq_len) {
   const int64_t original = rope.original_max_position_embeddings;
+  if (rope.type == RopeType::longrope) {
+    RopeConfig set = rope;
+    if (seq_len > original) set.short_factor = rope.long_factor;
+    return rope_frequencies(set, head_dim).inv_freq;
+  }
+  if (rope.type != RopeType::dynamic) return rope_frequencies(rope, head_dim).inv_freq;
   RopeConfig grown = rope;
   grown.type = RopeType::standard;
   if (seq_len > original) {
@@ -93,6 +99,20 @@ RopeFrequencies rope_frequencies(const RopeConfig& rope, int64_t head_dim) {
     for (size_t i = 0; i < f.inv_freq.size(); ++i) f.inv_freq[i] /= rope.freq_factors[i];
   }
   if (rope.type == RopeType::yarn) apply_yarn(rope, head_dim, f);
+  if (rope.type == RopeType::longrope) {
+    // _compute_longrope_parameters: 1 / (factor_i * base^(2i/d)), the short set at load.
+    for (int64_t i = 0; i < half; ++i) {
+      f.inv_freq[i] = 1.0f / (rope.short_factor[static_cast<size_t>(i)] *
+                              position_frequency(base, i, head_dim));
+    }
+    double attention = rope.attention_factor;
+    if (attention == 0) {
+      const auto original = static_cast<double>(rope.original_max_position_embeddings);
+      attention =
+          rope.factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(rope.factor) / std::log(original));
+    }
+    f.attention_scaling = static_cast<float>(attention);
+  }
   if (rope.type == RopeType::llama3) {
     const float factor = static_cast<float>(rope.factor);
     const float low = static_cast<float>(rope.low_freq_factor);

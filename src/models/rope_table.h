@@ -1,5 +1,5 @@
-// RoPE inverse frequencies (default, linear, llama3, yarn and dynamic NTK), computed in float32
-// exactly as transformers' rope initialisation functions compute them.
+// RoPE inverse frequencies (default, linear, llama3, yarn, dynamic NTK and longrope), computed in
+// float32 exactly as transformers' rope initialisation functions compute them.
 #pragma once
 
 #include <vector>
@@ -15,13 +15,15 @@ struct RopeFrequencies {
 
 RopeFrequencies rope_frequencies(const RopeConfig& rope, int64_t head_dim);
 
-/// Dynamic NTK scaling's frequencies for sequences of `seq_len` positions: the original ones up
-/// to rope.original_max_position_embeddings, beyond it a base grown as
-/// _compute_dynamic_ntk_parameters grows it (in float32, as from a position tensor). The decoder
-/// follows transformers' dynamic_rope_update: recomputed whenever a step's sequence is longer
-/// than any since the last reset, reset when a shorter-than-original one follows a longer.
-std::vector<float> dynamic_ntk_frequencies(const RopeConfig& rope, int64_t head_dim,
-                                           int64_t seq_len);
+/// The frequencies for a step whose sequence has `seq_len` positions, for the scalings that
+/// depend on it (rope_frequencies' otherwise). Dynamic NTK: the original ones up to
+/// rope.original_max_position_embeddings, beyond it a base grown as
+/// _compute_dynamic_ntk_parameters grows it (in float32, as from a position tensor); the decoder
+/// follows transformers' dynamic_rope_update (recomputed whenever a step's sequence is longer
+/// than any since the last reset, reset when a shorter-than-original one follows a longer).
+/// longrope: the long factors past the original context, the short ones within it, per step.
+std::vector<float> frequencies_for_length(const RopeConfig& rope, int64_t head_dim,
+                                          int64_t seq_len);
 
 /// YaRN's factor on cos and sin: rope.attention_factor when set, else derived from the scaling
 /// factor (and mscale / mscale_all_dim when both are set) as transformers derives it.

@@ -65,9 +65,13 @@ std::vector<std::pair<std::string, Shape>> hf_weight_names(const ModelConfig& c)
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     out.push_back({p + "input_layernorm.weight", {h}});
-    out.push_back({p + "self_attn.q_proj.weight", {q_out, h}});
-    out.push_back({p + "self_attn.k_proj.weight", {kv_out, h}});
-    out.push_back({p + "self_attn.v_proj.weight", {kv_out, h}});
+    if (c.fused_projections) {
+      out.push_back({p + "self_attn.qkv_proj.weight", {q_out + 2 * kv_out, h}});
+    } else {
+      out.push_back({p + "self_attn.q_proj.weight", {q_out, h}});
+      out.push_back({p + "self_attn.k_proj.weight", {kv_out, h}});
+      out.push_back({p + "self_attn.v_proj.weight", {kv_out, h}});
+    }
     out.push_back({p + "self_attn.o_proj.weight", {h, q_out}});
     if (c.qkv_bias) {
       out.push_back({p + "self_attn.q_proj.bias", {q_out}});
@@ -80,8 +84,12 @@ std::vector<std::pair<std::string, Shape>> hf_weight_names(const ModelConfig& c)
       out.push_back({p + "self_attn.k_norm.weight", {hd}});
     }
     out.push_back({p + "post_attention_layernorm.weight", {h}});
-    out.push_back({p + "mlp.gate_proj.weight", {inter, h}});
-    out.push_back({p + "mlp.up_proj.weight", {inter, h}});
+    if (c.fused_projections) {
+      out.push_back({p + "mlp.gate_up_proj.weight", {2 * inter, h}});
+    } else {
+      out.push_back({p + "mlp.gate_proj.weight", {inter, h}});
+      out.push_back({p + "mlp.up_proj.weight", {inter, h}});
+    }
     out.push_back({p + "mlp.down_proj.weight", {h, inter}});
     if (c.mlp_bias) {
       out.push_back({p + "mlp.gate_proj.bias", {inter}});
@@ -105,9 +113,16 @@ ModelWeights load_weights(const WeightSource& source, const ModelConfig& c,
     const std::string p = "model.layers." + std::to_string(i) + ".";
     LayerWeights l;
     l.input_layernorm = s.get(p + "input_layernorm.weight", {h});
-    l.q_proj = s.get(p + "self_attn.q_proj.weight", {q_out, h});
-    l.k_proj = s.get(p + "self_attn.k_proj.weight", {kv_out, h});
-    l.v_proj = s.get(p + "self_attn.v_proj.weight", {kv_out, h});
+    if (c.fused_projections) {  // Phi-3: rows q, then k, then v; views, no copies
+      const Tensor qkv = s.get(p + "self_attn.qkv_proj.weight", {q_out + 2 * kv_out, h});
+      l.q_proj = qkv.narrow(0, 0, q_out);
+      l.k_proj = qkv.narrow(0, q_out, kv_out);
+      l.v_proj = qkv.narrow(0, q_out + kv_out, kv_out);
+    } else {
+      l.q_proj = s.get(p + "self_attn.q_proj.weight", {q_out, h});
+      l.k_proj = s.get(p + "self_attn.k_proj.weight", {kv_out, h});
+      l.v_proj = s.get(p + "self_attn.v_proj.weight", {kv_out, h});
+    }
     l.o_proj = s.get(p + "self_attn.o_proj.weight", {h, q_out});
     l.q_bias = s.get_optional(c.qkv_bias, p + "self_attn.q_proj.bias", {q_out});
     l.k_bias = s.get_optional(c.qkv_bias, p + "self_attn.k_proj.bias", {kv_out});
@@ -116,8 +131,14 @@ ModelWeights load_weights(const WeightSource& source, const ModelConfig& c,
     l.q_norm = s.get_optional(c.qk_norm, p + "self_attn.q_norm.weight", {hd});
     l.k_norm = s.get_optional(c.qk_norm, p + "self_attn.k_norm.weight", {hd});
     l.post_attention_layernorm = s.get(p + "post_attention_layernorm.weight", {h});
-    l.gate_proj = s.get(p + "mlp.gate_proj.weight", {inter, h});
-    l.up_proj = s.get(p + "mlp.up_proj.weight", {inter, h});
+    if (c.fused_projections) {  // gate the first half, as Phi3MLP's chunk(2)
+      const Tensor gate_up = s.get(p + "mlp.gate_up_proj.weight", {2 * inter, h});
+      l.gate_proj = gate_up.narrow(0, 0, inter);
+      l.up_proj = gate_up.narrow(0, inter, inter);
+    } else {
+      l.gate_proj = s.get(p + "mlp.gate_proj.weight", {inter, h});
+      l.up_proj = s.get(p + "mlp.up_proj.weight", {inter, h});
+    }
     l.down_proj = s.get(p + "mlp.down_proj.weight", {h, inter});
     l.gate_bias = s.get_optional(c.mlp_bias, p + "mlp.gate_proj.bias", {inter});
     l.up_bias = s.get_optional(c.mlp_bias, p + "mlp.up_proj.bias", {inter});

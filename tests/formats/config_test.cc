@@ -191,15 +191,71 @@ TEST(ModelConfig, DynamicNtkFrequenciesMatchTransformers) {
   EXPECT_EQ(c.rope.original_max_position_embeddings, 2048);
   // Expected values: transformers 5.25's _compute_dynamic_ntk_parameters, seq_len a tensor.
   const auto at_load = rope_frequencies(c.rope, 64);
-  EXPECT_EQ(dynamic_ntk_frequencies(c.rope, 64, 2048), at_load.inv_freq);  // not grown yet
+  EXPECT_EQ(frequencies_for_length(c.rope, 64, 2048), at_load.inv_freq);  // not grown yet
   EXPECT_FLOAT_EQ(at_load.inv_freq[16], 0.009999999776482582f);
-  const auto grown = dynamic_ntk_frequencies(c.rope, 64, 5000);
+  const auto grown = frequencies_for_length(c.rope, 64, 5000);
   const std::pair<int, double> expected[] = {{0, 1.0},
                                              {1, 0.7050434350967407},
                                              {8, 0.06105580925941467},
                                              {16, 0.0037278118543326855},
                                              {31, 1.9710247215698473e-05}};
   for (const auto& [i, v] : expected) EXPECT_NEAR(grown[i], v, v * 2e-6) << i;
+}
+
+TEST(ModelConfig, Phi3LongropeAsTransformersReadsIt) {
+  const auto phi3 = [](const std::string& extra) {
+    return ModelConfig::from_json_text(
+        R"({"architectures": ["Phi3ForCausalLM"], "vocab_size": 10, "hidden_size": 32,
+            "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 4,
+            "max_position_embeddings": 131072)" +
+            extra + "}",
+        "config.json");
+  };
+  const auto plain = phi3("");
+  EXPECT_TRUE(plain.fused_projections);
+  EXPECT_EQ(plain.rms_norm_eps, 1e-5);  // Phi3Config's default
+  EXPECT_EQ(plain.sliding_window, std::nullopt);
+  EXPECT_EQ(plain.recompute_cache_past, std::nullopt);
+  // Phi-3.5's spelling: "su" (and "yarn") mean longrope for Phi-3; the original context is the
+  // top-level field, 4096 when absent.
+  const auto c = phi3(R"(, "rope_scaling": {"type": "su", "short_factor": [1.0, 1.5, 2.0, 1.25],
+      "long_factor": [2.0, 3.0, 5.0, 7.0]})");
+  EXPECT_EQ(c.rope.type, RopeType::longrope);
+  EXPECT_EQ(c.rope.original_max_position_embeddings, 4096);
+  EXPECT_EQ(c.recompute_cache_past, 4096);
+  // Expected values: transformers 5.25's _compute_longrope_parameters (factor 131072 / 4096).
+  const auto f = rope_frequencies(c.rope, 8);
+  const float want_short[] = {1.0f, 0.06666667014360428f, 0.004999999888241291f,
+                              0.0007999999797903001f};
+  const float want_long[] = {0.5f, 0.03333333507180214f, 0.0020000000949949026f,
+                             0.0001428571413271129f};
+  EXPECT_FLOAT_EQ(f.attention_scaling, 1.1902380714238083f);
+  const auto past = frequencies_for_length(c.rope, 8, 5000);
+  const auto within = frequencies_for_length(c.rope, 8, 4096);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_FLOAT_EQ(f.inv_freq[i], want_short[i]) << i;
+    EXPECT_FLOAT_EQ(within[i], want_short[i]) << i;
+    EXPECT_FLOAT_EQ(past[i], want_long[i]) << i;
+  }
+  const auto error = [&](const std::string& extra) {
+    try {
+      phi3(extra);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error(R"(, "rope_scaling": {"type": "longrope", "short_factor": [1, 1],
+      "long_factor": [1, 1, 1, 1]})")
+                .find("short_factor' must be a list of head_dim / 2 = 4 numbers"),
+            std::string::npos);
+  EXPECT_NE(error(R"(, "rope_scaling": {"type": "longrope", "short_factor": [1, 1, 1, 1],
+      "long_factor": [1, 0, 1, 1]})")
+                .find("long_factor' must hold positive numbers"),
+            std::string::npos);
+  EXPECT_NE(error(R"(, "partial_rotary_factor": 0.75)").find("partial_rotary_factor"),
+            std::string::npos);
+  EXPECT_NE(error(R"(, "sliding_window": 0)").find("sliding_window"), std::string::npos);
 }
 
 TEST(ModelConfig, RefusesWhatItCannotRunByName) {
@@ -209,9 +265,8 @@ TEST(ModelConfig, RefusesWhatItCannotRunByName) {
       "attention_factor": 0})")
                 .find("attention_factor"),
             std::string::npos);
-  EXPECT_NE(
-      error_of(R"(,"rope_scaling": {"rope_type": "longrope", "factor": 4.0})").find("'longrope'"),
-      std::string::npos);
+  EXPECT_NE(error_of(R"(,"rope_scaling": {"rope_type": "mrope", "factor": 4.0})").find("'mrope'"),
+            std::string::npos);
   EXPECT_NE(error_of(R"(,"rope_parameters": {"rope_type": "dynamic"})").find("factor"),
             std::string::npos);
   EXPECT_NE(error_of(R"(,"rope_scaling": {"rope_type": "llama3", "factor": 8.0})")
@@ -235,7 +290,8 @@ TEST(ModelConfig, BadFieldsNameTheFileAndField) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
               "x/config.json: unknown architecture 'GPT2LMHeadModel' (anvil supports "
-              "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+              "LlamaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM, "
+              "Qwen3ForCausalLM)");
   }
   try {
     ModelConfig::from_json_text(R"({"architectures": ["Qwen3ForCausalLM"]})", "x/config.json");

@@ -279,7 +279,8 @@ TEST_P(DeviceDecode, RepetitionPenaltyOnTheDeviceMatchesWholeRows) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, DeviceDecode,
                          ::testing::Combine(::testing::Values("qwen3-tiny", "llama-tiny",
                                                               "qwen2-tiny", "extra/qwen2-yarn-tiny",
-                                                              "extra/mistral-window-tiny"),
+                                                              "extra/mistral-window-tiny",
+                                                              "extra/phi3-longrope-window-tiny"),
                                             ::testing::Values("cuda", "opencl")),
                          [](const auto& param_info) {
                            std::string n =
@@ -334,22 +335,24 @@ TEST(DeviceGguf, QuantizedCheckpointIsDequantizedAtLoad) {
   }
 }
 
-// Dynamic NTK RoPE on a device: the frequencies rewritten in place, queued behind the steps
-// already queued, so that recorded (replayed) steps read each step's own. A greedy generation
-// past max_position_embeddings (every step past it grows the base) gives transformers' tokens.
+// Dynamic NTK and longrope RoPE on a device: the frequencies rewritten in place, queued behind
+// the steps already queued, so that recorded (replayed) steps read each step's own. A greedy
+// generation past the original context (every step past it grows dynamic's base; longrope
+// switches to its long factors and recomputes the sequence) gives transformers' tokens.
 TEST(DeviceDynamicRope, FrequenciesFollowEveryReplayedStep) {
-  const std::string name = "extra/llama-dynamic-tiny";
-  const auto golden = SafetensorsFile::open(test::golden_path(name));
   for (const char* dev : {"cuda", "opencl"}) {
     if (!device_here(dev)) continue;
-    ModelOptions o;
-    o.dtype = DType::f32;
-    o.device_map = test::device_name(dev);
-    const CausalLM model = CausalLM::from_pretrained(test::model_dir(name), o);
-    Batch a;
-    a.input_ids = test::id_rows(golden, "input_ids_a");
-    EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"))
-        << dev;
+    for (const std::string name : {"extra/llama-dynamic-tiny", "extra/phi3-longrope-window-tiny"}) {
+      const auto golden = SafetensorsFile::open(test::golden_path(name));
+      ModelOptions o;
+      o.dtype = DType::f32;
+      o.device_map = test::device_name(dev);
+      const CausalLM model = CausalLM::from_pretrained(test::model_dir(name), o);
+      Batch a;
+      a.input_ids = test::id_rows(golden, "input_ids_a");
+      EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"))
+          << name << " on " << dev;
+    }
   }
 }
 

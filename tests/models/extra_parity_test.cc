@@ -77,6 +77,19 @@ TEST(ExtraParity, Qwen3AttentionBiasStoredInBf16) {
                extra("qwen3-bias-bf16-tiny") + "/golden.safetensors");
 }
 
+// check_parity, then 40 greedy tokens from input_ids_a (eos ignored) from a freshly loaded model
+// against the golden's gen_long_a.
+void check_parity_and_long_generation(const std::string& dir) {
+  check_parity(dir + "/model", dir + "/golden.safetensors");
+  const auto golden = SafetensorsFile::open(dir + "/golden.safetensors");
+  ModelOptions o;
+  o.dtype = DType::f32;
+  const CausalLM model = CausalLM::from_pretrained(dir + "/model", o);
+  Batch a;
+  a.input_ids = test::id_rows(golden, "input_ids_a");
+  EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"));
+}
+
 // scripts/goldens/make_rope_goldens.py: YaRN as Qwen's cards enable it (Hub-style config), and
 // with every optional parameter set.
 TEST(ExtraParity, Qwen2YarnHubConfig) {
@@ -93,30 +106,21 @@ TEST(ExtraParity, LlamaYarnEveryParameter) {
 // and the batch's generation after it resets it (state carried between calls, as transformers'
 // rotary module carries it); then a generation whose decode steps grow it at every step.
 TEST(ExtraParity, LlamaDynamicNtkGrowsAndResets) {
-  const std::string dir = extra("llama-dynamic-tiny");
-  check_parity(dir + "/model", dir + "/golden.safetensors");
-  const auto golden = SafetensorsFile::open(dir + "/golden.safetensors");
-  ModelOptions o;
-  o.dtype = DType::f32;
-  const CausalLM model = CausalLM::from_pretrained(dir + "/model", o);
-  Batch a;
-  a.input_ids = test::id_rows(golden, "input_ids_a");
-  EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"));
+  check_parity_and_long_generation(extra("llama-dynamic-tiny"));
 }
 
 // scripts/goldens/make_mistral_goldens.py: Mistral's sliding window of 6 positions, which every
 // input and generation reaches past (prompts longer than the window, a padded batch, 40 greedy
 // tokens).
 TEST(ExtraParity, MistralSlidingWindow) {
-  const std::string dir = extra("mistral-window-tiny");
-  check_parity(dir + "/model", dir + "/golden.safetensors");
-  const auto golden = SafetensorsFile::open(dir + "/golden.safetensors");
-  ModelOptions o;
-  o.dtype = DType::f32;
-  const CausalLM model = CausalLM::from_pretrained(dir + "/model", o);
-  Batch a;
-  a.input_ids = test::id_rows(golden, "input_ids_a");
-  EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"));
+  check_parity_and_long_generation(extra("mistral-window-tiny"));
+}
+
+// scripts/goldens/make_phi3_goldens.py: Phi-3's fused projections, longrope switching to its
+// long factors past 32 positions (the long input, and mid-way through the 40-token
+// generation) and a sliding window of 10.
+TEST(ExtraParity, Phi3FusedLongropeWindow) {
+  check_parity_and_long_generation(extra("phi3-longrope-window-tiny"));
 }
 
 TEST(ExtraParity, Bf16CheckpointLoadsAsBf16ByDefault) {
