@@ -70,6 +70,30 @@ def llama3_rope_factors(cfg, head_dim):
     return np.array(out, dtype=np.float32)
 
 
+def add_placeholder_vocab(w, cfg):
+    """A placeholder byte-level vocabulary of the model's size (the fixtures have no tokenizer)."""
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("gpt2")
+    w.add_token_list([f"tok{i}" for i in range(cfg["vocab_size"])])
+    w.add_token_types([1] * cfg["vocab_size"])
+    w.add_token_merges([])
+    w.add_bos_token_id(cfg["bos_token_id"])
+    w.add_eos_token_id(cfg["eos_token_id"])
+    w.add_pad_token_id(cfg["pad_token_id"])
+
+
+def gguf_name(hf, names):
+    """llama.cpp's name for the Hugging Face tensor `hf`; `names` maps the per-layer ones."""
+    if hf == "model.embed_tokens.weight":
+        return "token_embd.weight"
+    if hf == "model.norm.weight":
+        return "output_norm.weight"
+    if hf == "lm_head.weight":
+        return "output.weight"
+    parts = hf.split(".")
+    return f"blk.{parts[2]}." + names[".".join(parts[3:])]
+
+
 def main():
     data = sys.argv[1]
     for name, arch in [("qwen3-tiny", "qwen3"), ("llama-tiny", "llama"), ("qwen2-tiny", "qwen2"),
@@ -90,25 +114,9 @@ def main():
         theta = cfg["rope_parameters"]["rope_theta"] if "rope_parameters" in cfg else cfg["rope_theta"]
         w.add_rope_freq_base(theta)
         w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-        # A placeholder byte-level vocabulary of the model's size (the fixtures have no tokenizer).
-        w.add_tokenizer_model("gpt2")
-        w.add_tokenizer_pre("gpt2")
-        w.add_token_list([f"tok{i}" for i in range(cfg["vocab_size"])])
-        w.add_token_types([1] * cfg["vocab_size"])
-        w.add_token_merges([])
-        w.add_bos_token_id(cfg["bos_token_id"])
-        w.add_eos_token_id(cfg["eos_token_id"])
-        w.add_pad_token_id(cfg["pad_token_id"])
+        add_placeholder_vocab(w, cfg)
         for hf, t in tensors.items():
-            if hf == "model.embed_tokens.weight":
-                g = "token_embd.weight"
-            elif hf == "model.norm.weight":
-                g = "output_norm.weight"
-            elif hf == "lm_head.weight":
-                g = "output.weight"
-            else:
-                parts = hf.split(".")
-                g = f"blk.{parts[2]}." + NAMES[".".join(parts[3:])]
+            g = gguf_name(hf, NAMES)
             if arch == "llama" and (hf.endswith("q_proj.weight") or hf.endswith("q_proj.bias")):
                 t = permute(t, heads)
             if arch == "llama" and (hf.endswith("k_proj.weight") or hf.endswith("k_proj.bias")):

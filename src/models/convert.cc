@@ -41,6 +41,14 @@ Json rope_scaling(const RopeConfig& rope) {
         "would run without them");
   }
   if (rope.type == RopeType::linear) return Json{{"rope_type", "linear"}, {"factor", rope.factor}};
+  if (rope.type == RopeType::longrope) {  // the original context goes at the top level (Phi-3)
+    Json j{{"rope_type", "longrope"},
+           {"short_factor", rope.short_factor},
+           {"long_factor", rope.long_factor},
+           {"factor", rope.factor}};
+    if (rope.attention_factor != 0) j["attention_factor"] = rope.attention_factor;
+    return j;
+  }
   if (rope.type != RopeType::yarn) return nullptr;
   Json j{{"rope_type", "yarn"},
          {"factor", rope.factor},
@@ -70,6 +78,10 @@ Json hf_config(const ModelConfig& c, DType dtype) {
   j["rms_norm_eps"] = c.rms_norm_eps;
   j["rope_theta"] = c.rope.theta;
   j["rope_scaling"] = rope_scaling(c.rope);
+  if (c.rope.type == RopeType::longrope) {
+    j["original_max_position_embeddings"] = c.rope.original_max_position_embeddings;
+  }
+  if (c.sliding_window) j["sliding_window"] = *c.sliding_window;
   j["hidden_act"] = "silu";
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   if (c.model_type == "llama") {

@@ -27,6 +27,7 @@ constexpr ArchInfo kArchs[] = {
     {"llama", "LlamaForCausalLM", "llama", true},
     {"qwen2", "Qwen2ForCausalLM", "qwen2", false},
     {"qwen3", "Qwen3ForCausalLM", "qwen3", false},
+    {"phi3", "Phi3ForCausalLM", "phi3", false},
 };
 
 // Hugging Face name -> GGUF name.
@@ -50,6 +51,9 @@ std::string gguf_name(const std::string& hf) {
       {"mlp.gate_proj.bias", "ffn_gate.bias"},
       {"mlp.up_proj.bias", "ffn_up.bias"},
       {"mlp.down_proj.bias", "ffn_down.bias"},
+      // Phi-3's fused projections (gate the first half of ffn_up, as transformers stores it)
+      {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
+      {"mlp.gate_up_proj.weight", "ffn_up.weight"},
   };
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
@@ -197,6 +201,63 @@ void read_gguf_yarn(const GgufFile& f, const std::string& a, const std::string& 
   if (attn != 1.0) c.rope.attention_factor = yarn_attention_factor(c.rope) * attn;
 }
 
+// One F32 vector of head_dim / 2 per-frequency values (llama.cpp's RoPE factor tensors).
+std::vector<float> frequency_vector(const GgufFile& f, const GgufTensorInfo& t,
+                                    const std::string& name, const ModelConfig& c) {
+  if (t.type != GgmlType::f32 || t.dims.size() != 1 ||
+      static_cast<int64_t>(t.dims[0]) != c.head_dim / 2) {
+    throw Error(f.path() + ": " + name + " must be F32 with head_dim/2 entries");
+  }
+  std::vector<float> v(static_cast<size_t>(c.head_dim / 2));
+  std::memcpy(v.data(), f.tensor_data(t), v.size() * sizeof(float));
+  for (float x : v) {
+    if (!(x > 0)) throw Error(f.path() + ": " + name + " holds a value that is not positive");
+  }
+  return v;
+}
+
+// Phi-3 as llama.cpp's converter writes it (Phi3MiniModel): q/k/v and gate/up fused, the window
+// as attention.sliding_window (0: none), a partial rotary factor as a rope.dimension_count below
+// the head size (refused), and longrope as rope_factors_long / rope_factors_short with
+// rope.scaling.original_context_length and rope.scaling.attn_factor, the attention factor
+// itself. Generation follows transformers' Phi-3 (factors per step, the cache recomputed at the
+// switch), not llama.cpp's (one set for the whole context size).
+void read_gguf_phi3(const GgufFile& f, const std::string& a, const std::string& path,
+                    ModelConfig& c) {
+  c.fused_projections = true;
+  if (meta_int(f, a + "rope.dimension_count", c.head_dim) != c.head_dim) {
+    throw Error(path +
+                ": rope.dimension_count below the head size (a partial rotary factor) "
+                "is not implemented");
+  }
+  if (const int64_t w = meta_int(f, a + "attention.sliding_window", 0); w > 0) {
+    c.sliding_window = w;
+  }
+  const GgufTensorInfo* long_factors = f.find_tensor("rope_factors_long.weight");
+  const GgufTensorInfo* short_factors = f.find_tensor("rope_factors_short.weight");
+  if (!long_factors && !short_factors) return;
+  if (!long_factors || !short_factors) {
+    throw Error(path +
+                ": has one of rope_factors_long.weight and rope_factors_short.weight "
+                "without the other");
+  }
+  c.rope.type = RopeType::longrope;
+  c.rope.long_factor = frequency_vector(f, *long_factors, "rope_factors_long.weight", c);
+  c.rope.short_factor = frequency_vector(f, *short_factors, "rope_factors_short.weight", c);
+  c.rope.original_max_position_embeddings =
+      meta_int(f, a + "rope.scaling.original_context_length", 4096);
+  if (c.rope.original_max_position_embeddings <= 0) {
+    throw Error(path + ": rope.scaling.original_context_length must be positive");
+  }
+  c.rope.factor = static_cast<double>(c.max_position_embeddings) /
+                  static_cast<double>(c.rope.original_max_position_embeddings);
+  if (const GgufValue* attn = f.find(a + "rope.scaling.attn_factor")) {
+    if (!(attn->as_f64() > 0)) throw Error(path + ": rope.scaling.attn_factor must be positive");
+    c.rope.attention_factor = attn->as_f64();
+  }
+  c.recompute_cache_past = c.rope.original_max_position_embeddings;
+}
+
 }  // namespace
 
 bool is_gguf_path(const std::string& path) {
@@ -253,7 +314,7 @@ GgufModel open_gguf_model(const std::string& path) {
   }
   if (!info) {
     throw Error(path + ": architecture '" + arch +
-                "' is not supported (anvil runs llama, qwen2, qwen3)");
+                "' is not supported (anvil runs llama, qwen2, qwen3, phi3)");
   }
   GgufModel m;
   ModelConfig& c = m.config;
@@ -273,7 +334,8 @@ GgufModel open_gguf_model(const std::string& path) {
   c.head_dim = meta_int(f, a + "attention.key_length", c.hidden_size / c.num_attention_heads);
   if (c.head_dim <= 0 || c.head_dim % 2 != 0) throw Error(path + ": head dimension must be even");
   c.max_position_embeddings = meta_int(f, a + "context_length", 2048);
-  c.rms_norm_eps = meta_float(f, a + "attention.layer_norm_rms_epsilon", 1e-6);
+  c.rms_norm_eps =
+      meta_float(f, a + "attention.layer_norm_rms_epsilon", arch == "phi3" ? 1e-5 : 1e-6);
   c.rope.theta = meta_float(f, a + "rope.freq_base", 10000.0);
   if (const GgufValue* scaling = f.find(a + "rope.scaling.type")) {
     const std::string type(scaling->as_string());
@@ -281,12 +343,15 @@ GgufModel open_gguf_model(const std::string& path) {
       c.rope.type = type == "linear" ? RopeType::linear : RopeType::yarn;
       c.rope.factor = meta_float(f, a + "rope.scaling.factor", 1.0);
       if (!(c.rope.factor > 0)) throw Error(path + ": rope.scaling.factor must be positive");
+    } else if (type == "longrope" && arch == "phi3") {
+      // Phi-3's factor tensors say it (read_gguf_phi3)
     } else if (type != "none") {
       throw Error(path + ": RoPE scaling '" + type +
-                  "' is not implemented (anvil does linear and yarn)");
+                  "' is not implemented (anvil does linear and yarn, and Phi-3's longrope)");
     }
     if (c.rope.type == RopeType::yarn) read_gguf_yarn(f, a, path, c);
   }
+  if (arch == "phi3") read_gguf_phi3(f, a, path, c);
   if (const GgufTensorInfo* freqs = f.find_tensor("rope_freqs.weight")) {
     // Llama 3.1's scaling, baked by llama.cpp into one divisor per frequency.
     if (freqs->type != GgmlType::f32 || freqs->dims.size() != 1 ||

@@ -9,6 +9,8 @@
 #include <cmath>
 
 #include "anvil/model.h"
+#include "models/convert.h"
+#include "temp_dir.h"
 #include "test_data.h"
 
 namespace anvil {
@@ -47,8 +49,43 @@ TEST_P(GgufParity, SameLogitsAndTokensAsTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufParity,
                          ::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny",
-                                           "extra/llama3-bias-tiny"),
+                                           "extra/llama3-bias-tiny",
+                                           "extra/phi3-longrope-window-tiny"),
                          test::ParamName());
+
+// Phi-3 as llama.cpp's converter writes it (scripts/goldens/make_phi3_gguf.py): past the
+// original context the long factors, in the long input's logits and in a generation that
+// crosses it (where transformers recomputes the cache), as from the safetensors folder; and the
+// same from the Hub folder `anvil convert` writes from that file.
+class GgufParityPhi3 : public ::testing::TestWithParam<bool> {};
+
+TEST_P(GgufParityPhi3, LongropeAndWindowFromLlamaCppMetadata) {
+  const std::string dir = test::data_dir() + "/extra/phi3-longrope-window-tiny";
+  const auto golden = SafetensorsFile::open(dir + "/golden.safetensors");
+  test::TempDir converted;
+  if (GetParam()) convert_gguf_to_hf(dir + "/model.gguf", converted.path(), DType::f32);
+  const CausalLM model =
+      CausalLM::from_pretrained(GetParam() ? converted.path() : dir + "/model.gguf");
+  EXPECT_EQ(model.config().sliding_window, 10);
+  Batch l;
+  l.input_ids = test::id_rows(golden, "input_ids_long");
+  const Tensor got = model.logits(l);
+  const Tensor want = golden.load("logits_long_last");
+  const int64_t last = want.size(1);
+  const auto g = got.narrow(1, got.size(1) - last, last).contiguous().to_f32_vector();
+  const auto w = want.to_f32_vector();
+  float max_diff = 0;
+  for (size_t i = 0; i < w.size(); ++i) max_diff = std::max(max_diff, std::fabs(g[i] - w[i]));
+  EXPECT_LE(max_diff, 1e-4f);
+  Batch a;
+  a.input_ids = test::id_rows(golden, "input_ids_a");
+  EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"));
+}
+
+INSTANTIATE_TEST_SUITE_P(GgufAndConverted, GgufParityPhi3, ::testing::Values(false, true),
+                         [](const auto& param_info) {
+                           return param_info.param ? "converted" : "gguf";
+                         });
 
 }  // namespace
 }  // namespace anvil

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -242,6 +243,53 @@ TEST(RopeScalingGgufRead, BadYarnKeysNameTheFileAndKey) {
   // A scaling type anvil does not implement is named.
   const std::string path = scaled_gguf(dir, "e.gguf", "longrope", [](GgufWriter&) {});
   EXPECT_NE(error_of([&] { open_gguf_model(path); }).find("'longrope'"), std::string::npos);
+}
+
+// Phi-3 metadata llama.cpp's converter writes, malformed: refused naming the file and the key.
+TEST(RopeScalingGgufRead, BadPhi3RopeIsRefusedByName) {
+  test::TempDir dir;
+  const auto phi3 = [&](const std::string& name, const std::function<void(GgufWriter&)>& more) {
+    const std::string path = dir.file(name);
+    GgufWriter w(path);
+    w.add_string("general.architecture", "phi3");
+    w.add_u32("phi3.block_count", 1);
+    w.add_u32("phi3.context_length", 128);
+    w.add_u32("phi3.embedding_length", 64);
+    w.add_u32("phi3.feed_forward_length", 128);
+    w.add_u32("phi3.attention.head_count", 4);
+    more(w);
+    w.add_string("tokenizer.ggml.model", "gpt2");
+    w.add_string_array("tokenizer.ggml.tokens", {"a", "b"});
+    w.add_string_array("tokenizer.ggml.merges", {});
+    w.finish();
+    return error_of([&] { open_gguf_model(path); });
+  };
+  const auto factors = [](GgufWriter& w, const char* name, int64_t n, float v) {
+    w.add_tensor(name, GgmlType::f32, {static_cast<uint64_t>(n)}, [n, v](std::span<std::byte> o) {
+      for (int64_t i = 0; i < n; ++i) std::memcpy(o.data() + 4 * i, &v, 4);
+    });
+  };
+  EXPECT_NE(phi3("a.gguf", [](GgufWriter& w) { w.add_u32("phi3.rope.dimension_count", 12); })
+                .find("partial rotary"),
+            std::string::npos);
+  EXPECT_NE(phi3("b.gguf", [&](GgufWriter& w) { factors(w, "rope_factors_long.weight", 8, 2.0f); })
+                .find("without the other"),
+            std::string::npos);
+  EXPECT_NE(phi3("c.gguf",
+                 [&](GgufWriter& w) {
+                   factors(w, "rope_factors_long.weight", 8, 2.0f);
+                   factors(w, "rope_factors_short.weight", 6, 1.0f);
+                 })
+                .find("rope_factors_short.weight must be F32 with head_dim/2 entries"),
+            std::string::npos);
+  EXPECT_NE(phi3("d.gguf",
+                 [&](GgufWriter& w) {
+                   factors(w, "rope_factors_long.weight", 8, 0.0f);
+                   factors(w, "rope_factors_short.weight", 8, 1.0f);
+                 })
+                .find("not positive"),
+            std::string::npos);
+  EXPECT_EQ(phi3("e.gguf", [](GgufWriter&) {}), "");  // plain Phi-3 (no scaling) loads
 }
 
 }  // namespace
