@@ -5,8 +5,13 @@ MLP sizes) built with transformers, then run by transformers and by anvil's CLI 
 inputs (float32, eager attention in transformers, a freshly loaded model per call): logits of a left-padded batch and of a long
 prompt, and a greedy continuation. Prints one line per model and the largest logit difference.
 
+With DTYPE bf16 or f16, anvil runs the same float32 checkpoints converted at load and is held to
+that dtype's own error: its largest logit difference from float32 transformers at most twice
+transformers' own in that dtype (plus 1e-3); greedy continuations are reported, not required to
+agree.
+
 Usage: python3 -m venv /tmp/t && /tmp/t/bin/pip install torch transformers safetensors
-       /tmp/t/bin/python tools/model_fuzz.py SEED [COUNT]   (uses ./build/anvil)
+       /tmp/t/bin/python tools/model_fuzz.py SEED [COUNT] [DTYPE]   (uses ./build/anvil)
 """
 import json, os, random, subprocess, sys, tempfile
 
@@ -18,6 +23,7 @@ from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, M
 
 anvil = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'build', 'anvil')
 seed, count = int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 12
+dtype = sys.argv[3] if len(sys.argv) > 3 else 'f32'
 rng = random.Random(seed)
 torch.manual_seed(seed)
 
@@ -98,7 +104,7 @@ def random_model(i, out):
 
 def anvil_logits(folder, rows, mask, tmp):
     out = os.path.join(tmp, 'l.safetensors')
-    args = [anvil, 'logits', folder, '--dtype', 'f32', '--input-ids',
+    args = [anvil, 'logits', folder, '--dtype', dtype, '--input-ids',
             ';'.join(','.join(map(str, r)) for r in rows), '--out', out]
     if mask is not None:
         args += ['--attention-mask', ';'.join(','.join(map(str, r)) for r in mask)]
@@ -109,7 +115,7 @@ def anvil_logits(folder, rows, mask, tmp):
 
 
 def anvil_generate(folder, rows, mask, new):
-    args = [anvil, 'generate', folder, '--dtype', 'f32', '--greedy', '--output-ids',
+    args = [anvil, 'generate', folder, '--dtype', dtype, '--greedy', '--output-ids',
             '--max-new-tokens', str(new), '--min-new-tokens', str(new), '--input-ids',
             ';'.join(','.join(map(str, r)) for r in rows), '--attention-mask',
             ';'.join(','.join(map(str, r)) for r in mask)]
@@ -150,8 +156,16 @@ for i in range(count):
             d = max((got_b - want_b).abs().max().item(), (got_l - want_l).abs().max().item())
             same = got_g == want_g.tolist()
             worst = max(worst, d)
-            print(f"{i:3} {desc:60} max|diff| {d:.2e} greedy {'same' if same else 'DIFFERENT'}",
-                  flush=True)
+            bound, own = 1e-4, ''
+            if dtype != 'f32':  # transformers' own error in that dtype
+                t = {'bf16': torch.bfloat16, 'f16': torch.float16}[dtype]
+                with torch.no_grad():
+                    low_b = fresh().to(t)(ids, attention_mask=mask).logits.float() * mask[..., None]
+                    low_l = fresh().to(t)(long_ids).logits.float()
+                ref = max((low_b - want_b).abs().max().item(), (low_l - want_l).abs().max().item())
+                bound, own = 2 * ref + 1e-3, f" (transformers {dtype} {ref:.2e})"
+            print(f"{i:3} {desc:60} max|diff| {d:.2e}{own}{' TOO LARGE' if d > bound else ''}"
+                  f" greedy {'same' if same else 'DIFFERENT'}", flush=True)
         except RuntimeError as e:
             print(f"{i:3} {desc:60} anvil failed: {e}", flush=True)
 print(f"largest logit difference {worst:.2e}")
