@@ -92,8 +92,15 @@ struct GenerationConfig {
   float repetition_penalty = 1.0f;
   std::optional<int64_t> max_new_tokens;
   int64_t max_length = 20;
+  /// eos suppressed until this many tokens are new; when set (even to 0) it replaces min_length,
+  /// as transformers' _prepare_generated_length does.
+  std::optional<int64_t> min_new_tokens;
+  int64_t min_length = 0;            ///< eos suppressed until rows (prompt included) are this long
+  int64_t no_repeat_ngram_size = 0;  ///< no n-gram of this size occurs twice in a row; 0 off
 
-  /// Reads `path`; throws anvil::Error naming the file and field at fault.
+  /// Reads `path`; throws anvil::Error naming the file and field at fault, and naming any field
+  /// that would change what generate() returns and that anvil does not implement (beam search,
+  /// typical sampling, bad words, ...) when it is set to other than its default.
   static GenerationConfig from_file(const std::string& path);
   static GenerationConfig from_json_text(const std::string& text, const std::string& source);
   /// What transformers derives from config.json when a model has no generation_config.json.

@@ -52,6 +52,9 @@ struct GenerateOptions {
   std::optional<float> top_p;
   std::optional<float> min_p;
   std::optional<float> repetition_penalty;
+  /// Bans any token that would repeat an n-gram of this size already in the row (prompt
+  /// included); default: generation_config, 0 off.
+  std::optional<int64_t> no_repeat_ngram_size;
   uint64_t seed = 0;
   std::optional<std::vector<int64_t>> eos_token_ids;  ///< stop on any of these
   std::optional<int64_t> pad_token_id;  ///< fills finished rows; default pad, else first eos

@@ -9,6 +9,55 @@ namespace anvil {
 
 namespace jf = json_fields;
 
+namespace {
+
+// Fields of transformers' GenerationConfig that change what generate() returns and that anvil
+// does not implement: refused when set to anything but their default, rather than ignored.
+// (Fields that change nothing in the returned tokens, such as output_scores, use_cache,
+// renormalize_logits or an assistant model for greedy decoding, are not listed.)
+void refuse_unimplemented(const nlohmann::json& j, const std::string& source) {
+  const auto refuse = [&](const char* key, const std::string& what) {
+    jf::fail(source, key, "is " + j.at(key).dump() + ": " + what + " is not implemented");
+  };
+  const auto number = [&](const char* key) -> std::optional<double> {
+    const nlohmann::json* v = jf::find(j, key);
+    return v && v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
+  };
+  if (auto n = number("num_beams"); n && *n > 1) refuse("num_beams", "beam search");
+  if (auto n = number("num_beam_groups"); n && *n > 1)
+    refuse("num_beam_groups", "group beam search");
+  if (auto n = number("num_return_sequences"); n && *n > 1) {
+    refuse("num_return_sequences", "more than one sequence per prompt");
+  }
+  if (auto n = number("penalty_alpha"); n && *n > 0) refuse("penalty_alpha", "contrastive search");
+  if (auto n = number("guidance_scale"); n && *n != 1) {
+    refuse("guidance_scale", "classifier-free guidance");
+  }
+  if (auto n = number("typical_p"); n && *n < 1) refuse("typical_p", "typical sampling");
+  if (auto n = number("epsilon_cutoff"); n && *n > 0 && *n < 1) {
+    refuse("epsilon_cutoff", "epsilon sampling");
+  }
+  if (auto n = number("eta_cutoff"); n && *n > 0 && *n < 1) refuse("eta_cutoff", "eta sampling");
+  if (auto n = number("top_h"); n) refuse("top_h", "top-H sampling");
+  if (auto n = number("encoder_repetition_penalty"); n && *n != 1) {
+    refuse("encoder_repetition_penalty", "an encoder repetition penalty");
+  }
+  if (auto n = number("encoder_no_repeat_ngram_size"); n && *n > 0) {
+    refuse("encoder_no_repeat_ngram_size", "an encoder n-gram ban");
+  }
+  for (const char* key :
+       {"bad_words_ids", "force_words_ids", "constraints", "sequence_bias", "suppress_tokens",
+        "begin_suppress_tokens", "forced_bos_token_id", "forced_eos_token_id",
+        "exponential_decay_length_penalty", "stop_strings", "watermarking_config"}) {
+    const nlohmann::json* v = jf::find(j, key);
+    if (v && !((v->is_array() || v->is_object()) && v->empty())) {
+      refuse(key, std::string("'") + key + "'");
+    }
+  }
+}
+
+}  // namespace
+
 GenerationConfig GenerationConfig::from_file(const std::string& path) {
   return from_json_text(read_text_file(path), path);
 }
@@ -35,6 +84,15 @@ GenerationConfig GenerationConfig::from_json_text(const std::string& text,
   if (g.top_p <= 0 || g.top_p > 1) jf::fail(source, "top_p", "must be in (0, 1]");
   if (g.min_p < 0 || g.min_p > 1) jf::fail(source, "min_p", "must be in [0, 1]");
   if (g.repetition_penalty <= 0) jf::fail(source, "repetition_penalty", "must be positive");
+  g.min_new_tokens = jf::opt_int(j, "min_new_tokens", source);
+  g.min_length = jf::opt_int(j, "min_length", source).value_or(0);
+  g.no_repeat_ngram_size = jf::opt_int(j, "no_repeat_ngram_size", source).value_or(0);
+  if (g.min_new_tokens.value_or(0) < 0) {
+    jf::fail(source, "min_new_tokens", "must not be negative");
+  }
+  if (g.min_length < 0) jf::fail(source, "min_length", "must not be negative");
+  if (g.no_repeat_ngram_size < 0) jf::fail(source, "no_repeat_ngram_size", "must not be negative");
+  refuse_unimplemented(j, source);
   return g;
 }
 

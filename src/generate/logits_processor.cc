@@ -142,6 +142,20 @@ void apply_repetition_penalty(std::span<float> scores, const std::vector<int64_t
   }
 }
 
+void ban_repeated_ngrams(std::span<float> scores, const std::vector<int64_t>& row, int64_t n) {
+  const auto len = static_cast<int64_t>(row.size());
+  if (n <= 0 || len + 1 < n) return;
+  // The last n - 1 ids, and every earlier place they occur: the id after each is banned.
+  const int64_t prefix = n - 1, start = len - prefix;
+  for (int64_t i = 0; i + prefix < len; ++i) {
+    if (!std::equal(row.begin() + i, row.begin() + i + prefix, row.begin() + start)) continue;
+    const int64_t id = row[static_cast<size_t>(i + prefix)];
+    if (id >= 0 && id < static_cast<int64_t>(scores.size())) {
+      scores[static_cast<size_t>(id)] = -std::numeric_limits<float>::infinity();
+    }
+  }
+}
+
 void suppress_tokens(std::span<float> scores, const std::vector<int64_t>& ids) {
   for (int64_t id : ids) {
     if (id >= 0 && id < static_cast<int64_t>(scores.size())) scores[id] = kNegInf;

@@ -24,6 +24,9 @@ struct SamplingParams {
 /// penalty when positive, multiplied when negative.
 void apply_repetition_penalty(std::span<float> scores, const std::vector<int64_t>& context,
                               float penalty);
+/// NoRepeatNGramLogitsProcessor: the tokens that would complete an n-gram of size n already in
+/// `row` (every id so far, padding included) get -inf.
+void ban_repeated_ngrams(std::span<float> scores, const std::vector<int64_t>& row, int64_t n);
 /// Sets the scores of `ids` to -inf (MinNewTokensLengthLogitsProcessor).
 void suppress_tokens(std::span<float> scores, const std::vector<int64_t>& ids);
 /// Temperature, top-k, top-p and min-p warpers in that order; removed entries become -inf.

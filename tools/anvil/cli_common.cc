@@ -80,6 +80,8 @@ void SamplingFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--top-p", top_p, "nucleus sampling mass");
   cmd.add_option("--min-p", min_p, "drop tokens below min_p x the top probability");
   cmd.add_option("--repetition-penalty", repetition_penalty, "CTRL-style repetition penalty");
+  cmd.add_option("--no-repeat-ngram-size", no_repeat_ngram_size,
+                 "ban tokens that would repeat an n-gram of this size (0 off)");
   cmd.add_option("--seed", seed, "random seed for sampling")->capture_default_str();
 }
 
@@ -98,6 +100,7 @@ GenerateOptions SamplingFlags::options() const {
   if (top_p >= 0) o.top_p = static_cast<float>(top_p);
   if (min_p >= 0) o.min_p = static_cast<float>(min_p);
   if (repetition_penalty >= 0) o.repetition_penalty = static_cast<float>(repetition_penalty);
+  if (no_repeat_ngram_size >= 0) o.no_repeat_ngram_size = no_repeat_ngram_size;
   o.seed = seed;
   return o;
 }

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Greedy generations with the logits processors anvil implements beyond the sampling ones:
+no_repeat_ngram_size and min_length / min_new_tokens from generation_config.json, on the shared
+qwen2-tiny fixture's left-padded batch. eos is set to a token greedy decoding reaches early, so
+the minimum lengths change the output. Made with transformers 5.25 (torch 2.15, CPU, float32).
+Writes tests/data/extra/processors.json: a list of {"generation_config": {...}, "output": rows}.
+Usage: make_processor_goldens.py TESTS_DATA_DIR"""
+import json
+import sys
+
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM, GenerationConfig
+
+
+def main():
+    data = sys.argv[1]
+    model = AutoModelForCausalLM.from_pretrained(f"{data}/qwen2-tiny/model", dtype=torch.float32,
+                                                 attn_implementation="eager").eval()
+    g = load_file(f"{data}/qwen2-tiny/golden.safetensors")
+    ids, mask = g["input_ids_b"], g["attention_mask_b"]
+    prompt = ids.shape[1]
+    with torch.no_grad():
+        plain = model.generate(ids, attention_mask=mask, max_new_tokens=20, do_sample=False,
+                               eos_token_id=None, pad_token_id=0)
+    eos = int(plain[0, prompt + 2])  # the third new token of the first row
+    cases = [
+        {"no_repeat_ngram_size": 2},
+        {"no_repeat_ngram_size": 3, "max_new_tokens": 24},
+        {"no_repeat_ngram_size": 1, "max_new_tokens": 12},
+        {"eos_token_id": eos},
+        {"eos_token_id": eos, "min_length": prompt + 9},
+        {"eos_token_id": eos, "min_new_tokens": 6},
+        {"eos_token_id": eos, "min_new_tokens": 4, "min_length": prompt + 7,
+         "no_repeat_ngram_size": 2},
+        # min_new_tokens replaces min_length, even when shorter
+        {"eos_token_id": eos, "min_new_tokens": 1, "min_length": prompt + 9},
+    ]
+    out = []
+    for c in cases:
+        cfg = {"do_sample": False, "max_new_tokens": 20, "pad_token_id": 0, "eos_token_id": None}
+        cfg.update(c)
+        with torch.no_grad():
+            rows = model.generate(ids, attention_mask=mask,
+                                  generation_config=GenerationConfig(**cfg))
+        out.append({"generation_config": cfg, "output": rows.tolist()})
+    with open(f"{data}/extra/processors.json", "w") as f:
+        json.dump({"input_ids": ids.tolist(), "attention_mask": mask.tolist(), "cases": out}, f,
+                  indent=1)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+// generation_config.json's n-gram ban and minimum lengths against transformers' own greedy
+// generations (scripts/goldens/make_processor_goldens.py: qwen2-tiny's padded batch, eos set to
+// a token greedy decoding reaches early), and the fields anvil refuses rather than ignores.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "anvil/config.h"
+#include "anvil/error.h"
+#include "anvil/model.h"
+#include "formats/mapped_file.h"
+#include "generate/generate.h"
+#include "test_data.h"
+
+namespace anvil {
+namespace {
+
+TEST(LogitsProcessorParity, NgramBanAndMinimumLengthsMatchTransformers) {
+  const auto data =
+      nlohmann::json::parse(read_text_file(test::data_dir() + "/extra/processors.json"));
+  ModelOptions o;
+  o.dtype = DType::f32;
+  const CausalLM model = CausalLM::from_pretrained(test::model_dir("qwen2-tiny"), o);
+  Batch b;
+  b.input_ids = data["input_ids"].get<std::vector<std::vector<int64_t>>>();
+  b.attention_mask = data["attention_mask"].get<std::vector<std::vector<int64_t>>>();
+  for (const auto& c : data["cases"]) {
+    const std::string cfg = c["generation_config"].dump();
+    SCOPED_TRACE(cfg);
+    const GenerationConfig gen = GenerationConfig::from_json_text(cfg, "generation_config.json");
+    const auto got = run_generate(model.decoder(), gen, b, GenerateOptions{});
+    EXPECT_EQ(got, c["output"].get<std::vector<std::vector<int64_t>>>());
+  }
+}
+
+TEST(LogitsProcessorParity, OptionsOverrideTheConfig) {
+  const auto data =
+      nlohmann::json::parse(read_text_file(test::data_dir() + "/extra/processors.json"));
+  ModelOptions o;
+  o.dtype = DType::f32;
+  const CausalLM model = CausalLM::from_pretrained(test::model_dir("qwen2-tiny"), o);
+  Batch b;
+  b.input_ids = data["input_ids"].get<std::vector<std::vector<int64_t>>>();
+  b.attention_mask = data["attention_mask"].get<std::vector<std::vector<int64_t>>>();
+  // The first case (no_repeat_ngram_size 2) through GenerateOptions on a plain config.
+  const auto& c = data["cases"][0];
+  GenerateOptions g;
+  g.max_new_tokens = 20;
+  g.do_sample = false;
+  g.no_repeat_ngram_size = 2;
+  g.eos_token_ids = std::vector<int64_t>{};
+  g.pad_token_id = 0;
+  EXPECT_EQ(model.generate(b, g), c["output"].get<std::vector<std::vector<int64_t>>>());
+}
+
+TEST(GenerationConfig, RefusesWhatWouldChangeTheOutputByName) {
+  const auto error = [](const std::string& text) {
+    try {
+      GenerationConfig::from_json_text(text, "generation_config.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error(R"({"num_beams": 4})").find("'num_beams' is 4: beam search is not implemented"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"typical_p": 0.9})").find("typical_p"), std::string::npos);
+  EXPECT_NE(error(R"({"bad_words_ids": [[5, 6]]})").find("bad_words_ids"), std::string::npos);
+  EXPECT_NE(error(R"({"num_return_sequences": 2})").find("num_return_sequences"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"no_repeat_ngram_size": -1})").find("no_repeat_ngram_size"),
+            std::string::npos);
+  // Defaults, nulls and empty lists are what transformers ignores too.
+  EXPECT_EQ(error(R"({"num_beams": 1, "typical_p": 1.0, "epsilon_cutoff": 0.0,
+      "bad_words_ids": null, "suppress_tokens": [], "guidance_scale": null,
+      "renormalize_logits": true, "output_scores": true})"),
+            "");
+}
+
+}  // namespace
+}  // namespace anvil
