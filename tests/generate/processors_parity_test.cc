@@ -15,16 +15,28 @@
 namespace anvil {
 namespace {
 
-TEST(LogitsProcessorParity, NgramBanAndMinimumLengthsMatchTransformers) {
-  const auto data =
+// The goldens, qwen2-tiny in float32 and the batch they continue.
+struct Goldens {
+  nlohmann::json data =
       nlohmann::json::parse(read_text_file(test::data_dir() + "/extra/processors.json"));
-  ModelOptions o;
-  o.dtype = DType::f32;
-  const CausalLM model = CausalLM::from_pretrained(test::model_dir("qwen2-tiny"), o);
-  Batch b;
-  b.input_ids = data["input_ids"].get<std::vector<std::vector<int64_t>>>();
-  b.attention_mask = data["attention_mask"].get<std::vector<std::vector<int64_t>>>();
-  for (const auto& c : data["cases"]) {
+  CausalLM model = CausalLM::from_pretrained(test::model_dir("qwen2-tiny"), [] {
+    ModelOptions o;
+    o.dtype = DType::f32;
+    return o;
+  }());
+  Batch batch = [this] {
+    Batch b;
+    b.input_ids = data["input_ids"].get<std::vector<std::vector<int64_t>>>();
+    b.attention_mask = data["attention_mask"].get<std::vector<std::vector<int64_t>>>();
+    return b;
+  }();
+};
+
+TEST(LogitsProcessorParity, NgramBanAndMinimumLengthsMatchTransformers) {
+  const Goldens g;
+  const CausalLM& model = g.model;
+  const Batch& b = g.batch;
+  for (const auto& c : g.data["cases"]) {
     const std::string cfg = c["generation_config"].dump();
     SCOPED_TRACE(cfg);
     const GenerationConfig gen = GenerationConfig::from_json_text(cfg, "generation_config.json");
@@ -34,23 +46,17 @@ TEST(LogitsProcessorParity, NgramBanAndMinimumLengthsMatchTransformers) {
 }
 
 TEST(LogitsProcessorParity, OptionsOverrideTheConfig) {
-  const auto data =
-      nlohmann::json::parse(read_text_file(test::data_dir() + "/extra/processors.json"));
-  ModelOptions o;
-  o.dtype = DType::f32;
-  const CausalLM model = CausalLM::from_pretrained(test::model_dir("qwen2-tiny"), o);
-  Batch b;
-  b.input_ids = data["input_ids"].get<std::vector<std::vector<int64_t>>>();
-  b.attention_mask = data["attention_mask"].get<std::vector<std::vector<int64_t>>>();
+  const Goldens goldens;
   // The first case (no_repeat_ngram_size 2) through GenerateOptions on a plain config.
-  const auto& c = data["cases"][0];
+  const auto& c = goldens.data["cases"][0];
   GenerateOptions g;
   g.max_new_tokens = 20;
   g.do_sample = false;
   g.no_repeat_ngram_size = 2;
   g.eos_token_ids = std::vector<int64_t>{};
   g.pad_token_id = 0;
-  EXPECT_EQ(model.generate(b, g), c["output"].get<std::vector<std::vector<int64_t>>>());
+  EXPECT_EQ(goldens.model.generate(goldens.batch, g),
+            c["output"].get<std::vector<std::vector<int64_t>>>());
 }
 
 TEST(GenerationConfig, RefusesWhatWouldChangeTheOutputByName) {
