@@ -97,6 +97,12 @@ struct GenerationConfig {
   std::optional<int64_t> min_new_tokens;
   int64_t min_length = 0;            ///< eos suppressed until rows (prompt included) are this long
   int64_t no_repeat_ngram_size = 0;  ///< no n-gram of this size occurs twice in a row; 0 off
+  std::vector<int64_t> suppress_tokens;        ///< never generated
+  std::vector<int64_t> begin_suppress_tokens;  ///< not generated as the first new token
+  std::vector<int64_t> forced_eos_token_ids;   ///< the only choice at the last step (max length)
+  /// Banned sequences: a one-token one is never generated (unless it is an eos id), a longer
+  /// one's last token not after the rest of it.
+  std::vector<std::vector<int64_t>> bad_words_ids;
 
   /// Reads `path`; throws anvil::Error naming the file and field at fault, and naming any field
   /// that would change what generate() returns and that anvil does not implement (beam search,

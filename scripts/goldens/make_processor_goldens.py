@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Greedy generations with the logits processors anvil implements beyond the sampling ones:
-no_repeat_ngram_size and min_length / min_new_tokens from generation_config.json, on the shared
+no_repeat_ngram_size, min_length / min_new_tokens, bad_words_ids, forced_eos_token_id,
+suppress_tokens and begin_suppress_tokens from generation_config.json, on the shared
 qwen2-tiny fixture's left-padded batch. eos is set to a token greedy decoding reaches early, so
 the minimum lengths change the output. Made with transformers 5.25 (torch 2.15, CPU, float32).
 Writes tests/data/extra/processors.json: a list of {"generation_config": {...}, "output": rows}.
@@ -24,6 +25,7 @@ def main():
         plain = model.generate(ids, attention_mask=mask, max_new_tokens=20, do_sample=False,
                                eos_token_id=None, pad_token_id=0)
     eos = int(plain[0, prompt + 2])  # the third new token of the first row
+    first, second = int(plain[0, prompt]), int(plain[0, prompt + 1])
     cases = [
         {"no_repeat_ngram_size": 2},
         {"no_repeat_ngram_size": 3, "max_new_tokens": 24},
@@ -35,6 +37,13 @@ def main():
          "no_repeat_ngram_size": 2},
         # min_new_tokens replaces min_length, even when shorter
         {"eos_token_id": eos, "min_new_tokens": 1, "min_length": prompt + 9},
+        {"suppress_tokens": [first, second]},
+        {"begin_suppress_tokens": [first, int(plain[1, prompt])]},
+        {"forced_eos_token_id": 7, "max_new_tokens": 10},
+        {"forced_eos_token_id": [7, 9], "eos_token_id": eos, "max_new_tokens": 10},
+        # a token, a pair from the plain output, and a one-token sequence that is eos (kept)
+        {"bad_words_ids": [[second], [int(plain[0, prompt + 3]), int(plain[0, prompt + 4])],
+                           [eos]], "eos_token_id": eos},
     ]
     out = []
     for c in cases:

@@ -46,8 +46,7 @@ void refuse_unimplemented(const nlohmann::json& j, const std::string& source) {
     refuse("encoder_no_repeat_ngram_size", "an encoder n-gram ban");
   }
   for (const char* key :
-       {"bad_words_ids", "force_words_ids", "constraints", "sequence_bias", "suppress_tokens",
-        "begin_suppress_tokens", "forced_bos_token_id", "forced_eos_token_id",
+       {"force_words_ids", "constraints", "sequence_bias", "forced_bos_token_id",
         "exponential_decay_length_penalty", "stop_strings", "watermarking_config"}) {
     const nlohmann::json* v = jf::find(j, key);
     if (v && !((v->is_array() || v->is_object()) && v->empty())) {
@@ -92,6 +91,24 @@ GenerationConfig GenerationConfig::from_json_text(const std::string& text,
   }
   if (g.min_length < 0) jf::fail(source, "min_length", "must not be negative");
   if (g.no_repeat_ngram_size < 0) jf::fail(source, "no_repeat_ngram_size", "must not be negative");
+  g.suppress_tokens = jf::int_or_list(j, "suppress_tokens", source);
+  g.begin_suppress_tokens = jf::int_or_list(j, "begin_suppress_tokens", source);
+  g.forced_eos_token_ids = jf::int_or_list(j, "forced_eos_token_id", source);
+  if (const nlohmann::json* bad = jf::find(j, "bad_words_ids")) {
+    const auto malformed = [&] {
+      jf::fail(source, "bad_words_ids", "must be a list of non-empty lists of token ids");
+    };
+    if (!bad->is_array()) malformed();
+    for (const auto& seq : *bad) {
+      if (!seq.is_array() || seq.empty()) malformed();
+      std::vector<int64_t> ids;
+      for (const auto& id : seq) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0) malformed();
+        ids.push_back(id.get<int64_t>());
+      }
+      g.bad_words_ids.push_back(std::move(ids));
+    }
+  }
   refuse_unimplemented(j, source);
   return g;
 }

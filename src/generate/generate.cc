@@ -243,6 +243,10 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
       min_new_set ? *min_new_set : std::max<int64_t>(0, gen.min_length - prompt);
   const int64_t no_repeat = opts.no_repeat_ngram_size.value_or(gen.no_repeat_ngram_size);
   if (no_repeat < 0) throw Error("no_repeat_ngram_size must not be negative");
+  // Processors that edit every row on the host: a generation with any runs every step there.
+  const bool host_edits = no_repeat > 0 || !gen.bad_words_ids.empty() ||
+                          !gen.suppress_tokens.empty() || !gen.begin_suppress_tokens.empty() ||
+                          !gen.forced_eos_token_ids.empty();
   const std::vector<int64_t> eos = opts.eos_token_ids.value_or(gen.eos_token_ids);
   const int64_t pad =
       opts.pad_token_id.value_or(gen.pad_token_id.value_or(eos.empty() ? 0 : eos[0]));
@@ -302,7 +306,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   const bool recomputes =
       recompute_past && prompt <= *recompute_past && prompt + max_new > *recompute_past + 1;
   const bool chains = std::getenv("ANVIL_NO_GREEDY_CHAIN") == nullptr && !recomputes;
-  const bool chain_greedy = !sp.do_sample && sp.repetition_penalty == 1.0f && no_repeat == 0 &&
+  const bool chain_greedy = !sp.do_sample && sp.repetition_penalty == 1.0f && !host_edits &&
                             StepChain::available(decoder, false) && chains;
   bool chain_sample = false;
   std::optional<StepChain> chain;
@@ -332,7 +336,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     // Plain greedy steps pick on the device; plain top-k sampling reads each row's largest
     // logits (candidate_count) from the device, and so do steps whose repetition penalty the
     // device applies; anything else that edits the scores runs on the whole row on the host.
-    const bool plain = sp.repetition_penalty == 1.0f && t >= min_new && no_repeat == 0;
+    const bool plain = sp.repetition_penalty == 1.0f && t >= min_new && !host_edits;
     const bool plain_greedy = plain && !sp.do_sample;
     const bool chained =
         t > 0 && ((chain_greedy && plain_greedy) || (chain_sample && plain && sp.do_sample));
@@ -376,7 +380,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     // Sampling from candidates where the device returns them; the penalty on the device where
     // the pick then stays there too.
     const bool candidates_ok = !chained && sp.do_sample && reads_candidates(step_logits, sp.top_k);
-    const bool penalised = !chained && t >= min_new && no_repeat == 0 &&
+    const bool penalised = !chained && t >= min_new && !host_edits &&
                            penalises_in_place(step_logits, sp.repetition_penalty) &&
                            (!sp.do_sample || candidates_ok);
     if (penalised) {
@@ -385,7 +389,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
                               sp.repetition_penalty);
     }
     if (t == 0) {
-      chain_sample = sp.do_sample && sp.repetition_penalty == 1.0f && no_repeat == 0 && chains &&
+      chain_sample = sp.do_sample && sp.repetition_penalty == 1.0f && !host_edits && chains &&
                      reads_candidates(step_logits, sp.top_k) && samples_on_device(step_logits) &&
                      StepChain::available(decoder, true);
     }
@@ -446,8 +450,15 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
         // (A step penalised on the device comes here only when its candidates could not decide,
         // with the penalised row.)
         if (!penalised) apply_repetition_penalty(scores, sequences[r], sp.repetition_penalty);
+        // transformers' order: n-grams, bad words, minimum lengths, forced eos, suppressions.
         ban_repeated_ngrams(scores, sequences[r], no_repeat);
+        ban_bad_words(scores, sequences[r], gen.bad_words_ids, eos);
         if (t < min_new) suppress_tokens(scores, eos);
+        if (!gen.forced_eos_token_ids.empty() && t == max_new - 1) {
+          force_tokens(scores, gen.forced_eos_token_ids);
+        }
+        suppress_tokens(scores, gen.suppress_tokens);
+        if (t == 0) suppress_tokens(scores, gen.begin_suppress_tokens);
         if (sp.do_sample) {
           apply_warpers(scores, sp);
           token = uniforms.empty() ? sample(scores, rng) : sample(scores, uniforms[r]);

@@ -156,6 +156,31 @@ void ban_repeated_ngrams(std::span<float> scores, const std::vector<int64_t>& ro
   }
 }
 
+void ban_bad_words(std::span<float> scores, const std::vector<int64_t>& row,
+                   const std::vector<std::vector<int64_t>>& bad_words,
+                   const std::vector<int64_t>& eos) {
+  constexpr float kBanned = -std::numeric_limits<float>::infinity();
+  for (const auto& seq : bad_words) {
+    const int64_t last = seq.back();
+    if (last >= static_cast<int64_t>(scores.size())) continue;
+    if (seq.size() == 1) {
+      if (std::find(eos.begin(), eos.end(), last) == eos.end()) scores[last] = kBanned;
+      continue;
+    }
+    const size_t prefix = seq.size() - 1;
+    if (row.size() >= prefix && std::equal(seq.begin(), seq.end() - 1, row.end() - prefix)) {
+      scores[last] = kBanned;
+    }
+  }
+}
+
+void force_tokens(std::span<float> scores, const std::vector<int64_t>& ids) {
+  std::fill(scores.begin(), scores.end(), -std::numeric_limits<float>::infinity());
+  for (int64_t id : ids) {
+    if (id >= 0 && id < static_cast<int64_t>(scores.size())) scores[id] = 0.0f;
+  }
+}
+
 void suppress_tokens(std::span<float> scores, const std::vector<int64_t>& ids) {
   for (int64_t id : ids) {
     if (id >= 0 && id < static_cast<int64_t>(scores.size())) scores[id] = kNegInf;

@@ -27,6 +27,13 @@ void apply_repetition_penalty(std::span<float> scores, const std::vector<int64_t
 /// NoRepeatNGramLogitsProcessor: the tokens that would complete an n-gram of size n already in
 /// `row` (every id so far, padding included) get -inf.
 void ban_repeated_ngrams(std::span<float> scores, const std::vector<int64_t>& row, int64_t n);
+/// NoBadWordsLogitsProcessor: a one-token sequence's id gets -inf (unless it is an eos id), a
+/// longer one's last id where `row` ends with the rest of it.
+void ban_bad_words(std::span<float> scores, const std::vector<int64_t>& row,
+                   const std::vector<std::vector<int64_t>>& bad_words,
+                   const std::vector<int64_t>& eos);
+/// ForcedEOSTokenLogitsProcessor: every score -inf but the eos ids', which become 0.
+void force_tokens(std::span<float> scores, const std::vector<int64_t>& ids);
 /// Sets the scores of `ids` to -inf (MinNewTokensLengthLogitsProcessor).
 void suppress_tokens(std::span<float> scores, const std::vector<int64_t>& ids);
 /// Temperature, top-k, top-p and min-p warpers in that order; removed entries become -inf.

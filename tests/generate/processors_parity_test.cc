@@ -1,6 +1,7 @@
-// generation_config.json's n-gram ban and minimum lengths against transformers' own greedy
-// generations (scripts/goldens/make_processor_goldens.py: qwen2-tiny's padded batch, eos set to
-// a token greedy decoding reaches early), and the fields anvil refuses rather than ignores.
+// generation_config.json's n-gram ban, bad words, minimum lengths, forced eos and suppressed
+// tokens against transformers' own greedy generations (scripts/goldens/make_processor_goldens.py:
+// qwen2-tiny's padded batch, eos set to a token greedy decoding reaches early), and the fields
+// anvil refuses rather than ignores.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -71,7 +72,10 @@ TEST(GenerationConfig, RefusesWhatWouldChangeTheOutputByName) {
   EXPECT_NE(error(R"({"num_beams": 4})").find("'num_beams' is 4: beam search is not implemented"),
             std::string::npos);
   EXPECT_NE(error(R"({"typical_p": 0.9})").find("typical_p"), std::string::npos);
-  EXPECT_NE(error(R"({"bad_words_ids": [[5, 6]]})").find("bad_words_ids"), std::string::npos);
+  EXPECT_NE(error(R"({"sequence_bias": [[[5, 6], -1.0]]})").find("sequence_bias"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"bad_words_ids": [[5], []]})").find("bad_words_ids"), std::string::npos);
+  EXPECT_NE(error(R"({"bad_words_ids": [5, 6]})").find("bad_words_ids"), std::string::npos);
   EXPECT_NE(error(R"({"num_return_sequences": 2})").find("num_return_sequences"),
             std::string::npos);
   EXPECT_NE(error(R"({"no_repeat_ngram_size": -1})").find("no_repeat_ngram_size"),
