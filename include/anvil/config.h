@@ -90,6 +90,9 @@ struct GenerationConfig {
   float top_p = 1.0f;
   float min_p = 0.0f;
   float repetition_penalty = 1.0f;
+  float typical_p = 1.0f;       ///< typical sampling's mass; 1 off
+  float epsilon_cutoff = 0.0f;  ///< epsilon sampling's probability floor; 0 off
+  float eta_cutoff = 0.0f;      ///< eta sampling's; 0 off
   std::optional<int64_t> max_new_tokens;
   int64_t max_length = 20;
   /// eos suppressed until this many tokens are new; when set (even to 0) it replaces min_length,

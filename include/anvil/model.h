@@ -52,6 +52,9 @@ struct GenerateOptions {
   std::optional<float> top_p;
   std::optional<float> min_p;
   std::optional<float> repetition_penalty;
+  std::optional<float> typical_p;       ///< typical sampling's mass (1 off)
+  std::optional<float> epsilon_cutoff;  ///< epsilon sampling (0 off)
+  std::optional<float> eta_cutoff;      ///< eta sampling (0 off)
   /// Bans any token that would repeat an n-gram of this size already in the row (prompt
   /// included); default: generation_config, 0 off.
   std::optional<int64_t> no_repeat_ngram_size;

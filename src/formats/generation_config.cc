@@ -33,11 +33,6 @@ void refuse_unimplemented(const nlohmann::json& j, const std::string& source) {
   if (auto n = number("guidance_scale"); n && *n != 1) {
     refuse("guidance_scale", "classifier-free guidance");
   }
-  if (auto n = number("typical_p"); n && *n < 1) refuse("typical_p", "typical sampling");
-  if (auto n = number("epsilon_cutoff"); n && *n > 0 && *n < 1) {
-    refuse("epsilon_cutoff", "epsilon sampling");
-  }
-  if (auto n = number("eta_cutoff"); n && *n > 0 && *n < 1) refuse("eta_cutoff", "eta sampling");
   if (auto n = number("top_h"); n) refuse("top_h", "top-H sampling");
   if (auto n = number("encoder_repetition_penalty"); n && *n != 1) {
     refuse("encoder_repetition_penalty", "an encoder repetition penalty");
@@ -83,6 +78,14 @@ GenerationConfig GenerationConfig::from_json_text(const std::string& text,
   if (g.top_p <= 0 || g.top_p > 1) jf::fail(source, "top_p", "must be in (0, 1]");
   if (g.min_p < 0 || g.min_p > 1) jf::fail(source, "min_p", "must be in [0, 1]");
   if (g.repetition_penalty <= 0) jf::fail(source, "repetition_penalty", "must be positive");
+  g.typical_p = static_cast<float>(jf::opt_number(j, "typical_p", source).value_or(1.0));
+  g.epsilon_cutoff = static_cast<float>(jf::opt_number(j, "epsilon_cutoff", source).value_or(0));
+  g.eta_cutoff = static_cast<float>(jf::opt_number(j, "eta_cutoff", source).value_or(0));
+  if (!(g.typical_p > 0 && g.typical_p <= 1)) jf::fail(source, "typical_p", "must be in (0, 1]");
+  if (!(g.epsilon_cutoff >= 0 && g.epsilon_cutoff < 1)) {
+    jf::fail(source, "epsilon_cutoff", "must be in [0, 1)");
+  }
+  if (!(g.eta_cutoff >= 0 && g.eta_cutoff < 1)) jf::fail(source, "eta_cutoff", "must be in [0, 1)");
   g.min_new_tokens = jf::opt_int(j, "min_new_tokens", source);
   g.min_length = jf::opt_int(j, "min_length", source).value_or(0);
   g.no_repeat_ngram_size = jf::opt_int(j, "no_repeat_ngram_size", source).value_or(0);

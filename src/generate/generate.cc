@@ -72,6 +72,14 @@ SamplingParams sampling_params(const GenerationConfig& gen, const GenerateOption
   p.top_p = o.top_p.value_or(gen.top_p);
   p.min_p = o.min_p.value_or(gen.min_p);
   p.repetition_penalty = o.repetition_penalty.value_or(gen.repetition_penalty);
+  p.typical_p = o.typical_p.value_or(gen.typical_p);
+  p.epsilon_cutoff = o.epsilon_cutoff.value_or(gen.epsilon_cutoff);
+  p.eta_cutoff = o.eta_cutoff.value_or(gen.eta_cutoff);
+  if (!(p.typical_p > 0 && p.typical_p <= 1)) throw Error("typical_p must be in (0, 1]");
+  if (!(p.epsilon_cutoff >= 0 && p.epsilon_cutoff < 1)) {
+    throw Error("epsilon_cutoff must be in [0, 1)");
+  }
+  if (!(p.eta_cutoff >= 0 && p.eta_cutoff < 1)) throw Error("eta_cutoff must be in [0, 1)");
   if (p.do_sample && !(p.temperature > 0)) {
     throw Error("temperature must be strictly positive when sampling (use greedy decoding for 0)");
   }
@@ -244,7 +252,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   const int64_t no_repeat = opts.no_repeat_ngram_size.value_or(gen.no_repeat_ngram_size);
   if (no_repeat < 0) throw Error("no_repeat_ngram_size must not be negative");
   // Processors that edit every row on the host: a generation with any runs every step there.
-  const bool host_edits = no_repeat > 0 || !gen.bad_words_ids.empty() ||
+  const bool host_edits = no_repeat > 0 || sp.needs_whole_rows() || !gen.bad_words_ids.empty() ||
                           !gen.suppress_tokens.empty() || !gen.begin_suppress_tokens.empty() ||
                           !gen.forced_eos_token_ids.empty();
   const std::vector<int64_t> eos = opts.eos_token_ids.value_or(gen.eos_token_ids);

@@ -187,6 +187,54 @@ void suppress_tokens(std::span<float> scores, const std::vector<int64_t>& ids) {
   }
 }
 
+namespace {
+
+// Epsilon / eta: the live tokens whose probability is below `threshold` removed, the most
+// likely kept whatever (min_tokens_to_keep 1).
+void cut_below(std::span<float> scores, const std::vector<int64_t>& live,
+               const std::vector<double>& probs, double threshold) {
+  const size_t top =
+      static_cast<size_t>(std::max_element(probs.begin(), probs.end()) - probs.begin());
+  const float top_score = scores[live[top]];
+  for (size_t j = 0; j < live.size(); ++j) {
+    if (probs[j] < threshold && scores[live[j]] < top_score) scores[live[j]] = kNegInf;
+  }
+}
+
+// TypicalLogitsWarper: the tokens ordered by how far their information (-log p) lies from the
+// entropy, kept in that order until their probabilities reach `mass` (the token that crosses it
+// and every one as close as it included; at least one).
+void keep_typical(std::span<float> scores, const std::vector<int64_t>& live, float mass) {
+  const std::vector<double> probs = live_softmax(scores, live);
+  double entropy = 0;
+  for (double q : probs) {
+    if (q > 0) entropy -= q * std::log(q);
+  }
+  std::vector<double> distance(live.size());
+  for (size_t j = 0; j < live.size(); ++j) {
+    distance[j] = probs[j] > 0 ? std::fabs(-std::log(probs[j]) - entropy)
+                               : std::numeric_limits<double>::infinity();
+  }
+  std::vector<size_t> order(live.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return distance[a] < distance[b]; });
+  // last_ind = how many cumulative sums stay below the mass (clamped to the last index); the
+  // cut is that entry's distance.
+  double cumulative = 0;
+  size_t below = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    cumulative += probs[order[i]];
+    if (cumulative < mass) ++below;
+  }
+  const double cut = distance[order[std::min(below, order.size() - 1)]];
+  for (size_t i = 1; i < order.size(); ++i) {  // the first always stays
+    if (distance[order[i]] > cut) scores[live[order[i]]] = kNegInf;
+  }
+}
+
+}  // namespace
+
 void apply_warpers(std::span<float> scores, const SamplingParams& p) {
   const auto n = static_cast<int64_t>(scores.size());
   if (p.temperature != 1.0f) {
@@ -209,6 +257,27 @@ void apply_warpers(std::span<float> scores, const SamplingParams& p) {
     const double threshold = p.min_p * top;
     for (size_t j = 0; j < live.size(); ++j) {
       if (probs[j] < threshold) scores[live[j]] = kNegInf;
+    }
+  }
+  if (p.typical_p < 1.0f) {
+    live = live_tokens(scores);
+    if (!live.empty()) keep_typical(scores, live, p.typical_p);
+  }
+  if (p.epsilon_cutoff > 0.0f && p.epsilon_cutoff < 1.0f) {
+    live = live_tokens(scores);
+    if (!live.empty()) cut_below(scores, live, live_softmax(scores, live), p.epsilon_cutoff);
+  }
+  if (p.eta_cutoff > 0.0f && p.eta_cutoff < 1.0f) {
+    live = live_tokens(scores);
+    if (!live.empty()) {
+      // EtaLogitsWarper: below min(eta, sqrt(eta) * exp(-entropy)).
+      const std::vector<double> probs = live_softmax(scores, live);
+      double entropy = 0;
+      for (double q : probs) {
+        if (q > 0) entropy -= q * std::log(q);
+      }
+      const double eta = p.eta_cutoff;
+      cut_below(scores, live, probs, std::min(eta, std::sqrt(eta) * std::exp(-entropy)));
     }
   }
 }

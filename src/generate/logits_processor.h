@@ -18,6 +18,14 @@ struct SamplingParams {
   float top_p = 1.0f;
   float min_p = 0.0f;  ///< 0 disables
   float repetition_penalty = 1.0f;
+  float typical_p = 1.0f;       ///< 1 disables
+  float epsilon_cutoff = 0.0f;  ///< 0 disables
+  float eta_cutoff = 0.0f;      ///< 0 disables
+  /// Whether a warper needs every token's probability (typical, epsilon, eta): sampling then
+  /// reads whole rows, not the device's candidates.
+  bool needs_whole_rows() const {
+    return typical_p < 1.0f || epsilon_cutoff > 0.0f || eta_cutoff > 0.0f;
+  }
 };
 
 /// RepetitionPenaltyLogitsProcessor: every id in `context` has its score divided by the
@@ -36,7 +44,8 @@ void ban_bad_words(std::span<float> scores, const std::vector<int64_t>& row,
 void force_tokens(std::span<float> scores, const std::vector<int64_t>& ids);
 /// Sets the scores of `ids` to -inf (MinNewTokensLengthLogitsProcessor).
 void suppress_tokens(std::span<float> scores, const std::vector<int64_t>& ids);
-/// Temperature, top-k, top-p and min-p warpers in that order; removed entries become -inf.
+/// Temperature, top-k, top-p, min-p, typical, epsilon and eta warpers in transformers' order;
+/// removed entries become -inf.
 void apply_warpers(std::span<float> scores, const SamplingParams& p);
 /// Index of the largest score, the first on ties (torch.argmax).
 int64_t argmax(std::span<const float> scores);

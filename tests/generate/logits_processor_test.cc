@@ -8,8 +8,12 @@
 #include <optional>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "descending_order.h"
+#include "formats/mapped_file.h"
 #include "generate/logits_processor.h"
+#include "test_data.h"
 
 namespace anvil {
 namespace {
@@ -267,6 +271,38 @@ TEST(LogitsProcessor, CandidatesGiveTheWholeRowsToken) {
   EXPECT_GT(decided, 200);
   EXPECT_GT(declined_at_k1, 5);    // ties at the cut with top_k + 1 candidates
   EXPECT_GT(decided_past_tie, 5);  // the same kind of tie decided by more candidates
+}
+
+}  // namespace
+}  // namespace anvil
+
+namespace anvil {
+namespace {
+
+// Typical, epsilon and eta sampling keep what transformers' warpers keep
+// (scripts/goldens/make_warper_goldens.py: random rows, after temperature and top-k where set).
+TEST(LogitsProcessorWarpers, TypicalEpsilonEtaKeepWhatTransformersKeeps) {
+  const auto cases =
+      nlohmann::json::parse(read_text_file(test::data_dir() + "/extra/warpers.json"));
+  ASSERT_FALSE(cases.empty());
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c["params"].dump());
+    SamplingParams p;
+    p.do_sample = true;
+    const auto& q = c["params"];
+    p.temperature = q.value("temperature", 1.0f);
+    p.top_k = q.value("top_k", int64_t{0});
+    p.typical_p = q.value("typical_p", 1.0f);
+    p.epsilon_cutoff = q.value("epsilon_cutoff", 0.0f);
+    p.eta_cutoff = q.value("eta_cutoff", 0.0f);
+    std::vector<float> scores = c["scores"].get<std::vector<float>>();
+    apply_warpers(scores, p);
+    std::vector<int64_t> kept;
+    for (size_t i = 0; i < scores.size(); ++i) {
+      if (std::isfinite(scores[i])) kept.push_back(static_cast<int64_t>(i));
+    }
+    EXPECT_EQ(kept, c["kept"].get<std::vector<int64_t>>());
+  }
 }
 
 }  // namespace

@@ -71,7 +71,8 @@ TEST(GenerationConfig, RefusesWhatWouldChangeTheOutputByName) {
   };
   EXPECT_NE(error(R"({"num_beams": 4})").find("'num_beams' is 4: beam search is not implemented"),
             std::string::npos);
-  EXPECT_NE(error(R"({"typical_p": 0.9})").find("typical_p"), std::string::npos);
+  EXPECT_NE(error(R"({"typical_p": 1.5})").find("typical_p"), std::string::npos);
+  EXPECT_NE(error(R"({"penalty_alpha": 0.6})").find("contrastive search"), std::string::npos);
   EXPECT_NE(error(R"({"sequence_bias": [[[5, 6], -1.0]]})").find("sequence_bias"),
             std::string::npos);
   EXPECT_NE(error(R"({"bad_words_ids": [[5], []]})").find("bad_words_ids"), std::string::npos);
