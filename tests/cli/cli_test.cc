@@ -136,6 +136,24 @@ TEST(CliErrors, OneLineAndNonZero) {
   EXPECT_NE(run("frobnicate").exit_code, 0);
 }
 
+// The sampling flags beyond top-k/top-p: accepted, seeded (the same seed, the same tokens),
+// and range-checked in one line.
+TEST(Cli, TypicalEpsilonEtaFlags) {
+  const std::string gen = "generate " + test::model_dir("qwen2-tiny") +
+                          " --input-ids 5,9,14 --max-new-tokens 8 --min-new-tokens 8 "
+                          "--output-ids --seed 11 ";
+  for (const char* flags : {"--typical-p 0.6", "--epsilon-cutoff 0.01", "--eta-cutoff 0.05",
+                            "--no-repeat-ngram-size 2 --temperature 0.9"}) {
+    SCOPED_TRACE(flags);
+    const CliRun a = run(gen + flags), b = run(gen + flags);
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    EXPECT_EQ(a.out, b.out);
+    EXPECT_EQ(std::count(a.out.begin(), a.out.end(), ','), 10);  // 3 + 8 ids
+  }
+  expect_one_line_error(run(gen + "--typical-p 1.5"), "typical_p must be in (0, 1]");
+  expect_one_line_error(run(gen + "--greedy --eta-cutoff 0.1"), "--greedy: cannot be combined");
+}
+
 TEST(CliErrors, TruncatedCheckpoint) {
   TempDir dir;
   const std::string src = test::model_dir("llama-tiny");

@@ -79,6 +79,10 @@ void SamplingFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--top-k", top_k, "keep the k most likely tokens (0 disables)");
   cmd.add_option("--top-p", top_p, "nucleus sampling mass");
   cmd.add_option("--min-p", min_p, "drop tokens below min_p x the top probability");
+  cmd.add_option("--typical-p", typical_p, "typical sampling's mass (implies sampling)");
+  cmd.add_option("--epsilon-cutoff", epsilon_cutoff,
+                 "drop tokens below this probability (implies sampling)");
+  cmd.add_option("--eta-cutoff", eta_cutoff, "eta sampling's cutoff (implies sampling)");
   cmd.add_option("--repetition-penalty", repetition_penalty, "CTRL-style repetition penalty");
   cmd.add_option("--no-repeat-ngram-size", no_repeat_ngram_size,
                  "ban tokens that would repeat an n-gram of this size (0 off)");
@@ -86,9 +90,12 @@ void SamplingFlags::add_to(CLI::App& cmd) {
 }
 
 GenerateOptions SamplingFlags::options() const {
-  const bool sampling_flag = temperature >= 0 || top_k >= 0 || top_p >= 0 || min_p >= 0;
+  const bool sampling_flag = temperature >= 0 || top_k >= 0 || top_p >= 0 || min_p >= 0 ||
+                             typical_p >= 0 || epsilon_cutoff >= 0 || eta_cutoff >= 0;
   if (greedy && sampling_flag) {
-    throw Error("--greedy: cannot be combined with --temperature/--top-k/--top-p/--min-p");
+    throw Error(
+        "--greedy: cannot be combined with --temperature/--top-k/--top-p/--min-p/--typical-p/"
+        "--epsilon-cutoff/--eta-cutoff");
   }
   GenerateOptions o;
   if (max_new_tokens >= 0) o.max_new_tokens = max_new_tokens;
@@ -99,6 +106,9 @@ GenerateOptions SamplingFlags::options() const {
   if (top_k >= 0) o.top_k = top_k;
   if (top_p >= 0) o.top_p = static_cast<float>(top_p);
   if (min_p >= 0) o.min_p = static_cast<float>(min_p);
+  if (typical_p >= 0) o.typical_p = static_cast<float>(typical_p);
+  if (epsilon_cutoff >= 0) o.epsilon_cutoff = static_cast<float>(epsilon_cutoff);
+  if (eta_cutoff >= 0) o.eta_cutoff = static_cast<float>(eta_cutoff);
   if (repetition_penalty >= 0) o.repetition_penalty = static_cast<float>(repetition_penalty);
   if (no_repeat_ngram_size >= 0) o.no_repeat_ngram_size = no_repeat_ngram_size;
   o.seed = seed;

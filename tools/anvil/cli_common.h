@@ -30,6 +30,7 @@ struct ModelFlags {
 struct SamplingFlags {
   int64_t max_new_tokens = -1, min_new_tokens = 0, top_k = -1;
   double temperature = -1, top_p = -1, min_p = -1, repetition_penalty = -1;
+  double typical_p = -1, epsilon_cutoff = -1, eta_cutoff = -1;
   int64_t no_repeat_ngram_size = -1;
   uint64_t seed = 0;
   bool greedy = false;
