@@ -48,15 +48,13 @@ TEST(LogitsProcessorParity, NgramBanAndMinimumLengthsMatchTransformers) {
 
 TEST(LogitsProcessorParity, OptionsOverrideTheConfig) {
   const Goldens goldens;
-  // The first case (no_repeat_ngram_size 2) through GenerateOptions on a plain config.
+  // The first case (no_repeat_ngram_size 2) through GenerateOptions on a config without it.
   const auto& c = goldens.data["cases"][0];
+  const GenerationConfig plain = GenerationConfig::from_json_text(
+      R"({"do_sample": false, "max_new_tokens": 20, "pad_token_id": 0})", "generation_config.json");
   GenerateOptions g;
-  g.max_new_tokens = 20;
-  g.do_sample = false;
   g.no_repeat_ngram_size = 2;
-  g.eos_token_ids = std::vector<int64_t>{};
-  g.pad_token_id = 0;
-  EXPECT_EQ(goldens.model.generate(goldens.batch, g),
+  EXPECT_EQ(run_generate(goldens.model.decoder(), plain, goldens.batch, g),
             c["output"].get<std::vector<std::vector<int64_t>>>());
 }
 
