@@ -129,7 +129,11 @@ worst = 0.0
 for i in range(count):
     with tempfile.TemporaryDirectory() as tmp:
         folder = os.path.join(tmp, 'm')
-        model, desc = random_model(i, folder)
+        try:
+            model, desc = random_model(i, folder)
+        except Exception as e:  # a config transformers itself refuses (e.g. hidden % heads)
+            print(f"{i:3} skipped: transformers refuses the config ({str(e).splitlines()[-1]})")
+            continue
         model.eval()
         vocab = model.config.vocab_size
         b, n = rng.randint(1, 3), rng.randint(3, 40)
