@@ -21,6 +21,10 @@ from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, M
                           MistralForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config,
                           Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'scripts',
+                                'goldens'))
+from make_extra_goldens import scale_weights  # noqa: E402  (the fixtures' weight scaling)
+
 anvil = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'build', 'anvil')
 seed, count = int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 12
 dtype = sys.argv[3] if len(sys.argv) > 3 else 'f32'
@@ -87,14 +91,7 @@ def random_model(i, out):
         model = Qwen2ForCausalLM(Qwen2Config(**common))
     else:
         model = Qwen3ForCausalLM(Qwen3Config(attention_bias=rng.random() < 0.3, **common))
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if 'norm' in name:
-                p.copy_(1.0 + 0.1 * torch.randn_like(p))
-            elif p.dim() == 2:
-                p.copy_(torch.randn_like(p) * (1.5 / p.shape[1] ** 0.5))
-            else:
-                p.copy_(0.2 * torch.randn_like(p))
+    scale_weights(model)
     model.save_pretrained(out)
     desc = (f"{arch} h={hidden} heads={heads}/{kv} hd={head_dim} "
             f"rope={common['rope_parameters']['rope_type']}"

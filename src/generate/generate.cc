@@ -266,13 +266,20 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   KvCache cache = decoder.new_cache(rows, prompt + max_new);
   StepInput step;
   step.batch = rows;
-  step.seq = prompt;
-  for (int64_t r = 0; r < rows; ++r) {
-    step.ids.insert(step.ids.end(), batch.input_ids[r].begin(), batch.input_ids[r].end());
-    const auto pos = positions_from_mask(mask[r]);
-    step.positions.insert(step.positions.end(), pos.begin(), pos.end());
-    step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
-  }
+  // A step over whole rows (the prompt, or every id so far): positions from the mask.
+  const auto whole_rows = [&](const std::vector<std::vector<int64_t>>& ids) {
+    step.seq = static_cast<int64_t>(ids[0].size());
+    step.ids.clear();
+    step.positions.clear();
+    step.key_mask.clear();
+    for (int64_t r = 0; r < rows; ++r) {
+      step.ids.insert(step.ids.end(), ids[r].begin(), ids[r].end());
+      const auto pos = positions_from_mask(mask[r]);
+      step.positions.insert(step.positions.end(), pos.begin(), pos.end());
+      step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
+    }
+  };
+  whole_rows(batch.input_ids);
 
   std::mt19937_64 rng(opts.seed);
   std::vector<bool> finished(rows, false);
@@ -357,16 +364,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     Tensor step_logits;
     StepInput current;  // a chained step's inputs, should it be taken again
     if (recomputes && t > 0 && cache.length == *recompute_past) {
-      step.seq = cache.length + 1;
-      step.ids.clear();
-      step.positions.clear();
-      step.key_mask.clear();
-      for (int64_t r = 0; r < rows; ++r) {
-        step.ids.insert(step.ids.end(), sequences[r].begin(), sequences[r].end());
-        const auto pos = positions_from_mask(mask[r]);
-        step.positions.insert(step.positions.end(), pos.begin(), pos.end());
-        step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
-      }
+      whole_rows(sequences);
       cache.length = 0;
     }
     if (chained) {

@@ -67,20 +67,23 @@ void check_parity(const std::string& model_dir, const std::string& golden_path) 
   }
 }
 
+// check_parity on a fixture folder (model/ and golden.safetensors).
+void check_parity(const std::string& dir) {
+  check_parity(dir + "/model", dir + "/golden.safetensors");
+}
+
 TEST(ExtraParity, Llama3RopeBiasesMqaShardedHubConfig) {
-  check_parity(extra("llama3-bias-tiny") + "/model",
-               extra("llama3-bias-tiny") + "/golden.safetensors");
+  check_parity(extra("llama3-bias-tiny"));
 }
 
 TEST(ExtraParity, Qwen3AttentionBiasStoredInBf16) {
-  check_parity(extra("qwen3-bias-bf16-tiny") + "/model",
-               extra("qwen3-bias-bf16-tiny") + "/golden.safetensors");
+  check_parity(extra("qwen3-bias-bf16-tiny"));
 }
 
 // check_parity, then 40 greedy tokens from input_ids_a (eos ignored) from a freshly loaded model
 // against the golden's gen_long_a.
 void check_parity_and_long_generation(const std::string& dir) {
-  check_parity(dir + "/model", dir + "/golden.safetensors");
+  check_parity(dir);
   const auto golden = SafetensorsFile::open(dir + "/golden.safetensors");
   ModelOptions o;
   o.dtype = DType::f32;
@@ -93,13 +96,11 @@ void check_parity_and_long_generation(const std::string& dir) {
 // scripts/goldens/make_rope_goldens.py: YaRN as Qwen's cards enable it (Hub-style config), and
 // with every optional parameter set.
 TEST(ExtraParity, Qwen2YarnHubConfig) {
-  check_parity(extra("qwen2-yarn-tiny") + "/model",
-               extra("qwen2-yarn-tiny") + "/golden.safetensors");
+  check_parity(extra("qwen2-yarn-tiny"));
 }
 
 TEST(ExtraParity, LlamaYarnEveryParameter) {
-  check_parity(extra("llama-yarn-params-tiny") + "/model",
-               extra("llama-yarn-params-tiny") + "/golden.safetensors");
+  check_parity(extra("llama-yarn-params-tiny"));
 }
 
 // Dynamic NTK scaling over max_position_embeddings 32: check_parity's long input grows the base
