@@ -20,6 +20,15 @@ int64_t positive(const json& j, const std::string& key, const std::string& sourc
   return v;
 }
 
+// yarn's and longrope's attention_factor: absent means derived (0), else a positive factor.
+void read_attention_factor(const json& params, const std::string& at, ModelConfig& c,
+                           const std::string& source) {
+  if (auto a = jf::opt_number(params, "attention_factor", source)) {
+    if (!(*a > 0)) jf::fail(source, at + "attention_factor", "must be positive");
+    c.rope.attention_factor = *a;
+  }
+}
+
 // YaRN as transformers' _compute_yarn_parameters reads it: factor (null: max_position_embeddings
 // over the original context, DeepSeek-V3's convention), attention_factor / mscale /
 // mscale_all_dim, beta_fast and beta_slow (absent, null or 0: 32 and 1), truncate.
@@ -43,10 +52,7 @@ void parse_yarn(const json& params, const char* field, int64_t original_context,
   c.rope.beta_slow = nonzero_or("beta_slow", 1.0);
   c.rope.mscale = nonzero_or("mscale", 0.0);
   c.rope.mscale_all_dim = nonzero_or("mscale_all_dim", 0.0);
-  if (auto a = jf::opt_number(params, "attention_factor", source)) {
-    if (!(*a > 0)) jf::fail(source, at + "attention_factor", "must be positive");
-    c.rope.attention_factor = *a;
-  }
+  read_attention_factor(params, at, c, source);
   c.rope.truncate = jf::opt_bool(params, "truncate", source).value_or(true);
 }
 
@@ -80,13 +86,11 @@ void parse_longrope(const json& params, const char* field, int64_t original_cont
                       .value_or(static_cast<double>(c.max_position_embeddings) /
                                 static_cast<double>(original_context));
   if (!(c.rope.factor > 0)) jf::fail(source, at + "factor", "must be positive for longrope");
-  if (auto a = jf::opt_number(params, "attention_factor", source)) {
-    if (!(*a > 0)) jf::fail(source, at + "attention_factor", "must be positive");
-    c.rope.attention_factor = *a;
-  }
+  read_attention_factor(params, at, c, source);
 }
 
-void parse_rope(const json& j, ModelConfig& c, const std::string& source) {
+void parse_rope(const json& j, const Architecture& arch, ModelConfig& c,
+                const std::string& source) {
   // transformers 5: rope_parameters {rope_type, rope_theta, ...}; the Hub's older files:
   // rope_theta at the top level and rope_scaling {type|rope_type, ...} or null.
   const json* params = jf::find(j, "rope_parameters");
@@ -101,15 +105,15 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& source) {
     if (auto t = jf::opt_number(*params, "rope_theta", source)) c.rope.theta = *t;
     std::string type = jf::opt_string(*params, "rope_type", source)
                            .value_or(jf::opt_string(*params, "type", source).value_or("default"));
-    // Phi3Config reads its older names "su" and "yarn" as longrope.
-    if (c.model_type == "phi3" && (type == "su" || type == "yarn")) type = "longrope";
+    if (arch.yarn_means_longrope && (type == "su" || type == "yarn")) type = "longrope";
     // llama3, yarn and longrope: the pretraining context, as standardize_rope_params resolves
     // it (a top-level original_max_position_embeddings wins, then the parameters', then
-    // max_position_embeddings; Phi3Config always has the top-level one, 4096 by default).
+    // max_position_embeddings; a config class with a top-level one has its own default).
     auto original_context = [&] {
       auto v = jf::opt_int(j, "original_max_position_embeddings", source);
       if (!v) v = jf::opt_int(*params, "original_max_position_embeddings", source);
-      const int64_t n = v.value_or(c.model_type == "phi3" ? 4096 : c.max_position_embeddings);
+      const int64_t n = v.value_or(arch.default_original_context > 0 ? arch.default_original_context
+                                                                     : c.max_position_embeddings);
       if (n <= 0) {
         jf::fail(source, std::string(field) + ".original_max_position_embeddings",
                  "must be positive, got " + std::to_string(n));
@@ -228,7 +232,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
              "is true; Qwen2's sliding window on the layers past max_window_layers is not "
              "implemented");
   }
-  parse_rope(j, c, source);
+  parse_rope(j, arch, c, source);
   c.dtype = parse_dtype_field(j, source);
   c.eos_token_ids = jf::int_or_list(j, "eos_token_id", source);
   c.bos_token_id = jf::opt_int(j, "bos_token_id", source);

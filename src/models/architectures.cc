@@ -19,17 +19,24 @@ void apply_llama(const nlohmann::json& raw, ModelConfig& c, const std::string& s
   c.qk_norm = false;
 }
 
+// sliding_window: `absent` when the field is missing (the config class's default), none when
+// null, else a positive window.
+void read_sliding_window(const nlohmann::json& raw, ModelConfig& c, const std::string& source,
+                         std::optional<int64_t> absent) {
+  if (!raw.contains("sliding_window")) {
+    c.sliding_window = absent;
+  } else if (auto w = jf::opt_int(raw, "sliding_window", source)) {
+    if (*w <= 0) jf::fail(source, "sliding_window", "must be positive, got " + std::to_string(*w));
+    c.sliding_window = *w;
+  }
+}
+
 // Mistral: Llama without biases (MistralAttention ignores attention_bias), and a sliding window
 // over every layer: MistralConfig's default 4096 when the field is absent, none when null
 // (MistralModel reads no layer_types, so neither does this).
 void apply_mistral(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
   c.qkv_bias = c.o_bias = c.mlp_bias = c.qk_norm = false;
-  if (!raw.contains("sliding_window")) {
-    c.sliding_window = 4096;
-  } else if (auto w = jf::opt_int(raw, "sliding_window", source)) {
-    if (*w <= 0) jf::fail(source, "sliding_window", "must be positive, got " + std::to_string(*w));
-    c.sliding_window = *w;
-  }
+  read_sliding_window(raw, c, source, 4096);
 }
 
 // Phi-3: Llama's layers with q/k/v fused into qkv_proj and gate/up into gate_up_proj (gate the
@@ -43,10 +50,7 @@ void apply_phi3(const nlohmann::json& raw, ModelConfig& c, const std::string& so
   if (c.rope.type == RopeType::longrope) {
     c.recompute_cache_past = c.rope.original_max_position_embeddings;
   }
-  if (auto w = jf::opt_int(raw, "sliding_window", source)) {
-    if (*w <= 0) jf::fail(source, "sliding_window", "must be positive, got " + std::to_string(*w));
-    c.sliding_window = *w;
-  }
+  read_sliding_window(raw, c, source, std::nullopt);
 }
 
 void apply_qwen2(const nlohmann::json&, ModelConfig& c, const std::string&) {
@@ -65,11 +69,11 @@ void apply_qwen3(const nlohmann::json& raw, ModelConfig& c, const std::string& s
 }
 
 constexpr Architecture kArchitectures[] = {
-    {"LlamaForCausalLM", "llama", 2048, 1e-6, &apply_llama},
-    {"MistralForCausalLM", "mistral", 4096 * 32, 1e-6, &apply_mistral},
-    {"Phi3ForCausalLM", "phi3", 4096, 1e-5, &apply_phi3},
-    {"Qwen2ForCausalLM", "qwen2", 32768, 1e-6, &apply_qwen2},
-    {"Qwen3ForCausalLM", "qwen3", 32768, 1e-6, &apply_qwen3},
+    {"LlamaForCausalLM", "llama", 2048, 1e-6, 0, false, &apply_llama},
+    {"MistralForCausalLM", "mistral", 4096 * 32, 1e-6, 0, false, &apply_mistral},
+    {"Phi3ForCausalLM", "phi3", 4096, 1e-5, 4096, true, &apply_phi3},
+    {"Qwen2ForCausalLM", "qwen2", 32768, 1e-6, 0, false, &apply_qwen2},
+    {"Qwen3ForCausalLM", "qwen3", 32768, 1e-6, 0, false, &apply_qwen3},
 };
 
 std::string supported_list() {

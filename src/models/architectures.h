@@ -18,6 +18,11 @@ struct Architecture {
   int64_t default_max_positions;
   /// rms_norm_eps when config.json leaves it out.
   double default_rms_norm_eps;
+  /// The config class's own top-level original_max_position_embeddings (Phi3Config: 4096),
+  /// which the RoPE scalings take before their parameters'; 0 when the class has none.
+  int64_t default_original_context;
+  /// The config class reads rope types "su" and "yarn" as longrope (Phi3Config).
+  bool yarn_means_longrope;
   /// Sets the architecture's flags on `config` from the raw config.json.
   void (*apply)(const nlohmann::json& raw, ModelConfig& config, const std::string& source);
 };
