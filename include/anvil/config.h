@@ -107,9 +107,12 @@ struct GenerationConfig {
   /// one's last token not after the rest of it.
   std::vector<std::vector<int64_t>> bad_words_ids;
 
-  /// Reads `path`; throws anvil::Error naming the file and field at fault, and naming any field
-  /// that would change what generate() returns and that anvil does not implement (beam search,
-  /// typical sampling, bad words, ...) when it is set to other than its default.
+  /// The first field that would change what generate() returns and that anvil does not
+  /// implement (beam search, sequence bias, ...), set to other than its default: generate()
+  /// refuses with this message; empty when none.
+  std::string unimplemented;
+
+  /// Reads `path`; throws anvil::Error naming the file and field at fault.
   static GenerationConfig from_file(const std::string& path);
   static GenerationConfig from_json_text(const std::string& text, const std::string& source);
   /// What transformers derives from config.json when a model has no generation_config.json.

@@ -12,12 +12,17 @@ namespace jf = json_fields;
 namespace {
 
 // Fields of transformers' GenerationConfig that change what generate() returns and that anvil
-// does not implement: refused when set to anything but their default, rather than ignored.
-// (Fields that change nothing in the returned tokens, such as output_scores, use_cache,
-// renormalize_logits or an assistant model for greedy decoding, are not listed.)
-void refuse_unimplemented(const nlohmann::json& j, const std::string& source) {
+// does not implement, when set to anything but their default: the first one's message, which
+// generate() raises (the model still loads: its logits do not depend on them). Fields that change
+// nothing in the returned tokens, such as output_scores, use_cache, renormalize_logits or an
+// assistant model for greedy decoding, are not listed.
+std::string unimplemented_field(const nlohmann::json& j, const std::string& source) {
+  std::string first;
   const auto refuse = [&](const char* key, const std::string& what) {
-    jf::fail(source, key, "is " + j.at(key).dump() + ": " + what + " is not implemented");
+    if (first.empty()) {
+      first = source + ": field '" + key + "' is " + j.at(key).dump() + ": " + what +
+              " is not implemented";
+    }
   };
   const auto number = [&](const char* key) -> std::optional<double> {
     const nlohmann::json* v = jf::find(j, key);
@@ -48,6 +53,7 @@ void refuse_unimplemented(const nlohmann::json& j, const std::string& source) {
       refuse(key, std::string("'") + key + "'");
     }
   }
+  return first;
 }
 
 }  // namespace
@@ -112,7 +118,7 @@ GenerationConfig GenerationConfig::from_json_text(const std::string& text,
       g.bad_words_ids.push_back(std::move(ids));
     }
   }
-  refuse_unimplemented(j, source);
+  g.unimplemented = unimplemented_field(j, source);
   return g;
 }
 

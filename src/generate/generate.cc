@@ -235,6 +235,7 @@ std::vector<int64_t> greedy_tokens(const Tensor& logits) {
 std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const GenerationConfig& gen,
                                                const Batch& batch, const GenerateOptions& opts) {
   std::vector<std::vector<int64_t>> mask = checked_mask(batch);
+  if (!gen.unimplemented.empty()) throw Error(gen.unimplemented);
   const SamplingParams sp = sampling_params(gen, opts);
   const auto rows = static_cast<int64_t>(batch.input_ids.size());
   const auto prompt = static_cast<int64_t>(batch.input_ids[0].size());

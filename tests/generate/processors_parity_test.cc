@@ -58,6 +58,8 @@ TEST(LogitsProcessorParity, OptionsOverrideTheConfig) {
             c["output"].get<std::vector<std::vector<int64_t>>>());
 }
 
+// Malformed fields fail at load; fields anvil does not implement load (the model's logits do
+// not depend on them) and generate() refuses them by name.
 TEST(GenerationConfig, RefusesWhatWouldChangeTheOutputByName) {
   const auto error = [](const std::string& text) {
     try {
@@ -67,23 +69,37 @@ TEST(GenerationConfig, RefusesWhatWouldChangeTheOutputByName) {
     }
     return std::string();
   };
-  EXPECT_NE(error(R"({"num_beams": 4})").find("'num_beams' is 4: beam search is not implemented"),
-            std::string::npos);
   EXPECT_NE(error(R"({"typical_p": 1.5})").find("typical_p"), std::string::npos);
-  EXPECT_NE(error(R"({"penalty_alpha": 0.6})").find("contrastive search"), std::string::npos);
-  EXPECT_NE(error(R"({"sequence_bias": [[[5, 6], -1.0]]})").find("sequence_bias"),
-            std::string::npos);
   EXPECT_NE(error(R"({"bad_words_ids": [[5], []]})").find("bad_words_ids"), std::string::npos);
   EXPECT_NE(error(R"({"bad_words_ids": [5, 6]})").find("bad_words_ids"), std::string::npos);
-  EXPECT_NE(error(R"({"num_return_sequences": 2})").find("num_return_sequences"),
-            std::string::npos);
   EXPECT_NE(error(R"({"no_repeat_ngram_size": -1})").find("no_repeat_ngram_size"),
             std::string::npos);
+  const auto unimplemented = [](const std::string& text) {
+    return GenerationConfig::from_json_text(text, "generation_config.json").unimplemented;
+  };
+  EXPECT_EQ(unimplemented(R"({"num_beams": 4})"),
+            "generation_config.json: field 'num_beams' is 4: beam search is not implemented");
+  EXPECT_NE(unimplemented(R"({"penalty_alpha": 0.6})").find("contrastive search"),
+            std::string::npos);
+  EXPECT_NE(unimplemented(R"({"sequence_bias": [[[5, 6], -1.0]]})").find("sequence_bias"),
+            std::string::npos);
+  EXPECT_NE(unimplemented(R"({"num_return_sequences": 2})").find("num_return_sequences"),
+            std::string::npos);
   // Defaults, nulls and empty lists are what transformers ignores too.
-  EXPECT_EQ(error(R"({"num_beams": 1, "typical_p": 1.0, "epsilon_cutoff": 0.0,
+  EXPECT_EQ(unimplemented(R"({"num_beams": 1, "typical_p": 1.0, "epsilon_cutoff": 0.0,
       "bad_words_ids": null, "suppress_tokens": [], "guidance_scale": null,
       "renormalize_logits": true, "output_scores": true})"),
             "");
+  // generate() raises it.
+  const Goldens goldens;
+  const GenerationConfig beams =
+      GenerationConfig::from_json_text(R"({"num_beams": 4})", "generation_config.json");
+  try {
+    run_generate(goldens.model.decoder(), beams, goldens.batch, GenerateOptions{});
+    ADD_FAILURE() << "beam search was not refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), beams.unimplemented);
+  }
 }
 
 }  // namespace
