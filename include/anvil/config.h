@@ -80,6 +80,14 @@ struct ModelConfig {
   static ModelConfig from_json_text(const std::string& text, const std::string& source);
 };
 
+/// Beam search's stopping rule, generation_config.json's `early_stopping`.
+enum class EarlyStopping {
+  heuristic,            ///< false: stop once the best running beam, at its current length, cannot
+                        ///< beat the worst finished hypothesis (transformers' default)
+  when_beams_finished,  ///< true: stop as soon as num_beams hypotheses have finished
+  never,  ///< "never": the canonical rule, which bounds the running beams at max_length too
+};
+
 /// generation_config.json: defaults for generate().
 struct GenerationConfig {
   std::vector<int64_t> eos_token_ids;
@@ -106,6 +114,11 @@ struct GenerationConfig {
   /// Banned sequences: a one-token one is never generated (unless it is an eos id), a longer
   /// one's last token not after the rest of it.
   std::vector<std::vector<int64_t>> bad_words_ids;
+  int64_t num_beams = 1;             ///< beam search when > 1
+  int64_t num_return_sequences = 1;  ///< rows returned per prompt (best beams, or samples)
+  /// Finished hypotheses are ranked by sum of log-probabilities / new_tokens^length_penalty.
+  float length_penalty = 1.0f;
+  EarlyStopping early_stopping = EarlyStopping::heuristic;
 
   /// The first field that would change what generate() returns and that anvil does not
   /// implement (beam search, sequence bias, ...), set to other than its default: generate()

@@ -58,11 +58,18 @@ struct GenerateOptions {
   /// Bans any token that would repeat an n-gram of this size already in the row (prompt
   /// included); default: generation_config, 0 off.
   std::optional<int64_t> no_repeat_ngram_size;
+  /// Beam search with this many beams (1: greedy or sampling); with do_sample, beam sampling.
+  std::optional<int64_t> num_beams;
+  /// Rows returned per prompt, one after another: the best finished beams (at most num_beams),
+  /// or independent samples (sampling only).
+  std::optional<int64_t> num_return_sequences;
+  std::optional<float> length_penalty;  ///< beam search: score = log-prob sum / length^this
+  std::optional<EarlyStopping> early_stopping;
   uint64_t seed = 0;
   std::optional<std::vector<int64_t>> eos_token_ids;  ///< stop on any of these
   std::optional<int64_t> pad_token_id;  ///< fills finished rows; default pad, else first eos
   /// Called once per step with the token chosen for each row (pad for finished rows); return
-  /// false to stop early.
+  /// false to stop early. Not with beam search (a beam's tokens can still be replaced).
   std::function<bool(const std::vector<int64_t>&)> streamer;
 };
 
@@ -85,9 +92,11 @@ class CausalLM {
   Tensor logits(const Batch& batch) const;
 
   /// Continues every row; returns prompt + new tokens per row (left padding kept, finished rows
-  /// filled with the pad id), as transformers' generate returns them.
+  /// filled with the pad id), as transformers' generate returns them: num_return_sequences rows
+  /// per prompt, one prompt's after another.
   std::vector<std::vector<int64_t>> generate(const Batch& batch, const GenerateOptions& opts) const;
-  /// One unpadded prompt.
+  /// One unpadded prompt, one row back (the best beam with beam search; more than one
+  /// return sequence needs the batch form).
   std::vector<int64_t> generate(const std::vector<int64_t>& input_ids,
                                 const GenerateOptions& opts) const;
 

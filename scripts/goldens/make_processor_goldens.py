@@ -14,6 +14,20 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, GenerationConfig
 
 
+def run_cases(model, ids, mask, cases, max_new_tokens):
+    """Each case's fields over greedy defaults without eos: its config and output rows."""
+    out = []
+    for c in cases:
+        cfg = {"do_sample": False, "max_new_tokens": max_new_tokens, "pad_token_id": 0,
+               "eos_token_id": None}
+        cfg.update(c)
+        with torch.no_grad():
+            rows = model.generate(ids, attention_mask=mask,
+                                  generation_config=GenerationConfig(**cfg))
+        out.append({"generation_config": cfg, "output": rows.tolist()})
+    return out
+
+
 def main():
     data = sys.argv[1]
     model = AutoModelForCausalLM.from_pretrained(f"{data}/qwen2-tiny/model", dtype=torch.float32,
@@ -45,16 +59,18 @@ def main():
         {"bad_words_ids": [[second], [int(plain[0, prompt + 3]), int(plain[0, prompt + 4])],
                            [eos]], "eos_token_id": eos},
     ]
-    out = []
-    for c in cases:
-        cfg = {"do_sample": False, "max_new_tokens": 20, "pad_token_id": 0, "eos_token_id": None}
-        cfg.update(c)
-        with torch.no_grad():
-            rows = model.generate(ids, attention_mask=mask,
-                                  generation_config=GenerationConfig(**cfg))
-        out.append({"generation_config": cfg, "output": rows.tolist()})
+    out = run_cases(model, ids, mask, cases, 20)
+    # The repetition penalty skips a row's left padding (transformers' prompt_ignore_length): the
+    # padding made of the token greedy decoding picks first, so that penalising it would show.
+    padded = ids.clone()
+    padded[mask == 0] = first
+    penalty_cases = run_cases(model, padded, mask,
+                              [{"repetition_penalty": 1.5},
+                               {"repetition_penalty": 1.5, "num_beams": 3},
+                               {"repetition_penalty": 1.5, "do_sample": True, "top_k": 1}], 8)
     with open(f"{data}/extra/processors.json", "w") as f:
-        json.dump({"input_ids": ids.tolist(), "attention_mask": mask.tolist(), "cases": out}, f,
+        json.dump({"input_ids": ids.tolist(), "attention_mask": mask.tolist(), "cases": out,
+                   "penalty_input_ids": padded.tolist(), "penalty_cases": penalty_cases}, f,
                   indent=1)
     print("ok")
 

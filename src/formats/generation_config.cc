@@ -28,11 +28,8 @@ std::string unimplemented_field(const nlohmann::json& j, const std::string& sour
     const nlohmann::json* v = jf::find(j, key);
     return v && v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
   };
-  if (auto n = number("num_beams"); n && *n > 1) refuse("num_beams", "beam search");
-  if (auto n = number("num_beam_groups"); n && *n > 1)
+  if (auto n = number("num_beam_groups"); n && *n > 1) {
     refuse("num_beam_groups", "group beam search");
-  if (auto n = number("num_return_sequences"); n && *n > 1) {
-    refuse("num_return_sequences", "more than one sequence per prompt");
   }
   if (auto n = number("penalty_alpha"); n && *n > 0) refuse("penalty_alpha", "contrastive search");
   if (auto n = number("guidance_scale"); n && *n != 1) {
@@ -116,6 +113,21 @@ GenerationConfig GenerationConfig::from_json_text(const std::string& text,
         ids.push_back(id.get<int64_t>());
       }
       g.bad_words_ids.push_back(std::move(ids));
+    }
+  }
+  g.num_beams = jf::opt_int(j, "num_beams", source).value_or(1);
+  g.num_return_sequences = jf::opt_int(j, "num_return_sequences", source).value_or(1);
+  if (g.num_beams < 1) jf::fail(source, "num_beams", "must be at least 1");
+  if (g.num_return_sequences < 1) jf::fail(source, "num_return_sequences", "must be at least 1");
+  g.length_penalty = static_cast<float>(jf::opt_number(j, "length_penalty", source).value_or(1.0));
+  if (const nlohmann::json* e = jf::find(j, "early_stopping"); e && !e->is_null()) {
+    if (e->is_boolean()) {
+      g.early_stopping =
+          e->get<bool>() ? EarlyStopping::when_beams_finished : EarlyStopping::heuristic;
+    } else if (e->is_string() && e->get<std::string>() == "never") {
+      g.early_stopping = EarlyStopping::never;
+    } else {
+      jf::fail(source, "early_stopping", "must be true, false or \"never\", got " + e->dump());
     }
   }
   g.unimplemented = unimplemented_field(j, source);

@@ -12,6 +12,8 @@
 #include <utility>
 
 #include "anvil/error.h"
+#include "generate/beam_search.h"
+#include "generate/generation_settings.h"
 #include "generate/logits_processor.h"
 #include "generate/step_chain.h"
 #include "ops/ops.h"
@@ -64,36 +66,6 @@ std::vector<int32_t> positions_from_mask(const std::vector<int64_t>& mask_row) {
 
 namespace {
 
-SamplingParams sampling_params(const GenerationConfig& gen, const GenerateOptions& o) {
-  SamplingParams p;
-  p.do_sample = o.do_sample.value_or(gen.do_sample);
-  p.temperature = o.temperature.value_or(gen.temperature);
-  p.top_k = o.top_k.value_or(gen.top_k);
-  p.top_p = o.top_p.value_or(gen.top_p);
-  p.min_p = o.min_p.value_or(gen.min_p);
-  p.repetition_penalty = o.repetition_penalty.value_or(gen.repetition_penalty);
-  p.typical_p = o.typical_p.value_or(gen.typical_p);
-  p.epsilon_cutoff = o.epsilon_cutoff.value_or(gen.epsilon_cutoff);
-  p.eta_cutoff = o.eta_cutoff.value_or(gen.eta_cutoff);
-  if (!(p.typical_p > 0 && p.typical_p <= 1)) throw Error("typical_p must be in (0, 1]");
-  if (!(p.epsilon_cutoff >= 0 && p.epsilon_cutoff < 1)) {
-    throw Error("epsilon_cutoff must be in [0, 1)");
-  }
-  if (!(p.eta_cutoff >= 0 && p.eta_cutoff < 1)) throw Error("eta_cutoff must be in [0, 1)");
-  if (p.do_sample && !(p.temperature > 0)) {
-    throw Error("temperature must be strictly positive when sampling (use greedy decoding for 0)");
-  }
-  if (p.top_k < 0) throw Error("top_k must not be negative");
-  if (!(p.top_p > 0 && p.top_p <= 1)) throw Error("top_p must be in (0, 1]");
-  if (!(p.min_p >= 0 && p.min_p <= 1)) throw Error("min_p must be in [0, 1]");
-  if (!(p.repetition_penalty > 0)) throw Error("repetition_penalty must be strictly positive");
-  return p;
-}
-
-}  // namespace
-
-namespace {
-
 // The largest top-k + 1 of this many candidates a device's top_k kernel is asked for.
 constexpr int64_t kMaxCandidates = 128;
 
@@ -131,10 +103,14 @@ bool penalises_in_place(const Tensor& logits, float penalty) {
 // up to date step by step, as the [rows, M] list (padded with -1) ops::repetition_penalty takes.
 class ContextIds {
  public:
-  explicit ContextIds(const std::vector<std::vector<int64_t>>& sequences)
+  /// `padding`: each row's left padding, which the penalty skips.
+  ContextIds(const std::vector<std::vector<int64_t>>& sequences,
+             const std::vector<int64_t>& padding)
       : seen_(sequences.size()), ids_(sequences.size()) {
     for (size_t r = 0; r < sequences.size(); ++r) {
-      for (int64_t id : sequences[r]) add(r, id);
+      for (size_t i = static_cast<size_t>(padding[r]); i < sequences[r].size(); ++i) {
+        add(r, sequences[r][i]);
+      }
     }
   }
   void add(size_t row, int64_t id) {
@@ -235,31 +211,31 @@ std::vector<int64_t> greedy_tokens(const Tensor& logits) {
 std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const GenerationConfig& gen,
                                                const Batch& batch, const GenerateOptions& opts) {
   std::vector<std::vector<int64_t>> mask = checked_mask(batch);
-  if (!gen.unimplemented.empty()) throw Error(gen.unimplemented);
-  const SamplingParams sp = sampling_params(gen, opts);
-  const auto rows = static_cast<int64_t>(batch.input_ids.size());
   const auto prompt = static_cast<int64_t>(batch.input_ids[0].size());
-  const int64_t max_new = opts.max_new_tokens.value_or(
-      gen.max_new_tokens.value_or(std::max<int64_t>(0, gen.max_length - prompt)));
-  if (max_new < 0) throw Error("max_new_tokens must not be negative");
-  if (opts.min_new_tokens < 0) throw Error("min_new_tokens must not be negative");
-  // MinLength- and MinNewTokensLengthLogitsProcessor: eos suppressed for the first min_new
-  // tokens. min_new_tokens (the options', else generation_config's) replaces min_length, which
-  // counts the prompt, as transformers' _prepare_generated_length does.
-  const std::optional<int64_t> min_new_set =
-      opts.min_new_tokens > 0 ? std::optional<int64_t>(opts.min_new_tokens) : gen.min_new_tokens;
-  const int64_t min_new =
-      min_new_set ? *min_new_set : std::max<int64_t>(0, gen.min_length - prompt);
-  const int64_t no_repeat = opts.no_repeat_ngram_size.value_or(gen.no_repeat_ngram_size);
-  if (no_repeat < 0) throw Error("no_repeat_ngram_size must not be negative");
-  // Processors that edit every row on the host: a generation with any runs every step there.
-  const bool host_edits = no_repeat > 0 || sp.needs_whole_rows() || !gen.bad_words_ids.empty() ||
-                          !gen.suppress_tokens.empty() || !gen.begin_suppress_tokens.empty() ||
-                          !gen.forced_eos_token_ids.empty();
-  const std::vector<int64_t> eos = opts.eos_token_ids.value_or(gen.eos_token_ids);
-  const int64_t pad =
-      opts.pad_token_id.value_or(gen.pad_token_id.value_or(eos.empty() ? 0 : eos[0]));
+  const GenerationSettings settings = resolve_settings(gen, opts, prompt);
+  if (settings.num_beams > 1) return run_beam_search(decoder, settings, batch, mask).sequences;
+  if (settings.num_return_sequences > 1) {
+    // Independent samples: each prompt repeated, as transformers' _expand_inputs_for_generation.
+    Batch expanded;
+    for (size_t r = 0; r < batch.input_ids.size(); ++r) {
+      for (int64_t i = 0; i < settings.num_return_sequences; ++i) {
+        expanded.input_ids.push_back(batch.input_ids[r]);
+        expanded.attention_mask.push_back(mask[r]);
+      }
+    }
+    GenerateOptions one = opts;
+    one.num_return_sequences = 1;
+    return run_generate(decoder, gen, expanded, one);
+  }
+  const SamplingParams& sp = settings.sampling;
+  const auto rows = static_cast<int64_t>(batch.input_ids.size());
+  const int64_t max_new = settings.max_new, min_new = settings.min_new;
+  const bool host_edits = settings.host_edits();
+  const std::vector<int64_t>& eos = settings.eos;
+  const int64_t pad = settings.pad;
   const int64_t vocab = decoder.config().vocab_size;
+  std::vector<int64_t> padding(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) padding[r] = leading_padding(mask[r]);
 
   std::vector<std::vector<int64_t>> sequences = batch.input_ids;
   if (max_new == 0) return sequences;
@@ -391,7 +367,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
                            penalises_in_place(step_logits, sp.repetition_penalty) &&
                            (!sp.do_sample || candidates_ok);
     if (penalised) {
-      if (!context) context.emplace(sequences);
+      if (!context) context.emplace(sequences, padding);
       ops::repetition_penalty(step_logits.view({rows, vocab}), context->on(step_logits.device()),
                               sp.repetition_penalty);
     }
@@ -456,16 +432,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
         std::vector<float> scores(logits.begin() + r * vocab, logits.begin() + (r + 1) * vocab);
         // (A step penalised on the device comes here only when its candidates could not decide,
         // with the penalised row.)
-        if (!penalised) apply_repetition_penalty(scores, sequences[r], sp.repetition_penalty);
-        // transformers' order: n-grams, bad words, minimum lengths, forced eos, suppressions.
-        ban_repeated_ngrams(scores, sequences[r], no_repeat);
-        ban_bad_words(scores, sequences[r], gen.bad_words_ids, eos);
-        if (t < min_new) suppress_tokens(scores, eos);
-        if (!gen.forced_eos_token_ids.empty() && t == max_new - 1) {
-          force_tokens(scores, gen.forced_eos_token_ids);
-        }
-        suppress_tokens(scores, gen.suppress_tokens);
-        if (t == 0) suppress_tokens(scores, gen.begin_suppress_tokens);
+        settings.process(scores, sequences[r], padding[r], t, penalised);
         if (sp.do_sample) {
           apply_warpers(scores, sp);
           token = uniforms.empty() ? sample(scores, rng) : sample(scores, uniforms[r]);

@@ -74,7 +74,7 @@ float kth_largest(std::span<const float> s, int64_t k) {
 // crossing. The masses are summed in another order than a sort's running sum: a boundary could
 // move only where a prefix's mass lies within a rounding of the threshold.
 void keep_top_p(std::span<float> scores, const std::vector<int64_t>& live,
-                const std::vector<double>& probs, float top_p) {
+                const std::vector<double>& probs, float top_p, int64_t min_keep) {
   const size_t n = live.size();
   double total = 0;
   for (double v : probs) total += v;
@@ -116,7 +116,10 @@ void keep_top_p(std::span<float> scores, const std::vector<int64_t>& live,
       break;
     }
   }
-  kept = std::max<size_t>(kept, 1);  // never the most likely token
+  if (kept < static_cast<size_t>(min_keep)) {  // never fewer than min_keep, best first
+    kept = std::min(n, static_cast<size_t>(min_keep));
+    std::partial_sort(rank.begin(), rank.begin() + kept, rank.end(), better);
+  }
   // The kept positions flagged, then one pass in index order over the live tokens (scattered
   // stores to the removed ones had cost as much as the selection).
   thread_local std::vector<uint8_t> keep;
@@ -189,22 +192,22 @@ void suppress_tokens(std::span<float> scores, const std::vector<int64_t>& ids) {
 
 namespace {
 
-// Epsilon / eta: the live tokens whose probability is below `threshold` removed, the most
-// likely kept whatever (min_tokens_to_keep 1).
+// Epsilon / eta: the live tokens whose probability is below `threshold` removed, unless their
+// score reaches the min_keep-th largest.
 void cut_below(std::span<float> scores, const std::vector<int64_t>& live,
-               const std::vector<double>& probs, double threshold) {
-  const size_t top =
-      static_cast<size_t>(std::max_element(probs.begin(), probs.end()) - probs.begin());
-  const float top_score = scores[live[top]];
+               const std::vector<double>& probs, double threshold, int64_t min_keep) {
+  const float kept_score =
+      kth_largest(scores, std::min<int64_t>(min_keep, static_cast<int64_t>(scores.size())));
   for (size_t j = 0; j < live.size(); ++j) {
-    if (probs[j] < threshold && scores[live[j]] < top_score) scores[live[j]] = kNegInf;
+    if (probs[j] < threshold && scores[live[j]] < kept_score) scores[live[j]] = kNegInf;
   }
 }
 
 // TypicalLogitsWarper: the tokens ordered by how far their information (-log p) lies from the
 // entropy, kept in that order until their probabilities reach `mass` (the token that crosses it
-// and every one as close as it included; at least one).
-void keep_typical(std::span<float> scores, const std::vector<int64_t>& live, float mass) {
+// and every one as close as it included; at least the first min_keep).
+void keep_typical(std::span<float> scores, const std::vector<int64_t>& live, float mass,
+                  int64_t min_keep) {
   const std::vector<double> probs = live_softmax(scores, live);
   double entropy = 0;
   for (double q : probs) {
@@ -228,7 +231,7 @@ void keep_typical(std::span<float> scores, const std::vector<int64_t>& live, flo
     if (cumulative < mass) ++below;
   }
   const double cut = distance[order[std::min(below, order.size() - 1)]];
-  for (size_t i = 1; i < order.size(); ++i) {  // the first always stays
+  for (size_t i = static_cast<size_t>(min_keep); i < order.size(); ++i) {  // the first stay
     if (distance[order[i]] > cut) scores[live[order[i]]] = kNegInf;
   }
 }
@@ -240,32 +243,38 @@ void apply_warpers(std::span<float> scores, const SamplingParams& p) {
   if (p.temperature != 1.0f) {
     for (float& s : scores) s /= p.temperature;
   }
-  if (p.top_k > 0 && p.top_k < n) {
-    const float threshold = kth_largest(scores, p.top_k);
+  const int64_t top_k = p.top_k > 0 ? std::max(p.top_k, p.min_tokens_to_keep) : 0;
+  if (top_k > 0 && top_k < n) {
+    const float threshold = kth_largest(scores, top_k);
     for (float& s : scores) {
       if (s < threshold) s = kNegInf;
     }
   }
   std::vector<int64_t> live = live_tokens(scores);
   if (p.top_p < 1.0f && !live.empty()) {
-    keep_top_p(scores, live, live_softmax(scores, live), p.top_p);
+    keep_top_p(scores, live, live_softmax(scores, live), p.top_p, p.min_tokens_to_keep);
     live = live_tokens(scores);
   }
   if (p.min_p > 0.0f && !live.empty()) {
     const std::vector<double> probs = live_softmax(scores, live);
     const double top = *std::max_element(probs.begin(), probs.end());
     const double threshold = p.min_p * top;
+    // The min_tokens_to_keep most likely stay whatever their probability.
+    const float kept_score = kth_largest(
+        scores, std::min<int64_t>(p.min_tokens_to_keep, static_cast<int64_t>(scores.size())));
     for (size_t j = 0; j < live.size(); ++j) {
-      if (probs[j] < threshold) scores[live[j]] = kNegInf;
+      if (probs[j] < threshold && scores[live[j]] < kept_score) scores[live[j]] = kNegInf;
     }
   }
   if (p.typical_p < 1.0f) {
     live = live_tokens(scores);
-    if (!live.empty()) keep_typical(scores, live, p.typical_p);
+    if (!live.empty()) keep_typical(scores, live, p.typical_p, p.min_tokens_to_keep);
   }
   if (p.epsilon_cutoff > 0.0f && p.epsilon_cutoff < 1.0f) {
     live = live_tokens(scores);
-    if (!live.empty()) cut_below(scores, live, live_softmax(scores, live), p.epsilon_cutoff);
+    if (!live.empty()) {
+      cut_below(scores, live, live_softmax(scores, live), p.epsilon_cutoff, p.min_tokens_to_keep);
+    }
   }
   if (p.eta_cutoff > 0.0f && p.eta_cutoff < 1.0f) {
     live = live_tokens(scores);
@@ -277,7 +286,8 @@ void apply_warpers(std::span<float> scores, const SamplingParams& p) {
         if (q > 0) entropy -= q * std::log(q);
       }
       const double eta = p.eta_cutoff;
-      cut_below(scores, live, probs, std::min(eta, std::sqrt(eta) * std::exp(-entropy)));
+      cut_below(scores, live, probs, std::min(eta, std::sqrt(eta) * std::exp(-entropy)),
+                p.min_tokens_to_keep);
     }
   }
 }

@@ -21,6 +21,9 @@ struct SamplingParams {
   float typical_p = 1.0f;       ///< 1 disables
   float epsilon_cutoff = 0.0f;  ///< 0 disables
   float eta_cutoff = 0.0f;      ///< 0 disables
+  /// The warpers never cut a row to fewer tokens than this: 1, or the eos ids + 1 in beam
+  /// sampling (so that a beam can always continue), as transformers sets it.
+  int64_t min_tokens_to_keep = 1;
   /// Whether a warper needs every token's probability (typical, epsilon, eta): sampling then
   /// reads whole rows, not the device's candidates.
   bool needs_whole_rows() const {

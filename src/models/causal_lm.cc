@@ -161,6 +161,10 @@ std::vector<int64_t> CausalLM::generate(const std::vector<int64_t>& input_ids,
                                         const GenerateOptions& opts) const {
   Batch b;
   b.input_ids = {input_ids};
+  if (opts.num_return_sequences.value_or(generation_config_.num_return_sequences) > 1) {
+    throw Error(
+        "num_return_sequences > 1 returns several rows: call generate() with a Batch for them");
+  }
   return run_generate(*decoder_, generation_config_, b, opts)[0];
 }
 

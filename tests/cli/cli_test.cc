@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "anvil/model.h"
 #include "anvil/safetensors.h"
 #include "temp_dir.h"
 #include "test_data.h"
@@ -152,6 +153,41 @@ TEST(Cli, TypicalEpsilonEtaFlags) {
   }
   expect_one_line_error(run(gen + "--typical-p 1.5"), "typical_p must be in (0, 1]");
   expect_one_line_error(run(gen + "--greedy --eta-cutoff 0.1"), "--greedy: cannot be combined");
+}
+
+// Beam search from the command line: the rows the library returns for the same options
+// (whose parity with transformers tests/generate/beam_search_test.cc checks), num_return_sequences
+// of them, and the flags' values checked.
+TEST(Cli, BeamSearchFlags) {
+  const std::string model = test::model_dir("qwen2-tiny");
+  const std::string gen = "generate " + model +
+                          " --input-ids 5,9,14,3 --max-new-tokens 6 --output-ids --num-beams 4 "
+                          "--length-penalty 0.5 --early-stopping never ";
+  const CliRun a = run(gen + "--num-return-sequences 3");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ModelOptions mo;
+  mo.dtype = DType::f32;
+  const CausalLM lm = CausalLM::from_pretrained(model, mo);
+  GenerateOptions o;
+  o.max_new_tokens = 6;
+  o.num_beams = 4;
+  o.num_return_sequences = 3;
+  o.length_penalty = 0.5f;
+  o.early_stopping = EarlyStopping::never;
+  Batch b;
+  b.input_ids = {{5, 9, 14, 3}};
+  std::string want;
+  for (const auto& row : lm.generate(b, o)) {
+    for (size_t i = 0; i < row.size(); ++i) want += (i ? "," : "") + std::to_string(row[i]);
+    want += "\n";
+  }
+  EXPECT_EQ(a.out, want);
+  expect_one_line_error(run(gen + "--num-return-sequences 5"),
+                        "num_return_sequences (5) must not exceed num_beams (4)");
+  expect_one_line_error(run("generate " + model +
+                            " --input-ids 5,9 --num-beams 2 "
+                            "--early-stopping maybe"),
+                        "--early-stopping: expected true, false or never, got 'maybe'");
 }
 
 TEST(CliErrors, TruncatedCheckpoint) {

@@ -280,7 +280,8 @@ namespace anvil {
 namespace {
 
 // Typical, epsilon and eta sampling keep what transformers' warpers keep
-// (scripts/goldens/make_warper_goldens.py: random rows, after temperature and top-k where set).
+// (scripts/goldens/make_warper_goldens.py: random rows, after temperature and top-k where set),
+// and every warper keeps min_tokens_to_keep (beam sampling's) where its cut would keep fewer.
 TEST(LogitsProcessorWarpers, TypicalEpsilonEtaKeepWhatTransformersKeeps) {
   const auto cases =
       nlohmann::json::parse(read_text_file(test::data_dir() + "/extra/warpers.json"));
@@ -295,6 +296,9 @@ TEST(LogitsProcessorWarpers, TypicalEpsilonEtaKeepWhatTransformersKeeps) {
     p.typical_p = q.value("typical_p", 1.0f);
     p.epsilon_cutoff = q.value("epsilon_cutoff", 0.0f);
     p.eta_cutoff = q.value("eta_cutoff", 0.0f);
+    p.top_p = q.value("top_p", 1.0f);
+    p.min_p = q.value("min_p", 0.0f);
+    p.min_tokens_to_keep = q.value("min_tokens_to_keep", int64_t{1});
     std::vector<float> scores = c["scores"].get<std::vector<float>>();
     apply_warpers(scores, p);
     std::vector<int64_t> kept;

@@ -46,6 +46,22 @@ TEST(LogitsProcessorParity, NgramBanAndMinimumLengthsMatchTransformers) {
   }
 }
 
+// The repetition penalty skips each row's left padding, as transformers' prompt_ignore_length
+// does: padding made of the token greedy decoding picks first, which is still picked first.
+// Greedy, beam search and top-k 1 sampling (whose pick goes through the candidates).
+TEST(LogitsProcessorParity, RepetitionPenaltySkipsTheLeftPadding) {
+  const Goldens g;
+  Batch b = g.batch;
+  b.input_ids = g.data["penalty_input_ids"].get<std::vector<std::vector<int64_t>>>();
+  for (const auto& c : g.data["penalty_cases"]) {
+    const std::string cfg = c["generation_config"].dump();
+    SCOPED_TRACE(cfg);
+    const GenerationConfig gen = GenerationConfig::from_json_text(cfg, "generation_config.json");
+    EXPECT_EQ(run_generate(g.model.decoder(), gen, b, GenerateOptions{}),
+              c["output"].get<std::vector<std::vector<int64_t>>>());
+  }
+}
+
 TEST(LogitsProcessorParity, OptionsOverrideTheConfig) {
   const Goldens goldens;
   // The first case (no_repeat_ngram_size 2) through GenerateOptions on a config without it.
@@ -77,13 +93,12 @@ TEST(GenerationConfig, RefusesWhatWouldChangeTheOutputByName) {
   const auto unimplemented = [](const std::string& text) {
     return GenerationConfig::from_json_text(text, "generation_config.json").unimplemented;
   };
-  EXPECT_EQ(unimplemented(R"({"num_beams": 4})"),
-            "generation_config.json: field 'num_beams' is 4: beam search is not implemented");
+  EXPECT_EQ(unimplemented(R"({"num_beam_groups": 2})"),
+            "generation_config.json: field 'num_beam_groups' is 2: group beam search is not "
+            "implemented");
   EXPECT_NE(unimplemented(R"({"penalty_alpha": 0.6})").find("contrastive search"),
             std::string::npos);
   EXPECT_NE(unimplemented(R"({"sequence_bias": [[[5, 6], -1.0]]})").find("sequence_bias"),
-            std::string::npos);
-  EXPECT_NE(unimplemented(R"({"num_return_sequences": 2})").find("num_return_sequences"),
             std::string::npos);
   // Defaults, nulls and empty lists are what transformers ignores too.
   EXPECT_EQ(unimplemented(R"({"num_beams": 1, "typical_p": 1.0, "epsilon_cutoff": 0.0,
@@ -93,10 +108,10 @@ TEST(GenerationConfig, RefusesWhatWouldChangeTheOutputByName) {
   // generate() raises it.
   const Goldens goldens;
   const GenerationConfig beams =
-      GenerationConfig::from_json_text(R"({"num_beams": 4})", "generation_config.json");
+      GenerationConfig::from_json_text(R"({"num_beam_groups": 4})", "generation_config.json");
   try {
     run_generate(goldens.model.decoder(), beams, goldens.batch, GenerateOptions{});
-    ADD_FAILURE() << "beam search was not refused";
+    ADD_FAILURE() << "group beam search was not refused";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), beams.unimplemented);
   }

@@ -50,6 +50,14 @@ float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
+// The golden's left-padded batch.
+Batch padded_batch(const SafetensorsFile& golden) {
+  Batch b;
+  b.input_ids = test::id_rows(golden, "input_ids_b");
+  b.attention_mask = test::id_rows(golden, "attention_mask_b");
+  return b;
+}
+
 void decode_and_compare(const Decoder& cpu, const Decoder& dev, const Batch& batch, int steps) {
   const auto rows = static_cast<int64_t>(batch.input_ids.size());
   const auto len = static_cast<int64_t>(batch.input_ids[0].size());
@@ -97,9 +105,7 @@ TEST_P(DeviceDecode, OnePromptStepByStep) {
 TEST_P(DeviceDecode, LeftPaddedBatchStepByStep) {
   const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
   const CausalLM cpu = load("cpu"), dev = load(test::device_name(std::get<1>(GetParam())));
-  Batch b;
-  b.input_ids = test::id_rows(golden, "input_ids_b");
-  b.attention_mask = test::id_rows(golden, "attention_mask_b");
+  const Batch b = padded_batch(golden);
   decode_and_compare(cpu.decoder(), dev.decoder(), b, 12);
 }
 
@@ -116,6 +122,25 @@ TEST_P(DeviceDecode, SecondGenerationOnSameModelMatches) {
   EXPECT_EQ(dev.generate(b, o), test::id_rows(golden, "gen_a"));
 }
 
+// Beam search on a device: the prompt's cache copied to every beam, rows gathered on the device
+// as the beams move, recorded steps replayed on the gathered cache: the CPU's rows.
+TEST_P(DeviceDecode, BeamSearchMatchesTheCpu) {
+  const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
+  const CausalLM cpu = load("cpu"), dev = load(test::device_name(std::get<1>(GetParam())));
+  const Batch b = padded_batch(golden);
+  GenerateOptions o;
+  o.max_new_tokens = 10;
+  o.do_sample = false;
+  o.pad_token_id = 0;
+  o.num_beams = 3;
+  o.num_return_sequences = 2;
+  o.eos_token_ids = std::vector<int64_t>{};
+  const auto free_run = cpu.generate(b, o);
+  EXPECT_EQ(dev.generate(b, o), free_run);
+  o.eos_token_ids->push_back(free_run[0][b.input_ids[0].size() + 2]);
+  EXPECT_EQ(dev.generate(b, o), cpu.generate(b, o));
+}
+
 // Greedy decoding on a device queues each step before the host has read the previous one's
 // tokens (step_chain.h). Stops must still come exactly where the CPU stops: at an eos reached
 // by one row of a batch while the other goes on (then by both), at max_new_tokens, and where a
@@ -124,9 +149,7 @@ TEST_P(DeviceDecode, SecondGenerationOnSameModelMatches) {
 TEST_P(DeviceDecode, GreedyStopsWhereTheCpuStops) {
   const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
   const CausalLM cpu = load("cpu"), dev = load(test::device_name(std::get<1>(GetParam())));
-  Batch b;
-  b.input_ids = test::id_rows(golden, "input_ids_b");
-  b.attention_mask = test::id_rows(golden, "attention_mask_b");
+  const Batch b = padded_batch(golden);
   // Greedy, 12 new tokens, stopping on `eos` (none when negative).
   const auto options = [](int64_t eos) {
     GenerateOptions o;

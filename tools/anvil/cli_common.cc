@@ -2,6 +2,7 @@
 #include "cli_common.h"
 
 #include <charconv>
+#include <cmath>
 
 #include "anvil/error.h"
 #include "core/thread_pool.h"
@@ -86,6 +87,14 @@ void SamplingFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--repetition-penalty", repetition_penalty, "CTRL-style repetition penalty");
   cmd.add_option("--no-repeat-ngram-size", no_repeat_ngram_size,
                  "ban tokens that would repeat an n-gram of this size (0 off)");
+  cmd.add_option("--num-beams", num_beams, "beam search with this many beams (1: none)");
+  cmd.add_option("--num-return-sequences", num_return_sequences,
+                 "sequences per prompt: the best beams, or independent samples");
+  cmd.add_option("--length-penalty", length_penalty,
+                 "beam search: rank finished beams by log-probability / length^this (default 1)");
+  cmd.add_option("--early-stopping", early_stopping,
+                 "beam search: true (stop when num_beams have finished), false (when no running "
+                 "beam can still win; the default) or never");
   cmd.add_option("--seed", seed, "random seed for sampling")->capture_default_str();
 }
 
@@ -111,8 +120,25 @@ GenerateOptions SamplingFlags::options() const {
   if (eta_cutoff >= 0) o.eta_cutoff = static_cast<float>(eta_cutoff);
   if (repetition_penalty >= 0) o.repetition_penalty = static_cast<float>(repetition_penalty);
   if (no_repeat_ngram_size >= 0) o.no_repeat_ngram_size = no_repeat_ngram_size;
+  if (num_beams >= 0) o.num_beams = num_beams;
+  if (num_return_sequences >= 0) o.num_return_sequences = num_return_sequences;
+  if (!std::isnan(length_penalty)) o.length_penalty = static_cast<float>(length_penalty);
+  if (early_stopping == "true") {
+    o.early_stopping = EarlyStopping::when_beams_finished;
+  } else if (early_stopping == "false") {
+    o.early_stopping = EarlyStopping::heuristic;
+  } else if (early_stopping == "never") {
+    o.early_stopping = EarlyStopping::never;
+  } else if (!early_stopping.empty()) {
+    throw Error("--early-stopping: expected true, false or never, got '" + early_stopping + "'");
+  }
   o.seed = seed;
   return o;
+}
+
+bool streams(const GenerateOptions& o, const GenerationConfig& gen) {
+  return o.num_beams.value_or(gen.num_beams) == 1 &&
+         o.num_return_sequences.value_or(gen.num_return_sequences) == 1;
 }
 
 bool is_model_reference(const std::string& s) {

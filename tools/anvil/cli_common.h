@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct SamplingFlags {
   double temperature = -1, top_p = -1, min_p = -1, repetition_penalty = -1;
   double typical_p = -1, epsilon_cutoff = -1, eta_cutoff = -1;
   int64_t no_repeat_ngram_size = -1;
+  int64_t num_beams = -1, num_return_sequences = -1;
+  double length_penalty = std::numeric_limits<double>::quiet_NaN();
+  std::string early_stopping;
   uint64_t seed = 0;
   bool greedy = false;
 
@@ -39,6 +43,10 @@ struct SamplingFlags {
   /// Unset flags stay unset, so generation_config.json decides them.
   GenerateOptions options() const;
 };
+
+/// Whether a generation with `o` over `gen` can stream its tokens as they come: one beam and
+/// one sequence per prompt (a beam's tokens can still be replaced).
+bool streams(const GenerateOptions& o, const GenerationConfig& gen);
 
 /// True when `s` names a model: it looks like a path or Hub id (no spaces; a slash or .gguf), or
 /// resolves to a file, folder or cached Hub model.

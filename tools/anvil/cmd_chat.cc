@@ -60,6 +60,17 @@ void add_chat(CLI::App& app) {
       }
       history.push_back({{"role", "user"}, {"content", line}});
       const auto ids = tok.encode(tok.apply_chat_template(history, chat), false);
+      if (!streams(o, model.generation_config())) {  // beam search: the reply once it is final
+        const auto out = model.generate(ids, o);
+        DecodeOptions skip;
+        skip.skip_special_tokens = true;
+        const std::string reply = tok.decode(
+            std::vector<int64_t>(out.begin() + static_cast<int64_t>(ids.size()), out.end()), skip);
+        std::printf("%s\n", reply.c_str());
+        std::fflush(stdout);
+        history.push_back({{"role", "assistant"}, {"content", reply}});
+        continue;
+      }
       StreamingDecoder stream(tok.tokenizer(), true);
       std::string reply;
       o.streamer = [&](const std::vector<int64_t>& step) {

@@ -64,6 +64,23 @@ void add_generate(CLI::App& app) {
     }
     const auto tok = AutoTokenizer::from_pretrained(f->model);
     const auto ids = tok.encode(f->prompt);
+    if (!streams(o, model.generation_config())) {
+      // Beam search (or several sequences): each row's continuation once it is final.
+      Batch batch;
+      batch.input_ids = {ids};
+      const auto rows = model.generate(batch, o);
+      DecodeOptions skip;
+      skip.skip_special_tokens = true;
+      for (size_t r = 0; r < rows.size(); ++r) {
+        const std::vector<int64_t> fresh(rows[r].begin() + static_cast<int64_t>(ids.size()),
+                                         rows[r].end());
+        std::string line;
+        for (size_t i = 0; i < fresh.size(); ++i) line += (i ? "," : "") + std::to_string(fresh[i]);
+        if (rows.size() > 1) std::printf("[%zu] ", r + 1);
+        std::printf("%s\n", f->output_ids ? line.c_str() : tok.decode(fresh, skip).c_str());
+      }
+      return;
+    }
     if (f->output_ids) {
       const auto out = model.generate(ids, o);
       std::string line;

@@ -1,0 +1,36 @@
+// Beam search and beam sampling as transformers' _beam_search runs them: each step scores every
+// beam's continuations by accumulated log-probability (after the logits processors, and the
+// warpers when sampling), keeps the best (1 + eos ids) x num_beams of them, moves those that end
+// (eos or the length limit) among the finished hypotheses ranked by score / length^
+// length_penalty, and continues the best num_beams that do not; early_stopping decides when no
+// running beam can still win.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "anvil/model.h"
+#include "generate/generation_settings.h"
+#include "models/decoder.h"
+
+namespace anvil {
+
+struct BeamSearchResult {
+  /// num_return_sequences rows per prompt, best first: prompt, new tokens, then the fill value
+  /// (pad, or the first eos where pad is 0, as transformers) up to the longest returned row.
+  std::vector<std::vector<int64_t>> sequences;
+  std::vector<float> scores;  ///< each row's length-penalised score (sequences_scores)
+};
+
+/// `mask`: the batch's checked attention mask (checked_mask).
+BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSettings& settings,
+                                 const Batch& batch, const std::vector<std::vector<int64_t>>& mask);
+
+/// Copies positions [0, length) of every layer's keys and values: row r of `to` from row
+/// `source_rows[r]` of `from` (rows with a negative source are left alone). The caches may
+/// differ in rows and capacity, not in layers, heads or dtype; `from` and `to` must not be the
+/// same cache.
+void copy_cache_rows(const KvCache& from, KvCache& to, const std::vector<int64_t>& source_rows,
+                     int64_t length);
+
+}  // namespace anvil

@@ -1,0 +1,114 @@
+// generate()'s settings from generation_config.json and GenerateOptions.
+#include "generate/generation_settings.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "anvil/error.h"
+
+namespace anvil {
+
+namespace {
+
+SamplingParams sampling_params(const GenerationConfig& gen, const GenerateOptions& o) {
+  SamplingParams p;
+  p.do_sample = o.do_sample.value_or(gen.do_sample);
+  p.temperature = o.temperature.value_or(gen.temperature);
+  p.top_k = o.top_k.value_or(gen.top_k);
+  p.top_p = o.top_p.value_or(gen.top_p);
+  p.min_p = o.min_p.value_or(gen.min_p);
+  p.repetition_penalty = o.repetition_penalty.value_or(gen.repetition_penalty);
+  p.typical_p = o.typical_p.value_or(gen.typical_p);
+  p.epsilon_cutoff = o.epsilon_cutoff.value_or(gen.epsilon_cutoff);
+  p.eta_cutoff = o.eta_cutoff.value_or(gen.eta_cutoff);
+  if (!(p.typical_p > 0 && p.typical_p <= 1)) throw Error("typical_p must be in (0, 1]");
+  if (!(p.epsilon_cutoff >= 0 && p.epsilon_cutoff < 1)) {
+    throw Error("epsilon_cutoff must be in [0, 1)");
+  }
+  if (!(p.eta_cutoff >= 0 && p.eta_cutoff < 1)) throw Error("eta_cutoff must be in [0, 1)");
+  if (p.do_sample && !(p.temperature > 0)) {
+    throw Error("temperature must be strictly positive when sampling (use greedy decoding for 0)");
+  }
+  if (p.top_k < 0) throw Error("top_k must not be negative");
+  if (!(p.top_p > 0 && p.top_p <= 1)) throw Error("top_p must be in (0, 1]");
+  if (!(p.min_p >= 0 && p.min_p <= 1)) throw Error("min_p must be in [0, 1]");
+  if (!(p.repetition_penalty > 0)) throw Error("repetition_penalty must be strictly positive");
+  return p;
+}
+
+}  // namespace
+
+GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateOptions& opts,
+                                    int64_t prompt) {
+  if (!gen.unimplemented.empty()) throw Error(gen.unimplemented);
+  GenerationSettings s;
+  s.sampling = sampling_params(gen, opts);
+  s.max_new = opts.max_new_tokens.value_or(
+      gen.max_new_tokens.value_or(std::max<int64_t>(0, gen.max_length - prompt)));
+  if (s.max_new < 0) throw Error("max_new_tokens must not be negative");
+  if (opts.min_new_tokens < 0) throw Error("min_new_tokens must not be negative");
+  // MinLength- and MinNewTokensLengthLogitsProcessor: eos suppressed for the first min_new
+  // tokens. min_new_tokens (the options', else generation_config's) replaces min_length, which
+  // counts the prompt, as transformers' _prepare_generated_length does.
+  const std::optional<int64_t> min_new_set =
+      opts.min_new_tokens > 0 ? std::optional<int64_t>(opts.min_new_tokens) : gen.min_new_tokens;
+  s.min_new = min_new_set ? *min_new_set : std::max<int64_t>(0, gen.min_length - prompt);
+  s.no_repeat_ngram_size = opts.no_repeat_ngram_size.value_or(gen.no_repeat_ngram_size);
+  if (s.no_repeat_ngram_size < 0) throw Error("no_repeat_ngram_size must not be negative");
+  s.eos = opts.eos_token_ids.value_or(gen.eos_token_ids);
+  s.pad = opts.pad_token_id.value_or(gen.pad_token_id.value_or(s.eos.empty() ? 0 : s.eos[0]));
+  s.bad_words_ids = gen.bad_words_ids;
+  s.suppress_tokens = gen.suppress_tokens;
+  s.begin_suppress_tokens = gen.begin_suppress_tokens;
+  s.forced_eos_token_ids = gen.forced_eos_token_ids;
+  s.num_beams = opts.num_beams.value_or(gen.num_beams);
+  s.num_return_sequences = opts.num_return_sequences.value_or(gen.num_return_sequences);
+  s.length_penalty = opts.length_penalty.value_or(gen.length_penalty);
+  s.early_stopping = opts.early_stopping.value_or(gen.early_stopping);
+  s.seed = opts.seed;
+  if (s.num_beams < 1) throw Error("num_beams must be at least 1");
+  if (s.num_return_sequences < 1) throw Error("num_return_sequences must be at least 1");
+  // transformers' GenerationConfig.validate.
+  if (s.num_beams == 1 && s.num_return_sequences > 1 && !s.sampling.do_sample) {
+    throw Error("greedy decoding without beam search returns one sequence per prompt, not " +
+                std::to_string(s.num_return_sequences) +
+                " (num_return_sequences > 1 needs sampling or num_beams >= num_return_sequences)");
+  }
+  if (s.num_beams > 1 && s.num_return_sequences > s.num_beams) {
+    throw Error("num_return_sequences (" + std::to_string(s.num_return_sequences) +
+                ") must not exceed num_beams (" + std::to_string(s.num_beams) + ")");
+  }
+  if (s.num_beams > 1 && opts.streamer) {
+    throw Error("a streamer cannot follow beam search: a beam's tokens can still be replaced");
+  }
+  return s;
+}
+
+bool GenerationSettings::host_edits() const {
+  return no_repeat_ngram_size > 0 || sampling.needs_whole_rows() || !bad_words_ids.empty() ||
+         !suppress_tokens.empty() || !begin_suppress_tokens.empty() ||
+         !forced_eos_token_ids.empty();
+}
+
+void GenerationSettings::process(std::span<float> scores, const std::vector<int64_t>& row,
+                                 int64_t padding, int64_t t, bool penalised) const {
+  if (!penalised && sampling.repetition_penalty != 1.0f) {
+    const std::vector<int64_t> context(
+        row.begin() + std::min<int64_t>(padding, static_cast<int64_t>(row.size())), row.end());
+    apply_repetition_penalty(scores, context, sampling.repetition_penalty);
+  }
+  ban_repeated_ngrams(scores, row, no_repeat_ngram_size);
+  ban_bad_words(scores, row, bad_words_ids, eos);
+  if (t < min_new) anvil::suppress_tokens(scores, eos);
+  if (!forced_eos_token_ids.empty() && t == max_new - 1) force_tokens(scores, forced_eos_token_ids);
+  anvil::suppress_tokens(scores, suppress_tokens);
+  if (t == 0) anvil::suppress_tokens(scores, begin_suppress_tokens);
+}
+
+int64_t leading_padding(const std::vector<int64_t>& mask_row) {
+  const auto first =
+      std::find_if(mask_row.begin(), mask_row.end(), [](int64_t m) { return m != 0; });
+  return first == mask_row.end() ? 0 : first - mask_row.begin();
+}
+
+}  // namespace anvil

@@ -1,0 +1,51 @@
+// What one generate() call runs with: generation_config.json's fields with GenerateOptions'
+// overrides, checked as transformers checks them, the prompt's length turned into counts of new
+// tokens, and the processors that edit a row's scores on the host in transformers' order.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "anvil/config.h"
+#include "anvil/model.h"
+#include "generate/logits_processor.h"
+
+namespace anvil {
+
+struct GenerationSettings {
+  SamplingParams sampling;
+  int64_t max_new = 0;  ///< new tokens at most
+  int64_t min_new = 0;  ///< eos suppressed for the first min_new new tokens
+  int64_t no_repeat_ngram_size = 0;
+  std::vector<int64_t> eos;
+  int64_t pad = 0;
+  std::vector<std::vector<int64_t>> bad_words_ids;
+  std::vector<int64_t> suppress_tokens, begin_suppress_tokens, forced_eos_token_ids;
+  int64_t num_beams = 1, num_return_sequences = 1;
+  float length_penalty = 1.0f;
+  EarlyStopping early_stopping = EarlyStopping::heuristic;
+  uint64_t seed = 0;
+
+  /// Whether a processor other than the repetition penalty edits rows on the host (n-gram ban,
+  /// bad words, suppressions, forced eos, the warpers that read whole rows): a generation with
+  /// any runs every step there.
+  bool host_edits() const;
+
+  /// The processors at new token `t` (0 for the first), on one row's scores, in transformers'
+  /// order: repetition penalty (unless `penalised` already), n-grams, bad words, minimum
+  /// lengths, forced eos, suppressions. `row` is every id so far; the repetition penalty skips
+  /// its first `padding` (the prompt's left padding, as transformers ignores it).
+  void process(std::span<float> scores, const std::vector<int64_t>& row, int64_t padding, int64_t t,
+               bool penalised = false) const;
+};
+
+/// `gen` with `opts` over it for prompts of `prompt` ids; throws anvil::Error for values
+/// transformers refuses (and for generation_config fields anvil does not implement).
+GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateOptions& opts,
+                                    int64_t prompt);
+
+/// How many ids a mask row's left padding holds (transformers' argmax of mask != 0).
+int64_t leading_padding(const std::vector<int64_t>& mask_row);
+
+}  // namespace anvil
