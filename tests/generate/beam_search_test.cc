@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -139,6 +140,38 @@ TEST(BeamSearch, RefusesWhatTransformersRefuses) {
             EarlyStopping::never);
   EXPECT_EQ(GenerationConfig::from_json_text(R"({"early_stopping": true})", "g").early_stopping,
             EarlyStopping::when_beams_finished);
+}
+
+// Sampling with num_return_sequences: each prompt's rows one after another, drawn
+// independently (the same seed, the same rows; top_k 1 leaves greedy's).
+TEST(NumReturnSequences, SamplingRepeatsEachPrompt) {
+  const auto& model_goldens = goldens()["qwen2-tiny"];
+  const CausalLM model = load_f32("qwen2-tiny");
+  const Batch batch = batch_of(model_goldens);
+  GenerateOptions o;
+  o.max_new_tokens = 8;
+  o.do_sample = true;
+  o.top_k = 0;
+  o.num_return_sequences = 3;
+  o.eos_token_ids = std::vector<int64_t>{};
+  o.seed = 3;
+  const auto rows = model.generate(batch, o);
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(model.generate(batch, o), rows);
+  const size_t prompt = batch.input_ids[0].size();
+  for (size_t r = 0; r < rows.size(); ++r) {
+    EXPECT_TRUE(std::equal(batch.input_ids[r / 3].begin(), batch.input_ids[r / 3].end(),
+                           rows[r].begin()));
+  }
+  EXPECT_GE(std::set<std::vector<int64_t>>(rows.begin(), rows.begin() + 3).size(), 2u);
+  o.top_k = 1;
+  GenerateOptions greedy = o;
+  greedy.do_sample = false;
+  greedy.num_return_sequences = 1;
+  const auto one = model.generate(batch, greedy);
+  const auto sampled = model.generate(batch, o);
+  for (size_t r = 0; r < sampled.size(); ++r) EXPECT_EQ(sampled[r], one[r / 3]);
+  EXPECT_EQ(sampled[0].size(), prompt + 8);
 }
 
 // Rows gathered between caches: each row's first `length` positions of every layer and head
