@@ -40,6 +40,9 @@ struct RopeConfig {
   /// past it (head_dim / 2 each); cos and sin scaled by attention_factor (0: derived from
   /// factor, which 0 derives from max_position_embeddings over the original context).
   std::vector<float> short_factor, long_factor;
+  /// The leading dimensions of each head that rotate (int(head_dim * partial_rotary_factor),
+  /// Phi-4-mini's 0.75); the rest pass through unrotated. 0: the whole head.
+  int64_t rotary_dim = 0;
 };
 
 /// The fields of config.json the decoder needs, architecture flags resolved.
@@ -73,6 +76,9 @@ struct ModelConfig {
   std::optional<DType> dtype;  ///< `torch_dtype` / `dtype`, when the file says
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> bos_token_id, pad_token_id;
+
+  /// The leading dimensions of each head that RoPE rotates (rope.rotary_dim, else head_dim).
+  int64_t rotary_dims() const { return rope.rotary_dim > 0 ? rope.rotary_dim : head_dim; }
 
   /// Reads `path` (a config.json); throws anvil::Error naming the file and the field at fault.
   static ModelConfig from_file(const std::string& path);

@@ -64,12 +64,12 @@ void parse_longrope(const json& params, const char* field, int64_t original_cont
   const std::string at = std::string(field) + ".";
   c.rope.type = RopeType::longrope;
   c.rope.original_max_position_embeddings = original_context;
-  const size_t half = static_cast<size_t>(c.head_dim / 2);
+  const size_t half = static_cast<size_t>(c.rotary_dims() / 2);
   auto factors = [&](const char* key) {
     const json* v = jf::find(params, key);
     if (!v || !v->is_array() || v->size() != half) {
       jf::fail(source, at + key,
-               "must be a list of head_dim / 2 = " + std::to_string(half) + " numbers");
+               "must be a list of (rotary) head_dim / 2 = " + std::to_string(half) + " numbers");
     }
     std::vector<float> out;
     for (const json& x : *v) {
@@ -89,6 +89,30 @@ void parse_longrope(const json& params, const char* field, int64_t original_cont
   read_attention_factor(params, at, c, source);
 }
 
+// partial_rotary_factor, from the rope parameters or the top level (Phi3Config's setdefault
+// order): int(head_dim * factor) dimensions rotate. Only a class that splits the head for it
+// (Phi3Attention) takes a factor below 1.
+void parse_partial_rotary(const json& j, const json* params, const Architecture& arch,
+                          ModelConfig& c, const std::string& source) {
+  std::optional<double> factor;
+  const char* field = "partial_rotary_factor";
+  if (params && params->is_object()) factor = jf::opt_number(*params, field, source);
+  if (!factor) factor = jf::opt_number(j, field, source);
+  if (!factor || *factor == 1.0) return;
+  if (!arch.partial_rotary) {
+    jf::fail(source, field,
+             "is " + json(*factor).dump() + ", but " + arch.class_name +
+                 " rotates whole heads (transformers' rotary embedding fails on it too)");
+  }
+  const auto dims = static_cast<int64_t>(static_cast<double>(c.head_dim) * *factor);
+  if (!(*factor > 0 && *factor < 1) || dims < 2 || dims % 2 != 0) {
+    jf::fail(source, field,
+             "must be in (0, 1) and rotate an even number of dimensions (head_dim " +
+                 std::to_string(c.head_dim) + " x factor = " + std::to_string(dims) + ")");
+  }
+  c.rope.rotary_dim = dims;
+}
+
 void parse_rope(const json& j, const Architecture& arch, ModelConfig& c,
                 const std::string& source) {
   // transformers 5: rope_parameters {rope_type, rope_theta, ...}; the Hub's older files:
@@ -100,6 +124,7 @@ void parse_rope(const json& j, const Architecture& arch, ModelConfig& c,
     field = "rope_scaling";
   }
   c.rope.theta = jf::opt_number(j, "rope_theta", source).value_or(10000.0);
+  parse_partial_rotary(j, params, arch, c, source);
   if (params) {
     if (!params->is_object()) jf::fail(source, field, "must be an object, got " + params->dump());
     if (auto t = jf::opt_number(*params, "rope_theta", source)) c.rope.theta = *t;
@@ -164,12 +189,6 @@ void parse_rope(const json& j, const Architecture& arch, ModelConfig& c,
                    "', which anvil does not implement (it implements default, linear, llama3, "
                    "yarn, dynamic and longrope)");
     }
-    if (auto p = jf::opt_number(*params, "partial_rotary_factor", source); p && *p != 1.0) {
-      jf::fail(source, "partial_rotary_factor", "is not 1.0, which anvil does not implement");
-    }
-  }
-  if (auto p = jf::opt_number(j, "partial_rotary_factor", source); p && *p != 1.0) {
-    jf::fail(source, "partial_rotary_factor", "is not 1.0, which anvil does not implement");
   }
   if (c.rope.theta <= 0) jf::fail(source, "rope_theta", "must be positive");
 }

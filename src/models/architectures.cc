@@ -69,11 +69,11 @@ void apply_qwen3(const nlohmann::json& raw, ModelConfig& c, const std::string& s
 }
 
 constexpr Architecture kArchitectures[] = {
-    {"LlamaForCausalLM", "llama", 2048, 1e-6, 0, false, &apply_llama},
-    {"MistralForCausalLM", "mistral", 4096 * 32, 1e-6, 0, false, &apply_mistral},
-    {"Phi3ForCausalLM", "phi3", 4096, 1e-5, 4096, true, &apply_phi3},
-    {"Qwen2ForCausalLM", "qwen2", 32768, 1e-6, 0, false, &apply_qwen2},
-    {"Qwen3ForCausalLM", "qwen3", 32768, 1e-6, 0, false, &apply_qwen3},
+    {"LlamaForCausalLM", "llama", 2048, 1e-6, 0, false, false, &apply_llama},
+    {"MistralForCausalLM", "mistral", 4096 * 32, 1e-6, 0, false, false, &apply_mistral},
+    {"Phi3ForCausalLM", "phi3", 4096, 1e-5, 4096, true, true, &apply_phi3},
+    {"Qwen2ForCausalLM", "qwen2", 32768, 1e-6, 0, false, false, &apply_qwen2},
+    {"Qwen3ForCausalLM", "qwen3", 32768, 1e-6, 0, false, false, &apply_qwen3},
 };
 
 std::string supported_list() {

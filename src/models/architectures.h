@@ -23,6 +23,9 @@ struct Architecture {
   int64_t default_original_context;
   /// The config class reads rope types "su" and "yarn" as longrope (Phi3Config).
   bool yarn_means_longrope;
+  /// The attention rotates only int(head_dim * partial_rotary_factor) dimensions of each head
+  /// (Phi3Attention); the other classes' apply_rotary_pos_emb fails on such a factor.
+  bool partial_rotary;
   /// Sets the architecture's flags on `config` from the raw config.json.
   void (*apply)(const nlohmann::json& raw, ModelConfig& config, const std::string& source);
 };

@@ -81,6 +81,10 @@ Json hf_config(const ModelConfig& c, DType dtype) {
   if (c.rope.type == RopeType::longrope) {
     j["original_max_position_embeddings"] = c.rope.original_max_position_embeddings;
   }
+  if (c.rope.rotary_dim > 0) {
+    j["partial_rotary_factor"] =
+        static_cast<double>(c.rope.rotary_dim) / static_cast<double>(c.head_dim);
+  }
   if (c.sliding_window) j["sliding_window"] = *c.sliding_window;
   j["hidden_act"] = "silu";
   j["tie_word_embeddings"] = c.tie_word_embeddings;

@@ -204,11 +204,12 @@ void read_gguf_yarn(const GgufFile& f, const std::string& a, const std::string& 
 // One F32 vector of head_dim / 2 per-frequency values (llama.cpp's RoPE factor tensors).
 std::vector<float> frequency_vector(const GgufFile& f, const GgufTensorInfo& t,
                                     const std::string& name, const ModelConfig& c) {
-  if (t.type != GgmlType::f32 || t.dims.size() != 1 ||
-      static_cast<int64_t>(t.dims[0]) != c.head_dim / 2) {
-    throw Error(f.path() + ": " + name + " must be F32 with head_dim/2 entries");
+  const int64_t half = c.rotary_dims() / 2;
+  if (t.type != GgmlType::f32 || t.dims.size() != 1 || static_cast<int64_t>(t.dims[0]) != half) {
+    throw Error(f.path() + ": " + name +
+                " must be F32 with rope.dimension_count/2 = " + std::to_string(half) + " entries");
   }
-  std::vector<float> v(static_cast<size_t>(c.head_dim / 2));
+  std::vector<float> v(static_cast<size_t>(half));
   std::memcpy(v.data(), f.tensor_data(t), v.size() * sizeof(float));
   for (float x : v) {
     if (!(x > 0)) throw Error(f.path() + ": " + name + " holds a value that is not positive");
@@ -217,19 +218,20 @@ std::vector<float> frequency_vector(const GgufFile& f, const GgufTensorInfo& t,
 }
 
 // Phi-3 as llama.cpp's converter writes it (Phi3MiniModel): q/k/v and gate/up fused, the window
-// as attention.sliding_window (0: none), a partial rotary factor as a rope.dimension_count below
-// the head size (refused), and longrope as rope_factors_long / rope_factors_short with
-// rope.scaling.original_context_length and rope.scaling.attn_factor, the attention factor
+// as attention.sliding_window (0: none), a partial rotary factor (Phi-4-mini) as a
+// rope.dimension_count below the head size, and longrope as rope_factors_long / rope_factors_short
+// with rope.scaling.original_context_length and rope.scaling.attn_factor, the attention factor
 // itself. Generation follows transformers' Phi-3 (factors per step, the cache recomputed at the
 // switch), not llama.cpp's (one set for the whole context size).
 void read_gguf_phi3(const GgufFile& f, const std::string& a, const std::string& path,
                     ModelConfig& c) {
   c.fused_projections = true;
-  if (meta_int(f, a + "rope.dimension_count", c.head_dim) != c.head_dim) {
-    throw Error(path +
-                ": rope.dimension_count below the head size (a partial rotary factor) "
-                "is not implemented");
+  const int64_t rotary = meta_int(f, a + "rope.dimension_count", c.head_dim);
+  if (rotary < 2 || rotary > c.head_dim || rotary % 2 != 0) {
+    throw Error(path + ": rope.dimension_count is " + std::to_string(rotary) +
+                "; it must be even and within the head size " + std::to_string(c.head_dim));
   }
+  if (rotary < c.head_dim) c.rope.rotary_dim = rotary;
   if (const int64_t w = meta_int(f, a + "attention.sliding_window", 0); w > 0) {
     c.sliding_window = w;
   }

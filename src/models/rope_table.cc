@@ -70,8 +70,9 @@ std::vector<float> frequencies_for_length(const RopeConfig& rope, int64_t head_d
     const auto factor = static_cast<float>(rope.factor);
     const float ratio = factor * static_cast<float>(seq_len) / static_cast<float>(original) -
                         static_cast<float>(rope.factor - 1);
+    const int64_t dim = rope.rotary_dim > 0 ? rope.rotary_dim : head_dim;
     const auto exponent =
-        static_cast<float>(static_cast<double>(head_dim) / static_cast<double>(head_dim - 2));
+        static_cast<float>(static_cast<double>(dim) / static_cast<double>(dim - 2));
     grown.theta = static_cast<float>(rope.theta) * std::pow(ratio, exponent);
   }
   return rope_frequencies(grown, head_dim).inv_freq;
@@ -86,6 +87,16 @@ double yarn_attention_factor(const RopeConfig& rope) {
 }
 
 RopeFrequencies rope_frequencies(const RopeConfig& rope, int64_t head_dim) {
+  if (rope.rotary_dim > 0 && rope.rotary_dim < head_dim) {
+    // Partial rotary: the frequencies of the rotated dimensions, then 0 for the rest (cos 1 and
+    // sin 0, exactly the identity) up to head_dim / 2, which the decoder's kernels read; the
+    // weights' row order (weights.cc) pairs the dimensions accordingly.
+    RopeConfig whole = rope;
+    whole.rotary_dim = 0;
+    RopeFrequencies f = rope_frequencies(whole, rope.rotary_dim);
+    f.inv_freq.resize(static_cast<size_t>(head_dim / 2), 0.0f);
+    return f;
+  }
   RopeFrequencies f;
   const int64_t half = head_dim / 2;
   f.inv_freq.resize(half);

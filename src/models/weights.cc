@@ -2,10 +2,55 @@
 // modeling_qwen3.py. Zero-copy when the file already holds the requested dtype on the CPU.
 #include "models/weights.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "anvil/error.h"
 
 namespace anvil {
 namespace {
+
+// A host tensor's rows (whole rows, so any dtype, quantized blocks included) in a new order.
+Tensor reorder_rows(const Tensor& t, const std::vector<int64_t>& rows) {
+  const Tensor src = t.contiguous();
+  Tensor out = Tensor::empty(src.shape(), src.dtype());
+  const size_t row_bytes = src.nbytes() / static_cast<size_t>(src.size(0));
+  const auto* from = static_cast<const uint8_t*>(src.raw());
+  auto* to = static_cast<uint8_t*>(out.raw());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(to + i * row_bytes, from + static_cast<size_t>(rows[i]) * row_bytes, row_bytes);
+  }
+  return out;
+}
+
+// Partial rotary (Phi-4-mini): transformers rotates dimension i of a head with i + r/2 for i
+// below r/2 (r = rotary_dims) and leaves dimensions r.. alone; the decoder's RoPE kernels pair
+// i with i + head_dim/2 across the whole head. Each head's q and k rows reordered so that the
+// rotated pairs land on (i, i + head_dim/2) for i < r/2 and the unrotated dimensions fill the
+// other slots, whose frequencies are 0 (rope_table.cc: cos 1, sin 0, the identity), give
+// transformers' rotation with no kernel knowing; q.k sums the same products in another order
+// (v and the output are not reordered). The order, new row -> stored row, for `heads` heads
+// starting at row `first` of a tensor of `total` rows; empty when every dimension rotates.
+std::vector<int64_t> rotary_row_order(const ModelConfig& c, int64_t heads, int64_t first,
+                                      int64_t total) {
+  const int64_t d = c.head_dim, r = c.rotary_dims();
+  if (r == d) return {};
+  std::vector<int64_t> order(static_cast<size_t>(total));
+  for (int64_t i = 0; i < total; ++i) order[i] = i;
+  const int64_t half = d / 2, rotated = r / 2, passed = half - rotated;
+  for (int64_t h = 0; h < heads; ++h) {
+    const int64_t base = first + h * d;
+    for (int64_t i = 0; i < rotated; ++i) {
+      order[base + i] = base + i;                   // the pair's first element
+      order[base + half + i] = base + rotated + i;  // its partner
+    }
+    for (int64_t i = 0; i < passed; ++i) {  // unrotated: r .. r + passed, then the rest
+      order[base + rotated + i] = base + r + i;
+      order[base + half + rotated + i] = base + r + passed + i;
+    }
+  }
+  return order;
+}
 
 class Scope {
  public:
@@ -13,7 +58,10 @@ class Scope {
         Device device)
       : src_(src), config_(config), dtype_(dtype), device_(device) {}
 
-  Tensor get(const std::string& name, const Shape& shape) const {
+  /// `rows`: when given, row i of the result is row rows[i] of the stored tensor (elements for
+  /// a vector), reordered on the host before it moves to the device.
+  Tensor get(const std::string& name, const Shape& shape,
+             const std::vector<int64_t>* rows = nullptr) const {
     if (!src_.contains(name)) {
       throw Error("checkpoint has no tensor '" + name + "' (needed by " + config_.architecture +
                   ")");
@@ -41,11 +89,13 @@ class Scope {
       converted.copy_from(t);
       t = converted;
     }
+    if (rows) t = reorder_rows(t, *rows);
     return t.to(device_);
   }
 
-  Tensor get_optional(bool present, const std::string& name, const Shape& shape) const {
-    return present ? get(name, shape) : Tensor();
+  Tensor get_optional(bool present, const std::string& name, const Shape& shape,
+                      const std::vector<int64_t>* rows = nullptr) const {
+    return present ? get(name, shape, rows) : Tensor();
   }
 
  private:
@@ -107,6 +157,19 @@ ModelWeights load_weights(const WeightSource& source, const ModelConfig& c,
   const Scope s(source, c, dtype, device);
   const int64_t h = c.hidden_size, hd = c.head_dim, inter = c.intermediate_size;
   const int64_t q_out = c.num_attention_heads * hd, kv_out = c.num_key_value_heads * hd;
+  // Partial rotary's reordering of q and k rows (empty orders: none).
+  const std::vector<int64_t> q_rows = rotary_row_order(c, c.num_attention_heads, 0, q_out);
+  const std::vector<int64_t> k_rows = rotary_row_order(c, c.num_key_value_heads, 0, kv_out);
+  const std::vector<int64_t> head_rows = rotary_row_order(c, 1, 0, hd);
+  std::vector<int64_t> qkv_rows;
+  if (!q_rows.empty()) {
+    qkv_rows = rotary_row_order(c, c.num_attention_heads, 0, q_out + 2 * kv_out);
+    const auto k_part = rotary_row_order(c, c.num_key_value_heads, q_out, q_out + 2 * kv_out);
+    std::copy(k_part.begin() + q_out, k_part.begin() + q_out + kv_out, qkv_rows.begin() + q_out);
+  }
+  const auto order = [](const std::vector<int64_t>& rows) {
+    return rows.empty() ? nullptr : &rows;
+  };
   ModelWeights w;
   w.embed_tokens = s.get("model.embed_tokens.weight", {c.vocab_size, h});
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
@@ -114,22 +177,23 @@ ModelWeights load_weights(const WeightSource& source, const ModelConfig& c,
     LayerWeights l;
     l.input_layernorm = s.get(p + "input_layernorm.weight", {h});
     if (c.fused_projections) {  // Phi-3: rows q, then k, then v; views, no copies
-      const Tensor qkv = s.get(p + "self_attn.qkv_proj.weight", {q_out + 2 * kv_out, h});
+      const Tensor qkv =
+          s.get(p + "self_attn.qkv_proj.weight", {q_out + 2 * kv_out, h}, order(qkv_rows));
       l.q_proj = qkv.narrow(0, 0, q_out);
       l.k_proj = qkv.narrow(0, q_out, kv_out);
       l.v_proj = qkv.narrow(0, q_out + kv_out, kv_out);
     } else {
-      l.q_proj = s.get(p + "self_attn.q_proj.weight", {q_out, h});
-      l.k_proj = s.get(p + "self_attn.k_proj.weight", {kv_out, h});
+      l.q_proj = s.get(p + "self_attn.q_proj.weight", {q_out, h}, order(q_rows));
+      l.k_proj = s.get(p + "self_attn.k_proj.weight", {kv_out, h}, order(k_rows));
       l.v_proj = s.get(p + "self_attn.v_proj.weight", {kv_out, h});
     }
     l.o_proj = s.get(p + "self_attn.o_proj.weight", {h, q_out});
-    l.q_bias = s.get_optional(c.qkv_bias, p + "self_attn.q_proj.bias", {q_out});
-    l.k_bias = s.get_optional(c.qkv_bias, p + "self_attn.k_proj.bias", {kv_out});
+    l.q_bias = s.get_optional(c.qkv_bias, p + "self_attn.q_proj.bias", {q_out}, order(q_rows));
+    l.k_bias = s.get_optional(c.qkv_bias, p + "self_attn.k_proj.bias", {kv_out}, order(k_rows));
     l.v_bias = s.get_optional(c.qkv_bias, p + "self_attn.v_proj.bias", {kv_out});
     l.o_bias = s.get_optional(c.o_bias, p + "self_attn.o_proj.bias", {h});
-    l.q_norm = s.get_optional(c.qk_norm, p + "self_attn.q_norm.weight", {hd});
-    l.k_norm = s.get_optional(c.qk_norm, p + "self_attn.k_norm.weight", {hd});
+    l.q_norm = s.get_optional(c.qk_norm, p + "self_attn.q_norm.weight", {hd}, order(head_rows));
+    l.k_norm = s.get_optional(c.qk_norm, p + "self_attn.k_norm.weight", {hd}, order(head_rows));
     l.post_attention_layernorm = s.get(p + "post_attention_layernorm.weight", {h});
     if (c.fused_projections) {  // gate the first half, as Phi3MLP's chunk(2)
       const Tensor gate_up = s.get(p + "mlp.gate_up_proj.weight", {2 * inter, h});

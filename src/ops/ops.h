@@ -36,7 +36,10 @@ void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Ten
 /// Rotary embedding in place, half-split layout (transformers' rotate_half): for each token n
 /// and head h, angle_i = float(positions[n]) * inv_freq[i] in float32, and
 /// (x_i, x_{i+d/2}) <- (x_i cos - x_{i+d/2} sin, x_{i+d/2} cos + x_i sin), cos/sin scaled by
-/// `scaling`. x: [N, heads, head_dim]; positions: [N] i32; inv_freq: [head_dim/2] f32.
+/// `scaling`. x: [N, heads, head_dim]; positions: [N] i32; inv_freq: [head_dim/2] f32. An
+/// inv_freq of exactly 0 (no real frequency is) marks a pair that does not rotate, partial
+/// rotary's pass-through dimensions: it stays as it is, unscaled. Every RoPE kernel (rope_store,
+/// rope_attention, decode_layers) follows the same rule.
 struct RopeArgs {
   Tensor x, positions, inv_freq;
   float scaling;

@@ -68,8 +68,9 @@ void rope(const RopeArgs& a) {
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t i = 0; i < half; ++i) {
       const float angle = pos[t] * inv[i];  // float32 product, as transformers computes it
-      const double c = std::cos(static_cast<double>(angle)) * a.scaling;
-      const double s = std::sin(static_cast<double>(angle)) * a.scaling;
+      const double scale = inv[i] == 0.0f ? 1.0 : a.scaling;  // 0: a pair that does not rotate
+      const double c = std::cos(static_cast<double>(angle)) * scale;
+      const double s = std::sin(static_cast<double>(angle)) * scale;
       for (int64_t h = 0; h < heads; ++h) {
         double* v = &x[(t * heads + h) * d];
         const double x1 = v[i], x2 = v[i + half];

@@ -2,6 +2,8 @@
 // architecture flags, and the refusals that keep anvil from running a model it would get wrong.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "anvil/config.h"
 #include "anvil/error.h"
 #include "models/rope_table.h"
@@ -247,18 +249,38 @@ TEST(ModelConfig, Phi3LongropeAsTransformersReadsIt) {
   };
   EXPECT_NE(error(R"(, "rope_scaling": {"type": "longrope", "short_factor": [1, 1],
       "long_factor": [1, 1, 1, 1]})")
-                .find("short_factor' must be a list of head_dim / 2 = 4 numbers"),
+                .find("short_factor' must be a list of (rotary) head_dim / 2 = 4 numbers"),
             std::string::npos);
   EXPECT_NE(error(R"(, "rope_scaling": {"type": "longrope", "short_factor": [1, 1, 1, 1],
       "long_factor": [1, 0, 1, 1]})")
                 .find("long_factor' must hold positive numbers"),
             std::string::npos);
-  EXPECT_NE(error(R"(, "partial_rotary_factor": 0.75)").find("partial_rotary_factor"),
+  // Partial rotary: the factors count the rotated pairs (0.75 of head_dim 8: 6 dimensions, 3
+  // pairs); an odd number of rotated dimensions is refused.
+  EXPECT_NE(error(R"(, "partial_rotary_factor": 0.75, "rope_scaling": {"type": "longrope",
+      "short_factor": [1, 1, 1, 1], "long_factor": [1, 1, 1, 1]})")
+                .find("short_factor' must be a list of (rotary) head_dim / 2 = 3 numbers"),
+            std::string::npos);
+  const ModelConfig partial = phi3(R"(, "partial_rotary_factor": 0.75, "rope_scaling": {
+      "type": "longrope", "short_factor": [1, 2, 3], "long_factor": [4, 5, 6]})");
+  EXPECT_EQ(partial.rope.rotary_dim, 6);
+  EXPECT_EQ(partial.rotary_dims(), 6);
+  const auto freqs = rope_frequencies(partial.rope, partial.head_dim).inv_freq;
+  ASSERT_EQ(freqs.size(), 4u);  // head_dim / 2, the unrotated pair's frequency 0
+  EXPECT_FLOAT_EQ(freqs[0], 1.0f);
+  EXPECT_FLOAT_EQ(freqs[1], 1.0f / (2.0f * std::pow(10000.0f, 2.0f / 6.0f)));
+  EXPECT_EQ(freqs[3], 0.0f);
+  EXPECT_EQ(phi3(R"(, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5})")
+                .rope.rotary_dim,
+            4);
+  EXPECT_NE(error(R"(, "partial_rotary_factor": 0.4)").find("even number of dimensions"),
             std::string::npos);
   EXPECT_NE(error(R"(, "sliding_window": 0)").find("sliding_window"), std::string::npos);
 }
 
 TEST(ModelConfig, RefusesWhatItCannotRunByName) {
+  EXPECT_NE(error_of(R"(,"partial_rotary_factor": 0.5)").find("rotates whole heads"),
+            std::string::npos);
   EXPECT_NE(error_of(R"(,"rope_scaling": {"rope_type": "yarn"})").find("factor"),
             std::string::npos);
   EXPECT_NE(error_of(R"(,"rope_scaling": {"rope_type": "yarn", "factor": 2,

@@ -5,8 +5,8 @@
 // cache row gather, and the settings transformers refuses.
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -160,8 +160,8 @@ TEST(NumReturnSequences, SamplingRepeatsEachPrompt) {
   EXPECT_EQ(model.generate(batch, o), rows);
   const size_t prompt = batch.input_ids[0].size();
   for (size_t r = 0; r < rows.size(); ++r) {
-    EXPECT_TRUE(std::equal(batch.input_ids[r / 3].begin(), batch.input_ids[r / 3].end(),
-                           rows[r].begin()));
+    EXPECT_TRUE(
+        std::equal(batch.input_ids[r / 3].begin(), batch.input_ids[r / 3].end(), rows[r].begin()));
   }
   EXPECT_GE(std::set<std::vector<int64_t>>(rows.begin(), rows.begin() + 3).size(), 2u);
   o.top_k = 1;

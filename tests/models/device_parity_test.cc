@@ -303,7 +303,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, DeviceDecode,
                          ::testing::Combine(::testing::Values("qwen3-tiny", "llama-tiny",
                                                               "qwen2-tiny", "extra/qwen2-yarn-tiny",
                                                               "extra/mistral-window-tiny",
-                                                              "extra/phi3-longrope-window-tiny"),
+                                                              "extra/phi3-longrope-window-tiny",
+                                                              "extra/phi3-partial-tiny"),
                                             ::testing::Values("cuda", "opencl")),
                          [](const auto& param_info) {
                            std::string n =

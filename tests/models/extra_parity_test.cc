@@ -124,6 +124,13 @@ TEST(ExtraParity, Phi3FusedLongropeWindow) {
   check_parity_and_long_generation(extra("phi3-longrope-window-tiny"));
 }
 
+// scripts/goldens/make_phi3_goldens.py: Phi-4-mini's shape, partial_rotary_factor 0.75 (12 of
+// 16 dimensions rotate, the rest pass through) with longrope over the rotated pairs and tied
+// embeddings; the long input and a generation past the original context.
+TEST(ExtraParity, Phi3PartialRotary) {
+  check_parity_and_long_generation(extra("phi3-partial-tiny"));
+}
+
 TEST(ExtraParity, Bf16CheckpointLoadsAsBf16ByDefault) {
   const CausalLM model = CausalLM::from_pretrained(extra("qwen3-bias-bf16-tiny") + "/model");
   EXPECT_EQ(model.dtype(), DType::bf16);  // "auto": the checkpoint's dtype

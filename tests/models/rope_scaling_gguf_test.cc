@@ -267,8 +267,8 @@ TEST(RopeScalingGgufRead, BadPhi3RopeIsRefusedByName) {
       for (int64_t i = 0; i < n; ++i) std::memcpy(o.data() + 4 * i, &v, 4);
     });
   };
-  EXPECT_NE(phi3("a.gguf", [](GgufWriter& w) { w.add_u32("phi3.rope.dimension_count", 12); })
-                .find("partial rotary"),
+  EXPECT_NE(phi3("a.gguf", [](GgufWriter& w) { w.add_u32("phi3.rope.dimension_count", 13); })
+                .find("rope.dimension_count is 13; it must be even"),
             std::string::npos);
   EXPECT_NE(phi3("b.gguf", [&](GgufWriter& w) { factors(w, "rope_factors_long.weight", 8, 2.0f); })
                 .find("without the other"),
@@ -278,7 +278,7 @@ TEST(RopeScalingGgufRead, BadPhi3RopeIsRefusedByName) {
                    factors(w, "rope_factors_long.weight", 8, 2.0f);
                    factors(w, "rope_factors_short.weight", 6, 1.0f);
                  })
-                .find("rope_factors_short.weight must be F32 with head_dim/2 entries"),
+                .find("rope_factors_short.weight must be F32 with rope.dimension_count/2 = 8"),
             std::string::npos);
   EXPECT_NE(phi3("d.gguf",
                  [&](GgufWriter& w) {

@@ -33,13 +33,15 @@ inline void rms_norm_row(const float* x, const W* w, int64_t d, float eps, float
   for (j = 0; j < d; ++j) out[j] = widen(w[j]) * (x[j] * inv);
 }
 
-/// cos/sin (times the attention scaling) of one token's RoPE angles, half values each.
+/// cos/sin (times the attention scaling) of one token's RoPE angles, half values each. A zero
+/// frequency marks a pair that does not rotate (partial rotary): cos 1, sin 0, unscaled.
 inline void rope_angles(int32_t pos, const float* inv_freq, int64_t half, float scaling, float* c,
                         float* s) {
   for (int64_t i = 0; i < half; ++i) {
     const float angle = static_cast<float>(pos) * inv_freq[i];
-    c[i] = std::cos(angle) * scaling;
-    s[i] = std::sin(angle) * scaling;
+    const float scale = inv_freq[i] == 0.0f ? 1.0f : scaling;
+    c[i] = std::cos(angle) * scale;
+    s[i] = std::sin(angle) * scale;
   }
 }
 

@@ -270,8 +270,9 @@ __global__ void __launch_bounds__(kDecodeThreads)
     for (int j = threadIdx.x; j < half; j += kDecodeThreads) {
       float sn, cs;
       sincosf(pos * r.inv_freq[j], &sn, &cs);
-      cos_t[j] = cs * r.scaling;
-      sin_t[j] = sn * r.scaling;
+      const float scale = r.inv_freq[j] == 0.0f ? 1.0f : r.scaling;  // 0: a pair not rotated
+      cos_t[j] = cs * scale;
+      sin_t[j] = sn * scale;
     }
     const long long new_row = (static_cast<long long>(b) * g.kv_heads + kh) * g.dim;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;

@@ -776,8 +776,9 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     for (int j = tid - 96; j < half; j += kThreads - 96) {
       float sn, cs;
       sincosf(pos * p.inv_freq[j], &sn, &cs);
-      sh.cs[j] = cs * p.rope_scaling;
-      sh.sn[j] = sn * p.rope_scaling;
+      const float scale = p.inv_freq[j] == 0.0f ? 1.0f : p.rope_scaling;  // 0: not rotated
+      sh.cs[j] = cs * scale;
+      sh.sn[j] = sn * scale;
     }
   }
   consumers_sync();

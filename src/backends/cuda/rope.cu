@@ -26,8 +26,9 @@ __global__ void rope_kernel(T* x, const int* positions, const float* inv_freq, l
   const float angle = static_cast<float>(positions[n]) * inv_freq[j];
   float s, c;
   sincosf(angle, &s, &c);
-  c *= scaling;
-  s *= scaling;
+  const float scale = inv_freq[j] == 0.0f ? 1.0f : scaling;  // 0: a pair that does not rotate
+  c *= scale;
+  s *= scale;
   T* v = x + th * 2 * half;
   const float a = to_float(v[j]), b = to_float(v[j + half]);
   v[j] = from_float<T>(a * c - b * s);
@@ -74,8 +75,9 @@ __global__ void __launch_bounds__(kRopeWarps * 32)
   for (int j = threadIdx.x; j < half; j += blockDim.x) {
     float sn, cs;
     sincosf(pos * inv_freq[j], &sn, &cs);
-    cos_t[j] = cs * scaling;
-    sin_t[j] = sn * scaling;
+    const float scale = inv_freq[j] == 0.0f ? 1.0f : scaling;  // 0: a pair that does not rotate
+    cos_t[j] = cs * scale;
+    sin_t[j] = sn * scale;
   }
   __syncthreads();
   if (head >= heads + kv_heads) return;

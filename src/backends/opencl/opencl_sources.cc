@@ -506,10 +506,12 @@ __kernel void rope(MEM_PARAMS, ulong x_t, ulong pos_t, ulong f_t, long tokens, i
   if (i >= tokens * heads * half_dim) return;
   const int j = i % half_dim;
   const long th = i / half_dim, n = th / heads;
-  const float angle = (float)AT(const int, pos_t)[n] * AT(const float, f_t)[j];
+  const float freq = AT(const float, f_t)[j];
+  const float angle = (float)AT(const int, pos_t)[n] * freq;
+  const float scale = freq == 0.0f ? 1.0f : scaling;  // 0: a pair that does not rotate
   float c;
-  const float s = sincos(angle, &c) * scaling;
-  c *= scaling;
+  const float s = sincos(angle, &c) * scale;
+  c *= scale;
   __global float* v = AT(float, x_t) + th * 2 * half_dim;
   const float a = v[j], b = v[j + half_dim];
   v[j] = a * c - b * s;
@@ -540,8 +542,9 @@ inline void head_rope(__local float* vals, __global const float* src, int has_no
   for (int i = lid; i < dim; i += nt, ++m) {
     const int j = i < half_dim ? i : i - half_dim;
     float c;
-    const float sn = sincos(pos * inv_freq[j], &c) * scaling;
-    c *= scaling;
+    const float scale = inv_freq[j] == 0.0f ? 1.0f : scaling;  // 0: a pair that does not rotate
+    const float sn = sincos(pos * inv_freq[j], &c) * scale;
+    c *= scale;
     out[m] = i < half_dim ? vals[i] * c - vals[i + half_dim] * sn
                           : vals[i] * c + vals[i - half_dim] * sn;
   }
@@ -584,8 +587,9 @@ inline void qk_rope(__local float* qs, __local float* ks, __local float* vs,
   for (int i = lid; i < dim; i += nt, ++m) {
     const int j = i < half_dim ? i : i - half_dim;
     float c;
-    const float sn = sincos(pos * inv_freq[j], &c) * scaling;
-    c *= scaling;
+    const float scale = inv_freq[j] == 0.0f ? 1.0f : scaling;  // 0: a pair that does not rotate
+    const float sn = sincos(pos * inv_freq[j], &c) * scale;
+    c *= scale;
     oq[m] = i < half_dim ? qs[i] * c - qs[i + half_dim] * sn : qs[i] * c + qs[i - half_dim] * sn;
     ok[m] = i < half_dim ? ks[i] * c - ks[i + half_dim] * sn : ks[i] * c + ks[i - half_dim] * sn;
   }
