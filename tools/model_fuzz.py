@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Random small models of every architecture anvil runs (Llama, Mistral, Phi-3, Qwen2, Qwen3: head
-sizes, GQA ratios, biases, tied heads, every RoPE scaling, sliding windows, odd vocabulary and
-MLP sizes) built with transformers, then run by transformers and by anvil's CLI on the same
-inputs (float32, eager attention in transformers, a freshly loaded model per call): logits of a left-padded batch and of a long
-prompt, and a greedy continuation. Prints one line per model and the largest logit difference.
+sizes, GQA ratios, biases, tied heads, every RoPE scaling, Phi-3's partial rotary, sliding
+windows, odd vocabulary and MLP sizes) built with transformers, then run by transformers and by
+anvil's CLI on the same inputs (float32, eager attention in transformers, a freshly loaded model
+per call): logits of a left-padded batch and of a long prompt, a greedy continuation, and a beam
+search of 2-4 beams (eos suppressed throughout by min_new_tokens, so the beams run to the length
+limit). Prints one line per model and the largest logit difference.
 
 With DTYPE bf16 or f16, anvil runs the same float32 checkpoints converted at load and is held to
 that dtype's own error: its largest logit difference from float32 transformers at most twice
@@ -66,15 +68,21 @@ def random_model(i, out):
                   rms_norm_eps=rng.choice([1e-5, 1e-6]), tie_word_embeddings=rng.random() < 0.5,
                   max_position_embeddings=max_pos, bos_token_id=1, eos_token_id=2,
                   pad_token_id=0, rope_parameters=random_rope(max_pos))
-    if arch == 'phi3':  # head_dim = hidden / heads; longrope or none
+    if arch == 'phi3':  # head_dim = hidden / heads; longrope or none; partial rotary or none
         hidden = heads * head_dim
         common['hidden_size'] = hidden
+        partial = rng.choice([1.0, 1.0, 0.5, 0.75])
+        if int(head_dim * partial) % 2:
+            partial = 1.0
+        rotated = int(head_dim * partial)
         if rng.random() < 0.6:
-            f = lambda lo, hi: [rng.uniform(lo, hi) for _ in range(head_dim // 2)]
+            f = lambda lo, hi: [rng.uniform(lo, hi) for _ in range(rotated // 2)]
             common['rope_parameters'] = {'rope_type': 'longrope', 'rope_theta': 10000.0,
                                          'short_factor': f(1, 2), 'long_factor': f(1, 8)}
         else:
             common['rope_parameters'] = {'rope_type': 'default', 'rope_theta': 10000.0}
+        common['rope_parameters']['partial_rotary_factor'] = partial
+        common['partial_rotary_factor'] = partial
     elif arch != 'qwen2':
         common['head_dim'] = head_dim
     if arch == 'llama':
@@ -93,8 +101,10 @@ def random_model(i, out):
         model = Qwen3ForCausalLM(Qwen3Config(attention_bias=rng.random() < 0.3, **common))
     scale_weights(model)
     model.save_pretrained(out)
+    partial = common['rope_parameters'].get('partial_rotary_factor', 1.0)
     desc = (f"{arch} h={hidden} heads={heads}/{kv} hd={head_dim} "
             f"rope={common['rope_parameters']['rope_type']}"
+            + (f"x{partial}" if partial != 1.0 else '')
             + (f" win={cfg.sliding_window}" if arch in ('mistral', 'phi3') else ''))
     return model, desc
 
@@ -111,11 +121,11 @@ def anvil_logits(folder, rows, mask, tmp):
     return load_file(out)['logits']
 
 
-def anvil_generate(folder, rows, mask, new):
+def anvil_generate(folder, rows, mask, new, beams=1):
     args = [anvil, 'generate', folder, '--dtype', dtype, '--greedy', '--output-ids',
             '--max-new-tokens', str(new), '--min-new-tokens', str(new), '--input-ids',
             ';'.join(','.join(map(str, r)) for r in rows), '--attention-mask',
-            ';'.join(','.join(map(str, r)) for r in mask)]
+            ';'.join(','.join(map(str, r)) for r in mask), '--num-beams', str(beams)]
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(r.stderr.strip()[:300])
@@ -151,11 +161,16 @@ for i in range(count):
                 want_l = fresh()(long_ids).logits
                 want_g = fresh().generate(ids, attention_mask=mask, max_new_tokens=24,
                                           min_new_tokens=24, do_sample=False)
+                beams = rng.choice([2, 3, 4])
+                want_beam = fresh().generate(ids, attention_mask=mask, max_new_tokens=10,
+                                             min_new_tokens=10, do_sample=False, num_beams=beams)
             got_b = anvil_logits(folder, ids.tolist(), mask.tolist(), tmp) * mask[..., None]
             got_l = anvil_logits(folder, long_ids.tolist(), None, tmp)
             got_g = anvil_generate(folder, ids.tolist(), mask.tolist(), 24)
+            got_beam = anvil_generate(folder, ids.tolist(), mask.tolist(), 10, beams)
             d = max((got_b - want_b).abs().max().item(), (got_l - want_l).abs().max().item())
             same = got_g == want_g.tolist()
+            same_beam = got_beam == want_beam.tolist()
             worst = max(worst, d)
             bound, own = 1e-4, ''
             if dtype != 'f32':  # transformers' own error in that dtype
@@ -166,7 +181,8 @@ for i in range(count):
                 ref = max((low_b - want_b).abs().max().item(), (low_l - want_l).abs().max().item())
                 bound, own = 2 * ref + 1e-3, f" (transformers {dtype} {ref:.2e})"
             print(f"{i:3} {desc:60} max|diff| {d:.2e}{own}{' TOO LARGE' if d > bound else ''}"
-                  f" greedy {'same' if same else 'DIFFERENT'}", flush=True)
+                  f" greedy {'same' if same else 'DIFFERENT'}"
+                  f" beams({beams}) {'same' if same_beam else 'DIFFERENT'}", flush=True)
         except RuntimeError as e:
             print(f"{i:3} {desc:60} anvil failed: {e}", flush=True)
 print(f"largest logit difference {worst:.2e}")
