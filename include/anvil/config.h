@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "anvil/dtype.h"
@@ -120,6 +121,19 @@ struct GenerationConfig {
   /// Banned sequences: a one-token one is never generated (unless it is an eos id), a longer
   /// one's last token not after the rest of it.
   std::vector<std::vector<int64_t>> bad_words_ids;
+  /// Added to a token's score where it would complete the sequence (a one-token sequence:
+  /// always), before every other processor; pairs of (ids, bias).
+  std::vector<std::pair<std::vector<int64_t>, float>> sequence_bias;
+  /// The only choice for the first token of a one-token prompt.
+  std::optional<int64_t> forced_bos_token_id;
+  /// (start, factor): from `start` new tokens on, the eos scores grow by |score| x
+  /// (factor^(new - start) - 1).
+  std::optional<std::pair<int64_t, float>> exponential_decay_length_penalty;
+  /// Beam search: the processed scores log-softmaxed again before they are summed.
+  bool renormalize_logits = false;
+  /// Stop once this many seconds have passed since generate() began (the step then running
+  /// completes).
+  std::optional<double> max_time;
   int64_t num_beams = 1;             ///< beam search when > 1
   int64_t num_return_sequences = 1;  ///< rows returned per prompt (best beams, or samples)
   /// Finished hypotheses are ranked by sum of log-probabilities / new_tokens^length_penalty.

@@ -65,6 +65,8 @@ struct GenerateOptions {
   std::optional<int64_t> num_return_sequences;
   std::optional<float> length_penalty;  ///< beam search: score = log-prob sum / length^this
   std::optional<EarlyStopping> early_stopping;
+  /// Stop once this many seconds have passed (generation_config's max_time by default).
+  std::optional<double> max_time;
   uint64_t seed = 0;
   std::optional<std::vector<int64_t>> eos_token_ids;  ///< stop on any of these
   std::optional<int64_t> pad_token_id;  ///< fills finished rows; default pad, else first eos

@@ -68,10 +68,33 @@ def main():
                               [{"repetition_penalty": 1.5},
                                {"repetition_penalty": 1.5, "num_beams": 3},
                                {"repetition_penalty": 1.5, "do_sample": True, "top_k": 1}], 8)
+    # sequence_bias (one-token and longer sequences, matched against each row's end), the
+    # exponential length decay of eos, renormalize_logits under beam search, max_time (0: one
+    # token); forced_bos_token_id where the prompt is one token (and begin_suppress_tokens then a
+    # step later), and where it is longer (no effect).
+    p0 = [int(x) for x in plain[0, prompt:prompt + 4]]
+    more_cases = run_cases(model, ids, mask, [
+        {"sequence_bias": [[[first], -5.0]]},
+        {"sequence_bias": [[[second], 4.0], [[p0[0], p0[1]], -8.0], [[p0[1], p0[2], p0[3]], -6.0],
+                           [[p0[0], p0[1]], -9.0], [[second], 1.5]]},
+        {"eos_token_id": eos, "exponential_decay_length_penalty": [2, 1.6]},
+        {"num_beams": 3, "repetition_penalty": 1.3, "renormalize_logits": True},
+        {"num_beams": 3, "sequence_bias": [[[first], -2.0]], "renormalize_logits": True},
+        {"max_time": 0.0},
+        {"num_beams": 2, "max_time": 0.0},
+    ], 12)
+    one = torch.tensor([[int(ids[1, 0])]])
+    bos_cases = run_cases(model, one, torch.ones_like(one), [
+        {"forced_bos_token_id": 7},
+        {"forced_bos_token_id": 7, "begin_suppress_tokens": [first, second]},
+        {"begin_suppress_tokens": [first, second]},
+    ], 6)
+    bos_long = run_cases(model, ids, mask, [{"forced_bos_token_id": 7}], 6)
     with open(f"{data}/extra/processors.json", "w") as f:
         json.dump({"input_ids": ids.tolist(), "attention_mask": mask.tolist(), "cases": out,
-                   "penalty_input_ids": padded.tolist(), "penalty_cases": penalty_cases}, f,
-                  indent=1)
+                   "penalty_input_ids": padded.tolist(), "penalty_cases": penalty_cases,
+                   "more_cases": more_cases + bos_long, "bos_input_ids": one.tolist(),
+                   "bos_cases": bos_cases}, f, indent=1)
     print("ok")
 
 

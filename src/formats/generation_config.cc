@@ -1,5 +1,7 @@
 // generation_config.json: the defaults generate() starts from, with transformers' defaults for
 // what a file leaves out.
+#include <algorithm>
+
 #include "anvil/config.h"
 #include "anvil/error.h"
 #include "formats/json_fields.h"
@@ -43,14 +45,48 @@ std::string unimplemented_field(const nlohmann::json& j, const std::string& sour
     refuse("encoder_no_repeat_ngram_size", "an encoder n-gram ban");
   }
   for (const char* key :
-       {"force_words_ids", "constraints", "sequence_bias", "forced_bos_token_id",
-        "exponential_decay_length_penalty", "stop_strings", "watermarking_config"}) {
+       {"force_words_ids", "constraints", "stop_strings", "watermarking_config"}) {
     const nlohmann::json* v = jf::find(j, key);
     if (v && !((v->is_array() || v->is_object()) && v->empty())) {
       refuse(key, std::string("'") + key + "'");
     }
   }
   return first;
+}
+
+// sequence_bias as generation_config.json holds it: [[ids, ...], bias] pairs (a later pair for
+// the same ids replaces an earlier one, as transformers' conversion to a dict does).
+std::vector<std::pair<std::vector<int64_t>, float>> parse_sequence_bias(const nlohmann::json& j,
+                                                                        const std::string& source) {
+  std::vector<std::pair<std::vector<int64_t>, float>> out;
+  const nlohmann::json* v = jf::find(j, "sequence_bias");
+  if (!v || v->is_null() || (v->is_array() && v->empty())) return out;
+  const auto malformed = [&] {
+    jf::fail(source, "sequence_bias",
+             "must be a list of [[token ids], bias] pairs with non-empty lists of non-negative "
+             "ids, got " +
+                 v->dump());
+  };
+  if (!v->is_array()) malformed();
+  for (const auto& pair : *v) {
+    if (!pair.is_array() || pair.size() != 2 || !pair[0].is_array() || pair[0].empty() ||
+        !pair[1].is_number()) {
+      malformed();
+    }
+    std::vector<int64_t> ids;
+    for (const auto& id : pair[0]) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0) malformed();
+      ids.push_back(id.get<int64_t>());
+    }
+    const auto same =
+        std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == ids; });
+    if (same != out.end()) {
+      same->second = pair[1].get<float>();
+    } else {
+      out.emplace_back(std::move(ids), pair[1].get<float>());
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -130,6 +166,24 @@ GenerationConfig GenerationConfig::from_json_text(const std::string& text,
       jf::fail(source, "early_stopping", "must be true, false or \"never\", got " + e->dump());
     }
   }
+  g.sequence_bias = parse_sequence_bias(j, source);
+  g.forced_bos_token_id = jf::opt_int(j, "forced_bos_token_id", source);
+  if (g.forced_bos_token_id.value_or(0) < 0) {
+    jf::fail(source, "forced_bos_token_id", "must not be negative");
+  }
+  if (const nlohmann::json* e = jf::find(j, "exponential_decay_length_penalty");
+      e && !e->is_null()) {
+    if (!e->is_array() || e->size() != 2 || !(*e)[0].is_number_integer() ||
+        (*e)[0].get<int64_t>() < 0 || !(*e)[1].is_number()) {
+      jf::fail(source, "exponential_decay_length_penalty",
+               "must be [start, factor]: a non-negative number of new tokens and a number, got " +
+                   e->dump());
+    }
+    g.exponential_decay_length_penalty = {(*e)[0].get<int64_t>(), (*e)[1].get<float>()};
+  }
+  g.renormalize_logits = jf::opt_bool(j, "renormalize_logits", source).value_or(false);
+  g.max_time = jf::opt_number(j, "max_time", source);
+  if (g.max_time && !(*g.max_time >= 0)) jf::fail(source, "max_time", "must not be negative");
   g.unimplemented = unimplemented_field(j, source);
   return g;
 }

@@ -4,6 +4,7 @@
 #include "generate/beam_search.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -233,7 +234,13 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
   std::vector<float> scores(static_cast<size_t>(vocab));
   std::vector<Candidate>
       pool;  // a group's continuations (reused: a vocabulary of them when sampling)
+  const auto started = std::chrono::steady_clock::now();
   for (int64_t t = 0;; ++t) {
+    // MaxTimeCriteria: every continuation of this step ends once the time is spent.
+    const bool out_of_time =
+        settings.max_time &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >
+            *settings.max_time;
     bool all_end = true;  // every kept continuation hit a stopping criterion
     std::vector<int64_t> source(static_cast<size_t>(prompts * beams));
     std::vector<int64_t> next_ids(static_cast<size_t>(prompts * beams));
@@ -249,6 +256,7 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
         ids.insert(ids.end(), g.running[j].begin(), g.running[j].end());
         settings.process(scores, ids, padding[b], t);
         if (sampling) apply_warpers(scores, warpers);
+        if (settings.renormalize_logits) log_softmax(scores);  // LogitNormalization, last
         const float base = g.running_scores[j];
         if (sampling) {
           for (int64_t v = 0; v < vocab; ++v) {
@@ -269,7 +277,7 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
         const int64_t token = top[i].index % vocab;
         ends[i] =
             std::find(settings.eos.begin(), settings.eos.end(), token) != settings.eos.end() ||
-            t + 1 >= max_new;
+            t + 1 >= max_new || out_of_time;
         all_end = all_end && ends[i];
         running_next[i] = {ends[i] ? top[i].value + kLoses : top[i].value, static_cast<int64_t>(i)};
       }

@@ -210,6 +210,7 @@ std::vector<int64_t> greedy_tokens(const Tensor& logits) {
 
 std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const GenerationConfig& gen,
                                                const Batch& batch, const GenerateOptions& opts) {
+  const auto started = std::chrono::steady_clock::now();  // MaxTimeCriteria's start
   std::vector<std::vector<int64_t>> mask = checked_mask(batch);
   const auto prompt = static_cast<int64_t>(batch.input_ids[0].size());
   const GenerationSettings settings = resolve_settings(gen, opts, prompt);
@@ -451,9 +452,13 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
       t_pick += std::chrono::duration<double>(now() - t_queued).count();
       ++traced;
     }
+    const bool out_of_time =
+        settings.max_time &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >
+            *settings.max_time;
     const bool stop = (opts.streamer && !opts.streamer(chosen)) ||
                       std::all_of(finished.begin(), finished.end(), [](bool f) { return f; }) ||
-                      t + 1 == max_new;
+                      t + 1 == max_new || out_of_time;
     if (stop) {
       if (chain) chain->drop(cache);  // a step queued ahead of the stop
       break;

@@ -61,6 +61,16 @@ GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateO
   s.suppress_tokens = gen.suppress_tokens;
   s.begin_suppress_tokens = gen.begin_suppress_tokens;
   s.forced_eos_token_ids = gen.forced_eos_token_ids;
+  s.sequence_bias = gen.sequence_bias;
+  s.forced_bos_token_id = gen.forced_bos_token_id;
+  s.exponential_decay_length_penalty = gen.exponential_decay_length_penalty;
+  if (s.exponential_decay_length_penalty && s.eos.empty()) {
+    throw Error("exponential_decay_length_penalty needs an eos token to favour, and there is none");
+  }
+  s.renormalize_logits = gen.renormalize_logits;
+  s.max_time = opts.max_time ? opts.max_time : gen.max_time;
+  if (s.max_time && !(*s.max_time >= 0)) throw Error("max_time must not be negative");
+  s.prompt = prompt;
   s.num_beams = opts.num_beams.value_or(gen.num_beams);
   s.num_return_sequences = opts.num_return_sequences.value_or(gen.num_return_sequences);
   s.length_penalty = opts.length_penalty.value_or(gen.length_penalty);
@@ -87,11 +97,13 @@ GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateO
 bool GenerationSettings::host_edits() const {
   return no_repeat_ngram_size > 0 || sampling.needs_whole_rows() || !bad_words_ids.empty() ||
          !suppress_tokens.empty() || !begin_suppress_tokens.empty() ||
-         !forced_eos_token_ids.empty();
+         !forced_eos_token_ids.empty() || !sequence_bias.empty() || forced_bos_token_id ||
+         exponential_decay_length_penalty;
 }
 
 void GenerationSettings::process(std::span<float> scores, const std::vector<int64_t>& row,
                                  int64_t padding, int64_t t, bool penalised) const {
+  if (!sequence_bias.empty()) apply_sequence_bias(scores, row, sequence_bias);
   if (!penalised && sampling.repetition_penalty != 1.0f) {
     const std::vector<int64_t> context(
         row.begin() + std::min<int64_t>(padding, static_cast<int64_t>(row.size())), row.end());
@@ -100,9 +112,17 @@ void GenerationSettings::process(std::span<float> scores, const std::vector<int6
   ban_repeated_ngrams(scores, row, no_repeat_ngram_size);
   ban_bad_words(scores, row, bad_words_ids, eos);
   if (t < min_new) anvil::suppress_tokens(scores, eos);
+  // ForcedBOSTokenLogitsProcessor acts where the ids so far number 1: a one-token prompt's first
+  // step (and SuppressTokensAtBegin then waits one step more, as transformers sets it up).
+  const bool forces_bos = forced_bos_token_id && prompt == 1;
+  if (forces_bos && t == 0) force_tokens(scores, {*forced_bos_token_id});
   if (!forced_eos_token_ids.empty() && t == max_new - 1) force_tokens(scores, forced_eos_token_ids);
+  if (exponential_decay_length_penalty && t > exponential_decay_length_penalty->first) {
+    apply_length_decay(scores, eos, t - exponential_decay_length_penalty->first,
+                       exponential_decay_length_penalty->second);
+  }
   anvil::suppress_tokens(scores, suppress_tokens);
-  if (t == 0) anvil::suppress_tokens(scores, begin_suppress_tokens);
+  if (t == (forces_bos ? 1 : 0)) anvil::suppress_tokens(scores, begin_suppress_tokens);
 }
 
 int64_t leading_padding(const std::vector<int64_t>& mask_row) {

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "anvil/config.h"
@@ -22,6 +24,12 @@ struct GenerationSettings {
   int64_t pad = 0;
   std::vector<std::vector<int64_t>> bad_words_ids;
   std::vector<int64_t> suppress_tokens, begin_suppress_tokens, forced_eos_token_ids;
+  std::vector<std::pair<std::vector<int64_t>, float>> sequence_bias;
+  std::optional<int64_t> forced_bos_token_id;
+  std::optional<std::pair<int64_t, float>> exponential_decay_length_penalty;
+  bool renormalize_logits = false;
+  std::optional<double> max_time;
+  int64_t prompt = 0;  ///< ids per prompt row, padding included
   int64_t num_beams = 1, num_return_sequences = 1;
   float length_penalty = 1.0f;
   EarlyStopping early_stopping = EarlyStopping::heuristic;
@@ -33,9 +41,10 @@ struct GenerationSettings {
   bool host_edits() const;
 
   /// The processors at new token `t` (0 for the first), on one row's scores, in transformers'
-  /// order: repetition penalty (unless `penalised` already), n-grams, bad words, minimum
-  /// lengths, forced eos, suppressions. `row` is every id so far; the repetition penalty skips
-  /// its first `padding` (the prompt's left padding, as transformers ignores it).
+  /// order: sequence bias, repetition penalty (unless `penalised` already), n-grams, bad words,
+  /// minimum lengths, forced bos, forced eos, the length decay, suppressions. `row` is every id so
+  /// far; the repetition penalty skips its first `padding` (the prompt's left padding, as
+  /// transformers ignores it).
   void process(std::span<float> scores, const std::vector<int64_t>& row, int64_t padding, int64_t t,
                bool penalised = false) const;
 };

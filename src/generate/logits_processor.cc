@@ -177,6 +177,71 @@ void ban_bad_words(std::span<float> scores, const std::vector<int64_t>& row,
   }
 }
 
+void apply_sequence_bias(std::span<float> scores, const std::vector<int64_t>& row,
+                         const std::vector<std::pair<std::vector<int64_t>, float>>& biases) {
+  const auto vocab = static_cast<int64_t>(scores.size());
+  for (const auto& [ids, bias] : biases) {
+    for (int64_t id : ids) {
+      if (id >= vocab) {
+        throw Error("sequence_bias: token " + std::to_string(id) + " is past the vocabulary (" +
+                    std::to_string(vocab) + " tokens)");
+      }
+    }
+  }
+  // transformers builds one bias vector (the one-token biases, then the longer sequences'
+  // added in order of their prefix lengths' first appearance) and adds it to the scores once.
+  std::vector<std::pair<int64_t, float>> bias;  // (token, summed bias), in first-touched order
+  const auto add = [&](int64_t token, float b) {
+    for (auto& [t, sum] : bias) {
+      if (t == token) {
+        sum += b;
+        return;
+      }
+    }
+    bias.emplace_back(token, b);
+  };
+  for (const auto& [ids, b] : biases) {
+    if (ids.size() == 1) add(ids[0], b);
+  }
+  std::vector<size_t> prefix_lengths;
+  for (const auto& entry : biases) {
+    const size_t n = entry.first.size() - 1;
+    if (n > 0 &&
+        std::find(prefix_lengths.begin(), prefix_lengths.end(), n) == prefix_lengths.end()) {
+      prefix_lengths.push_back(n);
+    }
+  }
+  for (size_t n : prefix_lengths) {
+    if (n > row.size()) continue;
+    for (const auto& [ids, b] : biases) {
+      if (ids.size() - 1 != n) continue;
+      const bool matches =
+          std::equal(ids.begin(), ids.end() - 1, row.end() - static_cast<int64_t>(n));
+      add(ids.back(), matches ? b : 0.0f);
+    }
+  }
+  for (const auto& [token, b] : bias) scores[token] += b;
+}
+
+void apply_length_decay(std::span<float> scores, const std::vector<int64_t>& eos,
+                        int64_t past_start, float factor) {
+  const auto grow = static_cast<float>(std::pow(static_cast<double>(factor), past_start) - 1.0);
+  std::vector<std::pair<int64_t, float>> penalties;  // read every eos score before writing any
+  for (int64_t id : eos) {
+    if (id < 0 || id >= static_cast<int64_t>(scores.size())) continue;
+    const float s = scores[id];
+    const float p = std::isfinite(s) ? std::fabs(s) * grow : 0.0f;
+    const auto same = std::find_if(penalties.begin(), penalties.end(),
+                                   [id](const auto& e) { return e.first == id; });
+    if (same != penalties.end()) {
+      same->second = p;  // a repeated eos id is one entry of the penalty vector
+    } else {
+      penalties.emplace_back(id, p);
+    }
+  }
+  for (const auto& [id, p] : penalties) scores[id] += p;
+}
+
 void force_tokens(std::span<float> scores, const std::vector<int64_t>& ids) {
   std::fill(scores.begin(), scores.end(), -std::numeric_limits<float>::infinity());
   for (int64_t id : ids) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace anvil {
@@ -43,6 +44,14 @@ void ban_repeated_ngrams(std::span<float> scores, const std::vector<int64_t>& ro
 void ban_bad_words(std::span<float> scores, const std::vector<int64_t>& row,
                    const std::vector<std::vector<int64_t>>& bad_words,
                    const std::vector<int64_t>& eos);
+/// SequenceBiasLogitsProcessor: each pair's bias added to its last id's score where `row` ends
+/// with the rest of its ids (a one-token pair: always); the biases a token gets summed first.
+void apply_sequence_bias(std::span<float> scores, const std::vector<int64_t>& row,
+                         const std::vector<std::pair<std::vector<int64_t>, float>>& biases);
+/// ExponentialDecayLengthPenalty at `past_start` new tokens beyond its start (> 0): each eos
+/// score with a finite value grows by |score| x (factor^past_start - 1).
+void apply_length_decay(std::span<float> scores, const std::vector<int64_t>& eos,
+                        int64_t past_start, float factor);
 /// ForcedEOSTokenLogitsProcessor: every score -inf but the eos ids', which become 0.
 void force_tokens(std::span<float> scores, const std::vector<int64_t>& ids);
 /// Sets the scores of `ids` to -inf (MinNewTokensLengthLogitsProcessor).

@@ -62,6 +62,43 @@ TEST(LogitsProcessorParity, RepetitionPenaltySkipsTheLeftPadding) {
   }
 }
 
+// sequence_bias, exponential_decay_length_penalty, renormalize_logits under beam search,
+// max_time 0 (one token, greedy and beams), forced_bos_token_id on a one-token prompt (with
+// begin_suppress_tokens a step later) and on longer ones (no effect).
+TEST(LogitsProcessorParity, BiasDecayRenormalizeMaxTimeAndForcedBos) {
+  const Goldens g;
+  const auto check = [&](const nlohmann::json& cases, const Batch& b) {
+    for (const auto& c : cases) {
+      const std::string cfg = c["generation_config"].dump();
+      SCOPED_TRACE(cfg);
+      const GenerationConfig gen = GenerationConfig::from_json_text(cfg, "generation_config.json");
+      EXPECT_EQ(run_generate(g.model.decoder(), gen, b, GenerateOptions{}),
+                c["output"].get<std::vector<std::vector<int64_t>>>());
+    }
+  };
+  ASSERT_EQ(g.data["more_cases"].size(), 8u);
+  const auto generate_error = [&](const std::string& cfg) {
+    try {
+      run_generate(g.model.decoder(), GenerationConfig::from_json_text(cfg, "g.json"), g.batch,
+                   GenerateOptions{});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(generate_error(R"({"sequence_bias": [[[5000], 1.0]], "max_new_tokens": 2})")
+                .find("sequence_bias: token 5000 is past the vocabulary (1000 tokens)"),
+            std::string::npos);
+  EXPECT_NE(generate_error(R"({"exponential_decay_length_penalty": [1, 1.5], "eos_token_id": null,
+      "max_new_tokens": 2})")
+                .find("needs an eos token"),
+            std::string::npos);
+  check(g.data["more_cases"], g.batch);
+  Batch one;
+  one.input_ids = g.data["bos_input_ids"].get<std::vector<std::vector<int64_t>>>();
+  check(g.data["bos_cases"], one);
+}
+
 TEST(LogitsProcessorParity, OptionsOverrideTheConfig) {
   const Goldens goldens;
   // The first case (no_repeat_ngram_size 2) through GenerateOptions on a config without it.
@@ -90,6 +127,12 @@ TEST(GenerationConfig, RefusesWhatWouldChangeTheOutputByName) {
   EXPECT_NE(error(R"({"bad_words_ids": [5, 6]})").find("bad_words_ids"), std::string::npos);
   EXPECT_NE(error(R"({"no_repeat_ngram_size": -1})").find("no_repeat_ngram_size"),
             std::string::npos);
+  EXPECT_NE(error(R"({"sequence_bias": [[[], 1.0]]})").find("sequence_bias"), std::string::npos);
+  EXPECT_NE(error(R"({"sequence_bias": [[[5], "x"]]})").find("sequence_bias"), std::string::npos);
+  EXPECT_NE(error(R"({"exponential_decay_length_penalty": [2]})")
+                .find("exponential_decay_length_penalty"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"max_time": -1})").find("max_time"), std::string::npos);
   const auto unimplemented = [](const std::string& text) {
     return GenerationConfig::from_json_text(text, "generation_config.json").unimplemented;
   };
@@ -98,8 +141,7 @@ TEST(GenerationConfig, RefusesWhatWouldChangeTheOutputByName) {
             "implemented");
   EXPECT_NE(unimplemented(R"({"penalty_alpha": 0.6})").find("contrastive search"),
             std::string::npos);
-  EXPECT_NE(unimplemented(R"({"sequence_bias": [[[5, 6], -1.0]]})").find("sequence_bias"),
-            std::string::npos);
+  EXPECT_NE(unimplemented(R"({"constraints": [1]})").find("constraints"), std::string::npos);
   // Defaults, nulls and empty lists are what transformers ignores too.
   EXPECT_EQ(unimplemented(R"({"num_beams": 1, "typical_p": 1.0, "epsilon_cutoff": 0.0,
       "bad_words_ids": null, "suppress_tokens": [], "guidance_scale": null,

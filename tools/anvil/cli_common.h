@@ -35,6 +35,7 @@ struct SamplingFlags {
   int64_t no_repeat_ngram_size = -1;
   int64_t num_beams = -1, num_return_sequences = -1;
   double length_penalty = std::numeric_limits<double>::quiet_NaN();
+  double max_time = -1;
   std::string early_stopping;
   uint64_t seed = 0;
   bool greedy = false;
