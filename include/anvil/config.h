@@ -129,6 +129,9 @@ struct GenerationConfig {
   /// (start, factor): from `start` new tokens on, the eos scores grow by |score| x
   /// (factor^(new - start) - 1).
   std::optional<std::pair<int64_t, float>> exponential_decay_length_penalty;
+  /// A row stops once its text ends with one of these (generate() needs
+  /// GenerateOptions::tokenizer to read them, as transformers' needs `tokenizer=`).
+  std::vector<std::string> stop_strings;
   /// Beam search: the processed scores log-softmaxed again before they are summed.
   bool renormalize_logits = false;
   /// Stop once this many seconds have passed since generate() began (the step then running

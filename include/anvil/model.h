@@ -19,6 +19,7 @@
 namespace anvil {
 
 class Decoder;
+class Tokenizer;
 
 struct ModelOptions {
   /// Weight dtype; unset = "auto": the checkpoint's `dtype`/`torch_dtype`, else float32.
@@ -67,6 +68,10 @@ struct GenerateOptions {
   std::optional<EarlyStopping> early_stopping;
   /// Stop once this many seconds have passed (generation_config's max_time by default).
   std::optional<double> max_time;
+  /// A row stops once its text ends with one of these (default: generation_config's); needs
+  /// `tokenizer`, whose tokens' text they are matched against (transformers' stop_strings).
+  std::optional<std::vector<std::string>> stop_strings;
+  const Tokenizer* tokenizer = nullptr;
   uint64_t seed = 0;
   std::optional<std::vector<int64_t>> eos_token_ids;  ///< stop on any of these
   std::optional<int64_t> pad_token_id;  ///< fills finished rows; default pad, else first eos

@@ -36,6 +36,12 @@ class Tokenizer {
 
   std::optional<int64_t> token_to_id(std::string_view token) const;
   std::optional<std::string> id_to_token(int64_t id) const;
+  /// The bytes token `id` contributes to decoded text, as transformers' StopStringCriteria reads
+  /// a vocabulary: a byte-level token's own bytes (a fragment of a UTF-8 character included), a
+  /// <0xNN> byte-fallback token's byte, any other token the text it decodes to after a fixed
+  /// prefix (so a word-start marker reads as the space it becomes). Throws for an id outside
+  /// the vocabulary.
+  std::string token_bytes(int64_t id) const;
   /// Vocabulary size including added tokens (one past the largest id).
   int64_t vocab_size() const;
   bool is_special(int64_t id) const;

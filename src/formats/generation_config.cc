@@ -44,8 +44,7 @@ std::string unimplemented_field(const nlohmann::json& j, const std::string& sour
   if (auto n = number("encoder_no_repeat_ngram_size"); n && *n > 0) {
     refuse("encoder_no_repeat_ngram_size", "an encoder n-gram ban");
   }
-  for (const char* key :
-       {"force_words_ids", "constraints", "stop_strings", "watermarking_config"}) {
+  for (const char* key : {"force_words_ids", "constraints", "watermarking_config"}) {
     const nlohmann::json* v = jf::find(j, key);
     if (v && !((v->is_array() || v->is_object()) && v->empty())) {
       refuse(key, std::string("'") + key + "'");
@@ -180,6 +179,20 @@ GenerationConfig GenerationConfig::from_json_text(const std::string& text,
                    e->dump());
     }
     g.exponential_decay_length_penalty = {(*e)[0].get<int64_t>(), (*e)[1].get<float>()};
+  }
+  if (const nlohmann::json* v = jf::find(j, "stop_strings"); v && !v->is_null()) {
+    if (v->is_string()) {
+      g.stop_strings.push_back(v->get<std::string>());
+    } else if (v->is_array()) {
+      for (const auto& x : *v) {
+        if (!x.is_string() || x.get<std::string>().empty()) {
+          jf::fail(source, "stop_strings", "must be a string or a list of non-empty strings");
+        }
+        g.stop_strings.push_back(x.get<std::string>());
+      }
+    } else {
+      jf::fail(source, "stop_strings", "must be a string or a list of non-empty strings");
+    }
   }
   g.renormalize_logits = jf::opt_bool(j, "renormalize_logits", source).value_or(false);
   g.max_time = jf::opt_number(j, "max_time", source);

@@ -13,6 +13,7 @@
 
 #include "anvil/error.h"
 #include "generate/generate.h"
+#include "generate/stop_strings.h"
 
 namespace anvil {
 
@@ -229,6 +230,8 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
     g.done.assign(static_cast<size_t>(beams), Hypothesis{});
   }
   std::mt19937_64 rng(settings.seed);
+  std::optional<StopStrings> stops;
+  if (!settings.stop_strings.empty()) stops.emplace(*settings.tokenizer, settings.stop_strings);
   std::optional<KvCache> scratch;  // the rows a reorder reads, copied out first
   const std::optional<int64_t> recompute_past = decoder.config().recompute_cache_past;
   std::vector<float> scores(static_cast<size_t>(vocab));
@@ -278,6 +281,13 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
         ends[i] =
             std::find(settings.eos.begin(), settings.eos.end(), token) != settings.eos.end() ||
             t + 1 >= max_new || out_of_time;
+        if (stops && !ends[i]) {  // StopStringCriteria on the candidate's whole row
+          std::vector<int64_t> row = batch.input_ids[b];
+          const auto& tokens = g.running[top[i].index / vocab];
+          row.insert(row.end(), tokens.begin(), tokens.end());
+          row.push_back(token);
+          ends[i] = stops->hit(row);
+        }
         all_end = all_end && ends[i];
         running_next[i] = {ends[i] ? top[i].value + kLoses : top[i].value, static_cast<int64_t>(i)};
       }

@@ -16,6 +16,7 @@
 #include "generate/generation_settings.h"
 #include "generate/logits_processor.h"
 #include "generate/step_chain.h"
+#include "generate/stop_strings.h"
 #include "ops/ops.h"
 
 namespace anvil {
@@ -237,6 +238,8 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   const int64_t vocab = decoder.config().vocab_size;
   std::vector<int64_t> padding(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) padding[r] = leading_padding(mask[r]);
+  std::optional<StopStrings> stops;
+  if (!settings.stop_strings.empty()) stops.emplace(*settings.tokenizer, settings.stop_strings);
 
   std::vector<std::vector<int64_t>> sequences = batch.input_ids;
   if (max_new == 0) return sequences;
@@ -441,11 +444,14 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
           token = argmax(scores);
         }
       }
-      if (finished[r]) token = pad;
+      // transformers pads finished rows only when eos is among its stopping criteria; a row
+      // that stop strings finished goes on with its own tokens otherwise.
+      if (finished[r] && !eos.empty()) token = pad;
       chosen[r] = token;
       sequences[r].push_back(token);
       if (context) context->add(static_cast<size_t>(r), token);
       if (std::find(eos.begin(), eos.end(), token) != eos.end()) finished[r] = true;
+      if (stops && !finished[r] && stops->hit(sequences[r])) finished[r] = true;
     }
     if (t > 0) {  // decode steps only (the first is the prefill)
       t_forward += std::chrono::duration<double>(t_queued - t_begin).count();

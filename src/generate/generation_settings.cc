@@ -71,6 +71,13 @@ GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateO
   s.max_time = opts.max_time ? opts.max_time : gen.max_time;
   if (s.max_time && !(*s.max_time >= 0)) throw Error("max_time must not be negative");
   s.prompt = prompt;
+  s.stop_strings = opts.stop_strings.value_or(gen.stop_strings);
+  s.tokenizer = opts.tokenizer;
+  if (!s.stop_strings.empty() && !s.tokenizer) {
+    throw Error(
+        "stop_strings are set (in the options or generation_config.json) but no tokenizer is "
+        "given to match them: set GenerateOptions::tokenizer");
+  }
   s.num_beams = opts.num_beams.value_or(gen.num_beams);
   s.num_return_sequences = opts.num_return_sequences.value_or(gen.num_return_sequences);
   s.length_penalty = opts.length_penalty.value_or(gen.length_penalty);

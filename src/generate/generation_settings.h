@@ -11,6 +11,7 @@
 
 #include "anvil/config.h"
 #include "anvil/model.h"
+#include "anvil/tokenizer.h"
 #include "generate/logits_processor.h"
 
 namespace anvil {
@@ -29,6 +30,8 @@ struct GenerationSettings {
   std::optional<std::pair<int64_t, float>> exponential_decay_length_penalty;
   bool renormalize_logits = false;
   std::optional<double> max_time;
+  std::vector<std::string> stop_strings;  ///< non-empty only with a tokenizer
+  const Tokenizer* tokenizer = nullptr;
   int64_t prompt = 0;  ///< ids per prompt row, padding included
   int64_t num_beams = 1, num_return_sequences = 1;
   float length_penalty = 1.0f;

@@ -5,6 +5,7 @@
 #include "anvil/tokenizer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -41,9 +42,38 @@ class TokenizerImpl {
   std::map<int32_t, tok::AddedToken> added;  // by id
   std::map<std::string, int32_t> added_by_content;
   std::set<std::string> special_contents;
+  /// How StopStringCriteria reads this vocabulary (from the decoder): a ByteLevel decoder's
+  /// tokens as raw bytes, a ByteFallback one's <0xNN> tokens as their byte, else as text.
+  enum class Surface { text, byte_level, byte_fallback } surface = Surface::text;
 };
 
 namespace {
+
+bool has_type(const Json& j, const std::string& type) {
+  if (j.is_object()) {
+    if (j.contains("type") && j["type"] == type) return true;
+    for (const auto& [key, value] : j.items()) {
+      if (has_type(value, type)) return true;
+    }
+  } else if (j.is_array()) {
+    for (const auto& value : j) {
+      if (has_type(value, type)) return true;
+    }
+  }
+  return false;
+}
+
+// StopStringCriteria._get_stop_string_matching_mode: a top-level ByteLevel decoder, then a
+// ByteFallback anywhere in the decoder, then a ByteLevel anywhere.
+TokenizerImpl::Surface surface_of(const Json& decoder) {
+  if (decoder.is_null()) return TokenizerImpl::Surface::text;
+  if (decoder.is_object() && decoder.value("type", std::string()) == "ByteLevel") {
+    return TokenizerImpl::Surface::byte_level;
+  }
+  if (has_type(decoder, "ByteFallback")) return TokenizerImpl::Surface::byte_fallback;
+  if (has_type(decoder, "ByteLevel")) return TokenizerImpl::Surface::byte_level;
+  return TokenizerImpl::Surface::text;
+}
 
 std::vector<int32_t> template_ids(const Json& items, const Json& special, const std::string& source,
                                   bool& seen_sequence, std::vector<int32_t>& after) {
@@ -97,6 +127,7 @@ TokenizerImpl::TokenizerImpl(const Json& j, const std::string& source) {
     normalizer = tok::make_normalizer(j.value("normalizer", Json()), source);
     pre_tokenizer = tok::make_pre_tokenizer(j.value("pre_tokenizer", Json()), source);
     decoder = tok::make_decoder(j.value("decoder", Json()), source);
+    surface = surface_of(j.value("decoder", Json()));
     model = std::make_unique<tok::BpeModel>(j["model"], source);
     parse_post_processor(j.value("post_processor", Json()), post, source);
     if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
@@ -213,6 +244,38 @@ std::vector<int64_t> Tokenizer::encode(std::string_view text, bool add_special_t
 
 std::string Tokenizer::decode(std::span<const int64_t> ids, bool skip_special_tokens) const {
   return impl_->decode(ids, skip_special_tokens);
+}
+
+std::string Tokenizer::token_bytes(int64_t id) const {
+  const TokenizerImpl& t = *impl_;
+  std::optional<std::string> token = id_to_token(id);
+  if (!token) throw Error("id " + std::to_string(id) + " is not in the tokenizer's vocabulary");
+  if (t.surface == TokenizerImpl::Surface::byte_level) {
+    std::string bytes;
+    bool mapped = true;
+    for (size_t i = 0; i < token->size() && mapped;) {
+      const int b = tok::char_to_byte(utf8::next(*token, i));
+      mapped = b >= 0;
+      if (mapped) bytes += static_cast<char>(b);
+    }
+    if (mapped) return bytes;
+  } else if (t.surface == TokenizerImpl::Surface::byte_fallback) {
+    unsigned value = 0;
+    const std::string& s = *token;
+    if (s.size() == 6 && s.compare(0, 3, "<0x") == 0 && s[5] == '>' &&
+        std::isxdigit(static_cast<unsigned char>(s[3])) &&
+        std::isxdigit(static_cast<unsigned char>(s[4]))) {
+      value = static_cast<unsigned>(std::stoul(s.substr(3, 2), nullptr, 16));
+      return std::string(1, static_cast<char>(value));
+    }
+  }
+  // Decoded after a fixed prefix, then cut after it: a token's text as it reads mid-sentence.
+  static constexpr std::string_view kPrefix = "abcdef";
+  std::vector<int64_t> ids = t.encode(kPrefix, false);
+  ids.push_back(id);
+  const std::string text = t.decode(ids, false);
+  const size_t at = text.find(kPrefix);
+  return at == std::string::npos ? text : text.substr(at + kPrefix.size());
 }
 
 std::optional<int64_t> Tokenizer::token_to_id(std::string_view token) const {

@@ -10,6 +10,7 @@
 
 #include "anvil/model.h"
 #include "anvil/safetensors.h"
+#include "anvil/tokenizer.h"
 #include "temp_dir.h"
 #include "test_data.h"
 
@@ -188,6 +189,36 @@ TEST(Cli, BeamSearchFlags) {
                             " --input-ids 5,9 --num-beams 2 "
                             "--early-stopping maybe"),
                         "--early-stopping: expected true, false or never, got 'maybe'");
+}
+
+// --stop: the model folder's tokenizer reads the stop strings; the rows the library returns
+// with the same tokenizer (whose parity with transformers stop_strings_test.cc checks).
+TEST(Cli, StopFlag) {
+  test::TempDir dir;
+  const std::string src = test::model_dir("qwen2-tiny");
+  for (const char* f : {"config.json", "model.safetensors", "generation_config.json"}) {
+    std::filesystem::copy_file(src + "/" + f, dir.file(f));
+  }
+  std::filesystem::copy_file(test::data_dir() + "/tokenizers/qwen3/tokenizer.json",
+                             dir.file("tokenizer.json"));
+  const CliRun a = run("generate " + dir.path() +
+                       " --input-ids 858,93,771,939,326 --max-new-tokens 16 --greedy --output-ids "
+                       "--stop '**' --stop xyz");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ModelOptions mo;
+  mo.dtype = DType::f32;
+  const CausalLM lm = CausalLM::from_pretrained(dir.path(), mo);
+  const Tokenizer tok = Tokenizer::from_file(dir.file("tokenizer.json"));
+  GenerateOptions o;
+  o.max_new_tokens = 16;
+  o.do_sample = false;
+  o.stop_strings = std::vector<std::string>{"**", "xyz"};
+  o.tokenizer = &tok;
+  const auto row = lm.generate({858, 93, 771, 939, 326}, o);
+  std::string want;
+  for (size_t i = 0; i < row.size(); ++i) want += (i ? "," : "") + std::to_string(row[i]);
+  EXPECT_EQ(a.out, want + "\n");
+  EXPECT_LT(row.size(), 5u + 16u);  // the stop string ended it early
 }
 
 TEST(CliErrors, TruncatedCheckpoint) {

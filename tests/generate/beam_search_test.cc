@@ -153,7 +153,7 @@ TEST(NumReturnSequences, SamplingRepeatsEachPrompt) {
   o.do_sample = true;
   o.top_k = 0;
   o.num_return_sequences = 3;
-  o.eos_token_ids = std::vector<int64_t>{};
+  o.eos_token_ids.emplace();  // none (emplace: GCC 12 misreads an assigned empty vector)
   o.seed = 3;
   const auto rows = model.generate(batch, o);
   ASSERT_EQ(rows.size(), 6u);
@@ -239,7 +239,7 @@ TEST(BeamSearch, SamplingDrawsFromTheWarpedContinuations) {
   o.num_beams = 3;
   o.do_sample = true;
   o.top_k = 50;
-  o.eos_token_ids = std::vector<int64_t>{};
+  o.eos_token_ids.emplace();  // none (emplace: GCC 12 misreads an assigned empty vector)
   o.seed = 7;
   const auto first = model.generate(b, o);
   EXPECT_EQ(model.generate(b, o), first);

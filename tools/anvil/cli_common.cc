@@ -96,6 +96,9 @@ void SamplingFlags::add_to(CLI::App& cmd) {
                  "beam search: true (stop when num_beams have finished), false (when no running "
                  "beam can still win; the default) or never");
   cmd.add_option("--max-time", max_time, "stop after this many seconds");
+  cmd.add_option("--stop", stop,
+                 "stop a row once its text ends with this string (repeatable; transformers' "
+                 "stop_strings)");
   cmd.add_option("--seed", seed, "random seed for sampling")->capture_default_str();
 }
 
@@ -125,6 +128,7 @@ GenerateOptions SamplingFlags::options() const {
   if (num_return_sequences >= 0) o.num_return_sequences = num_return_sequences;
   if (!std::isnan(length_penalty)) o.length_penalty = static_cast<float>(length_penalty);
   if (max_time >= 0) o.max_time = max_time;
+  if (!stop.empty()) o.stop_strings = stop;
   if (early_stopping == "true") {
     o.early_stopping = EarlyStopping::when_beams_finished;
   } else if (early_stopping == "false") {

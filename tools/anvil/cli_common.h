@@ -36,6 +36,7 @@ struct SamplingFlags {
   int64_t num_beams = -1, num_return_sequences = -1;
   double length_penalty = std::numeric_limits<double>::quiet_NaN();
   double max_time = -1;
+  std::vector<std::string> stop;
   std::string early_stopping;
   uint64_t seed = 0;
   bool greedy = false;

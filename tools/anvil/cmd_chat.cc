@@ -46,6 +46,7 @@ void add_chat(CLI::App& app) {
     std::vector<int64_t> eos = model.generation_config().eos_token_ids;
     if (auto e = tok.eos_token_id()) eos.push_back(*e);
     o.eos_token_ids = eos;
+    o.tokenizer = &tok.tokenizer();  // for stop strings
     const bool interactive = isatty(0);
 
     nlohmann::ordered_json history = nlohmann::ordered_json::array();

@@ -1,5 +1,6 @@
 // `anvil generate`: continue a text prompt (streamed) or rows of token ids.
 #include <cstdio>
+#include <optional>
 
 #include "anvil/auto_tokenizer.h"
 #include "anvil/error.h"
@@ -44,6 +45,12 @@ void add_generate(CLI::App& app) {
     const CausalLM model = CausalLM::from_pretrained(f->model, f->model_flags.options());
     if (!f->ids.empty()) {
       const Batch batch = batch_from_flags(f->ids, f->mask);
+      // The tokenizer only where its text is needed: stop strings, or printing text.
+      std::optional<PreTrainedTokenizer> stop_tok;
+      if (o.stop_strings.value_or(model.generation_config().stop_strings).size() > 0) {
+        stop_tok.emplace(AutoTokenizer::from_pretrained(f->model));
+        o.tokenizer = &stop_tok->tokenizer();
+      }
       const auto rows = model.generate(batch, o);
       if (!f->output_ids) {
         const auto tok = AutoTokenizer::from_pretrained(f->model);
@@ -64,6 +71,7 @@ void add_generate(CLI::App& app) {
     }
     const auto tok = AutoTokenizer::from_pretrained(f->model);
     const auto ids = tok.encode(f->prompt);
+    o.tokenizer = &tok.tokenizer();  // for stop strings (the options' or generation_config's)
     if (!streams(o, model.generation_config())) {
       // Beam search (or several sequences): each row's continuation once it is final.
       Batch batch;
