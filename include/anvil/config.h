@@ -109,7 +109,9 @@ struct GenerationConfig {
   float epsilon_cutoff = 0.0f;  ///< epsilon sampling's probability floor; 0 off
   float eta_cutoff = 0.0f;      ///< eta sampling's; 0 off
   std::optional<int64_t> max_new_tokens;
-  int64_t max_length = 20;
+  /// The total length (prompt included) generation stops at, when the file sets it; unset,
+  /// transformers 5 generates 20 new tokens (within max_position_embeddings).
+  std::optional<int64_t> max_length;
   /// eos suppressed until this many tokens are new; when set (even to 0) it replaces min_length,
   /// as transformers' _prepare_generated_length does.
   std::optional<int64_t> min_new_tokens;

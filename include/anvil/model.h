@@ -45,8 +45,10 @@ struct Batch {
 /// Options of generate(); unset fields come from the model's generation_config.json, as in
 /// transformers.
 struct GenerateOptions {
-  std::optional<int64_t> max_new_tokens;  ///< default: generation_config, else max_length - prompt
-  int64_t min_new_tokens = 0;             ///< eos is suppressed until this many tokens are new
+  /// default: generation_config's max_new_tokens, else its max_length - prompt, else 20 (within
+  /// max_position_embeddings), as transformers 5.
+  std::optional<int64_t> max_new_tokens;
+  int64_t min_new_tokens = 0;  ///< eos is suppressed until this many tokens are new
   std::optional<bool> do_sample;
   std::optional<float> temperature;
   std::optional<int64_t> top_k;  ///< 0 disables

@@ -90,11 +90,21 @@ def main():
         {"begin_suppress_tokens": [first, second]},
     ], 6)
     bos_long = run_cases(model, ids, mask, [{"forced_bos_token_id": 7}], 6)
+    # The length when generation_config sets neither max_new_tokens nor max_length: 20 new
+    # tokens (transformers 5); with max_length, the prompt counts.
+    length_cases = []
+    for c in ({}, {"max_length": 14}):
+        cfg = {"do_sample": False, "pad_token_id": 0, "eos_token_id": None}
+        cfg.update(c)
+        with torch.no_grad():
+            rows = model.generate(ids, attention_mask=mask,
+                                  generation_config=GenerationConfig(**cfg))
+        length_cases.append({"generation_config": cfg, "output": rows.tolist()})
     with open(f"{data}/extra/processors.json", "w") as f:
         json.dump({"input_ids": ids.tolist(), "attention_mask": mask.tolist(), "cases": out,
                    "penalty_input_ids": padded.tolist(), "penalty_cases": penalty_cases,
                    "more_cases": more_cases + bos_long, "bos_input_ids": one.tolist(),
-                   "bos_cases": bos_cases}, f, indent=1)
+                   "bos_cases": bos_cases, "length_cases": length_cases}, f, indent=1)
     print("ok")
 
 

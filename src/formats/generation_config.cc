@@ -110,7 +110,8 @@ GenerationConfig GenerationConfig::from_json_text(const std::string& text,
   g.repetition_penalty =
       static_cast<float>(jf::opt_number(j, "repetition_penalty", source).value_or(1.0));
   g.max_new_tokens = jf::opt_int(j, "max_new_tokens", source);
-  g.max_length = jf::opt_int(j, "max_length", source).value_or(20);
+  g.max_length = jf::opt_int(j, "max_length", source);
+  if (g.max_length.value_or(1) < 1) jf::fail(source, "max_length", "must be positive");
   if (g.temperature < 0) jf::fail(source, "temperature", "must not be negative");
   if (g.top_k < 0) jf::fail(source, "top_k", "must not be negative");
   if (g.top_p <= 0 || g.top_p > 1) jf::fail(source, "top_p", "must be in (0, 1]");

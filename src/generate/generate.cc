@@ -214,7 +214,8 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   const auto started = std::chrono::steady_clock::now();  // MaxTimeCriteria's start
   std::vector<std::vector<int64_t>> mask = checked_mask(batch);
   const auto prompt = static_cast<int64_t>(batch.input_ids[0].size());
-  const GenerationSettings settings = resolve_settings(gen, opts, prompt);
+  const GenerationSettings settings =
+      resolve_settings(gen, opts, prompt, decoder.config().max_position_embeddings);
   if (settings.num_beams > 1) return run_beam_search(decoder, settings, batch, mask).sequences;
   if (settings.num_return_sequences > 1) {
     // Independent samples: each prompt repeated, as transformers' _expand_inputs_for_generation.

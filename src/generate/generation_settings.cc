@@ -39,12 +39,26 @@ SamplingParams sampling_params(const GenerationConfig& gen, const GenerateOption
 }  // namespace
 
 GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateOptions& opts,
-                                    int64_t prompt) {
+                                    int64_t prompt, int64_t max_positions) {
   if (!gen.unimplemented.empty()) throw Error(gen.unimplemented);
   GenerationSettings s;
   s.sampling = sampling_params(gen, opts);
-  s.max_new = opts.max_new_tokens.value_or(
-      gen.max_new_tokens.value_or(std::max<int64_t>(0, gen.max_length - prompt)));
+  // _prepare_generated_length / _validate_generated_length: max_new_tokens wins; else a
+  // max_length the file sets counts the prompt; else 20 new tokens, within the model's
+  // positions. A prompt that already reaches the limit is refused, not returned as it is.
+  if (opts.max_new_tokens || gen.max_new_tokens) {
+    s.max_new = opts.max_new_tokens ? *opts.max_new_tokens : *gen.max_new_tokens;
+  } else {
+    const int64_t limit = gen.max_length
+                              ? *gen.max_length
+                              : std::min(prompt + 20, std::max<int64_t>(1, max_positions));
+    if (prompt >= limit) {
+      throw Error("the prompt has " + std::to_string(prompt) + " ids but max_length is " +
+                  std::to_string(limit) + (gen.max_length ? "" : " (max_position_embeddings)") +
+                  ": set max_new_tokens (or a larger max_length)");
+    }
+    s.max_new = limit - prompt;
+  }
   if (s.max_new < 0) throw Error("max_new_tokens must not be negative");
   if (opts.min_new_tokens < 0) throw Error("min_new_tokens must not be negative");
   // MinLength- and MinNewTokensLengthLogitsProcessor: eos suppressed for the first min_new

@@ -52,10 +52,11 @@ struct GenerationSettings {
                bool penalised = false) const;
 };
 
-/// `gen` with `opts` over it for prompts of `prompt` ids; throws anvil::Error for values
-/// transformers refuses (and for generation_config fields anvil does not implement).
+/// `gen` with `opts` over it for prompts of `prompt` ids on a model of `max_positions`
+/// positions; throws anvil::Error for values transformers refuses (and for generation_config
+/// fields anvil does not implement).
 GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateOptions& opts,
-                                    int64_t prompt);
+                                    int64_t prompt, int64_t max_positions);
 
 /// How many ids a mask row's left padding holds (transformers' argmax of mask != 0).
 int64_t leading_padding(const std::vector<int64_t>& mask_row);

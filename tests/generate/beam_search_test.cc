@@ -55,7 +55,8 @@ TEST_P(BeamParity, SequencesAndScoresMatchTransformers) {
     const auto want = c["output"].get<std::vector<std::vector<int64_t>>>();
     EXPECT_EQ(run_generate(model.decoder(), gen, batch, GenerateOptions{}), want);
     const GenerationSettings settings =
-        resolve_settings(gen, GenerateOptions{}, static_cast<int64_t>(batch.input_ids[0].size()));
+        resolve_settings(gen, GenerateOptions{}, static_cast<int64_t>(batch.input_ids[0].size()),
+                         model.config().max_position_embeddings);
     const BeamSearchResult got =
         run_beam_search(model.decoder(), settings, batch, checked_mask(batch));
     const auto scores = c["scores"].get<std::vector<float>>();

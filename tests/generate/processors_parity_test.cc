@@ -11,6 +11,7 @@
 #include "anvil/model.h"
 #include "formats/mapped_file.h"
 #include "generate/generate.h"
+#include "generate/generation_settings.h"
 #include "test_data.h"
 
 namespace anvil {
@@ -97,6 +98,37 @@ TEST(LogitsProcessorParity, BiasDecayRenormalizeMaxTimeAndForcedBos) {
   Batch one;
   one.input_ids = g.data["bos_input_ids"].get<std::vector<std::vector<int64_t>>>();
   check(g.data["bos_cases"], one);
+}
+
+// Neither max_new_tokens nor max_length set: 20 new tokens, as transformers 5 (not 20 in all);
+// a max_length the file sets counts the prompt; a prompt already at the limit is refused; the
+// default stops at max_position_embeddings.
+TEST(LogitsProcessorParity, DefaultLengthsAsTransformers5) {
+  const Goldens g;
+  for (const auto& c : g.data["length_cases"]) {
+    const std::string cfg = c["generation_config"].dump();
+    SCOPED_TRACE(cfg);
+    const GenerationConfig gen = GenerationConfig::from_json_text(cfg, "generation_config.json");
+    EXPECT_EQ(run_generate(g.model.decoder(), gen, g.batch, GenerateOptions{}),
+              c["output"].get<std::vector<std::vector<int64_t>>>());
+  }
+  const auto settings = [](const std::string& cfg, int64_t prompt, int64_t positions) {
+    return resolve_settings(GenerationConfig::from_json_text(cfg, "generation_config.json"),
+                            GenerateOptions{}, prompt, positions);
+  };
+  EXPECT_EQ(settings("{}", 9, 1024).max_new, 20);
+  EXPECT_EQ(settings("{}", 1010, 1024).max_new, 14);  // within max_position_embeddings
+  EXPECT_EQ(settings(R"({"max_length": 30})", 9, 1024).max_new, 21);
+  EXPECT_EQ(settings(R"({"max_length": 30, "max_new_tokens": 4})", 9, 1024).max_new, 4);
+  try {
+    settings(R"({"max_length": 9})", 9, 1024);
+    ADD_FAILURE() << "a prompt at max_length was not refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the prompt has 9 ids but max_length is 9"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(settings("{}", 1024, 1024), Error);
 }
 
 TEST(LogitsProcessorParity, OptionsOverrideTheConfig) {

@@ -73,7 +73,7 @@ ModelOptions ModelFlags::options() const {
 
 void SamplingFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--max-new-tokens", max_new_tokens,
-                 "tokens to generate (default: generation_config.json, else max_length 20)");
+                 "tokens to generate (default: generation_config.json's, else 20)");
   cmd.add_option("--min-new-tokens", min_new_tokens, "suppress eos until this many are new");
   cmd.add_flag("--greedy", greedy, "greedy decoding, whatever generation_config.json says");
   cmd.add_option("--temperature", temperature, "sampling temperature (implies sampling)");
