@@ -237,14 +237,13 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
   std::optional<KvCache> scratch;  // the rows a reorder reads, copied out first
   const std::optional<int64_t> recompute_past = decoder.config().recompute_cache_past;
   std::vector<float> scores(static_cast<size_t>(vocab));
-  std::vector<Candidate>
-      pool;  // a group's continuations (reused: a vocabulary of them when sampling)
-  const auto started = std::chrono::steady_clock::now();
+  // A group's continuations, reused from step to step (a vocabulary of them when sampling).
+  std::vector<Candidate> pool;
   for (int64_t t = 0;; ++t) {
     // MaxTimeCriteria: every continuation of this step ends once the time is spent.
     const bool out_of_time =
         settings.max_time &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - settings.started).count() >
             *settings.max_time;
     bool all_end = true;  // every kept continuation hit a stopping criterion
     std::vector<int64_t> source(static_cast<size_t>(prompts * beams));

@@ -211,7 +211,6 @@ std::vector<int64_t> greedy_tokens(const Tensor& logits) {
 
 std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const GenerationConfig& gen,
                                                const Batch& batch, const GenerateOptions& opts) {
-  const auto started = std::chrono::steady_clock::now();  // MaxTimeCriteria's start
   std::vector<std::vector<int64_t>> mask = checked_mask(batch);
   const auto prompt = static_cast<int64_t>(batch.input_ids[0].size());
   const GenerationSettings settings =
@@ -461,7 +460,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     }
     const bool out_of_time =
         settings.max_time &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - settings.started).count() >
             *settings.max_time;
     const bool stop = (opts.streamer && !opts.streamer(chosen)) ||
                       std::all_of(finished.begin(), finished.end(), [](bool f) { return f; }) ||

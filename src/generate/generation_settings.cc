@@ -42,6 +42,7 @@ GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateO
                                     int64_t prompt, int64_t max_positions) {
   if (!gen.unimplemented.empty()) throw Error(gen.unimplemented);
   GenerationSettings s;
+  s.started = std::chrono::steady_clock::now();
   s.sampling = sampling_params(gen, opts);
   // _prepare_generated_length / _validate_generated_length: max_new_tokens wins; else a
   // max_length the file sets counts the prompt; else 20 new tokens, within the model's

@@ -3,6 +3,7 @@
 // tokens, and the processors that edit a row's scores on the host in transformers' order.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -30,6 +31,8 @@ struct GenerationSettings {
   std::optional<std::pair<int64_t, float>> exponential_decay_length_penalty;
   bool renormalize_logits = false;
   std::optional<double> max_time;
+  /// When generate() began (resolve_settings' call): MaxTimeCriteria's start, the prefill included.
+  std::chrono::steady_clock::time_point started;
   std::vector<std::string> stop_strings;  ///< non-empty only with a tokenizer
   const Tokenizer* tokenizer = nullptr;
   int64_t prompt = 0;  ///< ids per prompt row, padding included
