@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,16 @@ struct GenerateOptions {
   /// `tokenizer`, whose tokens' text they are matched against (transformers' stop_strings).
   std::optional<std::vector<std::string>> stop_strings;
   const Tokenizer* tokenizer = nullptr;
+  /// transformers' prefix_allowed_tokens_fn: called with a row's prompt index (a prompt's beams
+  /// and num_return_sequences repeats share it) and the row's ids so far, returns the only ids
+  /// the next token may be; an empty list is an error (the constraint is unsatisfiable).
+  std::function<std::vector<int64_t>(int64_t batch_id, const std::vector<int64_t>& input_ids)>
+      prefix_allowed_tokens;
+  /// Custom logits processors (transformers' `logits_processor=`): each edits one row's scores
+  /// (log-probabilities under beam search) after the built-in processors, before the sampling
+  /// warpers; they run on the host, every step.
+  std::vector<std::function<void(const std::vector<int64_t>& input_ids, std::span<float> scores)>>
+      logits_processors;
   uint64_t seed = 0;
   std::optional<std::vector<int64_t>> eos_token_ids;  ///< stop on any of these
   std::optional<int64_t> pad_token_id;  ///< fills finished rows; default pad, else first eos

@@ -100,11 +100,27 @@ def main():
             rows = model.generate(ids, attention_mask=mask,
                                   generation_config=GenerationConfig(**cfg))
         length_cases.append({"generation_config": cfg, "output": rows.tolist()})
+    # prefix_allowed_tokens_fn: ids whose residue mod 3 follows the batch id and the row's
+    # length (the C++ test writes the same function); greedy, with a penalty, beams, and
+    # sampling with top_k 1 repeated per prompt (its batch id stays the prompt's).
+    def allowed(batch_id, sent):
+        return [t for t in range(model.config.vocab_size) if (t + batch_id + len(sent)) % 3 == 0]
+    prefix_cases = []
+    for c in ({}, {"repetition_penalty": 1.4}, {"num_beams": 3},
+              {"num_beams": 2, "num_return_sequences": 2},
+              {"do_sample": True, "top_k": 1, "num_return_sequences": 2}):
+        cfg = {"do_sample": False, "max_new_tokens": 8, "pad_token_id": 0, "eos_token_id": None}
+        cfg.update(c)
+        with torch.no_grad():
+            rows = model.generate(ids, attention_mask=mask, prefix_allowed_tokens_fn=allowed,
+                                  generation_config=GenerationConfig(**cfg))
+        prefix_cases.append({"generation_config": cfg, "output": rows.tolist()})
     with open(f"{data}/extra/processors.json", "w") as f:
         json.dump({"input_ids": ids.tolist(), "attention_mask": mask.tolist(), "cases": out,
                    "penalty_input_ids": padded.tolist(), "penalty_cases": penalty_cases,
                    "more_cases": more_cases + bos_long, "bos_input_ids": one.tolist(),
-                   "bos_cases": bos_cases, "length_cases": length_cases}, f, indent=1)
+                   "bos_cases": bos_cases, "length_cases": length_cases,
+                   "prefix_cases": prefix_cases}, f, indent=1)
     print("ok")
 
 

@@ -258,7 +258,7 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
         log_softmax(scores);
         std::vector<int64_t> ids = batch.input_ids[b];
         ids.insert(ids.end(), g.running[j].begin(), g.running[j].end());
-        settings.process(scores, ids, padding[b], t);
+        settings.process(scores, ids, padding[b], t, b);
         if (sampling) apply_warpers(scores, warpers);
         if (settings.renormalize_logits) log_softmax(scores);  // LogitNormalization, last
         const float base = g.running_scores[j];

@@ -227,6 +227,13 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     }
     GenerateOptions one = opts;
     one.num_return_sequences = 1;
+    if (opts.prefix_allowed_tokens) {  // its batch id stays the prompt's, as transformers'
+      const int64_t n = settings.num_return_sequences;
+      one.prefix_allowed_tokens = [f = opts.prefix_allowed_tokens, n](
+                                      int64_t row, const std::vector<int64_t>& ids) {
+        return f(row / n, ids);
+      };
+    }
     return run_generate(decoder, gen, expanded, one);
   }
   const SamplingParams& sp = settings.sampling;
@@ -436,7 +443,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
         std::vector<float> scores(logits.begin() + r * vocab, logits.begin() + (r + 1) * vocab);
         // (A step penalised on the device comes here only when its candidates could not decide,
         // with the penalised row.)
-        settings.process(scores, sequences[r], padding[r], t, penalised);
+        settings.process(scores, sequences[r], padding[r], t, r, penalised);
         if (sp.do_sample) {
           apply_warpers(scores, sp);
           token = uniforms.empty() ? sample(scores, rng) : sample(scores, uniforms[r]);

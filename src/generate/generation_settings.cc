@@ -2,6 +2,7 @@
 #include "generate/generation_settings.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "anvil/error.h"
@@ -87,6 +88,8 @@ GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateO
   if (s.max_time && !(*s.max_time >= 0)) throw Error("max_time must not be negative");
   s.prompt = prompt;
   s.stop_strings = opts.stop_strings.value_or(gen.stop_strings);
+  s.prefix_allowed_tokens = opts.prefix_allowed_tokens;
+  s.logits_processors = opts.logits_processors;
   s.tokenizer = opts.tokenizer;
   if (!s.stop_strings.empty() && !s.tokenizer) {
     throw Error(
@@ -120,11 +123,12 @@ bool GenerationSettings::host_edits() const {
   return no_repeat_ngram_size > 0 || sampling.needs_whole_rows() || !bad_words_ids.empty() ||
          !suppress_tokens.empty() || !begin_suppress_tokens.empty() ||
          !forced_eos_token_ids.empty() || !sequence_bias.empty() || forced_bos_token_id ||
-         exponential_decay_length_penalty;
+         exponential_decay_length_penalty || prefix_allowed_tokens || !logits_processors.empty();
 }
 
 void GenerationSettings::process(std::span<float> scores, const std::vector<int64_t>& row,
-                                 int64_t padding, int64_t t, bool penalised) const {
+                                 int64_t padding, int64_t t, int64_t batch_id,
+                                 bool penalised) const {
   if (!sequence_bias.empty()) apply_sequence_bias(scores, row, sequence_bias);
   if (!penalised && sampling.repetition_penalty != 1.0f) {
     const std::vector<int64_t> context(
@@ -134,6 +138,25 @@ void GenerationSettings::process(std::span<float> scores, const std::vector<int6
   ban_repeated_ngrams(scores, row, no_repeat_ngram_size);
   ban_bad_words(scores, row, bad_words_ids, eos);
   if (t < min_new) anvil::suppress_tokens(scores, eos);
+  if (prefix_allowed_tokens) {
+    // PrefixConstrainedLogitsProcessor: -inf but where allowed (ids outside the vocabulary
+    // ignored, as a masked index_fill past the end would fail in torch: refused instead).
+    const std::vector<int64_t> allowed = prefix_allowed_tokens(batch_id, row);
+    if (allowed.empty()) {
+      throw Error("prefix_allowed_tokens returned an empty list for batch id " +
+                  std::to_string(batch_id) + ": the constraint is unsatisfiable");
+    }
+    std::vector<float> kept(allowed.size());
+    for (size_t i = 0; i < allowed.size(); ++i) {
+      if (allowed[i] < 0 || allowed[i] >= static_cast<int64_t>(scores.size())) {
+        throw Error("prefix_allowed_tokens returned id " + std::to_string(allowed[i]) +
+                    ", outside the vocabulary of " + std::to_string(scores.size()));
+      }
+      kept[i] = scores[allowed[i]];
+    }
+    std::fill(scores.begin(), scores.end(), -std::numeric_limits<float>::infinity());
+    for (size_t i = 0; i < allowed.size(); ++i) scores[allowed[i]] = kept[i];
+  }
   // ForcedBOSTokenLogitsProcessor acts where the ids so far number 1: a one-token prompt's first
   // step (and SuppressTokensAtBegin then waits one step more, as transformers sets it up).
   const bool forces_bos = forced_bos_token_id && prompt == 1;
@@ -145,6 +168,7 @@ void GenerationSettings::process(std::span<float> scores, const std::vector<int6
   }
   anvil::suppress_tokens(scores, suppress_tokens);
   if (t == (forces_bos ? 1 : 0)) anvil::suppress_tokens(scores, begin_suppress_tokens);
+  for (const auto& processor : logits_processors) processor(row, scores);
 }
 
 int64_t leading_padding(const std::vector<int64_t>& mask_row) {

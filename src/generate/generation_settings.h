@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <utility>
@@ -34,6 +35,8 @@ struct GenerationSettings {
   /// When generate() began (resolve_settings' call): MaxTimeCriteria's start, the prefill included.
   std::chrono::steady_clock::time_point started;
   std::vector<std::string> stop_strings;  ///< non-empty only with a tokenizer
+  std::function<std::vector<int64_t>(int64_t, const std::vector<int64_t>&)> prefix_allowed_tokens;
+  std::vector<std::function<void(const std::vector<int64_t>&, std::span<float>)>> logits_processors;
   const Tokenizer* tokenizer = nullptr;
   int64_t prompt = 0;  ///< ids per prompt row, padding included
   int64_t num_beams = 1, num_return_sequences = 1;
@@ -46,13 +49,14 @@ struct GenerationSettings {
   /// any runs every step there.
   bool host_edits() const;
 
-  /// The processors at new token `t` (0 for the first), on one row's scores, in transformers'
-  /// order: sequence bias, repetition penalty (unless `penalised` already), n-grams, bad words,
-  /// minimum lengths, forced bos, forced eos, the length decay, suppressions. `row` is every id so
+  /// The processors at new token `t` (0 for the first), on the scores of a row of prompt
+  /// `batch_id`, in transformers' order: sequence bias, repetition penalty (unless `penalised`
+  /// already), n-grams, bad words, minimum lengths, allowed prefixes, forced bos, forced eos,
+  /// the length decay, suppressions, then the caller's own processors. `row` is every id so
   /// far; the repetition penalty skips its first `padding` (the prompt's left padding, as
   /// transformers ignores it).
   void process(std::span<float> scores, const std::vector<int64_t>& row, int64_t padding, int64_t t,
-               bool penalised = false) const;
+               int64_t batch_id, bool penalised = false) const;
 };
 
 /// `gen` with `opts` over it for prompts of `prompt` ids on a model of `max_positions`

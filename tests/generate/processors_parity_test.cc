@@ -4,7 +4,9 @@
 // anvil refuses rather than ignores.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "anvil/config.h"
 #include "anvil/error.h"
@@ -129,6 +131,50 @@ TEST(LogitsProcessorParity, DefaultLengthsAsTransformers5) {
         << e.what();
   }
   EXPECT_THROW(settings("{}", 1024, 1024), Error);
+}
+
+// GenerateOptions::prefix_allowed_tokens against transformers' prefix_allowed_tokens_fn (the same
+// function on both sides: ids whose residue mod 3 follows the batch id and the row's length),
+// greedy, penalised, beams, and sampled repeats (whose batch id is the prompt's); and a custom
+// logits processor that bans two ids gives transformers' suppress_tokens output for them.
+TEST(LogitsProcessorParity, PrefixAllowedTokensAndCustomProcessors) {
+  const Goldens g;
+  const int64_t vocab = g.model.config().vocab_size;
+  GenerateOptions o;
+  o.prefix_allowed_tokens = [vocab](int64_t batch_id, const std::vector<int64_t>& ids) {
+    std::vector<int64_t> allowed;
+    for (int64_t t = 0; t < vocab; ++t) {
+      if ((t + batch_id + static_cast<int64_t>(ids.size())) % 3 == 0) allowed.push_back(t);
+    }
+    return allowed;
+  };
+  ASSERT_EQ(g.data["prefix_cases"].size(), 5u);
+  for (const auto& c : g.data["prefix_cases"]) {
+    const std::string cfg = c["generation_config"].dump();
+    SCOPED_TRACE(cfg);
+    const GenerationConfig gen = GenerationConfig::from_json_text(cfg, "generation_config.json");
+    EXPECT_EQ(run_generate(g.model.decoder(), gen, g.batch, o),
+              c["output"].get<std::vector<std::vector<int64_t>>>());
+  }
+  GenerateOptions empty;
+  empty.prefix_allowed_tokens = [](int64_t, const std::vector<int64_t>&) {
+    return std::vector<int64_t>{};
+  };
+  EXPECT_THROW(run_generate(g.model.decoder(), GenerationConfig{}, g.batch, empty), Error);
+
+  const auto& suppressed = g.data["cases"][8];  // {"suppress_tokens": [first, second]}
+  const auto banned =
+      suppressed["generation_config"]["suppress_tokens"].get<std::vector<int64_t>>();
+  GenerationConfig plain = GenerationConfig::from_json_text(suppressed["generation_config"].dump(),
+                                                            "generation_config.json");
+  plain.suppress_tokens.clear();
+  GenerateOptions custom;
+  custom.logits_processors.push_back(
+      [banned](const std::vector<int64_t>&, std::span<float> scores) {
+        for (int64_t id : banned) scores[id] = -std::numeric_limits<float>::infinity();
+      });
+  EXPECT_EQ(run_generate(g.model.decoder(), plain, g.batch, custom),
+            suppressed["output"].get<std::vector<std::vector<int64_t>>>());
 }
 
 TEST(LogitsProcessorParity, OptionsOverrideTheConfig) {
