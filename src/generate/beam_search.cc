@@ -17,25 +17,6 @@
 
 namespace anvil {
 
-void copy_cache_rows(const KvCache& from, KvCache& to, const std::vector<int64_t>& source_rows,
-                     int64_t length) {
-  if (length == 0) return;
-  for (size_t layer = 0; layer < to.keys.size(); ++layer) {
-    for (size_t r = 0; r < source_rows.size(); ++r) {
-      if (source_rows[r] < 0) continue;
-      for (const auto& [src, dst] : {std::pair(&from.keys[layer], &to.keys[layer]),
-                                     std::pair(&from.values[layer], &to.values[layer])}) {
-        const Tensor s = src->select(0, source_rows[r]);
-        const Tensor d = dst->select(0, static_cast<int64_t>(r));
-        // Each head's first `length` positions are contiguous in both.
-        for (int64_t h = 0; h < s.size(0); ++h) {
-          d.select(0, h).narrow(0, 0, length).copy_from(s.select(0, h).narrow(0, 0, length));
-        }
-      }
-    }
-  }
-}
-
 namespace {
 
 // transformers' marker for a score that must not win (added in float32, as torch does).
@@ -208,16 +189,8 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
   };
   {
     KvCache prompt_cache = decoder.new_cache(prompts, prompt);
-    StepInput step;
-    step.batch = prompts;
-    step.seq = prompt;
-    for (int64_t b = 0; b < prompts; ++b) {
-      step.ids.insert(step.ids.end(), batch.input_ids[b].begin(), batch.input_ids[b].end());
-      const auto pos = positions_from_mask(mask[b]);
-      step.positions.insert(step.positions.end(), pos.begin(), pos.end());
-      step.key_mask.insert(step.key_mask.end(), mask[b].begin(), mask[b].end());
-    }
-    read_logits(decoder.forward(step, prompt_cache));  // the decoder's scratch, kept past the cache
+    // The logits are the decoder's scratch, which outlives the prompt's cache.
+    read_logits(decoder.forward(whole_rows_step(batch.input_ids, mask), prompt_cache));
     std::vector<int64_t> source(static_cast<size_t>(prompts * beams));
     for (int64_t r = 0; r < prompts * beams; ++r) source[r] = r / beams;
     copy_cache_rows(prompt_cache, cache, source, prompt);
@@ -372,18 +345,16 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
     if (recompute_past && cache.length == *recompute_past && prompt <= *recompute_past) {
       // Phi-3's longrope: past the original context the whole sequences run again.
       cache.length = 0;
-      step.seq = prompt + new_length;
+      std::vector<std::vector<int64_t>> rows, row_masks;
       for (int64_t r = 0; r < prompts * beams; ++r) {
         const int64_t b = r / beams;
-        step.ids.insert(step.ids.end(), batch.input_ids[b].begin(), batch.input_ids[b].end());
+        rows.push_back(batch.input_ids[b]);
         const auto& tokens = groups[b].running[r % beams];
-        step.ids.insert(step.ids.end(), tokens.begin(), tokens.end());
-        std::vector<int64_t> row_mask = mask[b];
-        row_mask.resize(static_cast<size_t>(prompt + new_length), 1);
-        const auto pos = positions_from_mask(row_mask);
-        step.positions.insert(step.positions.end(), pos.begin(), pos.end());
-        step.key_mask.insert(step.key_mask.end(), row_mask.begin(), row_mask.end());
+        rows.back().insert(rows.back().end(), tokens.begin(), tokens.end());
+        row_masks.push_back(mask[b]);
+        row_masks.back().resize(static_cast<size_t>(prompt + new_length), 1);
       }
+      step = whole_rows_step(rows, row_masks);
     } else {
       step.seq = 1;
       step.ids = next_ids;

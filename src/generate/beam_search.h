@@ -26,11 +26,4 @@ struct BeamSearchResult {
 BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSettings& settings,
                                  const Batch& batch, const std::vector<std::vector<int64_t>>& mask);
 
-/// Copies positions [0, length) of every layer's keys and values: row r of `to` from row
-/// `source_rows[r]` of `from` (rows with a negative source are left alone). The caches may
-/// differ in rows and capacity, not in layers, heads or dtype; `from` and `to` must not be the
-/// same cache.
-void copy_cache_rows(const KvCache& from, KvCache& to, const std::vector<int64_t>& source_rows,
-                     int64_t length);
-
 }  // namespace anvil

@@ -65,6 +65,20 @@ std::vector<int32_t> positions_from_mask(const std::vector<int64_t>& mask_row) {
   return pos;
 }
 
+StepInput whole_rows_step(const std::vector<std::vector<int64_t>>& ids,
+                          const std::vector<std::vector<int64_t>>& mask) {
+  StepInput step;
+  step.batch = static_cast<int64_t>(ids.size());
+  step.seq = static_cast<int64_t>(ids[0].size());
+  for (size_t r = 0; r < ids.size(); ++r) {
+    step.ids.insert(step.ids.end(), ids[r].begin(), ids[r].end());
+    const auto pos = positions_from_mask(mask[r]);
+    step.positions.insert(step.positions.end(), pos.begin(), pos.end());
+    step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
+  }
+  return step;
+}
+
 namespace {
 
 // The largest top-k + 1 of this many candidates a device's top_k kernel is asked for.
@@ -255,17 +269,9 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   StepInput step;
   step.batch = rows;
   // A step over whole rows (the prompt, or every id so far): positions from the mask.
+  // A step over whole rows (the prompt, or every id so far), positions from the mask.
   const auto whole_rows = [&](const std::vector<std::vector<int64_t>>& ids) {
-    step.seq = static_cast<int64_t>(ids[0].size());
-    step.ids.clear();
-    step.positions.clear();
-    step.key_mask.clear();
-    for (int64_t r = 0; r < rows; ++r) {
-      step.ids.insert(step.ids.end(), ids[r].begin(), ids[r].end());
-      const auto pos = positions_from_mask(mask[r]);
-      step.positions.insert(step.positions.end(), pos.begin(), pos.end());
-      step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
-    }
+    step = whole_rows_step(ids, mask);
   };
   whole_rows(batch.input_ids);
 

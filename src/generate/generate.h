@@ -16,6 +16,11 @@ std::vector<std::vector<int64_t>> checked_mask(const Batch& batch);
 /// transformers' position ids for a mask row: cumsum(mask) - 1, and 1 where the mask is 0.
 std::vector<int32_t> positions_from_mask(const std::vector<int64_t>& mask_row);
 
+/// A step over whole rows (a prompt, or every id so far): `ids` and their `mask` rows, of one
+/// length, positions from the masks.
+StepInput whole_rows_step(const std::vector<std::vector<int64_t>>& ids,
+                          const std::vector<std::vector<int64_t>>& mask);
+
 /// The argmax of each row of logits [rows, 1, vocab] (or [rows, vocab]); on a device with an
 /// argmax kernel only the chosen ids come back to the host.
 std::vector<int64_t> greedy_tokens(const Tensor& logits);

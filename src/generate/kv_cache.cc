@@ -1,5 +1,7 @@
-// KV cache allocation.
+// KV cache allocation, and copies of rows between caches.
 #include "generate/kv_cache.h"
+
+#include <utility>
 
 namespace anvil {
 
@@ -23,6 +25,25 @@ int64_t KvCache::bytes_per_position() const {
     bytes += static_cast<int64_t>(keys[i].nbytes() + values[i].nbytes());
   }
   return bytes / capacity;
+}
+
+void copy_cache_rows(const KvCache& from, KvCache& to, const std::vector<int64_t>& source_rows,
+                     int64_t length) {
+  if (length == 0) return;
+  for (size_t layer = 0; layer < to.keys.size(); ++layer) {
+    for (size_t r = 0; r < source_rows.size(); ++r) {
+      if (source_rows[r] < 0) continue;
+      for (const auto& [src, dst] : {std::pair(&from.keys[layer], &to.keys[layer]),
+                                     std::pair(&from.values[layer], &to.values[layer])}) {
+        const Tensor s = src->select(0, source_rows[r]);
+        const Tensor d = dst->select(0, static_cast<int64_t>(r));
+        // Each head's first `length` positions are contiguous in both.
+        for (int64_t h = 0; h < s.size(0); ++h) {
+          d.select(0, h).narrow(0, 0, length).copy_from(s.select(0, h).narrow(0, 0, length));
+        }
+      }
+    }
+  }
 }
 
 }  // namespace anvil

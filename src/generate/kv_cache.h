@@ -26,4 +26,11 @@ struct KvCache {
                           Device device);
 };
 
+/// Copies positions [0, length) of every layer's keys and values: row r of `to` from row
+/// `source_rows[r]` of `from` (rows with a negative source are left alone), on their device.
+/// The caches may differ in rows and capacity, not in layers, heads or dtype; `from` and `to`
+/// must not be the same cache (beam search gathers through a scratch cache).
+void copy_cache_rows(const KvCache& from, KvCache& to, const std::vector<int64_t>& source_rows,
+                     int64_t length);
+
 }  // namespace anvil
