@@ -71,15 +71,33 @@ struct ModelConfig {
   /// past this many positions, as Phi-3's prepare_inputs_for_generation does with longrope (so
   /// that the long factors rotate every key, not only the new ones).
   std::optional<int64_t> recompute_cache_past;
-  /// Every layer's attention sees its own position and the sliding_window - 1 before it
-  /// (Mistral); unset: the whole causal past.
+  /// A windowed layer's attention sees its own position and the sliding_window - 1 before it
+  /// (Mistral, Phi-3-mini-4k, Qwen2 with use_sliding_window); unset: the whole causal past.
   std::optional<int64_t> sliding_window;
+  /// Which layers the window applies to (transformers' layer_types, "sliding_attention"; Qwen2
+  /// and Qwen3 derive them from max_window_layers); empty: every layer.
+  std::vector<bool> sliding_layers;
   std::optional<DType> dtype;  ///< `torch_dtype` / `dtype`, when the file says
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> bos_token_id, pad_token_id;
 
   /// The leading dimensions of each head that RoPE rotates (rope.rotary_dim, else head_dim).
   int64_t rotary_dims() const { return rope.rotary_dim > 0 ? rope.rotary_dim : head_dim; }
+  /// Layer `layer`'s sliding window in keys, 0 for the whole causal past.
+  int64_t layer_window(int64_t layer) const {
+    if (!sliding_window) return 0;
+    const bool windowed =
+        sliding_layers.empty() || (layer < static_cast<int64_t>(sliding_layers.size()) &&
+                                   sliding_layers[static_cast<size_t>(layer)]);
+    return windowed ? *sliding_window : 0;
+  }
+  /// Whether any layer has a sliding window.
+  bool has_sliding_window() const {
+    for (int64_t l = 0; l < num_hidden_layers; ++l) {
+      if (layer_window(l) > 0) return true;
+    }
+    return false;
+  }
 
   /// Reads `path` (a config.json); throws anvil::Error naming the file and the field at fault.
   static ModelConfig from_file(const std::string& path);

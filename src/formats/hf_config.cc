@@ -1,6 +1,6 @@
 // config.json as transformers reads it: Hub-style files (rope_theta/rope_scaling at the top
 // level) and transformers 5 files (rope_parameters) both load; anything the decoder cannot run
-// faithfully (another activation, an unimplemented RoPE scaling, sliding windows) is refused by
+// faithfully (another activation, an unimplemented RoPE scaling) is refused by
 // name rather than run wrongly.
 #include "anvil/config.h"
 #include "anvil/error.h"
@@ -245,11 +245,6 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   const std::string act = jf::opt_string(j, "hidden_act", source).value_or("silu");
   if (act != "silu") {
     jf::fail(source, "hidden_act", "is '" + act + "'; anvil's decoder implements silu (SwiGLU)");
-  }
-  if (jf::opt_bool(j, "use_sliding_window", source).value_or(false)) {
-    jf::fail(source, "use_sliding_window",
-             "is true; Qwen2's sliding window on the layers past max_window_layers is not "
-             "implemented");
   }
   parse_rope(j, arch, c, source);
   c.dtype = parse_dtype_field(j, source);

@@ -53,11 +53,47 @@ void apply_phi3(const nlohmann::json& raw, ModelConfig& c, const std::string& so
   read_sliding_window(raw, c, source, std::nullopt);
 }
 
-void apply_qwen2(const nlohmann::json&, ModelConfig& c, const std::string&) {
+// Qwen2Config / Qwen3Config: a window only with use_sliding_window (sliding_window, default
+// 4096, is otherwise dropped), on the layers layer_types names "sliding_attention", or when
+// layer_types is absent on the layers from max_window_layers (default 28) on. Without a window
+// layer_types means nothing to the decoder and is not read (a config edited to another layer
+// count, keeping the layer_types transformers 5 saved, still loads).
+void read_qwen_window(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  c.sliding_window.reset();
+  c.sliding_layers.clear();
+  if (jf::opt_bool(raw, "use_sliding_window", source).value_or(false)) {
+    read_sliding_window(raw, c, source, 4096);
+  }
+  if (!c.sliding_window) return;
+  const auto n = static_cast<size_t>(c.num_hidden_layers);
+  const nlohmann::json* types = jf::find(raw, "layer_types");
+  if (types && !types->is_null()) {
+    if (!types->is_array() || types->size() != n) {
+      jf::fail(
+          source, "layer_types",
+          "must list one type per layer (" + std::to_string(n) + "), got " +
+              (types->is_array() ? std::to_string(types->size()) + " entries" : types->dump()));
+    }
+    for (const nlohmann::json& t : *types) {
+      if (t == "sliding_attention" || t == "full_attention") {
+        c.sliding_layers.push_back(t == "sliding_attention");
+      } else {
+        jf::fail(source, "layer_types",
+                 "holds " + t.dump() + "; expected \"full_attention\" or \"sliding_attention\"");
+      }
+    }
+    return;
+  }
+  const int64_t first = jf::opt_int(raw, "max_window_layers", source).value_or(28);
+  for (size_t l = 0; l < n; ++l) c.sliding_layers.push_back(static_cast<int64_t>(l) >= first);
+}
+
+void apply_qwen2(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
   c.qkv_bias = true;  // Qwen2Attention: q/k/v always biased, o_proj never
   c.o_bias = false;
   c.mlp_bias = false;
   c.qk_norm = false;
+  read_qwen_window(raw, c, source);
 }
 
 void apply_qwen3(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
@@ -66,6 +102,7 @@ void apply_qwen3(const nlohmann::json& raw, ModelConfig& c, const std::string& s
   c.o_bias = bias;
   c.mlp_bias = false;
   c.qk_norm = true;
+  read_qwen_window(raw, c, source);
 }
 
 constexpr Architecture kArchitectures[] = {

@@ -85,7 +85,18 @@ Json hf_config(const ModelConfig& c, DType dtype) {
     j["partial_rotary_factor"] =
         static_cast<double>(c.rope.rotary_dim) / static_cast<double>(c.head_dim);
   }
-  if (c.sliding_window) j["sliding_window"] = *c.sliding_window;
+  // Null where there is none: MistralConfig reads an absent field as 4096 (LlamaConfig has none).
+  if (c.model_type != "llama") {
+    j["sliding_window"] = c.sliding_window ? Json(*c.sliding_window) : Json(nullptr);
+  }
+  if (c.model_type == "qwen2" || c.model_type == "qwen3") {
+    j["use_sliding_window"] = c.sliding_window.has_value();
+    Json types = Json::array();
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+      types.push_back(c.layer_window(l) > 0 ? "sliding_attention" : "full_attention");
+    }
+    j["layer_types"] = types;
+  }
   j["hidden_act"] = "silu";
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   if (c.model_type == "llama") {

@@ -144,53 +144,6 @@ bool Decoder::queues_steps() const {
 Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
   check_step(step, cache);
   follow_rope_length(step.positions);  // once, from the whole step's positions
-  if (config_.sliding_window && cache.length + step.seq > *config_.sliding_window) {
-    return forward_windowed(step, cache);
-  }
-  return forward_in_window(step, cache);
-}
-
-Tensor Decoder::forward_windowed(const StepInput& step, KvCache& cache) const {
-  // transformers' sliding mask: query index q sees key index k when q - w < k <= q (cache
-  // indices, padding included). A one-token step takes that as its key mask; longer steps
-  // would need a mask per query, so they are cut into steps that need none or one token.
-  const int64_t w = *config_.sliding_window, b = step.batch, s = step.seq;
-  const int64_t past0 = cache.length, vocab = config_.vocab_size;
-  const int64_t out_seq = step.all_logits ? s : 1;
-  Tensor gathered;
-  if (step.all_logits && s > 1) gathered = scratch_f32("window_logits", {b, s, vocab});
-  Tensor last;
-  int64_t t0 = 0;
-  while (t0 < s) {
-    const int64_t past = cache.length;
-    const int64_t t1 = past < w - 1 ? std::min(s, t0 + (w - past)) : t0 + 1;
-    StepInput sub;
-    sub.batch = b;
-    sub.seq = t1 - t0;
-    sub.all_logits = step.all_logits;
-    if (s == 1) sub.device_ids = step.device_ids;
-    for (int64_t r = 0; r < b; ++r) {
-      if (!step.ids.empty()) {
-        sub.ids.insert(sub.ids.end(), step.ids.begin() + r * s + t0, step.ids.begin() + r * s + t1);
-      }
-      sub.positions.insert(sub.positions.end(), step.positions.begin() + r * s + t0,
-                           step.positions.begin() + r * s + t1);
-      const auto row = step.key_mask.begin() + r * (past0 + s);
-      const int64_t keys = past + sub.seq, first_open = sub.seq == 1 ? keys - w : 0;
-      for (int64_t k = 0; k < keys; ++k) sub.key_mask.push_back(k < first_open ? 0 : row[k]);
-    }
-    last = forward_in_window(sub, cache);
-    if (gathered.defined()) {
-      for (int64_t r = 0; r < b; ++r) {  // contiguous row pieces stay on the device
-        gathered.narrow(0, r, 1).narrow(1, t0, sub.seq).copy_from(last.narrow(0, r, 1));
-      }
-    }
-    t0 = t1;
-  }
-  return gathered.defined() ? gathered : last.view({b, out_seq, vocab});
-}
-
-Tensor Decoder::forward_in_window(const StepInput& step, KvCache& cache) const {
   const int64_t b = step.batch, s = step.seq, n = b * s, past = cache.length;
   if (s == 1 && !step.all_logits && queues_steps()) return forward_graph(step, cache);
   StepTensors in;
@@ -254,7 +207,8 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
                                 .down = L.down_proj,
                                 .down_bias = L.down_bias,
                                 .k_cache = Tensor(),
-                                .v_cache = Tensor()});
+                                .v_cache = Tensor(),
+                                .window = c.layer_window(static_cast<int64_t>(li))});
     }
   }
   for (size_t li = 0; li < layer_tensors_.size(); ++li) {

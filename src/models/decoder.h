@@ -77,12 +77,6 @@ class Decoder {
   void run(const StepTensors& in, int64_t b, int64_t s, int64_t past, bool all_logits,
            KvCache& cache, const Tensor& logits) const;
   Tensor forward_graph(const StepInput& step, KvCache& cache) const;
-  /// forward() of a checked step whose keys all lie within the sliding window (if any).
-  Tensor forward_in_window(const StepInput& step, KvCache& cache) const;
-  /// A step some of whose queries reach past the sliding window: as sub-steps that each fit
-  /// (the tokens up to the window's length together, the rest one by one with the keys
-  /// before their window masked); the logits gathered as forward() returns them.
-  Tensor forward_windowed(const StepInput& step, KvCache& cache) const;
   /// Dynamic NTK and longrope RoPE: the frequencies for this step's sequence (its largest
   /// position + 1), rewritten in place (queued behind earlier steps, so recorded steps read
   /// them) when they change.

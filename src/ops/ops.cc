@@ -203,6 +203,7 @@ void check_attention(const AttentionArgs& a) {
     fail(kAttention, std::to_string(heads) + " query heads are not a multiple of " +
                          std::to_string(kv_heads) + " key/value heads");
   }
+  if (a.window < 0) fail(kAttention, "window " + std::to_string(a.window) + " is negative");
   if (a.past < 0 || total > a.k_cache.size(2)) {
     fail(kAttention, "past " + std::to_string(a.past) + " + " + std::to_string(seq) +
                          " new tokens exceed the cache capacity " +
@@ -619,11 +620,12 @@ void composed_decode_layers(const DecodeLayersArgs& a) {
                   L.input_norm,
                   a.eps,
                   a.normed});
-    rope_attention({{a.q.view({n, nh, hd}), a.k.view({b, s, nkv, hd}), a.v.view({b, s, nkv, hd}),
-                     L.q_norm, L.k_norm, a.eps, a.positions, a.inv_freq, a.rope_scaling, L.k_cache,
-                     L.v_cache, a.past, a.past_on_device},
-                    {a.q.view({b, s, nh, hd}), L.k_cache, L.v_cache, a.key_mask,
-                     a.attn.view({b, s, nh, hd}), a.past, a.scale, a.impl, a.past_on_device}});
+    rope_attention(
+        {{a.q.view({n, nh, hd}), a.k.view({b, s, nkv, hd}), a.v.view({b, s, nkv, hd}), L.q_norm,
+          L.k_norm, a.eps, a.positions, a.inv_freq, a.rope_scaling, L.k_cache, L.v_cache, a.past,
+          a.past_on_device},
+         {a.q.view({b, s, nh, hd}), L.k_cache, L.v_cache, a.key_mask, a.attn.view({b, s, nh, hd}),
+          a.past, a.scale, a.impl, a.past_on_device, L.window}});
     linear_add({a.attn, L.o, L.o_bias, x, a.proj});
     linear_swiglu(
         {x, L.gate, L.gate_bias, L.up, L.up_bias, a.gate, a.up, L.post_norm, a.eps, a.normed});

@@ -78,15 +78,24 @@ enum class AttentionImpl { eager, sdpa };
 /// key_mask: [B, past + S] i32, 0 where a key is padding; out: [B, S, heads, head_dim].
 /// For graph replay, `past_on_device` (i32 [1]) holds the past length the kernels use and
 /// key_mask may be wider than past + S (its row stride is its width).
-/// Query s of row b sees key t when t <= past + s and key_mask[b, t] != 0; a query that sees no
-/// key gets zeros. eager materialises the score matrix (the reference); sdpa is fused.
+/// Query s of row b sees key t when t <= past + s and key_mask[b, t] != 0, and with a sliding
+/// window (window > 0) only when also t > past + s - window (transformers' sliding-window mask,
+/// on cache indices, padding included); a query that sees no key gets zeros. eager materialises
+/// the score matrix (the reference); sdpa is fused.
 struct AttentionArgs {
   Tensor q, k_cache, v_cache, key_mask, out;
   int64_t past;
   float scale;
   AttentionImpl impl;
   Tensor past_on_device = Tensor();
+  int64_t window = 0;
 };
+
+/// The first key a query at cache index `at` sees under a sliding window of `window` keys (0:
+/// none).
+inline int64_t first_visible_key(int64_t at, int64_t window) {
+  return window > 0 && at >= window ? at - window + 1 : 0;
+}
 void attention(const AttentionArgs& args);
 
 /// out = src converted to out's dtype (floating types), same shape, both contiguous, same device.
@@ -234,6 +243,7 @@ struct DecoderLayerTensors {
   Tensor input_norm, q, k, v, q_bias, k_bias, v_bias, q_norm, k_norm, o, o_bias;
   Tensor post_norm, gate, gate_bias, up, up_bias, down, down_bias;
   Tensor k_cache, v_cache;
+  int64_t window = 0;  // the layer's sliding window (AttentionArgs::window), 0 for none
 };
 
 /// Every layer of a Llama/Qwen-style decoder over the residual stream x ([B * S, hidden],

@@ -117,7 +117,10 @@ void attention(const AttentionArgs& a) {
         double mx = -INFINITY;
         for (int64_t t = 0; t < total; ++t) {
           p[t] = -INFINITY;
-          if (t > a.past + s || mask[b * total + t] == 0) continue;
+          if (t > a.past + s || t < first_visible_key(a.past + s, a.window) ||
+              mask[b * total + t] == 0) {
+            continue;
+          }
           const double* kv = &k[((b * kv_heads + kh) * cap + t) * d];
           double dot = 0;
           for (int64_t j = 0; j < d; ++j) dot += qv[j] * kv[j];

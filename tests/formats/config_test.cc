@@ -295,7 +295,6 @@ TEST(ModelConfig, RefusesWhatItCannotRunByName) {
                 .find("low_freq_factor"),
             std::string::npos);
   EXPECT_NE(error_of(R"(,"hidden_act": "gelu")").find("'gelu'"), std::string::npos);
-  EXPECT_NE(error_of(R"(,"use_sliding_window": true)").find("sliding"), std::string::npos);
   EXPECT_NE(error_of(R"(,"torch_dtype": "int8")").find("int8"), std::string::npos);
 }
 
@@ -363,6 +362,73 @@ TEST(ModelConfig, MistralSlidingWindowAsMistralConfigReadsIt) {
     EXPECT_NE(std::string(e.what()).find("'sliding_window' must be positive"), std::string::npos)
         << e.what();
   }
+}
+
+// Qwen2Config / Qwen3Config: the window only with use_sliding_window, on the layers from
+// max_window_layers on, or on those layer_types names.
+TEST(ModelConfig, QwenSlidingWindowLayersAsQwen2ConfigReadsThem) {
+  const auto qwen = [](const std::string& arch, const std::string& extra) {
+    return ModelConfig::from_json_text(
+        R"({"architectures": [")" + arch +
+            R"("], "vocab_size": 10, "hidden_size": 8, "intermediate_size": 8,
+            "num_hidden_layers": 4, "num_attention_heads": 2)" +
+            extra + "}",
+        "config.json");
+  };
+  const auto windows = [](const ModelConfig& c) {
+    std::vector<int64_t> w;
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) w.push_back(c.layer_window(l));
+    return w;
+  };
+  using W = std::vector<int64_t>;
+  for (const std::string arch : {"Qwen2ForCausalLM", "Qwen3ForCausalLM"}) {
+    // sliding_window is dropped without use_sliding_window (Qwen2.5's configs set both).
+    EXPECT_EQ(qwen(arch, R"(,"sliding_window": 32)").sliding_window, std::nullopt) << arch;
+    EXPECT_FALSE(
+        qwen(arch, R"(,"sliding_window": 32, "max_window_layers": 1)").has_sliding_window());
+    EXPECT_EQ(windows(qwen(arch, R"(,"use_sliding_window": true, "sliding_window": 32,
+                                   "max_window_layers": 1)")),
+              (W{0, 32, 32, 32}))
+        << arch;
+    // max_window_layers defaults to 28: no layer of a 4-layer model; the window to 4096.
+    EXPECT_EQ(windows(qwen(arch, R"(,"use_sliding_window": true)")), (W{0, 0, 0, 0})) << arch;
+    EXPECT_EQ(qwen(arch, R"(,"use_sliding_window": true)").sliding_window, 4096) << arch;
+    EXPECT_EQ(windows(qwen(arch, R"(,"use_sliding_window": true, "sliding_window": 8,
+        "layer_types": ["sliding_attention", "full_attention", "sliding_attention",
+                        "full_attention"])")),
+              (W{8, 0, 8, 0}))
+        << arch;
+    // layer_types without use_sliding_window: no window anywhere.
+    EXPECT_FALSE(qwen(arch, R"(,"layer_types": ["sliding_attention", "full_attention",
+        "sliding_attention", "full_attention"])")
+                     .has_sliding_window());
+    const auto error = [&](const std::string& extra) {
+      try {
+        qwen(arch, extra);
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+      return std::string();
+    };
+    const std::string windowed = R"(,"use_sliding_window": true, "layer_types": )";
+    EXPECT_NE(error(windowed + R"(["full_attention"])").find("one type per layer (4)"),
+              std::string::npos);
+    EXPECT_NE(error(windowed + R"(["full_attention", "full_attention", "chunked_attention",
+        "full_attention"])")
+                  .find("chunked_attention"),
+              std::string::npos);
+    // Without a window they are not read: a config edited to another layer count still loads.
+    EXPECT_EQ(error(R"(,"layer_types": ["full_attention"])"), "");
+    EXPECT_NE(error(R"(,"use_sliding_window": true, "sliding_window": -1)").find("sliding_window"),
+              std::string::npos);
+  }
+  // Mistral's window covers every layer; use_sliding_window means nothing to it.
+  const ModelConfig m = ModelConfig::from_json_text(
+      R"({"architectures": ["MistralForCausalLM"], "vocab_size": 10, "hidden_size": 8,
+          "intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
+          "sliding_window": 16, "use_sliding_window": false})",
+      "config.json");
+  EXPECT_EQ(windows(m), (W{16, 16}));
 }
 
 TEST(GenerationConfig, EosAsIntOrList) {

@@ -304,7 +304,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, DeviceDecode,
                                                               "qwen2-tiny", "extra/qwen2-yarn-tiny",
                                                               "extra/mistral-window-tiny",
                                                               "extra/phi3-longrope-window-tiny",
-                                                              "extra/phi3-partial-tiny"),
+                                                              "extra/phi3-partial-tiny",
+                                                              "extra/qwen2-window-layers-tiny"),
                                             ::testing::Values("cuda", "opencl")),
                          [](const auto& param_info) {
                            std::string n =

@@ -117,6 +117,17 @@ TEST(ExtraParity, MistralSlidingWindow) {
   check_parity_and_long_generation(extra("mistral-window-tiny"));
 }
 
+// scripts/goldens/make_window_goldens.py: windows on some layers only, as Qwen2Config sets them
+// up from max_window_layers (a window of 5 on layers 1 and 2, Hub-style config without
+// layer_types) and as layer_types names them (Qwen3, a window of 7 on layers 0 and 2).
+TEST(ExtraParity, Qwen2SlidingWindowFromMaxWindowLayers) {
+  check_parity_and_long_generation(extra("qwen2-window-layers-tiny"));
+}
+
+TEST(ExtraParity, Qwen3SlidingWindowFromLayerTypes) {
+  check_parity_and_long_generation(extra("qwen3-window-types-tiny"));
+}
+
 // scripts/goldens/make_phi3_goldens.py: Phi-3's fused projections, longrope switching to its
 // long factors past 32 positions (the long input, and mid-way through the 40-token
 // generation) and a sliding window of 10.

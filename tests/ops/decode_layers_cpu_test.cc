@@ -29,6 +29,7 @@ using test::max_abs_diff;
 struct Stack {
   int64_t hidden, inter, heads, kv_heads, dim, layers, past, cap;
   bool biases, qk_norm;
+  int64_t window = 0;  // the last layer's sliding window (0: none)
 };
 
 class CpuDecodeLayers : public ::testing::Test {
@@ -87,6 +88,10 @@ TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
       {192, 96, 3, 3, 64, 1, 200, 256, true, false},  // key ranges merged from two parts
       {64, 96, 4, 2, 32, 2, 150, 160, false, true},   // two parts, q/k norms, two q per kv head
       {256, 512, 4, 2, 64, 1, 20, 32, true, true},    // widths for the 256-value types
+      // A window on the last layer only (Qwen2's max_window_layers): its keys split over fewer
+      // parts than the first layer's, then a window of one key.
+      {192, 96, 3, 3, 64, 2, 200, 256, true, false, 37},
+      {64, 96, 4, 2, 32, 2, 150, 160, false, true, 1},
   };
   for (const Stack& c : stacks) {
     const bool super = c.hidden % 256 == 0 && c.inter % 256 == 0 && c.heads * c.dim % 256 == 0;
@@ -110,7 +115,7 @@ TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
                                  " cache " + std::string(dtype_name(cache)) + " hidden " +
                                  std::to_string(c.hidden) + " heads " + std::to_string(c.heads) +
                                  "/" + std::to_string(c.kv_heads) + " past " +
-                                 std::to_string(c.past);
+                                 std::to_string(c.past) + " window " + std::to_string(c.window);
         const int64_t nq = c.heads * c.dim, nkv = c.kv_heads * c.dim;
         std::vector<ops::DecoderLayerTensors> team_layers, composed_layers;
         for (int64_t l = 0; l < c.layers; ++l) {
@@ -139,6 +144,7 @@ TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
           }
           L.k_cache = normal({1, c.kv_heads, c.cap, c.dim}, 1.0f).to(cache);
           L.v_cache = normal({1, c.kv_heads, c.cap, c.dim}, 1.0f).to(cache);
+          L.window = l == c.layers - 1 ? c.window : 0;
           ops::DecoderLayerTensors C = L;
           C.k_cache = clone(L.k_cache);
           C.v_cache = clone(L.v_cache);

@@ -35,6 +35,7 @@ struct StackShape {
   const char* split_keys;  // ANVIL_CUDA_DECODE_SPLIT_KEYS, or nullptr
   const char* blocks;      // ANVIL_CUDA_DECODE_BLOCKS, or nullptr for one per SM
   const char* items;       // ANVIL_CUDA_DECODE_ITEMS, or nullptr for the default placement
+  int64_t window = 0;      // the last layer's sliding window (0: none)
 };
 
 class DecodeLayers : public ::testing::TestWithParam<DeviceType> {
@@ -81,6 +82,11 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
       // with the q/k/v rows on every block (splits of 8 keys: several items a head).
       {128, 320, 4, 2, 32, 2, 37, 64, true, true, false, nullptr, "8", nullptr, "0"},
       {128, 320, 4, 2, 32, 2, 37, 64, true, true, false, nullptr, "8", nullptr, "1"},
+      // A sliding window on the last layer: over splits of 4 keys (some wholly before the
+      // window), over one split of many rounds, and of one key (every other split empty).
+      {128, 320, 4, 2, 32, 3, 37, 64, true, false, false, nullptr, "4", nullptr, nullptr, 9},
+      {896, 4864, 14, 2, 64, 1, 2500, 2600, true, false, true, "1", nullptr, nullptr, nullptr, 700},
+      {256, 512, 8, 4, 128, 2, 300, 512, false, true, true, nullptr, "8", nullptr, nullptr, 1},
   };
   // Each shape in bf16 then f16: the two kernels ask for the same shared memory, which each must
   // be granted on its own. The caller's ANVIL_CUDA_DECODE_SYNC is restored afterwards.
@@ -93,7 +99,7 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
                                  " hidden " + std::to_string(c.hidden) + " heads " +
                                  std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
                                  " dim " + std::to_string(c.dim) + " past " +
-                                 std::to_string(c.past);
+                                 std::to_string(c.past) + " window " + std::to_string(c.window);
         const float wscale = 1.0f / std::sqrt(static_cast<float>(c.hidden));
         const int64_t nq = c.heads * c.dim, nkv = c.kv_heads * c.dim;
         std::vector<ops::DecoderLayerTensors> fused_layers, composed_layers;
@@ -123,6 +129,7 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
           }
           L.k_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f, dt);
           L.v_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f, dt);
+          L.window = l == c.layers - 1 ? c.window : 0;
           ops::DecoderLayerTensors C = L;
           C.k_cache = clone(L.k_cache);
           C.v_cache = clone(L.v_cache);

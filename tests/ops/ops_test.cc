@@ -431,6 +431,101 @@ TEST_P(Ops, PositionsFromDeviceMemory) {
   EXPECT_LE(max_abs_diff(out, expected), tolerance(2e-5f));
 }
 
+// A sliding window (Mistral, Qwen2's windowed layers): query s sees keys (past + s - window,
+// past + s]. Decode over long and short caches, prompts whose queries' windows start in
+// different key blocks (16-key blocks, 16-query tiles, the devices' 64-key prefill tiles),
+// windows of one key, of a block, and wider than the cache, left padding inside and outside the
+// window; both implementations, and a graph replay's past read from device memory.
+TEST_P(Ops, AttentionSlidingWindow) {
+  struct Case {
+    int64_t batch, seq, past, heads, kv_heads, dim, window;
+  };
+  for (const Case c :
+       {Case{1, 1, 9000, 2, 1, 64, 300}, Case{3, 1, 40, 4, 2, 16, 1}, Case{2, 1, 130, 8, 2, 64, 64},
+        Case{2, 5, 0, 4, 2, 16, 3}, Case{2, 37, 4, 14, 2, 24, 16}, Case{2, 70, 6, 4, 2, 16, 17},
+        Case{1, 200, 30, 8, 2, 64, 65}, Case{2, 150, 0, 4, 1, 128, 500},
+        Case{1, 20, 13, 3, 1, 72, 7}}) {
+    const int64_t batch = c.batch, seq = c.seq, past = c.past, dim = c.dim;
+    const int64_t cap = past + seq + 2, total = past + seq;
+    const Tensor q = random_tensor({batch, seq, c.heads, dim}, rng_);
+    const Tensor k = random_tensor({batch, c.kv_heads, cap, dim}, rng_, 0.3f);
+    const Tensor v = random_tensor({batch, c.kv_heads, cap, dim}, rng_);
+    Tensor mask = Tensor::empty({batch, total}, DType::i32);
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t t = 0; t < total; ++t) {
+        mask.data<int32_t>()[b * total + t] = t >= 3 * b ? 1 : 0;  // row b: 3b padded keys
+      }
+    }
+    Tensor want = Tensor::empty({batch, seq, c.heads, dim}, DType::f32);
+    ops::reference::attention(
+        {q, k, v, mask, want, past, 0.2f, ops::AttentionImpl::eager, Tensor(), c.window});
+    for (auto impl : {ops::AttentionImpl::eager, ops::AttentionImpl::sdpa}) {
+      Tensor out = empty({batch, seq, c.heads, dim});
+      ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_), mask.to(device_),
+                      out, past, 0.2f, impl, Tensor(), c.window});
+      EXPECT_LE(max_abs_diff(out, want), tolerance(2e-5f))
+          << "impl " << static_cast<int>(impl) << " seq " << seq << " past " << past << " window "
+          << c.window;
+    }
+    if (seq == 1 && device_.type != DeviceType::cpu) {  // a replayed step: past on the device
+      Tensor wide = Tensor::zeros({batch, cap}, DType::i32);
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t t = 0; t < total; ++t) {
+          wide.data<int32_t>()[b * cap + t] = mask.data<int32_t>()[b * total + t];
+        }
+      }
+      const Tensor past_dev = Tensor::from_i64({past}, {1}).to(DType::i32).to(device_);
+      Tensor out = empty({batch, 1, c.heads, dim});
+      ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_), wide.to(device_),
+                      out, past, 0.2f, ops::AttentionImpl::sdpa, past_dev, c.window});
+      EXPECT_LE(max_abs_diff(out, want), tolerance(2e-5f)) << "replayed, window " << c.window;
+    }
+  }
+  // The reference itself, on a case small enough to state: one key per query.
+  const Tensor q = random_tensor({1, 3, 1, 4}, rng_);
+  const Tensor k = random_tensor({1, 1, 3, 4}, rng_);
+  const Tensor v = random_tensor({1, 1, 3, 4}, rng_);
+  Tensor ones = Tensor::empty({1, 3}, DType::i32);
+  for (int t = 0; t < 3; ++t) ones.data<int32_t>()[t] = 1;
+  Tensor out = Tensor::empty({1, 3, 1, 4}, DType::f32);
+  ops::reference::attention({q, k, v, ones, out, 0, 1.0f, ops::AttentionImpl::eager, Tensor(), 1});
+  EXPECT_EQ(out.to_f32_vector(), v.to_f32_vector());  // each query its own key's value
+}
+
+// Half precision over the prefill tiles with a window (the CUDA flash kernel skips the tiles
+// before every query's window).
+TEST_P(Ops, HalfPrecisionPrefillAttentionSlidingWindow) {
+  for (DType half : {DType::bf16, DType::f16}) {
+    if (backend_for(device_).activation_dtype(half) != half) continue;
+    const float tol = half == DType::bf16 ? 3e-2f : 5e-3f;
+    for (auto [seq, past, dim, window] :
+         {std::tuple{300, 20, 128, 100}, {130, 0, 64, 64}, {70, 37, 128, 1}, {200, 0, 64, 65}}) {
+      const int64_t batch = 2, heads = 8, kv_heads = 2, cap = past + seq + 9, total = past + seq;
+      const auto rounded = [&](const Shape& shape, float scale) {
+        return random_tensor(shape, rng_, scale).to(half).to(DType::f32);
+      };
+      const Tensor q = rounded({batch, seq, heads, dim}, 1.0f);
+      const Tensor k = rounded({batch, kv_heads, cap, dim}, 0.3f);
+      const Tensor v = rounded({batch, kv_heads, cap, dim}, 1.0f);
+      Tensor mask = Tensor::empty({batch, total}, DType::i32);
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t t = 0; t < total; ++t) {
+          mask.data<int32_t>()[b * total + t] = b == 1 && t < past + 3 ? 0 : 1;
+        }
+      }
+      Tensor want = Tensor::empty({batch, seq, heads, dim}, DType::f32);
+      ops::reference::attention(
+          {q, k, v, mask, want, past, 0.09f, ops::AttentionImpl::eager, Tensor(), window});
+      Tensor out = Tensor::empty({batch, seq, heads, dim}, half, device_);
+      ops::attention({q.to(half).to(device_), k.to(half).to(device_), v.to(half).to(device_),
+                      mask.to(device_), out, past, 0.09f, ops::AttentionImpl::sdpa, Tensor(),
+                      window});
+      EXPECT_LE(max_abs_diff(out, want), tol)
+          << dtype_name(half) << " seq " << seq << " past " << past << " window " << window;
+    }
+  }
+}
+
 TEST_P(Ops, CastArgmaxAndMaskColumn) {
   if (has(ops::kCast, DType::bf16)) {
     const Tensor x = random_tensor({3, 50}, rng_);

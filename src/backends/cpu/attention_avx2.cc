@@ -13,6 +13,7 @@
 
 #include "backends/cpu/cache_touch.h"
 #include "backends/cpu/exp_avx2.h"
+#include "backends/cpu/visible_keys.h"
 #include "backends/cpu/with_count.h"
 
 namespace anvil::cpu {
@@ -119,9 +120,9 @@ constexpr int kChunk = 8 * kBlock;
 constexpr int kMaxRows = 16;
 
 template <class KV>
-void rows_partial(int rows, const float* const* q, const int64_t* last, const KV* k, const KV* v,
-                  const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim, float scale,
-                  float* acc, float* m, float* l) {
+void rows_partial(int rows, const float* const* q, const int64_t* last, int64_t window, const KV* k,
+                  const KV* v, const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
+                  float scale, float* acc, float* m, float* l) {
   for (int r = 0; r < rows; ++r) {
     m[r] = -std::numeric_limits<float>::infinity();
     l[r] = 0;
@@ -130,6 +131,7 @@ void rows_partial(int rows, const float* const* q, const int64_t* last, const KV
   int64_t max_last = -1;
   for (int r = 0; r < rows; ++r) max_last = std::max(max_last, last[r]);
   end = std::min(end, max_last + 1);
+  begin = std::max(begin, first_key_of_rows(last, rows, window));
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   const bool pairs = dim % 16 == 0;
   alignas(32) float p[kMaxRows * kChunk];  // a chunk's scores, then their exponentials
@@ -152,8 +154,8 @@ void rows_partial(int rows, const float* const* q, const int64_t* last, const KV
             });
           });
         }
-        const int64_t visible_end = std::min<int64_t>(nt, last[r] - t0 + 1);
-        const uint32_t causal = visible_end <= 0 ? 0u : (1u << visible_end) - 1;
+        const auto causal = static_cast<uint32_t>(
+            visible_bits(ops::first_visible_key(last[r], window), last[r], t0, nt));
         const __m256 s = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(sc[r % 2], _mm256_set1_ps(scale)),
                                           lanes_of(open & causal));
         _mm256_store_ps(p + r * kChunk + b * kBlock, s);
@@ -201,29 +203,29 @@ void rows_partial(int rows, const float* const* q, const int64_t* last, const KV
 // walk's read-ahead then finds the lines the first one brought in: a pass over cached lines,
 // small beside 16 rows' arithmetic over them; only prefill-sized calls take more than 16 rows).
 template <class KV>
-void rows_partial_any(int rows, const float* const* q, const int64_t* last, const KV* k,
-                      const KV* v, const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
-                      float scale, float* acc, float* m, float* l) {
+void rows_partial_any(int rows, const float* const* q, const int64_t* last, int64_t window,
+                      const KV* k, const KV* v, const int32_t* key_mask, int64_t begin, int64_t end,
+                      int64_t dim, float scale, float* acc, float* m, float* l) {
   for (int r0 = 0; r0 < rows; r0 += kMaxRows) {
-    rows_partial(std::min(kMaxRows, rows - r0), q + r0, last + r0, k, v, key_mask, begin, end, dim,
-                 scale, acc + r0 * dim, m + r0, l + r0);
+    rows_partial(std::min(kMaxRows, rows - r0), q + r0, last + r0, window, k, v, key_mask, begin,
+                 end, dim, scale, acc + r0 * dim, m + r0, l + r0);
   }
 }
 
 }  // namespace
 
 void attention_rows_partial_avx2(int rows, const float* const* q, const int64_t* last,
-                                 const float* k, const float* v, const int32_t* key_mask,
-                                 int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
-                                 float* m, float* l, float* /*scratch*/) {
-  rows_partial_any(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l);
+                                 int64_t window, const float* k, const float* v,
+                                 const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
+                                 float scale, float* acc, float* m, float* l, float* /*scratch*/) {
+  rows_partial_any(rows, q, last, window, k, v, key_mask, begin, end, dim, scale, acc, m, l);
 }
 
 void attention_rows_partial_avx2(int rows, const float* const* q, const int64_t* last,
-                                 const uint16_t* k, const uint16_t* v, const int32_t* key_mask,
-                                 int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
-                                 float* m, float* l, float* /*scratch*/) {
-  rows_partial_any(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l);
+                                 int64_t window, const uint16_t* k, const uint16_t* v,
+                                 const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
+                                 float scale, float* acc, float* m, float* l, float* /*scratch*/) {
+  rows_partial_any(rows, q, last, window, k, v, key_mask, begin, end, dim, scale, acc, m, l);
 }
 
 }  // namespace anvil::cpu

@@ -76,7 +76,7 @@ void sdpa(const ops::AttentionArgs& a) {
       float m = -std::numeric_limits<float>::infinity(), l = 0;
       std::fill(acc.begin(), acc.end(), 0.0f);
       const int64_t last = a.past + s;
-      for (int64_t t = 0; t <= last; ++t) {
+      for (int64_t t = ops::first_visible_key(last, a.window); t <= last; ++t) {
         if (mrow[t] == 0) continue;
         const float score = dot(qv, kbase + t * g.dim, g.dim) * a.scale;
         const KV* vv = vbase + t * g.dim;
@@ -118,7 +118,8 @@ void eager(const ops::AttentionArgs& a) {
         const float* qv = q + ((b * g.seq + s) * g.heads + h) * g.dim;
         float* row = scores.data() + s * g.total;
         for (int64_t t = 0; t < g.total; ++t) {
-          const bool visible = t <= a.past + s && mrow[t] != 0;
+          const bool visible =
+              t <= a.past + s && t >= ops::first_visible_key(a.past + s, a.window) && mrow[t] != 0;
           row[t] = visible ? dot(qv, kbase + t * g.dim, g.dim) * a.scale
                            : -std::numeric_limits<float>::infinity();
         }
@@ -166,9 +167,12 @@ void sdpa_partials(const ops::AttentionArgs& a, Partial rows_partial) {
   float* out = a.out.data<float>();
   const int64_t tile = std::max<int64_t>(1, kMaxDecodeRows / g.group);
   const int64_t tiles = (g.seq + tile - 1) / tile, heads_total = g.batch * g.kv_heads;
+  // One tile (decode): its keys split into ranges, from the first one its window leaves (its
+  // first query's).
+  const int64_t first_key = tiles == 1 ? ops::first_visible_key(a.past, a.window) : 0;
   const int64_t parts =
-      tiles == 1 ? decode_key_split(g.total, heads_total, threads()).parts : int64_t{1};
-  const int64_t per_part = (g.total + parts - 1) / parts;
+      tiles == 1 ? decode_key_split(g.total - first_key, heads_total, threads()).parts : int64_t{1};
+  const int64_t per_part = (g.total - first_key + parts - 1) / parts;
   const int64_t tasks = heads_total * tiles * parts;
   const int64_t max_rows = std::min(g.seq, tile) * g.group;
   const int64_t state = max_rows * (g.dim + 2);  // acc, m, l of one task
@@ -197,10 +201,11 @@ void sdpa_partials(const ops::AttentionArgs& a, Partial rows_partial) {
       own.resize(static_cast<size_t>(state));
     float* st = parts > 1 ? states + id * state : own.data();
     alignas(64) float scratch[kMaxDecodeRows * kAttentionRunKeys];
-    rows_partial(static_cast<int>(rows), qs, last, kc + (b * g.kv_heads + kh) * g.cap * g.dim,
-                 vc + (b * g.kv_heads + kh) * g.cap * g.dim, mask + b * g.total, part * per_part,
-                 std::min(g.total, (part + 1) * per_part), g.dim, a.scale, st, st + rows * g.dim,
-                 st + rows * g.dim + rows, scratch);
+    rows_partial(static_cast<int>(rows), qs, last, a.window,
+                 kc + (b * g.kv_heads + kh) * g.cap * g.dim,
+                 vc + (b * g.kv_heads + kh) * g.cap * g.dim, mask + b * g.total,
+                 first_key + part * per_part, std::min(g.total, first_key + (part + 1) * per_part),
+                 g.dim, a.scale, st, st + rows * g.dim, st + rows * g.dim + rows, scratch);
     if (parts > 1) return;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t s = s0 + r / g.group, h = kh * g.group + r % g.group;
@@ -282,7 +287,7 @@ void sdpa_avx512(const ops::AttentionArgs& a) {
     if (scratch.size() < need) scratch.resize(need);
     float* aligned = scratch.data();
     while (reinterpret_cast<uintptr_t>(aligned) % 64 != 0) ++aligned;
-    attention_rows_avx512(rows, qs.data(), outs.data(), last.data(),
+    attention_rows_avx512(rows, qs.data(), outs.data(), last.data(), a.window,
                           kc + (b * g.kv_heads + kh) * g.cap * g.dim,
                           vc + (b * g.kv_heads + kh) * g.cap * g.dim, mask + b * g.total, g.total,
                           g.dim, a.scale, aligned);

@@ -122,23 +122,24 @@ struct RowForms {
 struct IsaKernels {
   Isa level;
   const Int8Kernels* int8;
-  void (*attention_f32)(int, const float* const*, const int64_t*, const float*, const float*,
-                        const int32_t*, int64_t, int64_t, int64_t, float, float*, float*, float*,
-                        float*);
-  void (*attention_f16)(int, const float* const*, const int64_t*, const uint16_t*, const uint16_t*,
-                        const int32_t*, int64_t, int64_t, int64_t, float, float*, float*, float*,
-                        float*);
+  void (*attention_f32)(int, const float* const*, const int64_t*, int64_t, const float*,
+                        const float*, const int32_t*, int64_t, int64_t, int64_t, float, float*,
+                        float*, float*, float*);
+  void (*attention_f16)(int, const float* const*, const int64_t*, int64_t, const uint16_t*,
+                        const uint16_t*, const int32_t*, int64_t, int64_t, int64_t, float, float*,
+                        float*, float*, float*);
   SwigluRows swiglu;
 
-  void attention(int rows, const float* const* q, const int64_t* last, const float* k,
-                 const float* v, const int32_t* mask, int64_t begin, int64_t end, int64_t dim,
-                 float scale, float* acc, float* m, float* l, float* scratch) const {
-    attention_f32(rows, q, last, k, v, mask, begin, end, dim, scale, acc, m, l, scratch);
+  void attention(int rows, const float* const* q, const int64_t* last, int64_t window,
+                 const float* k, const float* v, const int32_t* mask, int64_t begin, int64_t end,
+                 int64_t dim, float scale, float* acc, float* m, float* l, float* scratch) const {
+    attention_f32(rows, q, last, window, k, v, mask, begin, end, dim, scale, acc, m, l, scratch);
   }
-  void attention(int rows, const float* const* q, const int64_t* last, const uint16_t* k,
-                 const uint16_t* v, const int32_t* mask, int64_t begin, int64_t end, int64_t dim,
-                 float scale, float* acc, float* m, float* l, float* scratch) const {
-    attention_f16(rows, q, last, k, v, mask, begin, end, dim, scale, acc, m, l, scratch);
+  void attention(int rows, const float* const* q, const int64_t* last, int64_t window,
+                 const uint16_t* k, const uint16_t* v, const int32_t* mask, int64_t begin,
+                 int64_t end, int64_t dim, float scale, float* acc, float* m, float* l,
+                 float* scratch) const {
+    attention_f16(rows, q, last, window, k, v, mask, begin, end, dim, scale, acc, m, l, scratch);
   }
   /// Whether bf16 weights multiply bf16-rounded activations (as the composed product does).
   bool bf16_pairs() const { return level >= Isa::avx512bf16; }
@@ -197,6 +198,7 @@ struct Layer {
   bool lanes[kProducts];   // whether the phase's split hands out lanes (reads_side_by_side)
   const float *input_norm, *post_norm, *q_norm = nullptr, *k_norm = nullptr;
   void *k_cache, *v_cache;
+  int64_t window = 0;  // sliding window (ops::AttentionArgs::window)
 };
 
 // Groups [g0, g1) of a product into out (one activation row).
@@ -410,13 +412,26 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
   const float* cos_p = cosv.data();
   const float* sin_p = sinv.data();
   const int members = team_size();
-  // The attention op's key split, merged the same way, so the results are the op's.
-  const KeySplit split = decode_key_split(total, nkv, threads());
-  const int64_t parts = split.parts, per_part = split.per_part;
+  // The attention op's key split, merged the same way, so the results are the op's: per layer,
+  // over the keys its window leaves (from first_key on).
+  const size_t n_layers = layers.size();
+  struct LayerKeys {
+    int64_t first_key, parts, per_part;
+  };
+  thread_local std::vector<LayerKeys> layer_keys;
+  layer_keys.resize(n_layers);
+  int64_t max_parts = 1;
+  for (size_t li = 0; li < n_layers; ++li) {
+    const int64_t first_key = ops::first_visible_key(past, layers[li].window);
+    const KeySplit split = decode_key_split(total - first_key, nkv, threads());
+    layer_keys[li] = {first_key, split.parts, split.per_part};
+    max_parts = std::max(max_parts, split.parts);
+  }
+  const LayerKeys* keys_all = layer_keys.data();
   const int64_t state = group * (hd + 2);
   thread_local std::vector<float> states;
   thread_local std::vector<MemberScratch> scratch;
-  states.resize(static_cast<size_t>(nkv * parts * state));
+  states.resize(static_cast<size_t>(nkv * max_parts * state));
   if (scratch.size() < static_cast<size_t>(members)) scratch.resize(static_cast<size_t>(members));
   float* st_all = states.data();
   MemberScratch* scratch_all = scratch.data();
@@ -424,7 +439,6 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
   // is still resetting). The four products are split so that each member streams one run of
   // weight rows and takes pieces of the others' runs once its own is done (stream_split.h); the
   // attention tasks are claimed one by one.
-  const size_t n_layers = layers.size();
   thread_local std::unique_ptr<Phase[]> phase_store;
   thread_local std::unique_ptr<StreamSplit[]> product_store;
   thread_local size_t layer_capacity = 0;
@@ -440,7 +454,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
     const auto lanes = [&](int product) { return L.lanes[product] ? kDecodeStreams : 1; };
     pr[0].reset(L.q.groups + L.k.groups + L.v.groups, members, min_piece(bytes_per_group(L.q)),
                 lanes(0));
-    ph[0].reset(nkv * parts, 1);
+    ph[0].reset(nkv * layer_keys[li].parts, 1);
     pr[1].reset(L.o.groups, members, min_piece(bytes_per_group(L.o)), lanes(1));
     pr[2].reset(L.gate.groups, members, min_piece(bytes_per_group(L.gate) + bytes_per_group(L.up)),
                 lanes(2));
@@ -465,6 +479,8 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       const Layer& L = layers[li];
       Phase* ph = phase_all + kPhases * li;
       StreamSplit* pr = product_all + kProducts * li;
+      const int64_t first_key = keys_all[li].first_key, parts = keys_all[li].parts;
+      const int64_t per_part = keys_all[li].per_part;
       // Input norm, q/k/v: the three products' groups as one range; a member normalises and
       // quantizes the row for itself once it has a chunk to use it on.
       const int64_t gq = L.q.groups, gk = L.k.groups, gv = L.v.groups;
@@ -492,7 +508,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
           // and claimed in (head, range) order they fell to alternate members, loading one.
           const int64_t part = parts - 1 - task / nkv, kh = task % nkv;
           const int64_t id = kh * parts + part;
-          const int64_t t0 = part * per_part, t1 = std::min(total, t0 + per_part);
+          const int64_t t0 = first_key + part * per_part, t1 = std::min(total, t0 + per_part);
           const float* qs[kMaxGroup];
           int64_t last[kMaxGroup];
           for (int64_t i = 0; i < group; ++i) {
@@ -510,7 +526,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
           }
           alignas(64) float work[kMaxGroup * kAttentionRunKeys];
           float* st = st_all + id * state;
-          kern.attention(static_cast<int>(group), qs, last,
+          kern.attention(static_cast<int>(group), qs, last, L.window,
                          static_cast<const KV*>(L.k_cache) + kh * cap * hd,
                          static_cast<const KV*>(L.v_cache) + kh * cap * hd, mask, t0, t1, hd,
                          a.scale, st, st + group * hd, st + group * hd + group, work);
@@ -622,6 +638,7 @@ bool plan(const ops::DecodeLayersArgs& a, const IsaKernels& kern, std::vector<La
       L.k_norm = t.k_norm.data<float>();
     }
     L.k_cache = t.k_cache.raw();
+    L.window = t.window;
     L.v_cache = t.v_cache.raw();
     out->push_back(std::move(L));
   }

@@ -31,6 +31,7 @@
 #include "backends/cpu/panel_tiles_avx512.h"
 #include "backends/cpu/repack.h"
 #include "backends/cpu/side_by_side.h"
+#include "backends/cpu/visible_keys.h"
 #include "backends/cpu/with_count.h"
 
 namespace anvil::cpu {
@@ -422,10 +423,10 @@ void accumulate_value_block(float* acc, int rc, const float* corr, const float* 
 // task. Keys [begin, end) only; leaves the unnormalised state (acc, m, l) of every row for the
 // caller.
 template <class KV>
-static void attention_rows_range(int rows, const float* const* q, const int64_t* last, const KV* k,
-                                 const KV* v, const int32_t* key_mask, int64_t begin, int64_t end,
-                                 int64_t dim, float scale, float* acc, float* m, float* l,
-                                 float* p) {
+static void attention_rows_range(int rows, const float* const* q, const int64_t* last,
+                                 int64_t window, const KV* k, const KV* v, const int32_t* key_mask,
+                                 int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
+                                 float* m, float* l, float* p) {
   constexpr int kBlock = 16, kRun = kAttentionRunKeys, kRunBlocks = kRun / kBlock;
   for (int r = 0; r < rows; ++r) {
     m[r] = -std::numeric_limits<float>::infinity();
@@ -435,6 +436,7 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
   int64_t max_last = -1;
   for (int r = 0; r < rows; ++r) max_last = std::max(max_last, last[r]);
   end = std::min(end, max_last + 1);
+  begin = std::max(begin, first_key_of_rows(last, rows, window));
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   const __m512 scale_v = _mm512_set1_ps(scale);
   // Read ahead per 16-key block, as its scores go (cache_touch.h): per run, the prefetching way
@@ -461,12 +463,8 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
       }
       for (int i = 0; i < rc; ++i) {
         const int r = r0 + i;
-        const int64_t visible_end = std::min<int64_t>(nt, last[r] - t0 + 1);
-        const uint64_t causal =
-            visible_end <= 0
-                ? 0u
-                : (visible_end >= 64 ? ~uint64_t{0} : (uint64_t{1} << visible_end) - 1);
-        const uint64_t keep = open & causal;
+        const uint64_t keep =
+            open & visible_bits(ops::first_visible_key(last[r], window), last[r], t0, nt);
         float* pr = p + r * kRun;
         if (keep == 0) {
           for (int b = 0; b < blocks; ++b) _mm512_storeu_ps(pr + b * kBlock, _mm512_setzero_ps());
@@ -526,29 +524,31 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
 }
 
 void attention_rows_partial_avx512(int rows, const float* const* q, const int64_t* last,
-                                   const float* k, const float* v, const int32_t* key_mask,
-                                   int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
-                                   float* m, float* l, float* scratch) {
-  attention_rows_range(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l, scratch);
+                                   int64_t window, const float* k, const float* v,
+                                   const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
+                                   float scale, float* acc, float* m, float* l, float* scratch) {
+  attention_rows_range(rows, q, last, window, k, v, key_mask, begin, end, dim, scale, acc, m, l,
+                       scratch);
 }
 
 void attention_rows_partial_avx512(int rows, const float* const* q, const int64_t* last,
-                                   const uint16_t* k, const uint16_t* v, const int32_t* key_mask,
-                                   int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
-                                   float* m, float* l, float* scratch) {
-  attention_rows_range(rows, q, last, k, v, key_mask, begin, end, dim, scale, acc, m, l, scratch);
+                                   int64_t window, const uint16_t* k, const uint16_t* v,
+                                   const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
+                                   float scale, float* acc, float* m, float* l, float* scratch) {
+  attention_rows_range(rows, q, last, window, k, v, key_mask, begin, end, dim, scale, acc, m, l,
+                       scratch);
 }
 
 template <class KV>
 static void attention_rows_few(int rows, const float* const* q, float* const* out,
-                               const int64_t* last, const KV* k, const KV* v,
+                               const int64_t* last, int64_t window, const KV* k, const KV* v,
                                const int32_t* key_mask, int64_t n_keys, int64_t dim, float scale,
                                float* scratch) {
   float* acc = scratch;         // rows * dim
   float* m = acc + rows * dim;  // rows
   float* l = m + rows;          // rows
   float* p = l + rows;          // rows * kAttentionRunKeys
-  attention_rows_range(rows, q, last, k, v, key_mask, 0, n_keys, dim, scale, acc, m, l, p);
+  attention_rows_range(rows, q, last, window, k, v, key_mask, 0, n_keys, dim, scale, acc, m, l, p);
   for (int r = 0; r < rows; ++r) {
     const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
     for (int64_t d = 0; d < dim; ++d) out[r][d] = acc[r * dim + d] * inv;
@@ -557,7 +557,7 @@ static void attention_rows_few(int rows, const float* const* q, float* const* ou
 
 template <class KV>
 static void attention_rows_any(int rows, const float* const* q, float* const* out,
-                               const int64_t* last, const KV* k, const KV* v,
+                               const int64_t* last, int64_t window, const KV* k, const KV* v,
                                const int32_t* key_mask, int64_t n_keys, int64_t dim, float scale,
                                float* scratch) {
   // Query rows in groups of 16, one per vector lane: the scores of a key for all 16 rows are
@@ -565,7 +565,7 @@ static void attention_rows_any(int rows, const float* const* q, float* const* ou
   // and the online softmax runs on vectors of 16 rows.
   constexpr int kLanes = 16, kBlock = 16;
   if (rows <= 4) {
-    attention_rows_few(rows, q, out, last, k, v, key_mask, n_keys, dim, scale, scratch);
+    attention_rows_few(rows, q, out, last, window, k, v, key_mask, n_keys, dim, scale, scratch);
     return;
   }
   float* acc = scratch;                   // 16 * dim
@@ -578,20 +578,26 @@ static void attention_rows_any(int rows, const float* const* q, float* const* ou
   for (int r0 = 0; r0 < rows; r0 += kLanes) {
     const int rc = std::min(kLanes, rows - r0);
     alignas(64) int32_t last32[kLanes];
+    alignas(64) int32_t first32[kLanes];
     int64_t max_last = -1;
     for (int i = 0; i < kLanes; ++i) {
       const int64_t lr = i < rc ? std::min<int64_t>(last[r0 + i], n_keys - 1) : -1;
       last32[i] = static_cast<int32_t>(lr);
+      first32[i] = static_cast<int32_t>(i < rc ? ops::first_visible_key(last[r0 + i], window) : 0);
       max_last = std::max(max_last, lr);
     }
     const __m512i lastv = _mm512_load_si512(last32);
+    const __m512i firstv = _mm512_load_si512(first32);
+    // The keys before every row's window are skipped (a long prompt's tile reads only its
+    // rows' windows); blocks start there, not at a multiple of 16.
+    const int64_t begin = first_key_of_rows(last + r0, rc, window);
     for (int64_t d = 0; d < dim; ++d) {
       for (int i = 0; i < kLanes; ++i) qt[d * kLanes + i] = i < rc ? q[r0 + i][d] * scale : 0.0f;
     }
     std::memset(acc, 0, static_cast<size_t>(kLanes * dim) * sizeof(float));
     __m512 m = neg_inf, l = _mm512_setzero_ps();
     const int64_t end = max_last + 1;
-    for (int64_t t0 = 0; t0 < end; t0 += kBlock) {
+    for (int64_t t0 = begin; t0 < end; t0 += kBlock) {
       const int nt = static_cast<int>(std::min<int64_t>(kBlock, end - t0));
       // The block's keys and values as floats: a half cache's converted once for all 16 rows
       // (converting each key element for its broadcast, and each value vector once per row,
@@ -638,8 +644,9 @@ static void attention_rows_any(int rows, const float* const* q, float* const* ou
         const int64_t key = t0 + t;
         __mmask16 visible = 0;
         if (t < nt && key_mask[key] != 0) {
-          visible = _mm512_cmp_epi32_mask(lastv, _mm512_set1_epi32(static_cast<int32_t>(key)),
-                                          _MM_CMPINT_NLT);
+          const __m512i keyv = _mm512_set1_epi32(static_cast<int32_t>(key));
+          visible = _mm512_cmp_epi32_mask(lastv, keyv, _MM_CMPINT_NLT) &
+                    _mm512_cmp_epi32_mask(firstv, keyv, _MM_CMPINT_LE);
         }
         sc[t] = _mm512_mask_mov_ps(neg_inf, visible, sc[t]);
         block_max = _mm512_max_ps(block_max, sc[t]);
@@ -690,15 +697,16 @@ static void attention_rows_any(int rows, const float* const* q, float* const* ou
 }
 
 void attention_rows_avx512(int rows, const float* const* q, float* const* out, const int64_t* last,
-                           const float* k, const float* v, const int32_t* key_mask, int64_t n_keys,
-                           int64_t dim, float scale, float* scratch) {
-  attention_rows_any(rows, q, out, last, k, v, key_mask, n_keys, dim, scale, scratch);
+                           int64_t window, const float* k, const float* v, const int32_t* key_mask,
+                           int64_t n_keys, int64_t dim, float scale, float* scratch) {
+  attention_rows_any(rows, q, out, last, window, k, v, key_mask, n_keys, dim, scale, scratch);
 }
 
 void attention_rows_avx512(int rows, const float* const* q, float* const* out, const int64_t* last,
-                           const uint16_t* k, const uint16_t* v, const int32_t* key_mask,
-                           int64_t n_keys, int64_t dim, float scale, float* scratch) {
-  attention_rows_any(rows, q, out, last, k, v, key_mask, n_keys, dim, scale, scratch);
+                           int64_t window, const uint16_t* k, const uint16_t* v,
+                           const int32_t* key_mask, int64_t n_keys, int64_t dim, float scale,
+                           float* scratch) {
+  attention_rows_any(rows, q, out, last, window, k, v, key_mask, n_keys, dim, scale, scratch);
 }
 
 void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n) {

@@ -68,16 +68,18 @@ void packed_lanes_avx512(QuantKind kind, const uint8_t* packed, size_t block_byt
 /// Attention of `rows` query vectors over keys [0, n_keys) of one KV head (flash-attention
 /// style: keys in blocks of 16, in runs of 64 for up to four rows; online softmax; each key and
 /// value vector read once for all the rows). Row r: query q[r] (dim floats), sees key t when t <=
-/// last[r] and key_mask[t] != 0; out[r] gets the softmax-weighted sum of the values (zeros when it
-/// sees no key). k and v hold n_keys vectors of dim floats, consecutive. `scratch` holds 64 * dim +
-/// 288 floats, 64-byte aligned.
+/// last[r] and key_mask[t] != 0 (and t > last[r] - window under a sliding window, window > 0);
+/// out[r] gets the softmax-weighted sum of the values (zeros when it sees no key). k and v hold
+/// n_keys vectors of dim floats, consecutive. `scratch` holds 64 * dim + 288 floats, 64-byte
+/// aligned.
 void attention_rows_avx512(int rows, const float* const* q, float* const* out, const int64_t* last,
-                           const float* k, const float* v, const int32_t* key_mask, int64_t n_keys,
-                           int64_t dim, float scale, float* scratch);
+                           int64_t window, const float* k, const float* v, const int32_t* key_mask,
+                           int64_t n_keys, int64_t dim, float scale, float* scratch);
 /// The same over a half-precision cache (k and v as IEEE half bits).
 void attention_rows_avx512(int rows, const float* const* q, float* const* out, const int64_t* last,
-                           const uint16_t* k, const uint16_t* v, const int32_t* key_mask,
-                           int64_t n_keys, int64_t dim, float scale, float* scratch);
+                           int64_t window, const uint16_t* k, const uint16_t* v,
+                           const int32_t* key_mask, int64_t n_keys, int64_t dim, float scale,
+                           float* scratch);
 
 /// Keys the decode attention kernel takes per softmax update; its scratch holds this many
 /// floats per query row.
@@ -89,14 +91,14 @@ constexpr int kAttentionRunKeys = 64;
 /// (-inf when none), l[r] = sum_t exp(s_t - m[r]). `scratch` holds kAttentionRunKeys * rows
 /// floats.
 void attention_rows_partial_avx512(int rows, const float* const* q, const int64_t* last,
-                                   const float* k, const float* v, const int32_t* key_mask,
-                                   int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
-                                   float* m, float* l, float* scratch);
+                                   int64_t window, const float* k, const float* v,
+                                   const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
+                                   float scale, float* acc, float* m, float* l, float* scratch);
 /// The same over a half-precision cache.
 void attention_rows_partial_avx512(int rows, const float* const* q, const int64_t* last,
-                                   const uint16_t* k, const uint16_t* v, const int32_t* key_mask,
-                                   int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
-                                   float* m, float* l, float* scratch);
+                                   int64_t window, const uint16_t* k, const uint16_t* v,
+                                   const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
+                                   float scale, float* acc, float* m, float* l, float* scratch);
 
 /// out[i] = silu(gate[i]) * up[i] = gate / (1 + exp(-gate)) * up, i < n (out may alias).
 void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n);

@@ -36,7 +36,13 @@ struct Geometry {
   const int* past_dev;  // graph replay: the past length in device memory
   float scale;
   int splits;
+  long long window;  // sliding window (ops::AttentionArgs::window), 0 for none
 };
+
+// The first key a query at cache index `at` sees (ops::first_visible_key).
+__device__ __forceinline__ long long first_key(long long at, long long window) {
+  return window > 0 && at >= window ? at - window + 1 : 0;
+}
 
 // Partial result of one split: running max, running sum, then `dim` accumulators.
 __device__ __forceinline__ float* partial_at(float* ws, long long item, int split, int splits,
@@ -57,9 +63,10 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int kh = h / g.group;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const long long past = g.past_dev ? *g.past_dev : g.past;
-  const long long limit = past + s + 1;  // causal: keys [0, past + s]
-  const long long per_split = (limit + g.splits - 1) / g.splits;
-  const long long t0 = split * per_split;
+  const long long limit = past + s + 1;  // causal: keys [first, past + s]
+  const long long first = first_key(past + s, g.window);
+  const long long per_split = (limit - first + g.splits - 1) / g.splits;
+  const long long t0 = first + split * per_split;
   const long long t1 = t0 + per_split < limit ? t0 + per_split : limit;
   const int per_lane = (g.dim + 31) / 32;
 
@@ -238,12 +245,13 @@ __global__ void __launch_bounds__(kDecodeThreads)
   constexpr int V = 16 / sizeof(T);
   {  // the cached keys and values before this step's, before waiting for the step's kernels
     const long long past = g.past_dev ? *g.past_dev : g.past;
+    const long long first = first_key(past, g.window);
     const long long base =
-        (static_cast<long long>(blockIdx.y) * g.kv_heads + blockIdx.x / g.group) * g.cap * g.dim;
-    prefetch_l2(kc + base, past * g.dim * static_cast<long long>(sizeof(T)), threadIdx.x,
-                kDecodeThreads);
-    prefetch_l2(vc + base, past * g.dim * static_cast<long long>(sizeof(T)), threadIdx.x,
-                kDecodeThreads);
+        ((static_cast<long long>(blockIdx.y) * g.kv_heads + blockIdx.x / g.group) * g.cap + first) *
+        g.dim;
+    const long long bytes = (past - first) * g.dim * static_cast<long long>(sizeof(T));
+    prefetch_l2(kc + base, bytes, threadIdx.x, kDecodeThreads);
+    prefetch_l2(vc + base, bytes, threadIdx.x, kDecodeThreads);
   }
   pdl_wait();
   extern __shared__ float smem[];
@@ -254,7 +262,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const int chunks = g.dim / V, per_pass = kDecodeThreads / chunks;
   const int sub = threadIdx.x % chunks, slot = threadIdx.x / chunks;
   const long long past = g.past_dev ? *g.past_dev : g.past;
-  const long long keys = past + 1;
+  const long long keys = past + 1, first = first_key(past, g.window);
   const T* qrow = q + (static_cast<long long>(b) * g.heads + h) * g.dim;
   const long long head_base = (static_cast<long long>(b) * g.kv_heads + kh) * g.cap;
   const float* knew = nullptr;  // Rope: the newest key and value, rotated / as stored
@@ -324,7 +332,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   // block covers kUnroll * per_pass keys with one memory latency. Passes are uniform across the
   // block: every lane takes part in the shuffles.
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  for (long long t0 = 0; t0 < keys; t0 += kUnroll * per_pass) {
+  for (long long t0 = first; t0 < keys; t0 += kUnroll * per_pass) {
     uint4 raw[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -352,14 +360,14 @@ __global__ void __launch_bounds__(kDecodeThreads)
   }
   m = block_reduce(m, true);
   float l = 0.0f;
-  for (long long t = threadIdx.x; t < keys; t += kDecodeThreads) {
+  for (long long t = first + threadIdx.x; t < keys; t += kDecodeThreads) {
     const float p = scores[t] == -FLT_MAX ? 0.0f : __expf(scores[t] - m);
     scores[t] = p;
     l += p;
   }
   l = block_reduce(l, false);  // its barriers also publish scores[]
   float acc[V] = {};
-  for (long long t0 = slot; t0 < keys; t0 += kUnroll * per_pass) {
+  for (long long t0 = first + slot; t0 < keys; t0 += kUnroll * per_pass) {
     uint4 raw[kUnroll];
     float p[kUnroll];
     bool fresh[kUnroll];
@@ -411,32 +419,33 @@ size_t decode_smem_bytes(const Geometry& g, size_t esize) {
 // one kv head group member at a time (GQA without repeating K/V: the query heads that share a
 // kv head are batched against it), the masked softmax in between. The score matrix of one
 // (row, group member) is materialised: S x T floats per kv head.
-// One block per (kv head, query): softmax over keys t <= past + s with key_mask != 0; masked
-// keys get probability 0, a query that sees no key gets all zeros.
+// One block per (kv head, query): softmax over keys first <= t <= past + s (first from the
+// sliding window) with key_mask != 0; other keys get probability 0, a query that sees no key
+// gets all zeros.
 template <class T>
 __global__ void __launch_bounds__(kSoftmaxThreads)
     masked_softmax_kernel(const float* __restrict__ scores, T* __restrict__ probs,
-                          const int* __restrict__ mask_row, int seq, long long keys,
-                          long long past) {
+                          const int* __restrict__ mask_row, int seq, long long keys, long long past,
+                          long long window) {
   pdl_wait();
   const long long r = blockIdx.x;
   const long long s = r % seq;
-  const long long limit = past + s;
+  const long long limit = past + s, first = first_key(limit, window);
   const float* in = scores + r * keys;
   T* out = probs + r * keys;
   float m = -FLT_MAX;
-  for (long long t = threadIdx.x; t <= limit; t += kSoftmaxThreads) {
+  for (long long t = first + threadIdx.x; t <= limit; t += kSoftmaxThreads) {
     if (mask_row[t] != 0) m = fmaxf(m, in[t]);
   }
   m = block_reduce(m, true);
   float l = 0.0f;
-  for (long long t = threadIdx.x; t <= limit; t += kSoftmaxThreads) {
+  for (long long t = first + threadIdx.x; t <= limit; t += kSoftmaxThreads) {
     if (mask_row[t] != 0) l += __expf(in[t] - m);
   }
   l = block_reduce(l, false);
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;
   for (long long t = threadIdx.x; t < keys; t += kSoftmaxThreads) {
-    const bool seen = t <= limit && mask_row[t] != 0;
+    const bool seen = t >= first && t <= limit && mask_row[t] != 0;
     out[t] = from_float<T>(seen ? __expf(in[t] - m) * inv : 0.0f);
   }
 }
@@ -475,7 +484,7 @@ void prefill_attention(const ops::AttentionArgs& a, const Geometry& g) {
                    g.scale);
       launch(masked_softmax_kernel<T>, static_cast<unsigned>(g.kv_heads * S), kSoftmaxThreads, 0,
              ctx.stream, scores, probs, a.key_mask.data<int>() + b * g.mask_width,
-             static_cast<int>(S), keys, a.past);
+             static_cast<int>(S), keys, a.past, a.window);
       ANVIL_CUDA_CHECK_LAUNCH();
       batched_gemm(ctx, false, kv_view, vb, prob_view, probs, out_view, out + head0, g.kv_heads,
                    1.0f);
@@ -496,6 +505,7 @@ Geometry geometry_of(const ops::AttentionArgs& a) {
   g.past = a.past;
   g.past_dev = a.past_on_device.defined() ? a.past_on_device.data<int>() : nullptr;
   g.scale = a.scale;
+  g.window = a.window;
   return g;
 }
 

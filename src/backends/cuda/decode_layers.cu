@@ -72,6 +72,7 @@ struct LayerPointers {
   const void *input_norm, *wq, *wk, *wv, *bq, *bk, *bv, *q_norm, *k_norm, *wo, *bo;
   const void *post_norm, *wg, *bg, *wu, *bu, *wd, *bd;
   void *k_cache, *v_cache;
+  long long window;  // sliding window (ops::AttentionArgs::window), 0 for none
 };
 
 struct Params {
@@ -621,11 +622,17 @@ __device__ __forceinline__ int active_splits(const Params& p, long long past) {
   return static_cast<int>(want < p.splits ? (want < 1 ? 1 : want) : p.splits);
 }
 
-__device__ __forceinline__ void split_range(long long keys, int splits, int split, long long& t0,
-                                            long long& t1) {
-  const long long per = (keys + splits - 1) / splits;
-  t0 = min(keys, split * per);
+// Split `split` of the keys [first, keys) a layer's query sees (first from its sliding window;
+// a split may be empty when the window is shorter than the splits).
+__device__ __forceinline__ void split_range(long long first, long long keys, int splits, int split,
+                                            long long& t0, long long& t1) {
+  const long long per = (keys - first + splits - 1) / splits;
+  t0 = min(keys, first + split * per);
   t1 = min(keys, t0 + per);
+}
+
+__device__ __forceinline__ long long first_key(const LayerPointers& L, long long past) {
+  return L.window > 0 && past >= L.window ? past - L.window + 1 : 0;
 }
 
 // Asks L2 for the cached keys and values (rows before this step's) the block's attention
@@ -635,7 +642,7 @@ __device__ void prefetch_kv(const Params& p, const LayerPointers& L, long long p
   for (int it = first_item(p, p.heads * splits); it < p.heads * splits; it += gridDim.x) {
     const int h = it / splits, split = it % splits, kh = h / p.group;
     long long t0, t1;
-    split_range(past + 1, splits, split, t0, t1);
+    split_range(first_key(L, past), past + 1, splits, split, t0, t1);
     t1 = min(t1, past);
     if (t1 <= t0) continue;
     const long long at = (static_cast<long long>(kh) * p.cap + t0) * p.dim;
@@ -682,7 +689,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
   const T* kc = static_cast<const T*>(L.k_cache) + static_cast<long long>(kh) * p.cap * dim;
   const T* vc = static_cast<const T*>(L.v_cache) + static_cast<long long>(kh) * p.cap * dim;
   long long t0, t1;
-  split_range(past + 1, splits, split, t0, t1);
+  split_range(first_key(L, past), past + 1, splits, split, t0, t1);
   const int chunks = dim / 8, per_pass = kThreads / chunks;
   const int sub = tid % chunks, slot = tid / chunks;
   const long long round_keys = static_cast<long long>(per_pass) * kKeysPerThread;
@@ -1579,7 +1586,8 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
         ptr(L.input_norm), ptr(L.q),         ptr(L.k),         ptr(L.v),         ptr(L.q_bias),
         ptr(L.k_bias),     ptr(L.v_bias),    ptr(L.q_norm),    ptr(L.k_norm),    ptr(L.o),
         ptr(L.o_bias),     ptr(L.post_norm), ptr(L.gate),      ptr(L.gate_bias), ptr(L.up),
-        ptr(L.up_bias),    ptr(L.down),      ptr(L.down_bias), L.k_cache.raw(),  L.v_cache.raw()};
+        ptr(L.up_bias),    ptr(L.down),      ptr(L.down_bias), L.k_cache.raw(),  L.v_cache.raw(),
+        L.window};
   }
   const auto kernel = p.timeline ? (p.by_flags ? decode_layers_kernel<T, true, true>
                                                : decode_layers_kernel<T, false, true>)

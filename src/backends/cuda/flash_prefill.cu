@@ -1,7 +1,8 @@
 // Flash attention for prefill (bf16/f16, head_dim 64 or 128) on the tensor cores, after
 // FlashAttention-2. A block of four warps takes 64 queries of one head; each warp keeps its 16
 // query rows (as mma operands), their scores, running max and sum, and their output
-// accumulators in registers, and walks the causal key range in 64-key tiles. cp.async
+// accumulators in registers, and walks the causal key range in 64-key tiles (under a sliding
+// window, from the tile holding the first key its first query sees). cp.async
 // double-buffers the K/V tiles into shared memory, their rows swizzled so that ldmatrix reads
 // them without bank conflicts. Nothing of size S x T is materialised: each K/V byte is read
 // once per 64 queries, and the scores never leave the registers.
@@ -29,6 +30,7 @@ constexpr int kThreads = kWarps * 32;
 struct FlashGeometry {
   int seq, heads, kv_heads, group, mask_width;
   long long cap, past;
+  long long window;  // sliding window (ops::AttentionArgs::window), 0 for none
   float scale_log2;  // the softmax scale times log2(e): the kernel exponentiates with exp2
 };
 
@@ -106,6 +108,11 @@ __global__ void __launch_bounds__(kThreads)
 
   const int last_s = (s0 + kRows < g.seq ? s0 + kRows : g.seq) - 1;
   const int tiles = static_cast<int>((g.past + last_s + kKeys) / kKeys);
+  // The first key any of the block's queries sees (its first query's), and its tile.
+  const auto first_key = [&](long long at) {
+    return g.window > 0 && at >= g.window ? at - g.window + 1 : 0LL;
+  };
+  const int first_tile = static_cast<int>(first_key(g.past + s0) / kKeys);
 
   const auto load_rows = [&](T* dst, const T* src, long long stride, long long r0,
                              long long valid) {
@@ -127,7 +134,7 @@ __global__ void __launch_bounds__(kThreads)
 
   pdl_wait();
   load_rows(qs, qb, static_cast<long long>(g.heads) * D, s0, g.seq);
-  load_tile(0, 0);
+  load_tile(first_tile, 0);
   copy_async_commit();
 
   unsigned qf[D / 16][4];
@@ -138,14 +145,15 @@ __global__ void __launch_bounds__(kThreads)
   // This lane's two query rows and the last key each may see (causal).
   const int qa = s0 + warp * 16 + group;
   const long long limit[2] = {g.past + qa, g.past + qa + 8};
+  const long long first[2] = {first_key(limit[0]), first_key(limit[1])};
 
-  for (int tile = 0; tile < tiles; ++tile) {
-    const int buf = tile & 1;
+  for (int tile = first_tile; tile < tiles; ++tile) {
+    const int buf = (tile - first_tile) & 1;
     if (tile + 1 < tiles) load_tile(tile + 1, buf ^ 1);
     copy_async_commit();  // possibly empty: keeps one group per tile
     copy_async_wait<1>();
     __syncthreads();
-    if (tile == 0) {
+    if (tile == first_tile) {
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         load_matrix_x4(qf[kk], qs + swizzled<D>(warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
@@ -179,7 +187,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int col = n * 8 + 2 * quad + (e & 1);
-        const bool seen = t0 + col <= limit[e >> 1] && mt[col] != 0;
+        const bool seen = t0 + col <= limit[e >> 1] && t0 + col >= first[e >> 1] && mt[col] != 0;
         s[n][e] = seen ? s[n][e] * g.scale_log2 : -INFINITY;
         tile_max[e >> 1] = fmaxf(tile_max[e >> 1], s[n][e]);
       }
@@ -290,6 +298,7 @@ bool flash_prefill(const ops::AttentionArgs& a) {
   g.mask_width = static_cast<int>(a.key_mask.size(1));
   g.cap = a.k_cache.size(2);
   g.past = a.past;
+  g.window = a.window;
   g.scale_log2 = a.scale * 1.4426950408889634f;
   const int batch = static_cast<int>(a.q.size(0));
   if (t == DType::bf16) {

@@ -447,6 +447,7 @@ void attention(const ops::AttentionArgs& a) {
       .f32(a.scale)
       .maybe(a.past_on_device)
       .i32(a.past_on_device.defined())
+      .i64(a.window)
       .local((5 * kGroup + 256) * sizeof(float))  // reductions, value partials, q (dim <= 256)
       .run(static_cast<size_t>(items) * kGroup, kGroup);
 }
@@ -494,6 +495,7 @@ void rope_attention(const ops::RopeAttentionArgs& a) {
       .f32(t.scale)
       .maybe(t.past_on_device)
       .i32(t.past_on_device.defined())
+      .i64(t.window)
       .local(5 * kAttentionGroup * sizeof(float))
       .run(static_cast<size_t>(items) * kAttentionGroup, kAttentionGroup);
 }

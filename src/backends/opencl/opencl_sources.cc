@@ -659,20 +659,25 @@ __kernel void store_kv(MEM_PARAMS, ulong src_t, ulong c_t, long n, int seq, int 
   AT(float, c_t)[((b * heads + h) * cap + start + s) * dim + d] = AT(const float, src_t)[i];
 }
 
-// Attention of one query, q in local memory, over keys [0, limit] of one kv head (kc, vc: its
+// Attention of one query, q in local memory, over keys [first, limit] of one kv head (kc, vc: its
 // cache rows): scores into `sc` (global scratch, keys read four floats at a time), the softmax,
 // then the value product with the keys split across groups of work-items whose partial sums
 // meet in local memory. With `newest`, the key and value at `limit` come from local memory
 // (knew, vnew) instead of the cache. tmp: 5 get_local_size(0) floats.
+// The first key a query at cache index `at` sees under a sliding window (ops::first_visible_key).
+inline long first_visible_key(long at, long window) {
+  return window > 0 && at >= window ? at - window + 1 : 0;
+}
+
 inline void attend(__local const float* qs, __global const float* kc, __global const float* vc,
-                   __global const int* mrow, __global float* sc, __global float* out, long limit,
-                   int dim, float scale, int newest, __local const float* knew,
+                   __global const int* mrow, __global float* sc, __global float* out, long first,
+                   long limit, int dim, float scale, int newest, __local const float* knew,
                    __local const float* vnew, __local float* tmp) {
   const int lid = get_local_id(0), n = get_local_size(0);
   __local float* part = tmp + n;  // [4 n / dim][dim] partial value sums
   const int dim4 = dim / 4 * 4;
   float m = -INFINITY;
-  for (long t = lid; t <= limit; t += n) {
+  for (long t = first + lid; t <= limit; t += n) {
     float score = -INFINITY;
     if (mrow[t] != 0) {
       float dsum = 0.0f;
@@ -691,7 +696,7 @@ inline void attend(__local const float* qs, __global const float* kc, __global c
   }
   m = group_max(tmp, m);
   float l = 0.0f;
-  for (long t = lid; t <= limit; t += n) {
+  for (long t = first + lid; t <= limit; t += n) {
     const float p = sc[t] == -INFINITY ? 0.0f : exp(sc[t] - m);
     sc[t] = p;
     l += p;
@@ -709,7 +714,7 @@ inline void attend(__local const float* qs, __global const float* kc, __global c
     const int g = lid / cols, c = lid % cols;
     if (g < groups) {
       float4 acc0 = (float4)(0.0f), acc1 = (float4)(0.0f);
-      for (long t0 = g; t0 <= last; t0 += ATTN_KEYS * groups) {
+      for (long t0 = first + g; t0 <= last; t0 += ATTN_KEYS * groups) {
         float p[ATTN_KEYS];
         float4 vv[ATTN_KEYS];
 #pragma unroll
@@ -736,7 +741,7 @@ inline void attend(__local const float* qs, __global const float* kc, __global c
   } else {
     for (int d = lid; d < dim; d += n) {
       float acc = 0.0f;
-      for (long t = 0; t <= last; ++t) acc += sc[t] * vc[t * dim + d];
+      for (long t = first; t <= last; ++t) acc += sc[t] * vc[t * dim + d];
       if (newest) acc += sc[limit] * vnew[d];
       out[d] = acc * inv;
     }
@@ -747,7 +752,7 @@ inline void attend(__local const float* qs, __global const float* kc, __global c
 __kernel void attention(MEM_PARAMS, ulong q_t, ulong k_t, ulong v_t, ulong m_t, ulong out_t,
                         ulong sc_t, int seq, int heads, int kv_heads, int dim, long cap, long past,
                         int mask_width, long keys, float scale, ulong p_t, int has_dev,
-                        __local float* tmp) {
+                        long window, __local float* tmp) {
   if (has_dev) past = AT(const int, p_t)[0];
   const long item = get_group_id(0);  // (b * seq + s) * heads + h
   const int h = item % heads;
@@ -762,7 +767,8 @@ __kernel void attention(MEM_PARAMS, ulong q_t, ulong k_t, ulong v_t, ulong m_t, 
   barrier(CLK_LOCAL_MEM_FENCE);
   attend(qs, AT(const float, k_t) + base * dim, AT(const float, v_t) + base * dim,
          AT(const int, m_t) + b * mask_width, AT(float, sc_t) + item * keys,
-         AT(float, out_t) + item * dim, past + s, dim, scale, 0, qs, qs, tmp);
+         AT(float, out_t) + item * dim, first_visible_key(past + s, window), past + s, dim, scale,
+         0, qs, qs, tmp);
 }
 
 // rope_store and attention of one decode token per row in one launch: one work-group per
@@ -773,7 +779,8 @@ __kernel void rope_attention(MEM_PARAMS, ulong q_t, ulong k_t, ulong v_t, ulong 
                              int has_norm, float eps, ulong pos_t, ulong f_t, float scaling,
                              ulong kc_t, ulong vc_t, ulong m_t, ulong out_t, ulong sc_t, int heads,
                              int kv_heads, int dim, long cap, long past, int mask_width, long keys,
-                             float scale, ulong p_t, int has_dev, __local float* tmp) {
+                             float scale, ulong p_t, int has_dev, long window,
+                             __local float* tmp) {
   __local float qs[256], knew[256], vnew[256];
   if (has_dev) past = AT(const int, p_t)[0];
   const long item = get_group_id(0);  // b * heads + h
@@ -797,7 +804,8 @@ __kernel void rope_attention(MEM_PARAMS, ulong q_t, ulong k_t, ulong v_t, ulong 
     }
   }
   attend(qs, kc, vc, AT(const int, m_t) + b * mask_width, AT(float, sc_t) + item * keys,
-         AT(float, out_t) + item * dim, past, dim, scale, 1, knew, vnew, tmp);
+         AT(float, out_t) + item * dim, first_visible_key(past, window), past, dim, scale, 1, knew,
+         vnew, tmp);
 }
 
 __kernel void mask_column(MEM_PARAMS, ulong m_t, ulong v_t, ulong i_t, long rows, long width) {
