@@ -284,7 +284,7 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
     if (!f) throw Error(out_dir + "/config.json: write failed");
   }
   {
-    nlohmann::ordered_json gen;
+    nlohmann::ordered_json gen = nlohmann::ordered_json::object();  // `{}` without token ids
     if (c.bos_token_id) gen["bos_token_id"] = *c.bos_token_id;
     if (c.eos_token_ids.size() == 1) gen["eos_token_id"] = c.eos_token_ids[0];
     if (c.eos_token_ids.size() > 1) gen["eos_token_id"] = c.eos_token_ids;

@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "anvil/model.h"
+#include "formats/mapped_file.h"
 #include "models/init_model.h"
 #include "temp_dir.h"
 #include "test_data.h"
@@ -159,6 +163,33 @@ TEST_P(InitModelParity, TransformersLoadsAnvilsRandomModelsAndAgrees) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, InitModelParity,
                          ::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny"),
                          test::ParamName());
+
+// init-model from a config with sliding windows on some layers and no token ids: the folder
+// keeps the windows, and its generation_config.json is an empty object (it had been `null`,
+// which no loader takes).
+TEST(InitModel, KeepsLayerWindowsAndWritesAnEmptyGenerationConfig) {
+  test::TempDir dir;
+  nlohmann::json config = nlohmann::json::parse(
+      read_text_file(extra("qwen2-window-layers-tiny") + "/model/config.json"));
+  for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id"}) config.erase(key);
+  const std::string config_path = dir.file("config.json");
+  {
+    std::ofstream f(config_path);
+    f << config.dump();
+  }
+  init_model(config_path, dir.file("out"), 5, DType::f32);
+  EXPECT_EQ(nlohmann::json::parse(read_text_file(dir.file("out") + "/generation_config.json")),
+            nlohmann::json::object());
+  const CausalLM model = CausalLM::from_pretrained(dir.file("out"));
+  std::vector<int64_t> windows;
+  for (int64_t l = 0; l < model.config().num_hidden_layers; ++l) {
+    windows.push_back(model.config().layer_window(l));
+  }
+  EXPECT_EQ(windows, (std::vector<int64_t>{0, 5, 5}));
+  Batch b;
+  b.input_ids = {{3, 4, 5, 6, 7, 8, 9, 10}};
+  EXPECT_EQ(model.generate(b, test::greedy_exactly(4))[0].size(), 12u);
+}
 
 }  // namespace
 }  // namespace anvil
