@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Random small models of every architecture anvil runs (Llama, Mistral, Phi-3, Qwen2, Qwen3: head
 sizes, GQA ratios, biases, tied heads, every RoPE scaling, Phi-3's partial rotary, sliding
-windows, odd vocabulary and MLP sizes) built with transformers, then run by transformers and by
-anvil's CLI on the same inputs (float32, eager attention in transformers, a freshly loaded model
-per call): logits of a left-padded batch and of a long prompt, a greedy continuation, and a beam
-search of 2-4 beams (eos suppressed throughout by min_new_tokens, so the beams run to the length
-limit). Prints one line per model and the largest logit difference.
+windows, Qwen2/Qwen3's on some layers only, odd vocabulary and MLP sizes) built with
+transformers, then run by transformers and by anvil's CLI on the same inputs (float32, eager
+attention in transformers, a freshly loaded model per call): logits of a left-padded batch and
+of a long prompt, a greedy continuation, and a beam search of 2-4 beams (eos suppressed
+throughout by min_new_tokens, so the beams run to the length limit). Prints one line per model
+and the largest logit difference.
 
 With DTYPE bf16 or f16, anvil runs the same float32 checkpoints converted at load and is held to
 that dtype's own error: its largest logit difference from float32 transformers at most twice
@@ -55,6 +56,21 @@ def random_rope(max_pos):
     return p
 
 
+def qwen_window(layers):
+    """Qwen2/Qwen3's sliding window: none, or on the layers from max_window_layers on, or on
+    the layers a random layer_types names."""
+    kind = rng.choice(['none', 'none', 'max_window_layers', 'layer_types'])
+    if kind == 'none':
+        return {}
+    w = dict(use_sliding_window=True, sliding_window=rng.choice([3, 7, 20]))
+    if kind == 'max_window_layers':
+        w['max_window_layers'] = rng.randint(0, layers)
+    else:
+        w['layer_types'] = [rng.choice(['sliding_attention', 'full_attention'])
+                            for _ in range(layers)]
+    return w
+
+
 def random_model(i, out):
     arch = rng.choice(['llama', 'mistral', 'phi3', 'qwen2', 'qwen3'])
     heads = rng.choice([1, 2, 3, 4, 6, 8])
@@ -96,16 +112,22 @@ def random_model(i, out):
                          original_max_position_embeddings=rng.choice([16, 30]), **common)
         model = Phi3ForCausalLM(cfg)
     elif arch == 'qwen2':
-        model = Qwen2ForCausalLM(Qwen2Config(**common))
+        cfg = Qwen2Config(**common, **qwen_window(common['num_hidden_layers']))
+        model = Qwen2ForCausalLM(cfg)
     else:
-        model = Qwen3ForCausalLM(Qwen3Config(attention_bias=rng.random() < 0.3, **common))
+        cfg = Qwen3Config(attention_bias=rng.random() < 0.3, **common,
+                          **qwen_window(common['num_hidden_layers']))
+        model = Qwen3ForCausalLM(cfg)
     scale_weights(model)
     model.save_pretrained(out)
     partial = common['rope_parameters'].get('partial_rotary_factor', 1.0)
     desc = (f"{arch} h={hidden} heads={heads}/{kv} hd={head_dim} "
             f"rope={common['rope_parameters']['rope_type']}"
             + (f"x{partial}" if partial != 1.0 else '')
-            + (f" win={cfg.sliding_window}" if arch in ('mistral', 'phi3') else ''))
+            + (f" win={cfg.sliding_window}" if arch in ('mistral', 'phi3') else '')
+            + (f" win={cfg.sliding_window}:" + ''.join('s' if t == 'sliding_attention' else 'f'
+                                                        for t in cfg.layer_types)
+               if arch in ('qwen2', 'qwen3') and cfg.sliding_window else ''))
     return model, desc
 
 
