@@ -255,7 +255,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   }
   pdl_wait();
   extern __shared__ float smem[];
-  float* scores = smem;                    // [keys]
+  float* scores = smem;                    // [keys from the first visible]
   float* qs = smem + kDecodeMaxKeys;       // [dim]
   float* part = qs + 32 * kMaxDimPerLane;  // [rows per pass][dim]
   const int h = blockIdx.x, b = blockIdx.y, kh = h / g.group;
@@ -353,7 +353,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
       for (int o = chunks / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
       if (t < keys) {
         const float score = mrow[t] != 0 ? dot : -FLT_MAX;
-        if (sub == 0) scores[t] = score;
+        if (sub == 0) scores[t - first] = score;
         m = fmaxf(m, score);
       }
     }
@@ -361,8 +361,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
   m = block_reduce(m, true);
   float l = 0.0f;
   for (long long t = first + threadIdx.x; t < keys; t += kDecodeThreads) {
-    const float p = scores[t] == -FLT_MAX ? 0.0f : __expf(scores[t] - m);
-    scores[t] = p;
+    const float p = scores[t - first] == -FLT_MAX ? 0.0f : __expf(scores[t - first] - m);
+    scores[t - first] = p;
     l += p;
   }
   l = block_reduce(l, false);  // its barriers also publish scores[]
@@ -374,7 +374,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const long long t = t0 + u * per_pass;
-      p[u] = t < keys ? scores[t] : 0.0f;
+      p[u] = t < keys ? scores[t - first] : 0.0f;
       fresh[u] = Rope && t == past;
       raw[u] = p[u] != 0.0f && !fresh[u]
                    ? *reinterpret_cast<const uint4*>(vc + (head_base + t) * g.dim + sub * V)
@@ -401,7 +401,10 @@ __global__ void __launch_bounds__(kDecodeThreads)
   }
 }
 
+// `keys`: the most a step may have (the cache's capacity under graph replay); a window bounds
+// the scores a query keeps (indexed from its first visible key).
 bool decode_kernel_fits(const Geometry& g, long long keys, size_t esize) {
+  if (g.window > 0 && g.window < keys) keys = g.window;
   const int v = static_cast<int>(16 / esize);
   if (g.seq != 1 || keys > kDecodeMaxKeys || (g.dim * esize) % 16 != 0) return false;
   const int chunks = g.dim / v;

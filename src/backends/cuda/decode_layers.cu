@@ -49,8 +49,12 @@
 namespace anvil::cuda {
 namespace {
 
-// Fifteen warps compute; the sixteenth issues the weight copies.
-constexpr int kBlockThreads = 512;
+// Fifteen warps compute; the sixteenth issues the weight copies. (ANVIL_CUDA_DECODE_THREADS at
+// build time: an experiment's other block sizes.)
+#ifndef ANVIL_CUDA_DECODE_THREADS
+#define ANVIL_CUDA_DECODE_THREADS 512
+#endif
+constexpr int kBlockThreads = ANVIL_CUDA_DECODE_THREADS;
 constexpr int kThreads = kBlockThreads - 32;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxLayers = 128;
@@ -58,7 +62,7 @@ constexpr int kMaxChunkRows = 64;
 constexpr int kMaxSlots = 64;
 constexpr int kMinSlotBytes = 16 * 1024;
 constexpr int kMaxDim = 128;
-constexpr int kAttnScratch = 2048;  // floats: kWarps * kMaxDim partial sums
+constexpr int kAttnScratch = (kWarps * kMaxDim + 511) / 512 * 512;  // floats: partial sums
 // Floats per (head, split) partial result: dim accumulators, then the running max and sum,
 // padded so that each one starts 16-byte aligned (read as float4).
 __host__ __device__ constexpr int partial_floats(int dim) {
