@@ -122,7 +122,7 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
     throw Error("init-model: a GGUF file needs a llama, mistral, qwen2 or qwen3 model, not '" +
                 arch + "'");
   }
-  if (c.sliding_window) {
+  if (c.has_sliding_window()) {
     throw Error("init-model: GGUF (llama.cpp) has no sliding-window attention (sliding_window " +
                 std::to_string(*c.sliding_window) + "); write a safetensors folder instead");
   }

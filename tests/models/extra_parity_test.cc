@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "anvil/error.h"
 #include "anvil/model.h"
 #include "formats/mapped_file.h"
 #include "models/init_model.h"
@@ -166,7 +167,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, InitModelParity,
 
 // init-model from a config with sliding windows on some layers and no token ids: the folder
 // keeps the windows, and its generation_config.json is an empty object (it had been `null`,
-// which no loader takes).
+// which no loader takes); GGUF refuses only a config whose layers really have a window.
 TEST(InitModel, KeepsLayerWindowsAndWritesAnEmptyGenerationConfig) {
   test::TempDir dir;
   nlohmann::json config = nlohmann::json::parse(
@@ -189,6 +190,20 @@ TEST(InitModel, KeepsLayerWindowsAndWritesAnEmptyGenerationConfig) {
   Batch b;
   b.input_ids = {{3, 4, 5, 6, 7, 8, 9, 10}};
   EXPECT_EQ(model.generate(b, test::greedy_exactly(4))[0].size(), 12u);
+  // GGUF has no sliding window: a config with windowed layers is refused by name, one whose
+  // use_sliding_window leaves every layer full (max_window_layers past the last) is written.
+  try {
+    init_model(config_path, dir.file("gguf"), 5, DType::q8_0);
+    ADD_FAILURE() << "a windowed config was written as GGUF";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sliding-window"), std::string::npos) << e.what();
+  }
+  config["max_window_layers"] = 3;
+  {
+    std::ofstream f(config_path);
+    f << config.dump();
+  }
+  EXPECT_NO_THROW(init_model(config_path, dir.file("gguf_full"), 5, DType::q8_0));
 }
 
 }  // namespace

@@ -39,11 +39,6 @@ struct Geometry {
   long long window;  // sliding window (ops::AttentionArgs::window), 0 for none
 };
 
-// The first key a query at cache index `at` sees (ops::first_visible_key).
-__device__ __forceinline__ long long first_key(long long at, long long window) {
-  return window > 0 && at >= window ? at - window + 1 : 0;
-}
-
 // Partial result of one split: running max, running sum, then `dim` accumulators.
 __device__ __forceinline__ float* partial_at(float* ws, long long item, int split, int splits,
                                              int dim) {
@@ -64,7 +59,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const long long past = g.past_dev ? *g.past_dev : g.past;
   const long long limit = past + s + 1;  // causal: keys [first, past + s]
-  const long long first = first_key(past + s, g.window);
+  const long long first = first_visible_key(past + s, g.window);
   const long long per_split = (limit - first + g.splits - 1) / g.splits;
   const long long t0 = first + split * per_split;
   const long long t1 = t0 + per_split < limit ? t0 + per_split : limit;
@@ -245,7 +240,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   constexpr int V = 16 / sizeof(T);
   {  // the cached keys and values before this step's, before waiting for the step's kernels
     const long long past = g.past_dev ? *g.past_dev : g.past;
-    const long long first = first_key(past, g.window);
+    const long long first = first_visible_key(past, g.window);
     const long long base =
         ((static_cast<long long>(blockIdx.y) * g.kv_heads + blockIdx.x / g.group) * g.cap + first) *
         g.dim;
@@ -262,7 +257,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const int chunks = g.dim / V, per_pass = kDecodeThreads / chunks;
   const int sub = threadIdx.x % chunks, slot = threadIdx.x / chunks;
   const long long past = g.past_dev ? *g.past_dev : g.past;
-  const long long keys = past + 1, first = first_key(past, g.window);
+  const long long keys = past + 1, first = first_visible_key(past, g.window);
   const T* qrow = q + (static_cast<long long>(b) * g.heads + h) * g.dim;
   const long long head_base = (static_cast<long long>(b) * g.kv_heads + kh) * g.cap;
   const float* knew = nullptr;  // Rope: the newest key and value, rotated / as stored
@@ -433,7 +428,7 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
   pdl_wait();
   const long long r = blockIdx.x;
   const long long s = r % seq;
-  const long long limit = past + s, first = first_key(limit, window);
+  const long long limit = past + s, first = first_visible_key(limit, window);
   const float* in = scores + r * keys;
   T* out = probs + r * keys;
   float m = -FLT_MAX;

@@ -57,6 +57,12 @@ void dispatch_float(DType d, const char* op, F&& f) {
   }
 }
 
+// The first key a query at cache index `at` sees under a sliding window of `window` keys (0:
+// none): ops::first_visible_key on the device, for every attention kernel.
+__device__ __forceinline__ long long first_visible_key(long long at, long long window) {
+  return window > 0 && at >= window ? at - window + 1 : 0;
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

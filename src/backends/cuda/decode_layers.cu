@@ -635,10 +635,6 @@ __device__ __forceinline__ void split_range(long long first, long long keys, int
   t1 = min(keys, t0 + per);
 }
 
-__device__ __forceinline__ long long first_key(const LayerPointers& L, long long past) {
-  return L.window > 0 && past >= L.window ? past - L.window + 1 : 0;
-}
-
 // Asks L2 for the cached keys and values (rows before this step's) the block's attention
 // items of this layer will read, two phases before it reads them.
 template <class T>
@@ -646,7 +642,7 @@ __device__ void prefetch_kv(const Params& p, const LayerPointers& L, long long p
   for (int it = first_item(p, p.heads * splits); it < p.heads * splits; it += gridDim.x) {
     const int h = it / splits, split = it % splits, kh = h / p.group;
     long long t0, t1;
-    split_range(first_key(L, past), past + 1, splits, split, t0, t1);
+    split_range(first_visible_key(past, L.window), past + 1, splits, split, t0, t1);
     t1 = min(t1, past);
     if (t1 <= t0) continue;
     const long long at = (static_cast<long long>(kh) * p.cap + t0) * p.dim;
@@ -693,7 +689,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
   const T* kc = static_cast<const T*>(L.k_cache) + static_cast<long long>(kh) * p.cap * dim;
   const T* vc = static_cast<const T*>(L.v_cache) + static_cast<long long>(kh) * p.cap * dim;
   long long t0, t1;
-  split_range(first_key(L, past), past + 1, splits, split, t0, t1);
+  split_range(first_visible_key(past, L.window), past + 1, splits, split, t0, t1);
   const int chunks = dim / 8, per_pass = kThreads / chunks;
   const int sub = tid % chunks, slot = tid / chunks;
   const long long round_keys = static_cast<long long>(per_pass) * kKeysPerThread;

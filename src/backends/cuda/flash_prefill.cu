@@ -109,10 +109,7 @@ __global__ void __launch_bounds__(kThreads)
   const int last_s = (s0 + kRows < g.seq ? s0 + kRows : g.seq) - 1;
   const int tiles = static_cast<int>((g.past + last_s + kKeys) / kKeys);
   // The first key any of the block's queries sees (its first query's), and its tile.
-  const auto first_key = [&](long long at) {
-    return g.window > 0 && at >= g.window ? at - g.window + 1 : 0LL;
-  };
-  const int first_tile = static_cast<int>(first_key(g.past + s0) / kKeys);
+  const int first_tile = static_cast<int>(first_visible_key(g.past + s0, g.window) / kKeys);
 
   const auto load_rows = [&](T* dst, const T* src, long long stride, long long r0,
                              long long valid) {
@@ -145,7 +142,8 @@ __global__ void __launch_bounds__(kThreads)
   // This lane's two query rows and the last key each may see (causal).
   const int qa = s0 + warp * 16 + group;
   const long long limit[2] = {g.past + qa, g.past + qa + 8};
-  const long long first[2] = {first_key(limit[0]), first_key(limit[1])};
+  const long long first[2] = {first_visible_key(limit[0], g.window),
+                              first_visible_key(limit[1], g.window)};
 
   for (int tile = first_tile; tile < tiles; ++tile) {
     const int buf = (tile - first_tile) & 1;
