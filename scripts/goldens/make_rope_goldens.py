@@ -37,13 +37,16 @@ def with_gen_a(model_dir, golden_path, long=False):
     save_file(g, golden_path)
 
 
-def write_fixture(model, out, name, hub=False, long=False):
+def write_fixture(model, out, name, hub=False, long=False, edit_config=None):
     """Saves `model` under OUT/NAME/model (config rewritten in the Hub's older style with
-    `hub`) and writes its goldens, gen_a, and with `long` gen_long_a."""
+    `hub`, then by `edit_config(path)` where given) and writes its goldens, gen_a, and with
+    `long` gen_long_a."""
     scale_weights(model)
     model.save_pretrained(f"{out}/{name}/model")
     if hub:
         hub_style(f"{out}/{name}/model/config.json")
+    if edit_config:
+        edit_config(f"{out}/{name}/model/config.json")
     goldens(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors")
     with_gen_a(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors", long=long)
 

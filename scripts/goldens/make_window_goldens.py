@@ -18,8 +18,7 @@ import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
 sys.path.insert(0, os.path.dirname(__file__))
-from make_extra_goldens import goldens, hub_style, scale_weights  # noqa: E402
-from make_rope_goldens import with_gen_a  # noqa: E402
+from make_rope_goldens import write_fixture  # noqa: E402
 
 
 def drop_layer_types(config_path):
@@ -42,14 +41,8 @@ def main():
                       bos_token_id=1, eos_token_id=2, pad_token_id=0,
                       rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
     assert cfg.layer_types == ["full_attention", "sliding_attention", "sliding_attention"]
-    model = Qwen2ForCausalLM(cfg)
-    scale_weights(model)
-    model.save_pretrained(f"{out}/{name}/model")
-    config = f"{out}/{name}/model/config.json"
-    hub_style(config)
-    drop_layer_types(config)
-    goldens(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors")
-    with_gen_a(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors", long=True)
+    write_fixture(Qwen2ForCausalLM(cfg), out, name, hub=True, long=True,
+                  edit_config=drop_layer_types)
 
     name = "qwen3-window-types-tiny"
     cfg = Qwen3Config(vocab_size=280, hidden_size=64, intermediate_size=80, num_hidden_layers=3,
@@ -58,11 +51,7 @@ def main():
                       use_sliding_window=True, sliding_window=7,
                       layer_types=["sliding_attention", "full_attention", "sliding_attention"],
                       bos_token_id=1, eos_token_id=2, pad_token_id=0)
-    model = Qwen3ForCausalLM(cfg)
-    scale_weights(model)
-    model.save_pretrained(f"{out}/{name}/model")
-    goldens(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors")
-    with_gen_a(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors", long=True)
+    write_fixture(Qwen3ForCausalLM(cfg), out, name, long=True)
     print("ok")
 
 
