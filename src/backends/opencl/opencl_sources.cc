@@ -659,16 +659,16 @@ __kernel void store_kv(MEM_PARAMS, ulong src_t, ulong c_t, long n, int seq, int 
   AT(float, c_t)[((b * heads + h) * cap + start + s) * dim + d] = AT(const float, src_t)[i];
 }
 
-// Attention of one query, q in local memory, over keys [first, limit] of one kv head (kc, vc: its
-// cache rows): scores into `sc` (global scratch, keys read four floats at a time), the softmax,
-// then the value product with the keys split across groups of work-items whose partial sums
-// meet in local memory. With `newest`, the key and value at `limit` come from local memory
-// (knew, vnew) instead of the cache. tmp: 5 get_local_size(0) floats.
 // The first key a query at cache index `at` sees under a sliding window (ops::first_visible_key).
 inline long first_visible_key(long at, long window) {
   return window > 0 && at >= window ? at - window + 1 : 0;
 }
 
+// Attention of one query, q in local memory, over keys [first, limit] of one kv head (kc, vc: its
+// cache rows): scores into `sc` (global scratch, keys read four floats at a time), the softmax,
+// then the value product with the keys split across groups of work-items whose partial sums
+// meet in local memory. With `newest`, the key and value at `limit` come from local memory
+// (knew, vnew) instead of the cache. tmp: 5 get_local_size(0) floats.
 inline void attend(__local const float* qs, __global const float* kc, __global const float* vc,
                    __global const int* mrow, __global float* sc, __global float* out, long first,
                    long limit, int dim, float scale, int newest, __local const float* knew,
