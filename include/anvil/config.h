@@ -46,6 +46,10 @@ struct RopeConfig {
   int64_t rotary_dim = 0;
 };
 
+/// The gated MLP's activation: SiLU (SwiGLU: Llama, Qwen, Mistral, Phi-3) or GELU's tanh
+/// approximation (GeGLU: Gemma's gelu_pytorch_tanh).
+enum class Activation { silu, gelu_tanh };
+
 /// The fields of config.json the decoder needs, architecture flags resolved.
 struct ModelConfig {
   std::string architecture;  ///< "Qwen3ForCausalLM", ...
@@ -77,6 +81,28 @@ struct ModelConfig {
   /// Which layers the window applies to (transformers' layer_types, "sliding_attention"; Qwen2
   /// and Qwen3 derive them from max_window_layers); empty: every layer.
   std::vector<bool> sliding_layers;
+  /// The MLP's gate activation (hidden_act; Gemma 2 and 3: hidden_activation).
+  Activation hidden_act = Activation::silu;
+  /// RMSNorm weights hold w of a (1 + w) scale, computed in float32 (GemmaRMSNorm); the loader
+  /// adds the 1, so the decoder's norms are the usual ones.
+  bool norm_plus_one = false;
+  /// The embedding rows are multiplied by this (Gemma: sqrt(hidden_size), rounded to the
+  /// weights' dtype as transformers' embed_scale is).
+  double embedding_scale = 1.0;
+  /// Attention scores are scaled by query_pre_attn_scalar^-0.5 instead of head_dim^-0.5 when set
+  /// (Gemma 2 and 3).
+  std::optional<double> query_pre_attn_scalar;
+  /// tanh(s / cap) * cap on attention scores / final logits when positive (Gemma 2); 0: none.
+  double attn_logit_softcapping = 0.0;
+  double final_logit_softcapping = 0.0;
+  /// Gemma 2 and 3's four norms a layer: post_attention_layernorm normalises the attention's
+  /// output before its residual add, pre_feedforward_layernorm is the MLP's input norm and
+  /// post_feedforward_layernorm normalises the MLP's output.
+  bool sandwich_norms = false;
+  /// The RoPE of the sliding-window layers where it differs from `rope` (Gemma 3's
+  /// rope_local_base_freq, or rope_parameters.sliding_attention); unset: every layer rotates
+  /// with `rope`.
+  std::optional<RopeConfig> sliding_rope;
   std::optional<DType> dtype;  ///< `torch_dtype` / `dtype`, when the file says
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> bos_token_id, pad_token_id;
@@ -90,6 +116,13 @@ struct ModelConfig {
         sliding_layers.empty() || (layer < static_cast<int64_t>(sliding_layers.size()) &&
                                    sliding_layers[static_cast<size_t>(layer)]);
     return windowed ? *sliding_window : 0;
+  }
+  /// Whether layer `layer` is one of the sliding-window layers (layer_types), whatever the
+  /// window: the layers Gemma 3 rotates with sliding_rope.
+  bool is_sliding_layer(int64_t layer) const {
+    return sliding_layers.empty() ? sliding_window.has_value()
+                                  : layer < static_cast<int64_t>(sliding_layers.size()) &&
+                                        sliding_layers[static_cast<size_t>(layer)];
   }
   /// Whether any layer has a sliding window.
   bool has_sliding_window() const {

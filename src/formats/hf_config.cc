@@ -113,17 +113,11 @@ void parse_partial_rotary(const json& j, const json* params, const Architecture&
   c.rope.rotary_dim = dims;
 }
 
-void parse_rope(const json& j, const Architecture& arch, ModelConfig& c,
-                const std::string& source) {
-  // transformers 5: rope_parameters {rope_type, rope_theta, ...}; the Hub's older files:
-  // rope_theta at the top level and rope_scaling {type|rope_type, ...} or null.
-  const json* params = jf::find(j, "rope_parameters");
-  const char* field = "rope_parameters";
-  if (!params) {
-    params = jf::find(j, "rope_scaling");
-    field = "rope_scaling";
-  }
-  c.rope.theta = jf::opt_number(j, "rope_theta", source).value_or(10000.0);
+// One set of rope parameters (`params`, null when absent, named `field` in errors) into c.rope,
+// over the base `theta` when the parameters give none.
+void parse_rope_params(const json& j, const json* params, const char* field, double theta,
+                       const Architecture& arch, ModelConfig& c, const std::string& source) {
+  c.rope.theta = theta;
   parse_partial_rotary(j, params, arch, c, source);
   if (params) {
     if (!params->is_object()) jf::fail(source, field, "must be an object, got " + params->dump());
@@ -193,6 +187,49 @@ void parse_rope(const json& j, const Architecture& arch, ModelConfig& c,
   if (c.rope.theta <= 0) jf::fail(source, "rope_theta", "must be positive");
 }
 
+void parse_rope(const json& j, const Architecture& arch, ModelConfig& c,
+                const std::string& source) {
+  // transformers 5: rope_parameters {rope_type, rope_theta, ...}; the Hub's older files:
+  // rope_theta at the top level and rope_scaling {type|rope_type, ...} or null.
+  const json* params = jf::find(j, "rope_parameters");
+  const char* field = "rope_parameters";
+  if (!params) {
+    params = jf::find(j, "rope_scaling");
+    field = "rope_scaling";
+  }
+  const std::optional<double> theta = jf::opt_number(j, "rope_theta", source);
+  const bool per_layer_type =
+      params && params->is_object() &&
+      (params->contains("full_attention") || params->contains("sliding_attention"));
+  if (!per_layer_type) {
+    parse_rope_params(j, params, field, theta.value_or(arch.default_rope_theta), arch, c, source);
+    return;
+  }
+  // transformers 5's rope parameters per layer type (Gemma3TextConfig): the full layers' and
+  // the sliding layers', each defaulting as the config class does (rope_theta, else 1e6;
+  // rope_local_base_freq, else 1e4).
+  if (!arch.rope_per_layer_type) {
+    jf::fail(source, field,
+             std::string("holds parameters per layer type, which ") + arch.class_name +
+                 " does not read");
+  }
+  const auto part = [&](const char* key) -> const json* {
+    const json* p = jf::find(*params, key);
+    if (p && !p->is_null() && !p->is_object()) {
+      jf::fail(source, std::string(field) + "." + key, "must be an object, got " + p->dump());
+    }
+    return p && p->is_object() ? p : nullptr;
+  };
+  parse_rope_params(j, part("full_attention"), "rope_parameters.full_attention",
+                    theta.value_or(arch.default_rope_theta), arch, c, source);
+  ModelConfig sliding = c;
+  sliding.rope = RopeConfig{};
+  parse_rope_params(j, part("sliding_attention"), "rope_parameters.sliding_attention",
+                    jf::opt_number(j, "rope_local_base_freq", source).value_or(10000.0), arch,
+                    sliding, source);
+  c.sliding_rope = sliding.rope;
+}
+
 std::optional<DType> parse_dtype_field(const json& j, const std::string& source) {
   auto s = jf::opt_string(j, "dtype", source);
   if (!s) s = jf::opt_string(j, "torch_dtype", source);
@@ -242,10 +279,6 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   c.rms_norm_eps = jf::opt_number(j, "rms_norm_eps", source).value_or(arch.default_rms_norm_eps);
   if (c.rms_norm_eps <= 0) jf::fail(source, "rms_norm_eps", "must be positive");
   c.tie_word_embeddings = jf::opt_bool(j, "tie_word_embeddings", source).value_or(false);
-  const std::string act = jf::opt_string(j, "hidden_act", source).value_or("silu");
-  if (act != "silu") {
-    jf::fail(source, "hidden_act", "is '" + act + "'; anvil's decoder implements silu (SwiGLU)");
-  }
   parse_rope(j, arch, c, source);
   c.dtype = parse_dtype_field(j, source);
   c.eos_token_ids = jf::int_or_list(j, "eos_token_id", source);

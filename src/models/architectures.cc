@@ -1,7 +1,10 @@
-// LlamaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM: the
-// differences between them, as in modeling_llama.py, modeling_mistral.py, modeling_phi3.py,
-// modeling_qwen2.py and modeling_qwen3.py.
+// LlamaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
+// GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM: the differences between them, as in
+// modeling_llama.py, modeling_mistral.py, modeling_phi3.py, modeling_qwen2.py, modeling_qwen3.py,
+// modeling_gemma.py, modeling_gemma2.py and modeling_gemma3.py.
 #include "models/architectures.h"
+
+#include <cmath>
 
 #include "anvil/error.h"
 #include "formats/json_fields.h"
@@ -11,7 +14,28 @@ namespace {
 
 namespace jf = json_fields;
 
+// The MLP's activation from `key` (hidden_act, or Gemma 2 / 3's hidden_activation), `absent`
+// when missing. ACT2FN's names for what the decoder implements: SiLU and GELU's tanh
+// approximation (gelu_new and gelu_pytorch_tanh are the same function). `gelu_is_tanh`:
+// GemmaConfig reads the legacy "gelu" as the tanh form; elsewhere it is the exact (erf) GELU,
+// which the decoder does not implement.
+void read_activation(const nlohmann::json& raw, ModelConfig& c, const std::string& source,
+                     const char* key, const char* absent, bool gelu_is_tanh) {
+  const std::string act = jf::opt_string(raw, key, source).value_or(absent);
+  if (act == "silu" || act == "swish") {
+    c.hidden_act = Activation::silu;
+  } else if (act == "gelu_pytorch_tanh" || act == "gelu_new" || (gelu_is_tanh && act == "gelu")) {
+    c.hidden_act = Activation::gelu_tanh;
+  } else {
+    jf::fail(source, key,
+             "is '" + act +
+                 "'; anvil's decoder implements silu (SwiGLU) and gelu_pytorch_tanh / gelu_new "
+                 "(GeGLU)");
+  }
+}
+
 void apply_llama(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  read_activation(raw, c, source, "hidden_act", "silu", false);
   const bool bias = jf::opt_bool(raw, "attention_bias", source).value_or(false);
   c.qkv_bias = bias;
   c.o_bias = bias;
@@ -35,6 +59,7 @@ void read_sliding_window(const nlohmann::json& raw, ModelConfig& c, const std::s
 // over every layer: MistralConfig's default 4096 when the field is absent, none when null
 // (MistralModel reads no layer_types, so neither does this).
 void apply_mistral(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  read_activation(raw, c, source, "hidden_act", "silu", false);
   c.qkv_bias = c.o_bias = c.mlp_bias = c.qk_norm = false;
   read_sliding_window(raw, c, source, 4096);
 }
@@ -43,6 +68,7 @@ void apply_mistral(const nlohmann::json& raw, ModelConfig& c, const std::string&
 // first half), no biases, and a sliding window only when the config sets one (Phi3Config's
 // default is none). Its RoPE (longrope) is read with the others (hf_config.cc).
 void apply_phi3(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  read_activation(raw, c, source, "hidden_act", "silu", false);
   c.qkv_bias = c.o_bias = c.mlp_bias = c.qk_norm = false;
   c.fused_projections = true;
   // Phi3ForCausalLM.prepare_inputs_for_generation: the cache dropped once the sequence reaches
@@ -51,6 +77,29 @@ void apply_phi3(const nlohmann::json& raw, ModelConfig& c, const std::string& so
     c.recompute_cache_past = c.rope.original_max_position_embeddings;
   }
   read_sliding_window(raw, c, source, std::nullopt);
+}
+
+// layer_types, one "sliding_attention" or "full_attention" per layer, into c.sliding_layers;
+// false when absent or null.
+bool read_layer_types(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  const auto n = static_cast<size_t>(c.num_hidden_layers);
+  const nlohmann::json* types = jf::find(raw, "layer_types");
+  if (!types || types->is_null()) return false;
+  if (!types->is_array() || types->size() != n) {
+    jf::fail(source, "layer_types",
+             "must list one type per layer (" + std::to_string(n) + "), got " +
+                 (types->is_array() ? std::to_string(types->size()) + " entries" : types->dump()));
+  }
+  c.sliding_layers.clear();
+  for (const nlohmann::json& t : *types) {
+    if (t == "sliding_attention" || t == "full_attention") {
+      c.sliding_layers.push_back(t == "sliding_attention");
+    } else {
+      jf::fail(source, "layer_types",
+               "holds " + t.dump() + "; expected \"full_attention\" or \"sliding_attention\"");
+    }
+  }
+  return true;
 }
 
 // Qwen2Config / Qwen3Config: a window only with use_sliding_window (sliding_window, default
@@ -64,31 +113,13 @@ void read_qwen_window(const nlohmann::json& raw, ModelConfig& c, const std::stri
   if (jf::opt_bool(raw, "use_sliding_window", source).value_or(false)) {
     read_sliding_window(raw, c, source, 4096);
   }
-  if (!c.sliding_window) return;
-  const auto n = static_cast<size_t>(c.num_hidden_layers);
-  const nlohmann::json* types = jf::find(raw, "layer_types");
-  if (types && !types->is_null()) {
-    if (!types->is_array() || types->size() != n) {
-      jf::fail(
-          source, "layer_types",
-          "must list one type per layer (" + std::to_string(n) + "), got " +
-              (types->is_array() ? std::to_string(types->size()) + " entries" : types->dump()));
-    }
-    for (const nlohmann::json& t : *types) {
-      if (t == "sliding_attention" || t == "full_attention") {
-        c.sliding_layers.push_back(t == "sliding_attention");
-      } else {
-        jf::fail(source, "layer_types",
-                 "holds " + t.dump() + "; expected \"full_attention\" or \"sliding_attention\"");
-      }
-    }
-    return;
-  }
+  if (!c.sliding_window || read_layer_types(raw, c, source)) return;
   const int64_t first = jf::opt_int(raw, "max_window_layers", source).value_or(28);
-  for (size_t l = 0; l < n; ++l) c.sliding_layers.push_back(static_cast<int64_t>(l) >= first);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) c.sliding_layers.push_back(l >= first);
 }
 
 void apply_qwen2(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  read_activation(raw, c, source, "hidden_act", "silu", false);
   c.qkv_bias = true;  // Qwen2Attention: q/k/v always biased, o_proj never
   c.o_bias = false;
   c.mlp_bias = false;
@@ -97,6 +128,7 @@ void apply_qwen2(const nlohmann::json& raw, ModelConfig& c, const std::string& s
 }
 
 void apply_qwen3(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  read_activation(raw, c, source, "hidden_act", "silu", false);
   const bool bias = jf::opt_bool(raw, "attention_bias", source).value_or(false);
   c.qkv_bias = bias;
   c.o_bias = bias;
@@ -105,12 +137,87 @@ void apply_qwen3(const nlohmann::json& raw, ModelConfig& c, const std::string& s
   read_qwen_window(raw, c, source);
 }
 
+// What every Gemma shares (GemmaRMSNorm's (1 + w), the embedding scaled by sqrt(hidden_size),
+// attention_bias on q/k/v/o, no MLP bias), and Gemma 2 / 3's additions: hidden_activation, the
+// four norms a layer, query_pre_attn_scalar (default 256), softcapping (Gemma2Config's defaults
+// 50 and 30, Gemma3's none; null: none) and windows on the layers layer_types names, else every
+// `pattern`-th layer full and the others sliding.
+void apply_gemma_common(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  c.norm_plus_one = true;
+  c.embedding_scale = std::sqrt(static_cast<double>(c.hidden_size));
+  const bool bias = jf::opt_bool(raw, "attention_bias", source).value_or(false);
+  c.qkv_bias = c.o_bias = bias;
+  c.mlp_bias = c.qk_norm = false;
+}
+
+void apply_gemma(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  read_activation(raw, c, source, "hidden_act", "gelu_pytorch_tanh", true);
+  apply_gemma_common(raw, c, source);
+}
+
+void apply_gemma_sandwich(const nlohmann::json& raw, ModelConfig& c, const std::string& source,
+                          double attn_softcap, double final_softcap, int64_t pattern) {
+  read_activation(raw, c, source, "hidden_activation", "gelu_pytorch_tanh", false);
+  apply_gemma_common(raw, c, source);
+  if (jf::opt_bool(raw, "use_bidirectional_attention", source).value_or(false)) {
+    jf::fail(source, "use_bidirectional_attention",
+             "is true (an encoder's attention); anvil's decoder is causal");
+  }
+  c.sandwich_norms = true;
+  const double scalar = jf::opt_number(raw, "query_pre_attn_scalar", source).value_or(256.0);
+  if (!(scalar > 0)) jf::fail(source, "query_pre_attn_scalar", "must be positive");
+  c.query_pre_attn_scalar = scalar;
+  const auto softcap = [&](const char* key, double absent) {
+    const double v = raw.contains(key) ? jf::opt_number(raw, key, source).value_or(0.0) : absent;
+    if (v < 0) jf::fail(source, key, "must be positive or null");
+    return v;
+  };
+  c.attn_logit_softcapping = softcap("attn_logit_softcapping", attn_softcap);
+  c.final_logit_softcapping = softcap("final_logit_softcapping", final_softcap);
+  read_sliding_window(raw, c, source, 4096);
+  if (!read_layer_types(raw, c, source)) {
+    c.sliding_layers.clear();
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+      c.sliding_layers.push_back((l + 1) % pattern != 0);
+  }
+}
+
+void apply_gemma2(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  apply_gemma_sandwich(raw, c, source, 50.0, 30.0, 2);
+}
+
+// Gemma3TextConfig: Gemma 2's layer with q/k norms, no softcapping by default, the pattern from
+// sliding_window_pattern (the Hub's configs; default 6), and the sliding layers rotating with
+// rope_local_base_freq (default 1e4) where rope_parameters does not give them their own.
+void apply_gemma3(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  std::optional<int64_t> pattern = jf::opt_int(raw, "sliding_window_pattern", source);
+  if (!pattern) pattern = jf::opt_int(raw, "_sliding_window_pattern", source);
+  if (pattern && *pattern <= 0) jf::fail(source, "sliding_window_pattern", "must be positive");
+  apply_gemma_sandwich(raw, c, source, 0.0, 0.0, pattern.value_or(6));
+  c.qk_norm = true;
+  if (!c.sliding_rope) {  // not given per layer type in rope_parameters
+    RopeConfig local;
+    local.theta = jf::opt_number(raw, "rope_local_base_freq", source).value_or(10000.0);
+    if (!(local.theta > 0)) jf::fail(source, "rope_local_base_freq", "must be positive");
+    c.sliding_rope = local;
+  }
+  const RopeType t = c.sliding_rope->type;
+  if (t == RopeType::dynamic || t == RopeType::longrope) {
+    jf::fail(source, "rope_parameters.sliding_attention",
+             "uses a RoPE that follows the sequence length (dynamic / longrope), which anvil "
+             "implements for the full layers' parameters only");
+  }
+}
+
 constexpr Architecture kArchitectures[] = {
     {"LlamaForCausalLM", "llama", 2048, 1e-6, 0, false, false, &apply_llama},
     {"MistralForCausalLM", "mistral", 4096 * 32, 1e-6, 0, false, false, &apply_mistral},
     {"Phi3ForCausalLM", "phi3", 4096, 1e-5, 4096, true, true, &apply_phi3},
     {"Qwen2ForCausalLM", "qwen2", 32768, 1e-6, 0, false, false, &apply_qwen2},
     {"Qwen3ForCausalLM", "qwen3", 32768, 1e-6, 0, false, false, &apply_qwen3},
+    {"GemmaForCausalLM", "gemma", 8192, 1e-6, 0, false, false, &apply_gemma},
+    {"Gemma2ForCausalLM", "gemma2", 8192, 1e-6, 0, false, false, &apply_gemma2},
+    {"Gemma3ForCausalLM", "gemma3_text", 131072, 1e-6, 0, false, false, &apply_gemma3, 1e6, true},
 };
 
 std::string supported_list() {

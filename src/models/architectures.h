@@ -1,5 +1,6 @@
 // The architectures the one decoder serves. Each is a short description of how its config maps
-// onto the decoder's switches (biases, q/k norm); the weight names are Hugging Face's and shared.
+// onto the decoder's switches (biases, q/k norm, Gemma's norms and softcaps); the weight names
+// are Hugging Face's and shared.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,11 @@ struct Architecture {
   bool partial_rotary;
   /// Sets the architecture's flags on `config` from the raw config.json.
   void (*apply)(const nlohmann::json& raw, ModelConfig& config, const std::string& source);
+  /// rope_theta when config.json leaves it out.
+  double default_rope_theta = 10000.0;
+  /// rope_parameters may hold one set per layer type, {"full_attention": ...,
+  /// "sliding_attention": ...} (Gemma3TextConfig).
+  bool rope_per_layer_type = false;
 };
 
 /// Finds the architecture named by config.json's `architectures[0]` (or, when absent, its

@@ -38,6 +38,22 @@ Decoder::Decoder(ModelConfig config, ModelWeights weights, DType dtype, Device d
   inv_freq_ = Tensor::from_f32(f.inv_freq, {static_cast<int64_t>(f.inv_freq.size())}).to(device_);
   rope_scaling_ = f.attention_scaling;
   rope_length_ = config_.rope.original_max_position_embeddings;
+  if (config_.sliding_rope) {  // Gemma 3's sliding layers (static: default, linear, yarn, ...)
+    const RopeFrequencies s = rope_frequencies(*config_.sliding_rope, config_.head_dim);
+    sliding_inv_freq_ =
+        Tensor::from_f32(s.inv_freq, {static_cast<int64_t>(s.inv_freq.size())}).to(device_);
+    sliding_rope_scaling_ = s.attention_scaling;
+  }
+  // transformers multiplies by the scale as a tensor of the weights' dtype (Gemma's
+  // embed_scale.to(weight.dtype)): the factor rounded to it.
+  embedding_scale_ = static_cast<float>(config_.embedding_scale);
+  if (dtype_ == DType::bf16 || dtype_ == DType::f16) {
+    Tensor one = Tensor::from_f32({embedding_scale_}, {1});
+    Tensor rounded = Tensor::empty({1}, dtype_);
+    rounded.copy_from(one);
+    one.copy_from(rounded);
+    embedding_scale_ = one.data<float>()[0];
+  }
 }
 
 void Decoder::follow_rope_length(const std::vector<int32_t>& positions) const {
@@ -75,9 +91,11 @@ int64_t Decoder::decode_weight_bytes() const {
   };
   for (const LayerWeights& l : weights_.layers) {
     for (const Tensor* t :
-         {&l.input_layernorm, &l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.q_bias, &l.k_bias,
-          &l.v_bias, &l.o_bias, &l.q_norm, &l.k_norm, &l.post_attention_layernorm, &l.gate_proj,
-          &l.up_proj, &l.down_proj, &l.gate_bias, &l.up_bias, &l.down_bias}) {
+         {&l.input_layernorm, &l.q_proj,       &l.k_proj,    &l.v_proj,
+          &l.o_proj,          &l.q_bias,       &l.k_bias,    &l.v_bias,
+          &l.o_bias,          &l.q_norm,       &l.k_norm,    &l.post_attention_layernorm,
+          &l.attn_out_norm,   &l.mlp_out_norm, &l.gate_proj, &l.up_proj,
+          &l.down_proj,       &l.gate_bias,    &l.up_bias,   &l.down_bias}) {
       add(*t);
     }
   }
@@ -175,9 +193,11 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
   Tensor gate = scratch("gate", {n, c.intermediate_size});
   Tensor up = scratch("up", {n, c.intermediate_size});
   const float eps = static_cast<float>(c.rms_norm_eps);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale =
+      1.0f /
+      std::sqrt(static_cast<float>(c.query_pre_attn_scalar.value_or(static_cast<double>(hd))));
 
-  ops::embedding(in.ids, weights_.embed_tokens, x);
+  ops::embedding(in.ids, weights_.embed_tokens, x, embedding_scale_);
   // Norms are fused into the products that read them and residual adds into the products that
   // feed them; where a device has no fused kernel, the ops run composed (normed, proj scratch).
   // Qwen3 normalises each head's q and k before RoPE; the others have no q/k norm.
@@ -188,6 +208,8 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
     layer_tensors_.reserve(weights_.layers.size());
     for (size_t li = 0; li < weights_.layers.size(); ++li) {
       const LayerWeights& L = weights_.layers[li];
+      const bool own_rope =
+          sliding_inv_freq_.defined() && c.is_sliding_layer(static_cast<int64_t>(li));
       layer_tensors_.push_back({.input_norm = L.input_layernorm,
                                 .q = L.q_proj,
                                 .k = L.k_proj,
@@ -208,7 +230,11 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
                                 .down_bias = L.down_bias,
                                 .k_cache = Tensor(),
                                 .v_cache = Tensor(),
-                                .window = c.layer_window(static_cast<int64_t>(li))});
+                                .window = c.layer_window(static_cast<int64_t>(li)),
+                                .attn_out_norm = L.attn_out_norm,
+                                .mlp_out_norm = L.mlp_out_norm,
+                                .inv_freq = own_rope ? sliding_inv_freq_ : Tensor(),
+                                .rope_scaling = own_rope ? sliding_rope_scaling_ : 1.0f});
     }
   }
   for (size_t li = 0; li < layer_tensors_.size(); ++li) {
@@ -238,7 +264,11 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
                                .attn = attn,
                                .proj = proj,
                                .gate = gate,
-                               .up = up};
+                               .up = up,
+                               .act = c.hidden_act == Activation::gelu_tanh
+                                          ? ops::GluActivation::gelu_tanh
+                                          : ops::GluActivation::silu,
+                               .softcap = static_cast<float>(c.attn_logit_softcapping)};
   ops::decode_layers(layers);
   for (ops::DecoderLayerTensors& L : layer_tensors_) L.k_cache = L.v_cache = Tensor();
 
@@ -257,6 +287,9 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
   ops::linear_group(
       {rows, {weights_.lm_head}, {Tensor()}, {head}, 1, weights_.norm, eps, final_normed});
   if (act_dtype_ != DType::f32) ops::cast(head, logits);
+  if (c.final_logit_softcapping > 0) {  // Gemma 2, on the float32 logits as transformers does
+    ops::softcap(logits, static_cast<float>(c.final_logit_softcapping));
+  }
 }
 
 // The recorded one-token step of one cache: inputs in one device buffer (ids, positions, the

@@ -1,5 +1,7 @@
-// The one decoder-only transformer behind every supported architecture: embedding, N blocks of
-// (RMSNorm, attention with optional q/k norm and biases, RMSNorm, SwiGLU MLP), final norm, head.
+// The one decoder-only transformer behind every supported architecture: embedding (optionally
+// scaled), N blocks of (RMSNorm, attention with optional q/k norm, biases, window and softcap,
+// optional output norm, RMSNorm, SwiGLU or GeGLU MLP, optional output norm), final norm, head
+// (optionally softcapped).
 // It is written only in device-neutral ops; it never names a backend.
 #pragma once
 
@@ -89,6 +91,10 @@ class Decoder {
   ops::AttentionImpl attention_;
   Tensor inv_freq_;
   float rope_scaling_ = 1.0f;
+  // The sliding layers' own RoPE (ModelConfig::sliding_rope), else undefined.
+  Tensor sliding_inv_freq_;
+  float sliding_rope_scaling_ = 1.0f;
+  float embedding_scale_ = 1.0f;
   // The sequence length the current frequencies were computed for: dynamic NTK's state as
   // transformers keeps it on the rotary module (grows, or resets to the original); longrope's
   // set (past the original length or not).

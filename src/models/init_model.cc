@@ -314,10 +314,12 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
   };
   const int64_t h = c.hidden_size, hd = c.head_dim, inter = c.intermediate_size;
   const int64_t q_out = c.num_attention_heads * hd, kv_out = c.num_key_value_heads * hd;
+  // Norms start as the identity: weight 1, or w = 0 where the scale is 1 + w (Gemma's zeros).
+  const float unit_norm = c.norm_plus_one ? 0.0f : 1.0f;
   normal("model.embed_tokens.weight", {c.vocab_size, h});
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    constant(p + "input_layernorm.weight", {h}, 1.0f);
+    constant(p + "input_layernorm.weight", {h}, unit_norm);
     if (c.fused_projections) {
       normal(p + "self_attn.qkv_proj.weight", {q_out + 2 * kv_out, h});
     } else {
@@ -333,10 +335,14 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
     }
     if (c.o_bias) constant(p + "self_attn.o_proj.bias", {h}, 0.0f);
     if (c.qk_norm) {
-      constant(p + "self_attn.q_norm.weight", {hd}, 1.0f);
-      constant(p + "self_attn.k_norm.weight", {hd}, 1.0f);
+      constant(p + "self_attn.q_norm.weight", {hd}, unit_norm);
+      constant(p + "self_attn.k_norm.weight", {hd}, unit_norm);
     }
-    constant(p + "post_attention_layernorm.weight", {h}, 1.0f);
+    constant(p + "post_attention_layernorm.weight", {h}, unit_norm);
+    if (c.sandwich_norms) {
+      constant(p + "pre_feedforward_layernorm.weight", {h}, unit_norm);
+      constant(p + "post_feedforward_layernorm.weight", {h}, unit_norm);
+    }
     if (c.fused_projections) {
       normal(p + "mlp.gate_up_proj.weight", {2 * inter, h});
     } else {
@@ -350,7 +356,7 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
       constant(p + "mlp.down_proj.bias", {h}, 0.0f);
     }
   }
-  constant("model.norm.weight", {h}, 1.0f);
+  constant("model.norm.weight", {h}, unit_norm);
   if (!c.tie_word_embeddings) normal("lm_head.weight", {c.vocab_size, h});
   w.finish();
 }

@@ -93,6 +93,26 @@ class Scope {
     return t.to(device_);
   }
 
+  /// An RMSNorm weight: as stored, or 1 + w (GemmaRMSNorm) added in float32 on the host, as
+  /// transformers computes (1.0 + weight.float()), before the conversion to the wanted dtype.
+  Tensor get_norm(const std::string& name, int64_t size,
+                  const std::vector<int64_t>* rows = nullptr) const {
+    if (!config_.norm_plus_one) return get(name, {size}, rows);
+    const Scope f32(src_, config_, DType::f32, Device::cpu());
+    Tensor t = Tensor::empty({size}, DType::f32);
+    t.copy_from(f32.get(name, {size}, rows));  // a copy: the loaded one may map the file
+    float* w = t.data<float>();
+    for (int64_t i = 0; i < size; ++i) w[i] += 1.0f;
+    // Unset dtype: kept in float32, where 1 + w is exact as transformers computes it.
+    const DType want = dtype_.value_or(DType::f32);
+    if (want != DType::f32) {
+      Tensor converted = Tensor::empty(t.shape(), want);
+      converted.copy_from(t);
+      t = converted;
+    }
+    return t.to(device_);
+  }
+
   Tensor get_optional(bool present, const std::string& name, const Shape& shape,
                       const std::vector<int64_t>* rows = nullptr) const {
     return present ? get(name, shape, rows) : Tensor();
@@ -134,6 +154,10 @@ std::vector<std::pair<std::string, Shape>> hf_weight_names(const ModelConfig& c)
       out.push_back({p + "self_attn.k_norm.weight", {hd}});
     }
     out.push_back({p + "post_attention_layernorm.weight", {h}});
+    if (c.sandwich_norms) {
+      out.push_back({p + "pre_feedforward_layernorm.weight", {h}});
+      out.push_back({p + "post_feedforward_layernorm.weight", {h}});
+    }
     if (c.fused_projections) {
       out.push_back({p + "mlp.gate_up_proj.weight", {2 * inter, h}});
     } else {
@@ -175,7 +199,7 @@ ModelWeights load_weights(const WeightSource& source, const ModelConfig& c,
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     LayerWeights l;
-    l.input_layernorm = s.get(p + "input_layernorm.weight", {h});
+    l.input_layernorm = s.get_norm(p + "input_layernorm.weight", h);
     if (c.fused_projections) {  // Phi-3: rows q, then k, then v; views, no copies
       const Tensor qkv =
           s.get(p + "self_attn.qkv_proj.weight", {q_out + 2 * kv_out, h}, order(qkv_rows));
@@ -192,9 +216,17 @@ ModelWeights load_weights(const WeightSource& source, const ModelConfig& c,
     l.k_bias = s.get_optional(c.qkv_bias, p + "self_attn.k_proj.bias", {kv_out}, order(k_rows));
     l.v_bias = s.get_optional(c.qkv_bias, p + "self_attn.v_proj.bias", {kv_out});
     l.o_bias = s.get_optional(c.o_bias, p + "self_attn.o_proj.bias", {h});
-    l.q_norm = s.get_optional(c.qk_norm, p + "self_attn.q_norm.weight", {hd}, order(head_rows));
-    l.k_norm = s.get_optional(c.qk_norm, p + "self_attn.k_norm.weight", {hd}, order(head_rows));
-    l.post_attention_layernorm = s.get(p + "post_attention_layernorm.weight", {h});
+    if (c.qk_norm) {
+      l.q_norm = s.get_norm(p + "self_attn.q_norm.weight", hd, order(head_rows));
+      l.k_norm = s.get_norm(p + "self_attn.k_norm.weight", hd, order(head_rows));
+    }
+    if (c.sandwich_norms) {  // Gemma 2 / 3: post_attention_layernorm is the attention's output's
+      l.attn_out_norm = s.get_norm(p + "post_attention_layernorm.weight", h);
+      l.post_attention_layernorm = s.get_norm(p + "pre_feedforward_layernorm.weight", h);
+      l.mlp_out_norm = s.get_norm(p + "post_feedforward_layernorm.weight", h);
+    } else {
+      l.post_attention_layernorm = s.get_norm(p + "post_attention_layernorm.weight", h);
+    }
     if (c.fused_projections) {  // gate the first half, as Phi3MLP's chunk(2)
       const Tensor gate_up = s.get(p + "mlp.gate_up_proj.weight", {2 * inter, h});
       l.gate_proj = gate_up.narrow(0, 0, inter);
@@ -209,7 +241,7 @@ ModelWeights load_weights(const WeightSource& source, const ModelConfig& c,
     l.down_bias = s.get_optional(c.mlp_bias, p + "mlp.down_proj.bias", {h});
     w.layers.push_back(std::move(l));
   }
-  w.norm = s.get("model.norm.weight", {h});
+  w.norm = s.get_norm("model.norm.weight", h);
   // transformers ties the head to the embedding whenever the config says so, ignoring any
   // lm_head.weight in the file.
   w.lm_head = c.tie_word_embeddings ? w.embed_tokens : s.get("lm_head.weight", {c.vocab_size, h});

@@ -19,7 +19,11 @@ struct LayerWeights {
   Tensor q_proj, k_proj, v_proj, o_proj;
   Tensor q_bias, k_bias, v_bias, o_bias;  ///< undefined when the architecture has none
   Tensor q_norm, k_norm;                  ///< Qwen3 only
+  /// The MLP's input norm: post_attention_layernorm, or Gemma 2 / 3's pre_feedforward_layernorm.
   Tensor post_attention_layernorm;
+  /// Gemma 2 / 3 (sandwich_norms): the norms of the attention's output (their
+  /// post_attention_layernorm) and of the MLP's (post_feedforward_layernorm); else undefined.
+  Tensor attn_out_norm, mlp_out_norm;
   Tensor gate_proj, up_proj, down_proj;
   Tensor gate_bias, up_bias, down_bias;
 };
@@ -37,7 +41,8 @@ std::vector<std::pair<std::string, Shape>> hf_weight_names(const ModelConfig& co
 
 /// Loads every weight the config calls for from `source` onto `device`. With `dtype` set, every
 /// weight is converted to it; unset, each keeps the dtype it is stored in (a GGUF's quantized
-/// blocks stay quantized).
+/// blocks stay quantized). Gemma's norm weights (norm_plus_one) come back as 1 + w, added in
+/// float32 before any conversion.
 ModelWeights load_weights(const WeightSource& source, const ModelConfig& config,
                           std::optional<DType> dtype, Device device);
 

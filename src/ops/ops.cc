@@ -60,7 +60,7 @@ void expect_cache_dtype(const char* op, const Tensor& cache, DType act) {
 
 }  // namespace
 
-void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) {
+void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, float scale) {
   OpTimer timer([&] { return "embedding " + shape_str(ids.shape()); });
   expect_rank(kEmbedding, "ids", ids, 1);
   expect_rank(kEmbedding, "table", table, 2);
@@ -70,8 +70,9 @@ void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) {
   expect_contiguous(kEmbedding, "out", out);
   expect_same_device(kEmbedding, table, ids);
   expect_same_device(kEmbedding, table, out);
+  if (!std::isfinite(scale)) fail(kEmbedding, "scale " + std::to_string(scale) + " is not finite");
   get_kernel<EmbeddingArgs>(kEmbedding, out.device().type, out.dtype(),
-                            table.dtype())({ids, table, out});
+                            table.dtype())({ids, table, out, scale});
 }
 
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
@@ -127,7 +128,7 @@ void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, floa
                        x.dtype())({x, positions, inv_freq, scaling});
 }
 
-void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) {
+void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out, GluActivation act) {
   OpTimer timer([&] { return "swiglu " + shape_str(gate.shape()); });
   expect_shape(kSwiglu, "up", up, gate.shape());
   expect_shape(kSwiglu, "out", out, gate.shape());
@@ -136,7 +137,22 @@ void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) {
   for (const Tensor* t : {&gate, &up, &out}) expect_contiguous(kSwiglu, "operand", *t);
   expect_same_device(kSwiglu, gate, up);
   expect_same_device(kSwiglu, gate, out);
-  get_kernel<SwigluArgs>(kSwiglu, gate.device().type, gate.dtype(), gate.dtype())({gate, up, out});
+  if (act == GluActivation::gelu_tanh &&
+      !find_kernel_raw(kGluGeluTanh, gate.device().type, gate.dtype(), gate.dtype())) {
+    fail(kSwiglu, "the " + std::string(device_type_name(gate.device().type)) +
+                      " backend has no GELU-gated (GeGLU) kernel for " +
+                      std::string(dtype_name(gate.dtype())) + " activations");
+  }
+  get_kernel<SwigluArgs>(kSwiglu, gate.device().type, gate.dtype(),
+                         gate.dtype())({gate, up, out, act});
+}
+
+void softcap(const Tensor& x, float cap) {
+  OpTimer timer([&] { return "softcap " + shape_str(x.shape()); });
+  if (!(cap > 0) || !std::isfinite(cap)) fail(kSoftcap, "cap must be positive and finite");
+  expect_dtype(kSoftcap, "x", x, DType::f32);
+  expect_contiguous(kSoftcap, "x", x);
+  get_kernel<SoftcapArgs>(kSoftcap, x.device().type, DType::f32, DType::f32)({x, cap});
 }
 
 void add(const Tensor& a, const Tensor& b, const Tensor& out) {
@@ -204,6 +220,15 @@ void check_attention(const AttentionArgs& a) {
                          std::to_string(kv_heads) + " key/value heads");
   }
   if (a.window < 0) fail(kAttention, "window " + std::to_string(a.window) + " is negative");
+  if (a.softcap < 0 || !std::isfinite(a.softcap)) {
+    fail(kAttention, "softcap " + std::to_string(a.softcap) + " must be 0 (none) or positive");
+  }
+  if (a.softcap > 0 &&
+      !find_kernel_raw(kAttentionSoftcap, a.q.device().type, a.q.dtype(), a.k_cache.dtype())) {
+    fail(kAttention, "the " + std::string(device_type_name(a.q.device().type)) +
+                         " backend has no attention with logit softcapping (Gemma 2) over " +
+                         std::string(dtype_name(a.k_cache.dtype())) + " caches");
+  }
   if (a.past < 0 || total > a.k_cache.size(2)) {
     fail(kAttention, "past " + std::to_string(a.past) + " + " + std::to_string(seq) +
                          " new tokens exceed the cache capacity " +
@@ -395,7 +420,7 @@ void composed_linear_swiglu(const LinearSwigluArgs& a) {
   if (a.norm_weight.defined()) rms_norm(a.x, a.norm_weight, a.eps, a.normed);
   linear(in, a.gate, a.gate_bias, a.out);
   linear(in, a.up, a.up_bias, a.scratch);
-  swiglu(a.out, a.scratch, a.out);
+  swiglu(a.out, a.scratch, a.out, a.act);
 }
 
 void linear_group(const LinearGroupArgs& a) {
@@ -444,8 +469,8 @@ void linear_swiglu(const LinearSwigluArgs& a) {
   const bool same = norm_fusable(a.x, a.norm_weight, a.normed, wt) && a.up.dtype() == wt &&
                     small_operand_fusable(a.gate_bias, a.x, wt) &&
                     small_operand_fusable(a.up_bias, a.x, wt);
-  auto k = same ? find_kernel_raw(kLinearSwiglu, a.x.device().type, a.x.dtype(), a.gate.dtype())
-                : nullptr;
+  const char* name = a.act == GluActivation::silu ? kLinearSwiglu : kLinearSwigluGeluTanh;
+  auto k = same ? find_kernel_raw(name, a.x.device().type, a.x.dtype(), a.gate.dtype()) : nullptr;
   if (!k) {
     composed_linear_swiglu(a);
     return;
@@ -474,10 +499,12 @@ void linear_add(const LinearAddArgs& a) {
       [&] { return "linear_add " + shape_str(a.x.shape()) + " x " + shape_str(a.weight.shape()); });
   const bool same =
       (!a.bias.defined() || a.bias.dtype() == a.x.dtype()) && a.residual.dtype() == a.x.dtype();
-  auto k = same ? find_kernel_raw(kLinearAdd, a.x.device().type, a.x.dtype(), a.weight.dtype())
-                : nullptr;
+  auto k = same && !a.out_norm.defined()
+               ? find_kernel_raw(kLinearAdd, a.x.device().type, a.x.dtype(), a.weight.dtype())
+               : nullptr;
   if (!k) {
     linear(a.x, a.weight, a.bias, a.scratch);
+    if (a.out_norm.defined()) rms_norm(a.scratch, a.out_norm, a.eps, a.scratch);
     add(a.residual, a.scratch, a.residual);
     return;
   }
@@ -598,6 +625,11 @@ void rope_attention(const RopeAttentionArgs& a) {
       t.past_on_device.defined() == r.start_on_device.defined() &&
       (!t.past_on_device.defined() || t.past_on_device.raw() == r.start_on_device.raw()) &&
       r.q.defined() && t.q.numel() == r.q.numel();
+  // A fused kernel takes softcapping where its device's attention does (kAttentionSoftcap).
+  if (t.softcap > 0 &&
+      !find_kernel_raw(kAttentionSoftcap, t.q.device().type, t.q.dtype(), t.k_cache.dtype())) {
+    k = nullptr;
+  }
   if (!k || !one_layer || r.q_norm.defined() != r.k_norm.defined()) {
     composed_rope_attention(a);
     return;
@@ -612,6 +644,8 @@ void composed_decode_layers(const DecodeLayersArgs& a) {
   const int64_t nh = a.heads, nkv = a.kv_heads;
   const Tensor& x = a.x;
   for (const DecoderLayerTensors& L : a.layers) {
+    const Tensor& inv_freq = L.inv_freq.defined() ? L.inv_freq : a.inv_freq;
+    const float rope_scaling = L.inv_freq.defined() ? L.rope_scaling : a.rope_scaling;
     linear_group({x,
                   {L.q, L.k, L.v},
                   {L.q_bias, L.k_bias, L.v_bias},
@@ -622,15 +656,23 @@ void composed_decode_layers(const DecodeLayersArgs& a) {
                   a.normed});
     rope_attention(
         {{a.q.view({n, nh, hd}), a.k.view({b, s, nkv, hd}), a.v.view({b, s, nkv, hd}), L.q_norm,
-          L.k_norm, a.eps, a.positions, a.inv_freq, a.rope_scaling, L.k_cache, L.v_cache, a.past,
+          L.k_norm, a.eps, a.positions, inv_freq, rope_scaling, L.k_cache, L.v_cache, a.past,
           a.past_on_device},
          {a.q.view({b, s, nh, hd}), L.k_cache, L.v_cache, a.key_mask, a.attn.view({b, s, nh, hd}),
-          a.past, a.scale, a.impl, a.past_on_device, L.window}});
-    linear_add({a.attn, L.o, L.o_bias, x, a.proj});
-    linear_swiglu(
-        {x, L.gate, L.gate_bias, L.up, L.up_bias, a.gate, a.up, L.post_norm, a.eps, a.normed});
-    linear_add({a.gate, L.down, L.down_bias, x, a.proj});
+          a.past, a.scale, a.impl, a.past_on_device, L.window, a.softcap}});
+    linear_add({a.attn, L.o, L.o_bias, x, a.proj, L.attn_out_norm, a.eps});
+    linear_swiglu({x, L.gate, L.gate_bias, L.up, L.up_bias, a.gate, a.up, L.post_norm, a.eps,
+                   a.normed, a.act});
+    linear_add({a.gate, L.down, L.down_bias, x, a.proj, L.mlp_out_norm, a.eps});
   }
+}
+
+bool decode_layers_extended(const DecodeLayersArgs& a) {
+  if (a.act != GluActivation::silu || a.softcap != 0.0f) return true;
+  for (const DecoderLayerTensors& L : a.layers) {
+    if (L.attn_out_norm.defined() || L.mlp_out_norm.defined() || L.inv_freq.defined()) return true;
+  }
+  return false;
 }
 
 void decode_layers(const DecodeLayersArgs& a) {
@@ -638,7 +680,8 @@ void decode_layers(const DecodeLayersArgs& a) {
   if (a.layers.empty()) return;
   // A device's kernel takes the whole stack or hands it back to the composed definition; the
   // weights' dtype is the first layer's q's (a kernel checks the rest).
-  auto k = find_kernel_raw(kDecodeLayers, a.x.device().type, a.x.dtype(), a.layers[0].q.dtype());
+  const char* name = decode_layers_extended(a) ? kDecodeLayersExtended : kDecodeLayers;
+  auto k = find_kernel_raw(name, a.x.device().type, a.x.dtype(), a.layers[0].q.dtype());
   if (!k) {
     composed_decode_layers(a);
     return;

@@ -11,12 +11,14 @@
 
 namespace anvil::ops {
 
-/// out[n, :] = table[ids[n], :]. ids: [N] i64 (validated against the table by the caller),
-/// table: [V, H] weight dtype, out: [N, H] activation dtype.
+/// out[n, :] = table[ids[n], :] * scale. ids: [N] i64 (validated against the table by the
+/// caller), table: [V, H] weight dtype, out: [N, H] activation dtype. The product is taken in
+/// float32 and rounded once (Gemma's sqrt(hidden_size) normalizer; 1 for the others).
 struct EmbeddingArgs {
   Tensor ids, table, out;
+  float scale = 1.0f;
 };
-void embedding(const Tensor& ids, const Tensor& table, const Tensor& out);
+void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, float scale = 1.0f);
 
 /// out = x / sqrt(mean(x^2) + eps) * weight over the last dimension. x, out: [N, D]; weight: [D].
 /// x and out may alias.
@@ -46,11 +48,26 @@ struct RopeArgs {
 };
 void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, float scaling);
 
-/// out = silu(gate) * up, elementwise. All [N, I]; out may alias gate.
+/// The activation of a gated MLP's gate: SiLU (Llama, Qwen, Mistral, Phi-3: SwiGLU) or GELU's
+/// tanh approximation (Gemma: GeGLU), 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3))) as
+/// torch's gelu(approximate="tanh").
+enum class GluActivation { silu, gelu_tanh };
+
+/// out = act(gate) * up, elementwise. All [N, I]; out may alias gate. A device registers
+/// kGluGeluTanh beside its kernel where the kernel takes gelu_tanh.
 struct SwigluArgs {
   Tensor gate, up, out;
+  GluActivation act = GluActivation::silu;
 };
-void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out);
+void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out,
+            GluActivation act = GluActivation::silu);
+
+/// x = tanh(x / cap) * cap in place, float32 (Gemma 2's final logit softcapping). cap > 0.
+struct SoftcapArgs {
+  Tensor x;
+  float cap;
+};
+void softcap(const Tensor& x, float cap);
 
 /// out = a + b, elementwise over equal shapes; out may alias a or b.
 struct AddArgs {
@@ -89,6 +106,10 @@ struct AttentionArgs {
   AttentionImpl impl;
   Tensor past_on_device = Tensor();
   int64_t window = 0;
+  /// Scores (after `scale`) pass through tanh(s / softcap) * softcap before the mask and the
+  /// softmax when softcap > 0 (Gemma 2's attn_logit_softcapping); a device registers
+  /// kAttentionSoftcap where its kernel takes it.
+  float softcap = 0.0f;
 };
 
 /// The first key a query at cache index `at` sees under a sliding window of `window` keys (0:
@@ -188,12 +209,15 @@ void linear_group(const LinearGroupArgs& args);
 
 /// out = silu(x @ gate^T + gate_bias) * (x @ up^T + up_bias), each product rounded to the
 /// activation type first. `scratch` ([N, I], like out) holds up's product where the op is composed.
-/// With norm_weight defined, x is normalised first, as in linear_group.
+/// With norm_weight defined, x is normalised first, as in linear_group. `act` replaces silu by
+/// another gate activation (a fused kernel takes it where its device registers
+/// kLinearSwigluGeluTanh; elsewhere the op runs composed).
 struct LinearSwigluArgs {
   Tensor x, gate, gate_bias, up, up_bias, out, scratch;
   Tensor norm_weight = Tensor();
   float eps = 0.0f;
   Tensor normed = Tensor();
+  GluActivation act = GluActivation::silu;
 };
 void linear_swiglu(const LinearSwigluArgs& args);
 
@@ -205,9 +229,13 @@ void composed_linear_swiglu(const LinearSwigluArgs& args);
 
 /// residual += x @ weight^T + bias, the product rounded to the activation type before the add (a
 /// block's output projection and its residual connection). `scratch` ([N, O]) holds the product
-/// where the op is composed.
+/// where the op is composed. With out_norm defined the product is RMS-normalised with it first
+/// (Gemma 2's and 3's post-attention and post-feedforward norms): residual +=
+/// rms_norm(x @ weight^T + bias) * out_norm, always composed (no kernel sees out_norm).
 struct LinearAddArgs {
   Tensor x, weight, bias, residual, scratch;
+  Tensor out_norm = Tensor();
+  float eps = 0.0f;
 };
 void linear_add(const LinearAddArgs& args);
 
@@ -244,6 +272,13 @@ struct DecoderLayerTensors {
   Tensor post_norm, gate, gate_bias, up, up_bias, down, down_bias;
   Tensor k_cache, v_cache;
   int64_t window = 0;  // the layer's sliding window (AttentionArgs::window), 0 for none
+  /// Norms of the attention's and the MLP's outputs before their residual adds (Gemma 2 and 3:
+  /// LinearAddArgs::out_norm); undefined for the others.
+  Tensor attn_out_norm = Tensor(), mlp_out_norm = Tensor();
+  /// The layer's own RoPE frequencies and cos/sin scaling where they differ from the step's
+  /// (Gemma 3's sliding layers); undefined: DecodeLayersArgs::inv_freq and rope_scaling.
+  Tensor inv_freq = Tensor();
+  float rope_scaling = 1.0f;
 };
 
 /// Every layer of a Llama/Qwen-style decoder over the residual stream x ([B * S, hidden],
@@ -266,7 +301,13 @@ struct DecodeLayersArgs {
   Tensor past_on_device;
   AttentionImpl impl;
   Tensor normed, q, k, v, attn, proj, gate, up;
+  GluActivation act = GluActivation::silu;  // the MLP's gate activation
+  float softcap = 0.0f;                     // AttentionArgs::softcap
 };
+/// Whether a stack uses anything past the Llama/Qwen layer (another activation, output norms,
+/// per-layer RoPE, softcapping): a device's fused kernel takes such a stack only where the
+/// device registers kDecodeLayersExtended; elsewhere it runs composed.
+bool decode_layers_extended(const DecodeLayersArgs& args);
 void decode_layers(const DecodeLayersArgs& args);
 void composed_decode_layers(const DecodeLayersArgs& args);
 
@@ -296,5 +337,12 @@ inline constexpr const char* kRopeStore = "rope_store";
 inline constexpr const char* kRopeStoreOtherCache = "rope_store/other_cache";
 inline constexpr const char* kRopeAttention = "rope_attention";
 inline constexpr const char* kDecodeLayers = "decode_layers";
+inline constexpr const char* kSoftcap = "softcap";
+// Capabilities, registered (device, activations, weights) beside the kernel they describe; the
+// function is that kernel.
+inline constexpr const char* kGluGeluTanh = "swiglu/gelu_tanh";
+inline constexpr const char* kLinearSwigluGeluTanh = "linear_swiglu/gelu_tanh";
+inline constexpr const char* kAttentionSoftcap = "attention/softcap";
+inline constexpr const char* kDecodeLayersExtended = "decode_layers/extended";
 
 }  // namespace anvil::ops

@@ -27,7 +27,7 @@ void embedding(const EmbeddingArgs& a) {
   const int64_t h = a.table.size(1);
   std::vector<double> out(ids.size() * h);
   for (size_t n = 0; n < ids.size(); ++n) {
-    for (int64_t j = 0; j < h; ++j) out[n * h + j] = table[ids[n] * h + j];
+    for (int64_t j = 0; j < h; ++j) out[n * h + j] = table[ids[n] * h + j] * a.scale;
   }
   store(a.out, out);
 }
@@ -85,8 +85,21 @@ void rope(const RopeArgs& a) {
 void swiglu(const SwigluArgs& a) {
   const auto g = load(a.gate), u = load(a.up);
   std::vector<double> out(g.size());
-  for (size_t i = 0; i < g.size(); ++i) out[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double x = g[i];
+    const double act =
+        a.act == GluActivation::silu
+            ? x / (1.0 + std::exp(-x))
+            : 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    out[i] = act * u[i];
+  }
   store(a.out, out);
+}
+
+void softcap(const SoftcapArgs& a) {
+  auto x = load(a.x);
+  for (double& v : x) v = std::tanh(v / a.cap) * a.cap;
+  store(a.x, x);
 }
 
 void add(const AddArgs& a) {
@@ -125,6 +138,7 @@ void attention(const AttentionArgs& a) {
           double dot = 0;
           for (int64_t j = 0; j < d; ++j) dot += qv[j] * kv[j];
           p[t] = dot * a.scale;
+          if (a.softcap > 0) p[t] = std::tanh(p[t] / a.softcap) * a.softcap;
           mx = std::max(mx, p[t]);
         }
         if (mx == -INFINITY) continue;  // no visible key: zeros

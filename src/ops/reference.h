@@ -11,6 +11,7 @@ void rms_norm(const RmsNormArgs& a);
 void linear(const LinearArgs& a);
 void rope(const RopeArgs& a);
 void swiglu(const SwigluArgs& a);
+void softcap(const SoftcapArgs& a);
 void add(const AddArgs& a);
 void store_kv(const StoreKvArgs& a);
 void attention(const AttentionArgs& a);

@@ -312,7 +312,7 @@ TEST(ModelConfig, BadFieldsNameTheFileAndField) {
     EXPECT_EQ(std::string(e.what()),
               "x/config.json: unknown architecture 'GPT2LMHeadModel' (anvil supports "
               "LlamaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM, "
-              "Qwen3ForCausalLM)");
+              "Qwen3ForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)");
   }
   try {
     ModelConfig::from_json_text(R"({"architectures": ["Qwen3ForCausalLM"]})", "x/config.json");
@@ -429,6 +429,105 @@ TEST(ModelConfig, QwenSlidingWindowLayersAsQwen2ConfigReadsThem) {
           "sliding_window": 16, "use_sliding_window": false})",
       "config.json");
   EXPECT_EQ(windows(m), (W{16, 16}));
+}
+
+// The Gemma family as GemmaConfig, Gemma2Config and Gemma3TextConfig read their fields.
+TEST(ModelConfig, GemmaFamilyAsTheirConfigsReadThem) {
+  const auto gemma = [](const std::string& arch, const std::string& extra) {
+    return ModelConfig::from_json_text(
+        R"({"architectures": [")" + arch +
+            R"("], "vocab_size": 10, "hidden_size": 16, "intermediate_size": 8,
+            "num_hidden_layers": 7, "num_attention_heads": 2, "head_dim": 8)" +
+            extra + "}",
+        "config.json");
+  };
+  const auto error = [&](const std::string& arch, const std::string& extra) {
+    try {
+      gemma(arch, extra);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const auto sliding = [](const ModelConfig& c) {
+    std::vector<bool> s;
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) s.push_back(c.is_sliding_layer(l));
+    return s;
+  };
+  using S = std::vector<bool>;
+
+  // Gemma: the legacy "gelu" is the tanh form; (1 + w) norms, sqrt(hidden) embedding scale.
+  const ModelConfig g1 = gemma("GemmaForCausalLM", R"(,"hidden_act": "gelu")");
+  EXPECT_EQ(g1.hidden_act, Activation::gelu_tanh);
+  EXPECT_TRUE(g1.norm_plus_one);
+  EXPECT_DOUBLE_EQ(g1.embedding_scale, 4.0);
+  EXPECT_FALSE(g1.sandwich_norms);
+  EXPECT_FALSE(g1.has_sliding_window());
+  EXPECT_EQ(g1.final_logit_softcapping, 0.0);
+  EXPECT_EQ(gemma("GemmaForCausalLM", "").hidden_act, Activation::gelu_tanh);
+
+  // Gemma 2: softcaps 50 / 30 and query_pre_attn_scalar 256 by default, null turns a cap off;
+  // windows of 4096 on the even layers unless layer_types says otherwise.
+  const ModelConfig g2 = gemma("Gemma2ForCausalLM", "");
+  EXPECT_EQ(g2.attn_logit_softcapping, 50.0);
+  EXPECT_EQ(g2.final_logit_softcapping, 30.0);
+  EXPECT_EQ(g2.query_pre_attn_scalar, 256.0);
+  EXPECT_TRUE(g2.sandwich_norms);
+  EXPECT_EQ(sliding(g2), (S{true, false, true, false, true, false, true}));
+  EXPECT_EQ(g2.layer_window(0), 4096);
+  EXPECT_EQ(g2.layer_window(1), 0);
+  const ModelConfig g2b = gemma("Gemma2ForCausalLM", R"(,"attn_logit_softcapping": null,
+      "final_logit_softcapping": 12.5, "sliding_window": null)");
+  EXPECT_EQ(g2b.attn_logit_softcapping, 0.0);
+  EXPECT_EQ(g2b.final_logit_softcapping, 12.5);
+  EXPECT_FALSE(g2b.has_sliding_window());
+  EXPECT_NE(error("Gemma2ForCausalLM", R"(,"hidden_activation": "gelu")").find("'gelu'"),
+            std::string::npos);  // Gemma2Config's "gelu" is the exact GELU
+  EXPECT_NE(error("Gemma2ForCausalLM", R"(,"use_bidirectional_attention": true)")
+                .find("use_bidirectional_attention"),
+            std::string::npos);
+
+  // Gemma 3: every 6th layer full by default, or sliding_window_pattern; the sliding layers'
+  // own RoPE base (rope_local_base_freq, default 1e4) beside rope_theta (default 1e6) and its
+  // scaling; or transformers 5's rope_parameters per layer type.
+  const ModelConfig g3 = gemma("Gemma3ForCausalLM", "");
+  EXPECT_EQ(sliding(g3), (S{true, true, true, true, true, false, true}));
+  EXPECT_TRUE(g3.qk_norm);
+  EXPECT_EQ(g3.attn_logit_softcapping, 0.0);
+  EXPECT_DOUBLE_EQ(g3.rope.theta, 1e6);
+  ASSERT_TRUE(g3.sliding_rope);
+  EXPECT_DOUBLE_EQ(g3.sliding_rope->theta, 1e4);
+  const ModelConfig g3hub = gemma("Gemma3ForCausalLM", R"(,"sliding_window_pattern": 3,
+      "rope_theta": 5e5, "rope_local_base_freq": 2e3, "sliding_window": 512,
+      "rope_scaling": {"rope_type": "linear", "factor": 8.0})");
+  EXPECT_EQ(sliding(g3hub), (S{true, true, false, true, true, false, true}));
+  EXPECT_EQ(g3hub.layer_window(2), 0);
+  EXPECT_EQ(g3hub.layer_window(3), 512);
+  EXPECT_EQ(g3hub.rope.type, RopeType::linear);
+  EXPECT_DOUBLE_EQ(g3hub.rope.theta, 5e5);
+  EXPECT_EQ(g3hub.sliding_rope->type, RopeType::standard);
+  EXPECT_DOUBLE_EQ(g3hub.sliding_rope->theta, 2e3);
+  const ModelConfig g3v5 = gemma("Gemma3ForCausalLM", R"(,"rope_parameters": {
+      "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 100000.0},
+      "sliding_attention": {"rope_type": "default", "rope_theta": 1000.0}})");
+  EXPECT_EQ(g3v5.rope.type, RopeType::linear);
+  EXPECT_DOUBLE_EQ(g3v5.rope.factor, 2.0);
+  EXPECT_DOUBLE_EQ(g3v5.sliding_rope->theta, 1000.0);
+  EXPECT_NE(error("Gemma3ForCausalLM", R"(,"rope_parameters": {"sliding_attention":
+      {"rope_type": "dynamic", "factor": 2.0}})")
+                .find("sliding_attention"),
+            std::string::npos);
+  EXPECT_NE(
+      error("Gemma3ForCausalLM", R"(,"sliding_window_pattern": 0)").find("sliding_window_pattern"),
+      std::string::npos);
+  // Only Gemma 3 reads rope parameters per layer type; SiLU models refuse other activations.
+  EXPECT_NE(error("LlamaForCausalLM", R"(,"rope_parameters": {"full_attention": {}})")
+                .find("per layer type"),
+            std::string::npos);
+  EXPECT_EQ(gemma("LlamaForCausalLM", R"(,"hidden_act": "gelu_pytorch_tanh")").hidden_act,
+            Activation::gelu_tanh);
+  EXPECT_NE(error("LlamaForCausalLM", R"(,"hidden_act": "relu")").find("'relu'"),
+            std::string::npos);
 }
 
 TEST(GenerationConfig, EosAsIntOrList) {

@@ -10,12 +10,14 @@
 #include <tuple>
 
 #include "anvil/backend.h"
+#include "anvil/error.h"
 #include "anvil/model.h"
 #include "backends/cpu/cpu_isa.h"
 #include "generate/generate.h"
 #include "generate/step_chain.h"
 #include "models/decoder.h"
 #include "models/init_model.h"
+#include "ops/ops.h"
 #include "temp_dir.h"
 #include "test_data.h"
 
@@ -299,22 +301,22 @@ TEST_P(DeviceDecode, RepetitionPenaltyOnTheDeviceMatchesWholeRows) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, DeviceDecode,
-                         ::testing::Combine(::testing::Values("qwen3-tiny", "llama-tiny",
-                                                              "qwen2-tiny", "extra/qwen2-yarn-tiny",
-                                                              "extra/mistral-window-tiny",
-                                                              "extra/phi3-longrope-window-tiny",
-                                                              "extra/phi3-partial-tiny",
-                                                              "extra/qwen2-window-layers-tiny"),
-                                            ::testing::Values("cuda", "opencl")),
-                         [](const auto& param_info) {
-                           std::string n =
-                               std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
-                           for (char& ch : n) {
-                             if (ch == '-' || ch == '/') ch = '_';
-                           }
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, DeviceDecode,
+    ::testing::Combine(::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny",
+                                         "extra/qwen2-yarn-tiny", "extra/mistral-window-tiny",
+                                         "extra/phi3-longrope-window-tiny",
+                                         "extra/phi3-partial-tiny",
+                                         "extra/qwen2-window-layers-tiny", "extra/gemma-tiny",
+                                         "extra/gemma3-text-tiny"),
+                       ::testing::Values("cuda", "opencl")),
+    [](const auto& param_info) {
+      std::string n = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
+      for (char& ch : n) {
+        if (ch == '-' || ch == '/') ch = '_';
+      }
+      return n;
+    });
 
 }  // namespace
 }  // namespace anvil
@@ -377,6 +379,36 @@ TEST(DeviceDynamicRope, FrequenciesFollowEveryReplayedStep) {
       a.input_ids = test::id_rows(golden, "input_ids_a");
       EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"))
           << name << " on " << dev;
+    }
+  }
+}
+
+// Gemma 2 on a device: transformers' 40 greedy tokens where the device's attention takes logit
+// softcapping (and its final logits' softcap), else an error that names what is missing,
+// never uncapped scores.
+TEST(DeviceGemma2, SoftcappedOrSaysSo) {
+  const std::string name = "extra/gemma2-tiny";
+  for (const char* dev : {"cuda", "opencl"}) {
+    if (!device_here(dev)) continue;
+    const auto golden = SafetensorsFile::open(test::golden_path(name));
+    ModelOptions o;
+    o.dtype = DType::f32;
+    o.device_map = test::device_name(dev);
+    const CausalLM model = CausalLM::from_pretrained(test::model_dir(name), o);
+    Batch a;
+    a.input_ids = test::id_rows(golden, "input_ids_a");
+    const Device d = model.device();
+    if (supports(ops::kAttentionSoftcap, d.type, DType::f32, DType::f32) &&
+        supports(ops::kSoftcap, d.type, DType::f32, DType::f32)) {
+      EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"))
+          << dev;
+      continue;
+    }
+    try {
+      model.generate(a, test::greedy_exactly(40));
+      ADD_FAILURE() << dev << ": generated without softcapping";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("softcapping"), std::string::npos) << e.what();
     }
   }
 }

@@ -136,6 +136,23 @@ TEST(ExtraParity, Qwen3SlidingWindowFromLayerTypes) {
 // scripts/goldens/make_phi3_goldens.py: Phi-3's fused projections, longrope switching to its
 // long factors past 32 positions (the long input, and mid-way through the 40-token
 // generation) and a sliding window of 10.
+// scripts/goldens/make_gemma_goldens.py: Gemma's (1 + w) norms, scaled embedding and GeGLU
+// (the Hub's legacy hidden_act "gelu"); Gemma 2's four norms a layer, softcapped scores and
+// logits, query_pre_attn_scalar and windows on the even layers; Gemma 3's q/k norms and its
+// sliding layers' own RoPE base beside the full layer's linear scaling (Hub-style config with
+// sliding_window_pattern).
+TEST(ExtraParity, GemmaGeluNormsPlusOneScaledEmbedding) {
+  check_parity_and_long_generation(extra("gemma-tiny"));
+}
+
+TEST(ExtraParity, Gemma2SoftcapsSandwichNormsWindows) {
+  check_parity_and_long_generation(extra("gemma2-tiny"));
+}
+
+TEST(ExtraParity, Gemma3TextLocalRopeQkNormsWindows) {
+  check_parity_and_long_generation(extra("gemma3-text-tiny"));
+}
+
 TEST(ExtraParity, Phi3FusedLongropeWindow) {
   check_parity_and_long_generation(extra("phi3-longrope-window-tiny"));
 }

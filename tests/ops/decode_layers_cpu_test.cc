@@ -2,7 +2,8 @@
 // composed ops from identical inputs: the residual stream and every layer's KV cache after the
 // step, for the int8 kernels' block types and float32 / bf16 / f16 weights (alone and mixed with
 // blocks in one layer), f32 and f16 caches, biases, Qwen3's q/k norms, query groups of 1 to 6
-// heads, an empty past and pasts split into several key ranges.
+// heads, an empty past and pasts split into several key ranges, windows, GeGLU and per-layer
+// RoPE.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -30,6 +31,9 @@ struct Stack {
   int64_t hidden, inter, heads, kv_heads, dim, layers, past, cap;
   bool biases, qk_norm;
   int64_t window = 0;  // the last layer's sliding window (0: none)
+  // Gemma's GeGLU, and the first layer rotating with frequencies of its own (Gemma 3's sliding
+  // layers' rope_local_base_freq).
+  bool gemma = false;
 };
 
 class CpuDecodeLayers : public ::testing::Test {
@@ -92,6 +96,8 @@ TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
       // parts than the first layer's, then a window of one key.
       {192, 96, 3, 3, 64, 2, 200, 256, true, false, 37},
       {64, 96, 4, 2, 32, 2, 150, 160, false, true, 1},
+      {64, 128, 4, 2, 16, 2, 37, 64, false, true, 9, true},
+      {96, 192, 6, 1, 32, 3, 0, 8, true, false, 0, true},
   };
   for (const Stack& c : stacks) {
     const bool super = c.hidden % 256 == 0 && c.inter % 256 == 0 && c.heads * c.dim % 256 == 0;
@@ -145,6 +151,14 @@ TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
           L.k_cache = normal({1, c.kv_heads, c.cap, c.dim}, 1.0f).to(cache);
           L.v_cache = normal({1, c.kv_heads, c.cap, c.dim}, 1.0f).to(cache);
           L.window = l == c.layers - 1 ? c.window : 0;
+          if (c.gemma && l == 0) {
+            std::vector<float> inv(static_cast<size_t>(c.dim / 2));
+            for (size_t i = 0; i < inv.size(); ++i) {
+              inv[i] = std::pow(1000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(c.dim));
+            }
+            L.inv_freq = Tensor::from_f32(inv, {c.dim / 2});
+            L.rope_scaling = 0.9f;
+          }
           ops::DecoderLayerTensors C = L;
           C.k_cache = clone(L.k_cache);
           C.v_cache = clone(L.v_cache);
@@ -171,7 +185,9 @@ TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
                                     Tensor()};
         const auto args = [&](const std::vector<ops::DecoderLayerTensors>& layers,
                               const Tensor& xs) {
-          return test::decode_args(xs, layers, step, DType::f32);
+          ops::DecodeLayersArgs d = test::decode_args(xs, layers, step, DType::f32);
+          if (c.gemma) d.act = ops::GluActivation::gelu_tanh;
+          return d;
         };
         Tensor team_x = clone(x), composed_x = clone(x);
         ::setenv("ANVIL_CPU_DECODE_LAYERS", "require", 1);  // a fallback is an error
@@ -228,6 +244,20 @@ TEST_F(CpuDecodeLayers, OtherStacksRunComposedOrSayWhy) {
   }
   ::unsetenv("ANVIL_CPU_DECODE_LAYERS");
   EXPECT_NO_THROW(ops::decode_layers(a));  // composed
+
+  // Gemma 2 / 3's output norms and Gemma 2's softcapping run composed too, and say so.
+  std::vector<ops::DecoderLayerTensors> normed = {L};
+  normed[0].down_bias = Tensor();
+  normed[0].attn_out_norm = normal({hidden}, 1.0f);
+  ops::DecodeLayersArgs b = test::decode_args(x, normed, step, DType::f32);
+  ::setenv("ANVIL_CPU_DECODE_LAYERS", "require", 1);
+  EXPECT_THROW(ops::decode_layers(b), Error);
+  normed[0].attn_out_norm = Tensor();
+  b = test::decode_args(x, normed, step, DType::f32);
+  b.softcap = 50.0f;
+  EXPECT_THROW(ops::decode_layers(b), Error);
+  ::unsetenv("ANVIL_CPU_DECODE_LAYERS");
+  EXPECT_NO_THROW(ops::decode_layers(b));
 }
 
 }  // namespace

@@ -188,6 +188,10 @@ TEST_P(Ops, Embedding) {
     Tensor want = Tensor::empty({4, 24}, DType::f32);
     ops::reference::embedding({ids, table, want});
     EXPECT_LE(max_abs_diff(out, want), tolerance(0.0f)) << dtype_name(w);
+    // Scaled rows (Gemma's sqrt(hidden_size)): one product in float32, rounded once.
+    ops::embedding(ids.to(device_), table.to(device_), out, 45.25f);
+    ops::reference::embedding({ids, table, want, 45.25f});
+    EXPECT_LE(max_abs_diff(out, want), act_ == DType::f32 ? 1e-5f : 0.5f) << dtype_name(w);
   }
 }
 
@@ -227,6 +231,46 @@ TEST_P(Ops, SwigluAndAdd) {
       EXPECT_LE(max_abs_diff(out, want), tolerance(1e-6f)) << rows << "x" << cols << " +" << start;
     }
   }
+}
+
+// GeGLU (Gemma's gelu_pytorch_tanh gate) on the same shapes, with gates far enough out that
+// the approximation's tails (-0 and g) are reached; and the final logits' softcap.
+TEST_P(Ops, GegluAndSoftcap) {
+  if (!has(ops::kGluGeluTanh, act_)) GTEST_SKIP() << "no GeGLU kernel on this device";
+  for (int64_t start : {0, 1}) {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4, 40}, {3, 37}}) {
+      Tensor g = random_tensor({rows + 1, cols}, rng_, 3.0f);
+      g.data<float>()[0] = -120.0f;
+      g.data<float>()[1] = 95.0f;
+      const Tensor u = random_tensor({rows + 1, cols}, rng_);
+      const auto part = [&](const Tensor& t) { return t.narrow(0, start, rows); };
+      Tensor out_full = empty({rows + 1, cols});
+      Tensor out = part(out_full);
+      ops::swiglu(part(on_device(g, act_)), part(on_device(u, act_)), out,
+                  ops::GluActivation::gelu_tanh);
+      Tensor want = Tensor::empty({rows, cols}, DType::f32);
+      ops::reference::swiglu(
+          {part(g).contiguous(), part(u).contiguous(), want, ops::GluActivation::gelu_tanh});
+      EXPECT_LE(max_abs_diff(out, want), tolerance(2e-5f)) << rows << "x" << cols << " +" << start;
+    }
+  }
+  // The reference's formula at a few points (torch.nn.functional.gelu(approximate="tanh")).
+  Tensor x = Tensor::from_f32({-3.0f, -0.5f, 0.0f, 1.0f, 2.5f}, {1, 5});
+  Tensor ones = Tensor::from_f32({1, 1, 1, 1, 1}, {1, 5});
+  Tensor y = Tensor::empty({1, 5}, DType::f32);
+  ops::reference::swiglu({x, ones, y, ops::GluActivation::gelu_tanh});
+  const std::vector<float> torch_values = {-0.00363739f, -0.15428599f, 0.0f, 0.84119199f,
+                                           2.48491573f};
+  for (int i = 0; i < 5; ++i) EXPECT_NEAR(y.to_f32_vector()[i], torch_values[i], 1e-6f) << i;
+
+  if (!has(ops::kSoftcap, DType::f32) || act_ != DType::f32) return;
+  const Tensor logits = random_tensor({3, 1001}, rng_, 40.0f);
+  Tensor want = Tensor::from_f32(logits.to_f32_vector(), logits.shape());
+  Tensor got = Tensor::from_f32(logits.to_f32_vector(), logits.shape()).to(device_);  // own copy
+  ops::softcap(got, 30.0f);
+  ops::reference::softcap({want, 30.0f});
+  EXPECT_LE(max_abs_diff(got, want), 2e-5f);
+  EXPECT_THROW(ops::softcap(got, 0.0f), Error);
 }
 
 TEST_P(Ops, StoreKv) {
@@ -490,6 +534,68 @@ TEST_P(Ops, AttentionSlidingWindow) {
   Tensor out = Tensor::empty({1, 3, 1, 4}, DType::f32);
   ops::reference::attention({q, k, v, ones, out, 0, 1.0f, ops::AttentionImpl::eager, Tensor(), 1});
   EXPECT_EQ(out.to_f32_vector(), v.to_f32_vector());  // each query its own key's value
+}
+
+// Gemma 2's logit softcapping: every score through tanh(s / cap) * cap before the mask and the
+// softmax, with scores large enough that the cap bites, in decode and prefill, with a window;
+// a device without it says so instead of computing uncapped scores.
+TEST_P(Ops, AttentionSoftcap) {
+  const int64_t batch = 2, heads = 4, kv_heads = 2, dim = 16;
+  for (auto [seq, past, window] :
+       {std::tuple<int64_t, int64_t, int64_t>{1, 30, 0}, {1, 50, 9}, {23, 4, 0}, {40, 0, 7}}) {
+    const int64_t cap = past + seq + 1, total = past + seq;
+    const Tensor q = random_tensor({batch, seq, heads, dim}, rng_, 2.0f);
+    const Tensor k = random_tensor({batch, kv_heads, cap, dim}, rng_, 2.0f);
+    const Tensor v = random_tensor({batch, kv_heads, cap, dim}, rng_);
+    Tensor mask = Tensor::empty({batch, total}, DType::i32);
+    for (int64_t t = 0; t < batch * total; ++t) mask.data<int32_t>()[t] = t % total >= 2 ? 1 : 0;
+    Tensor want = Tensor::empty({batch, seq, heads, dim}, DType::f32);
+    ops::reference::attention(
+        {q, k, v, mask, want, past, 0.5f, ops::AttentionImpl::eager, Tensor(), window, 2.0f});
+    Tensor uncapped = Tensor::empty({batch, seq, heads, dim}, DType::f32);
+    ops::reference::attention(
+        {q, k, v, mask, uncapped, past, 0.5f, ops::AttentionImpl::eager, Tensor(), window});
+    EXPECT_GT(max_abs_diff(want, uncapped), 0.05f) << "the cap must change these scores";
+    for (auto impl : {ops::AttentionImpl::eager, ops::AttentionImpl::sdpa}) {
+      Tensor out = empty({batch, seq, heads, dim});
+      const ops::AttentionArgs args{on_device(q, act_),
+                                    on_device(k, act_),
+                                    on_device(v, act_),
+                                    mask.to(device_),
+                                    out,
+                                    past,
+                                    0.5f,
+                                    impl,
+                                    Tensor(),
+                                    window,
+                                    2.0f};
+      if (!supports(ops::kAttentionSoftcap, device_.type, act_, act_)) {
+        EXPECT_THROW(ops::attention(args), Error);
+        continue;
+      }
+      ops::attention(args);
+      EXPECT_LE(max_abs_diff(out, want), tolerance(2e-5f))
+          << "impl " << static_cast<int>(impl) << " seq " << seq << " window " << window;
+    }
+  }
+}
+
+// Gemma 2 / 3's output norms: residual += rms_norm(x @ W^T + b) * out_norm.
+TEST_P(Ops, LinearAddWithOutputNorm) {
+  for (int64_t n : {1, 3}) {
+    const Tensor x = random_tensor({n, 64}, rng_), w = random_tensor({48, 64}, rng_, 0.2f);
+    const Tensor b = random_tensor({48}, rng_), nw = random_tensor({48}, rng_);
+    const Tensor resid = random_tensor({n, 48}, rng_);
+    Tensor got = on_device(Tensor::from_f32(resid.to_f32_vector(), resid.shape()), act_);
+    Tensor scratch = empty({n, 48});
+    ops::linear_add({on_device(x, act_), on_device(w, act_), on_device(b, act_), got, scratch,
+                     on_device(nw, act_), 1e-6f});
+    Tensor prod = Tensor::empty({n, 48}, DType::f32), want = Tensor::empty({n, 48}, DType::f32);
+    ops::reference::linear({x, w, b, prod});
+    ops::reference::rms_norm({prod, nw, prod, 1e-6f});
+    ops::reference::add({resid, prod, want});
+    EXPECT_LE(max_abs_diff(got, want), tolerance(2e-5f)) << "rows " << n;
+  }
 }
 
 // Half precision over the prefill tiles with a window (the CUDA flash kernel skips the tiles

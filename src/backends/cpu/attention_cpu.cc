@@ -41,6 +41,11 @@ inline float dot(const float* a, const KV* b, int64_t d) {
   return s;
 }
 
+// A score after Gemma 2's logit softcapping (cap 0: none).
+inline float capped(float score, float cap) {
+  return cap > 0 ? std::tanh(score / cap) * cap : score;
+}
+
 struct Geometry {
   int64_t batch, seq, heads, dim, kv_heads, cap, total, group;
   explicit Geometry(const ops::AttentionArgs& a)
@@ -78,7 +83,7 @@ void sdpa(const ops::AttentionArgs& a) {
       const int64_t last = a.past + s;
       for (int64_t t = ops::first_visible_key(last, a.window); t <= last; ++t) {
         if (mrow[t] == 0) continue;
-        const float score = dot(qv, kbase + t * g.dim, g.dim) * a.scale;
+        const float score = capped(dot(qv, kbase + t * g.dim, g.dim) * a.scale, a.softcap);
         const KV* vv = vbase + t * g.dim;
         if (score > m) {
           const float correction = std::exp(m - score);
@@ -120,7 +125,7 @@ void eager(const ops::AttentionArgs& a) {
         for (int64_t t = 0; t < g.total; ++t) {
           const bool visible =
               t <= a.past + s && t >= ops::first_visible_key(a.past + s, a.window) && mrow[t] != 0;
-          row[t] = visible ? dot(qv, kbase + t * g.dim, g.dim) * a.scale
+          row[t] = visible ? capped(dot(qv, kbase + t * g.dim, g.dim) * a.scale, a.softcap)
                            : -std::numeric_limits<float>::infinity();
         }
       }
@@ -299,7 +304,10 @@ void sdpa_avx512(const ops::AttentionArgs& a) {
 template <class KV>
 void attention_kernel(const ops::AttentionArgs& a) {
   const int64_t group = a.q.size(2) / a.k_cache.size(1);
-  if (a.impl == ops::AttentionImpl::sdpa && isa() >= Isa::avx512) {
+  // Softcapped scores (Gemma 2) go through the scalar kernels, the only ones that cap.
+  if (a.softcap > 0) {
+    a.impl == ops::AttentionImpl::eager ? eager<KV>(a) : sdpa<KV>(a);
+  } else if (a.impl == ops::AttentionImpl::sdpa && isa() >= Isa::avx512) {
     if (a.q.size(1) * group <= kMaxDecodeRows) {
       sdpa_partials<KV>(a, Avx512Partial{});
     } else {
@@ -343,6 +351,10 @@ void register_cpu_attention() {
                                       &cpu::attention_kernel<float>);
   register_kernel<ops::AttentionArgs>(ops::kAttention, DeviceType::cpu, DType::f32, DType::f16,
                                       &cpu::attention_kernel<uint16_t>);
+  register_kernel<ops::AttentionArgs>(ops::kAttentionSoftcap, DeviceType::cpu, DType::f32,
+                                      DType::f32, &cpu::attention_kernel<float>);
+  register_kernel<ops::AttentionArgs>(ops::kAttentionSoftcap, DeviceType::cpu, DType::f32,
+                                      DType::f16, &cpu::attention_kernel<uint16_t>);
   register_kernel<ops::StoreKvArgs>(ops::kStoreKv, DeviceType::cpu, DType::f32, DType::f32,
                                     &cpu::store_kv_kernel<float>);
   register_kernel<ops::StoreKvArgs>(ops::kStoreKv, DeviceType::cpu, DType::f32, DType::f16,

@@ -169,13 +169,13 @@ struct IsaKernels {
   }
 };
 
-IsaKernels isa_kernels() {
+IsaKernels isa_kernels(ops::GluActivation act) {
   if (isa() >= Isa::avx512) {
     return {isa(), &int8_kernels(), &attention_rows_partial_avx512, &attention_rows_partial_avx512,
-            swiglu_rows()};
+            glu_rows(act)};
   }
   return {isa(), &int8_kernels(), &attention_rows_partial_avx2, &attention_rows_partial_avx2,
-          swiglu_rows()};
+          glu_rows(act)};
 }
 
 // The forms of its activation row a product takes.
@@ -199,6 +199,9 @@ struct Layer {
   const float *input_norm, *post_norm, *q_norm = nullptr, *k_norm = nullptr;
   void *k_cache, *v_cache;
   int64_t window = 0;  // sliding window (ops::AttentionArgs::window)
+  // The layer's own RoPE frequencies (ops::DecoderLayerTensors::inv_freq), else null.
+  const float* inv_freq = nullptr;
+  float rope_scaling = 1.0f;
 };
 
 // Groups [g0, g1) of a product into out (one activation row).
@@ -409,12 +412,26 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
               cosv.data(), sinv.data());
   // The members reach the caller's thread_local buffers through pointers (inside the lambda the
   // names would denote each member thread's own, empty, instances).
-  const float* cos_p = cosv.data();
-  const float* sin_p = sinv.data();
+  // Layers with RoPE of their own (Gemma 3's sliding layers): their angles, per layer.
+  const size_t n_layers = layers.size();
+  thread_local std::vector<float> own_angles;
+  thread_local std::vector<const float*> layer_cos, layer_sin;
+  own_angles.resize(n_layers * 2 * static_cast<size_t>(half));
+  layer_cos.assign(n_layers, cosv.data());
+  layer_sin.assign(n_layers, sinv.data());
+  for (size_t li = 0; li < n_layers; ++li) {
+    if (!layers[li].inv_freq) continue;
+    float* c = own_angles.data() + li * 2 * static_cast<size_t>(half);
+    rope_angles(a.positions.data<int32_t>()[0], layers[li].inv_freq, half, layers[li].rope_scaling,
+                c, c + half);
+    layer_cos[li] = c;
+    layer_sin[li] = c + half;
+  }
+  const float* const* cos_all = layer_cos.data();
+  const float* const* sin_all = layer_sin.data();
   const int members = team_size();
   // The attention op's key split, merged the same way, so the results are the op's: per layer,
   // over the keys its window leaves (from first_key on).
-  const size_t n_layers = layers.size();
   struct LayerKeys {
     int64_t first_key, parts, per_part;
   };
@@ -481,6 +498,8 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       StreamSplit* pr = product_all + kProducts * li;
       const int64_t first_key = keys_all[li].first_key, parts = keys_all[li].parts;
       const int64_t per_part = keys_all[li].per_part;
+      const float* cos_p = cos_all[li];
+      const float* sin_p = sin_all[li];
       // Input norm, q/k/v: the three products' groups as one range; a member normalises and
       // quantizes the row for itself once it has a chunk to use it on.
       const int64_t gq = L.q.groups, gk = L.k.groups, gv = L.v.groups;
@@ -637,6 +656,14 @@ bool plan(const ops::DecodeLayersArgs& a, const IsaKernels& kern, std::vector<La
       L.q_norm = t.q_norm.data<float>();
       L.k_norm = t.k_norm.data<float>();
     }
+    // Output norms (Gemma 2 and 3) need the whole product before the residual add, which the
+    // team's split phases do not wait for: such a stack runs composed.
+    if (t.attn_out_norm.defined() || t.mlp_out_norm.defined()) return false;
+    if (t.inv_freq.defined()) {
+      if (!f32_vector(t.inv_freq, hd / 2)) return false;
+      L.inv_freq = t.inv_freq.data<float>();
+      L.rope_scaling = t.rope_scaling;
+    }
     L.k_cache = t.k_cache.raw();
     L.window = t.window;
     L.v_cache = t.v_cache.raw();
@@ -657,21 +684,22 @@ void decode_layers_kernel(const ops::DecodeLayersArgs& a) {
                         group >= 1 && group <= kMaxGroup && a.heads % a.kv_heads == 0 &&
                         a.head_dim % 2 == 0 && a.x.size(1) % 32 == 0 &&
                         (a.heads * a.head_dim) % 32 == 0 && a.gate.size(1) % 32 == 0 &&
-                        (cache == DType::f32 || cache == DType::f16);
+                        (cache == DType::f32 || cache == DType::f16) && a.softcap == 0.0f;
   // AVX2 runs the step with its own kernels where its attention takes the head size (the
   // composed ops' attention does the same, so the results stay theirs).
   const bool isa_ok =
       isa() >= Isa::avx512 || (isa() >= Isa::avx2 && attention_avx2_takes(a.head_dim));
   thread_local std::vector<Layer> layers;
   layers.clear();
-  const IsaKernels kern = isa_kernels();
+  const IsaKernels kern = isa_kernels(a.act);
   if (off || !isa_ok || !shape_ok || !plan(a, kern, &layers)) {
     if (require) {
       throw Error(std::string("decode_layers on cpu: ") +
-                  (!isa_ok     ? "the team kernel needs AVX2 (head sizes of whole 8-float vectors) "
-                                 "or AVX-512"
-                   : !shape_ok ? "a shape or cache dtype outside the team kernel's path"
-                               : "a weight, norm or bias outside the team kernel's path"));
+                  (!isa_ok ? "the team kernel needs AVX2 (head sizes of whole 8-float vectors) "
+                             "or AVX-512"
+                   : !shape_ok
+                       ? "a shape, cache dtype or softcapping outside the team kernel's path"
+                       : "a weight, norm or bias outside the team kernel's path"));
     }
     ops::composed_decode_layers(a);
     return;
@@ -692,8 +720,12 @@ void register_cpu_decode_layers() {
   for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl,
                   DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_xs,
                   DType::f32, DType::bf16, DType::f16}) {
-    register_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayers, DeviceType::cpu, DType::f32, w,
-                                           &cpu::decode_layers_kernel);
+    // The team kernel takes GeGLU and per-layer RoPE itself and hands the rest of an extended
+    // stack (output norms, softcapping) to the composed ops.
+    for (const char* op : {ops::kDecodeLayers, ops::kDecodeLayersExtended}) {
+      register_kernel<ops::DecodeLayersArgs>(op, DeviceType::cpu, DType::f32, w,
+                                             &cpu::decode_layers_kernel);
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-// CPU embedding lookup, SwiGLU and residual add.
+// CPU embedding lookup, SwiGLU / GeGLU, residual add and softcapping.
 #include <cmath>
 #include <cstring>
 
@@ -6,6 +6,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_threads.h"
+#include "backends/cpu/gelu_tanh.h"
 #include "backends/cpu/kernels_avx512.h"
 #include "backends/cpu/swiglu_rows.h"
 #include "backends/cpu/weight_load.h"
@@ -23,7 +24,7 @@ void embedding_kernel(const ops::EmbeddingArgs& a) {
   float* out = a.out.data<float>();
   for (int64_t i = 0; i < n; ++i) {
     const W* row = table + ids[i] * h;
-    for (int64_t j = 0; j < h; ++j) out[i * h + j] = widen(row[j]);
+    for (int64_t j = 0; j < h; ++j) out[i * h + j] = widen(row[j]) * a.scale;
   }
 }
 
@@ -37,6 +38,9 @@ void embedding_quant_kernel(const ops::EmbeddingArgs& a) {
   for (int64_t i = 0; i < n; ++i) {
     convert_to_f32(table + static_cast<size_t>(ids[i]) * row_bytes, a.table.dtype(), out + i * h,
                    static_cast<size_t>(h));
+    if (a.scale != 1.0f) {
+      for (int64_t j = 0; j < h; ++j) out[i * h + j] *= a.scale;
+    }
   }
 }
 
@@ -44,7 +48,7 @@ void swiglu_kernel(const ops::SwigluArgs& a) {
   const float* g = a.gate.data<float>();
   const float* u = a.up.data<float>();
   float* out = a.out.data<float>();
-  if (const SwigluRows rows = swiglu_rows()) {  // vectorised exp (~2e-7 relative to expf)
+  if (const SwigluRows rows = glu_rows(a.act)) {  // vectorised exp (~2e-7 relative to expf)
     cpu::parallel_for(a.gate.numel(), 32768,
                       [&](int64_t b, int64_t e) { rows(g + b, u + b, out + b, e - b); });
     return;
@@ -52,6 +56,19 @@ void swiglu_kernel(const ops::SwigluArgs& a) {
   cpu::parallel_for(a.gate.numel(), 16384, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
   });
+}
+
+void softcap_kernel(const ops::SoftcapArgs& a) {
+  float* x = a.x.data<float>();
+  const float cap = a.cap;
+  cpu::parallel_for(a.x.numel(), 16384, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) x[i] = std::tanh(x[i] / cap) * cap;
+  });
+}
+
+// Below AVX2: GELU's tanh form one element at a time.
+void geglu_portable(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = gelu_tanh(gate[i]) * up[i];
 }
 
 void add_kernel(const ops::AddArgs& a) {
@@ -68,6 +85,13 @@ SwigluRows swiglu_rows() {
   if (isa() >= Isa::avx512) return &swiglu_avx512;
   if (isa() >= Isa::avx2) return &swiglu_avx2;
   return nullptr;
+}
+
+SwigluRows glu_rows(ops::GluActivation act) {
+  if (act == ops::GluActivation::silu) return swiglu_rows();
+  if (isa() >= Isa::avx512) return &geglu_avx512;
+  if (isa() >= Isa::avx2) return &geglu_avx2;
+  return &geglu_portable;
 }
 
 }  // namespace anvil::cpu
@@ -87,6 +111,10 @@ void register_cpu_elementwise() {
   }
   register_kernel<ops::SwigluArgs>(ops::kSwiglu, DeviceType::cpu, DType::f32, DType::f32,
                                    &cpu::swiglu_kernel);
+  register_kernel<ops::SwigluArgs>(ops::kGluGeluTanh, DeviceType::cpu, DType::f32, DType::f32,
+                                   &cpu::swiglu_kernel);
+  register_kernel<ops::SoftcapArgs>(ops::kSoftcap, DeviceType::cpu, DType::f32, DType::f32,
+                                    &cpu::softcap_kernel);
   register_kernel<ops::AddArgs>(ops::kAdd, DeviceType::cpu, DType::f32, DType::f32,
                                 &cpu::add_kernel);
 }

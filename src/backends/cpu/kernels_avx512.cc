@@ -10,6 +10,7 @@
 // and reused for every activation row in it. Compiled with -mavx512f/bw/vl/dq/vnni -mavx2 -mfma
 // -mf16c; only called after cpu::isa() returned Isa::avx512.
 #include "backends/cpu/kernels_avx512.h"
+#include "backends/cpu/gelu_tanh.h"
 
 // GCC 12's AVX-512 intrinsics start some results from an uninitialised "undefined" vector and
 // warn about their own code (a known false positive).
@@ -718,6 +719,21 @@ void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n) {
     // exp512 clamps its argument to [-87, 88]: for g < -88 this gives g / 1.7e38 ~ -0, silu's
     // limit there (g e^g underflows too).
     const __m512 e = exp512(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), u));
+  }
+}
+
+void geglu_avx512(const float* gate, const float* up, float* out, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 c1 = _mm512_set1_ps(-kGeluTanhLinear), c3 = _mm512_set1_ps(-kGeluTanhCubic);
+  for (int64_t i = 0; i < n; i += 16) {
+    const auto m =
+        n - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 g = _mm512_maskz_loadu_ps(m, gate + i), u = _mm512_maskz_loadu_ps(m, up + i);
+    // g * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3)), GELU's tanh form; exp512's clamp gives the
+    // limits (-0 and g) far out, as in swiglu_avx512.
+    const __m512 arg = _mm512_mul_ps(g, _mm512_fmadd_ps(_mm512_mul_ps(g, g), c3, c1));
+    const __m512 e = exp512(arg);
     _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), u));
   }
 }

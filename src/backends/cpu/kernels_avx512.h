@@ -102,6 +102,8 @@ void attention_rows_partial_avx512(int rows, const float* const* q, const int64_
 
 /// out[i] = silu(gate[i]) * up[i] = gate / (1 + exp(-gate)) * up, i < n (out may alias).
 void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n);
+/// out[i] = gelu_tanh(gate[i]) * up[i] (GeGLU), as swiglu_avx512.
+void geglu_avx512(const float* gate, const float* up, float* out, int64_t n);
 
 constexpr int kDensePanelRows = 64;
 constexpr int64_t kDensePanelMinRows = 16;

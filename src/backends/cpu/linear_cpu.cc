@@ -438,11 +438,12 @@ const float* bias_f32(const Tensor& b, std::vector<float>& slot) {
 
 // Several products of one input in decode (q, k and v; gate and up): the activation rows are
 // quantized once and one parallel region covers every product's 8-row groups, instead of two
-// fork-joins per product. With `swiglu` (gate and up: count 2, the same features), a task takes
-// the same groups of both and leaves silu(gate) * up in outs[0] for them, so the activation
-// needs no pass (and no dispatch) of its own. False when the weights do not take this path.
+// fork-joins per product. With `swiglu` (gate and up: count 2, the same features; the activation's
+// rows), a task takes the same groups of both and leaves act(gate) * up in outs[0] for them, so the
+// activation needs no pass (and no dispatch) of its own. False when the weights do not take this
+// path.
 bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biases,
-                  const Tensor* outs, int count, bool swiglu = false) {
+                  const Tensor* outs, int count, SwigluRows swiglu = nullptr) {
   const DType wt = weights[0].dtype();
   const int64_t n = x_in.size(0), k = x_in.size(1);
   static const bool disabled = std::getenv("ANVIL_NO_GROUPED") != nullptr;  // for A/B timing
@@ -482,7 +483,7 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
                          up, o);
       const int64_t f0 = g0 * kPackRows, f1 = std::min(o, g1 * kPackRows);
       for (int64_t r = 0; r < n; ++r) {
-        swiglu_avx512(gate + r * o + f0, up + r * o + f0, gate + r * o + f0, f1 - f0);
+        swiglu(gate + r * o + f0, up + r * o + f0, gate + r * o + f0, f1 - f0);
       }
     };
     if (lanes) {
@@ -493,7 +494,7 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
                             up);
         for (int i = 0; i < piece.count; ++i) {
           const int64_t f0 = piece.begin[i] * kPackRows, f1 = std::min(o, piece.end[i] * kPackRows);
-          swiglu_avx512(gate + f0, up + f0, gate + f0, f1 - f0);
+          swiglu(gate + f0, up + f0, gate + f0, f1 - f0);
         }
       });
     } else if (n == 1) {
@@ -555,9 +556,8 @@ Q8Rows quantize_prefill(const Int8Kernels& kern, const Tensor& x_in, QuantKind k
 // same units of both, then applies SwiGLU to those features of every row while they are in its
 // cache (as swiglu_prefill does for the vector tiles).
 template <class Run>
-void run_group(const int64_t* first, int count, bool swiglu, int64_t unit_rows, int64_t n,
+void run_group(const int64_t* first, int count, SwigluRows swiglu, int64_t unit_rows, int64_t n,
                const Tensor* outs, Run&& run) {
-  const SwigluRows swiglu_fn = swiglu ? swiglu_rows() : nullptr;  // AVX-512 callers only
   const auto tasks = [&](int64_t q0, int64_t q1) {
     for (int i = 0; i < (swiglu ? 2 : count); ++i) {
       const int64_t at = swiglu ? 0 : first[i];
@@ -570,7 +570,7 @@ void run_group(const int64_t* first, int count, bool swiglu, int64_t unit_rows, 
     float* gate = outs[0].data<float>();
     const float* up = outs[1].data<float>();
     for (int64_t r = 0; r < n; ++r) {
-      swiglu_fn(gate + r * o + f0, up + r * o + f0, gate + r * o + f0, f1 - f0);
+      swiglu(gate + r * o + f0, up + r * o + f0, gate + r * o + f0, f1 - f0);
     }
   };
   cpu::parallel_for(swiglu ? first[1] : first[count], 1, tasks, kPrefillChunks);
@@ -580,7 +580,7 @@ void run_group(const int64_t* first, int count, bool swiglu, int64_t unit_rows, 
 // one parallel region over all their pairs of panels (run_group, SwiGLU included). False when a
 // weight does not take AMX.
 bool group_amx(const Tensor& x_in, const Tensor* weights, const Tensor* biases, const Tensor* outs,
-               int count, bool swiglu = false) {
+               int count, SwigluRows swiglu = nullptr) {
   const int64_t n = x_in.size(0), k = x_in.size(1);
   AmxWeights w[3];
   std::shared_ptr<const PackedWeights> keep[3];
@@ -652,7 +652,7 @@ bool swiglu_prefill(const Tensor& x_in, const ops::LinearSwigluArgs& a) {
   QuantKind kind;
   if (!prefill_groupable(n, k, weights, 2, &kind)) return false;
   const Int8Kernels& kern = int8_kernels();
-  const SwigluRows swiglu = swiglu_rows();  // isa() >= avx2 here (prefill_groupable)
+  const SwigluRows swiglu = glu_rows(a.act);  // isa() >= avx2 here (prefill_groupable)
   thread_local std::vector<float> bias_slots[2];
   const Q8Rows xq = quantize_prefill(kern, x_in, kind);
   const auto gate = packed_weights(a.gate), up = packed_weights(a.up);
@@ -681,7 +681,7 @@ bool swiglu_prefill(const Tensor& x_in, const ops::LinearSwigluArgs& a) {
 // 64-row panels (run_group, SwiGLU included). False when a weight is not bf16 or the rows are
 // decode's.
 bool group_bf16dot(const Tensor& x_in, const Tensor* weights, const Tensor* biases,
-                   const Tensor* outs, int count, bool swiglu = false) {
+                   const Tensor* outs, int count, SwigluRows swiglu = nullptr) {
   const int64_t n = x_in.size(0), k = x_in.size(1);
   if (isa() < Isa::avx512bf16 || n < kBf16TilesMinRows) return false;
   for (int i = 0; i < count; ++i) {
@@ -727,13 +727,13 @@ void linear_swiglu_kernel(const ops::LinearSwigluArgs& a) {
   if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
   const Tensor weights[2] = {a.gate, a.up}, biases[2] = {a.gate_bias, a.up_bias};
   const Tensor outs[2] = {a.out, a.scratch};
-  if (group_avx512(in, weights, biases, outs, 2, /*swiglu=*/true)) return;
-  if (group_amx(in, weights, biases, outs, 2, /*swiglu=*/true)) return;
-  if (group_bf16dot(in, weights, biases, outs, 2, /*swiglu=*/true)) return;
+  if (group_avx512(in, weights, biases, outs, 2, glu_rows(a.act))) return;
+  if (group_amx(in, weights, biases, outs, 2, glu_rows(a.act))) return;
+  if (group_bf16dot(in, weights, biases, outs, 2, glu_rows(a.act))) return;
   if (swiglu_prefill(in, a)) return;
   ops::linear(in, a.gate, a.gate_bias, a.out);
   ops::linear(in, a.up, a.up_bias, a.scratch);
-  ops::swiglu(a.out, a.scratch, a.out);
+  ops::swiglu(a.out, a.scratch, a.out, a.act);
 }
 
 // residual += x @ W^T + b: on AVX-512 the add runs in the product's own parallel region (the
@@ -828,8 +828,10 @@ void register_cpu_linear() {
                   DType::q5_k, DType::q6_k, DType::bf16}) {
     register_kernel<ops::LinearGroupArgs>(ops::kLinearGroup, DeviceType::cpu, DType::f32, w,
                                           &cpu::linear_group_kernel);
-    register_kernel<ops::LinearSwigluArgs>(ops::kLinearSwiglu, DeviceType::cpu, DType::f32, w,
-                                           &cpu::linear_swiglu_kernel);
+    for (const char* op : {ops::kLinearSwiglu, ops::kLinearSwigluGeluTanh}) {
+      register_kernel<ops::LinearSwigluArgs>(op, DeviceType::cpu, DType::f32, w,
+                                             &cpu::linear_swiglu_kernel);
+    }
   }
 }
 

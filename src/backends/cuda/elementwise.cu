@@ -1,5 +1,5 @@
-// Elementwise CUDA kernels: embedding gather, residual add, SwiGLU, dtype casts and the mask
-// column write of graph replay.
+// Elementwise CUDA kernels: embedding gather, residual add, SwiGLU / GeGLU, dtype casts, logit
+// softcapping and the mask column write of graph replay.
 #include <cstdint>
 
 #include "backends/cuda/cuda_backend.h"
@@ -17,12 +17,12 @@ constexpr int kThreads = 256;
 
 template <class A, class W>
 __global__ void embedding_kernel(const long long* ids, const W* table, A* out, long long rows,
-                                 long long hidden) {
+                                 long long hidden, float scale) {
   pdl_wait();
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i >= rows * hidden) return;
   const long long r = i / hidden, c = i % hidden;
-  out[i] = from_float<A>(to_float(table[ids[r] * hidden + c]));
+  out[i] = from_float<A>(to_float(table[ids[r] * hidden + c]) * scale);
 }
 
 struct AddOp {
@@ -31,6 +31,20 @@ struct AddOp {
 struct SwigluOp {  // SiLU(gate) * up
   __device__ float operator()(float g, float u) const { return g / (1.0f + __expf(-g)) * u; }
 };
+// GELU's tanh approximation (gate) * up, written as g * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3))
+// (the same function; the CPU's kernels take this form too).
+struct GegluOp {
+  __device__ float operator()(float g, float u) const {
+    const float a = g * (1.5957691216057308f + 1.5957691216057308f * 0.044715f * g * g);
+    return g / (1.0f + __expf(-a)) * u;
+  }
+};
+
+__global__ void softcap_kernel(float* x, long long n, float cap) {
+  pdl_wait();
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i < n) x[i] = tanhf(x[i] / cap) * cap;
+}
 
 // out[i] = op(a[i], b[i]), V elements per thread. With V > 1 every pointer is 16-byte aligned
 // and a thread moves 16 bytes per operand: one element per thread (2-byte loads for bf16) ran
@@ -91,7 +105,7 @@ void embedding(const ops::EmbeddingArgs& a) {
       using W = decltype(w);
       launch(embedding_kernel<A, W>, blocks_for(n, kThreads), kThreads, 0,
              stream_of(a.out.device()), a.ids.data<long long>(), a.table.data<W>(), a.out.data<A>(),
-             rows, hidden);
+             rows, hidden, a.scale);
     });
   });
   ANVIL_CUDA_CHECK_LAUNCH();
@@ -112,9 +126,22 @@ void swiglu(const ops::SwigluArgs& a) {
   if (n == 0) return;
   dispatch_float(a.out.dtype(), "swiglu", [&](auto t) {
     using T = decltype(t);
-    launch_binary(a.gate.data<T>(), a.up.data<T>(), a.out.data<T>(), n, SwigluOp{},
-                  stream_of(a.out.device()));
+    if (a.act == ops::GluActivation::gelu_tanh) {
+      launch_binary(a.gate.data<T>(), a.up.data<T>(), a.out.data<T>(), n, GegluOp{},
+                    stream_of(a.out.device()));
+    } else {
+      launch_binary(a.gate.data<T>(), a.up.data<T>(), a.out.data<T>(), n, SwigluOp{},
+                    stream_of(a.out.device()));
+    }
   });
+}
+
+void softcap(const ops::SoftcapArgs& a) {
+  const long long n = a.x.numel();
+  if (n == 0) return;
+  launch(softcap_kernel, blocks_for(n, kThreads), kThreads, 0, stream_of(a.x.device()),
+         a.x.data<float>(), n, a.cap);
+  ANVIL_CUDA_CHECK_LAUNCH();
 }
 
 void cast(const ops::CastArgs& a) {
@@ -153,7 +180,10 @@ void register_cuda_elementwise() {
     }
     register_kernel<ops::AddArgs>(ops::kAdd, DeviceType::cuda, act, act, &add);
     register_kernel<ops::SwigluArgs>(ops::kSwiglu, DeviceType::cuda, act, act, &swiglu);
+    register_kernel<ops::SwigluArgs>(ops::kGluGeluTanh, DeviceType::cuda, act, act, &swiglu);
   }
+  register_kernel<ops::SoftcapArgs>(ops::kSoftcap, DeviceType::cuda, DType::f32, DType::f32,
+                                    &softcap);
   register_kernel<ops::MaskColumnArgs>(ops::kMaskColumn, DeviceType::cuda, DType::i32, DType::i32,
                                        &write_mask_column);
 }

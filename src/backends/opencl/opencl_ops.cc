@@ -183,6 +183,7 @@ void embedding(const ops::EmbeddingArgs& a) {
       .tensor(a.table)
       .tensor(a.out)
       .i64(hidden)
+      .f32(a.scale)
       .run(static_cast<size_t>(hidden), 64, static_cast<size_t>(rows), 1);
 }
 
@@ -385,7 +386,15 @@ void elementwise(const char* kernel_name, const Tensor& a, const Tensor& b, cons
 }
 
 void swiglu(const ops::SwigluArgs& a) {
-  elementwise("swiglu", a.gate, a.up, a.out);
+  elementwise(a.act == ops::GluActivation::gelu_tanh ? "geglu" : "swiglu", a.gate, a.up, a.out);
+}
+
+void softcap(const ops::SoftcapArgs& a) {
+  Launch(a.x.device(), "softcap")
+      .tensor(a.x)
+      .i64(a.x.numel())
+      .f32(a.cap)
+      .run(static_cast<size_t>(a.x.numel()), 64);
 }
 void add(const ops::AddArgs& a) {
   elementwise("add", a.a, a.b, a.out);
@@ -565,6 +574,8 @@ void register_opencl_kernels() {
     }
     register_kernel<ops::RopeArgs>(ops::kRope, dev, DType::f32, DType::f32, &rope);
     register_kernel<ops::SwigluArgs>(ops::kSwiglu, dev, DType::f32, DType::f32, &swiglu);
+    register_kernel<ops::SwigluArgs>(ops::kGluGeluTanh, dev, DType::f32, DType::f32, &swiglu);
+    register_kernel<ops::SoftcapArgs>(ops::kSoftcap, dev, DType::f32, DType::f32, &softcap);
     register_kernel<ops::AddArgs>(ops::kAdd, dev, DType::f32, DType::f32, &add);
     register_kernel<ops::StoreKvArgs>(ops::kStoreKv, dev, DType::f32, DType::f32, &store_kv);
     register_kernel<ops::AttentionArgs>(ops::kAttention, dev, DType::f32, DType::f32, &attention);

@@ -184,11 +184,12 @@ inline float group_max(__local float* tmp, float v) {
 
 #endif
 
-__kernel void embedding(MEM_PARAMS, ulong ids_t, ulong table_t, ulong out_t, long hidden) {
+__kernel void embedding(MEM_PARAMS, ulong ids_t, ulong table_t, ulong out_t, long hidden,
+                        float scale) {
   const long i = get_global_id(0), r = get_global_id(1);
   if (i >= hidden) return;
   const long id = AT(const long, ids_t)[r];
-  AT(float, out_t)[r * hidden + i] = wload(AT(const wstore, table_t), id * hidden + i);
+  AT(float, out_t)[r * hidden + i] = wload(AT(const wstore, table_t), id * hidden + i) * scale;
 }
 
 // One work-group per row.
@@ -637,6 +638,22 @@ __kernel void swiglu(MEM_PARAMS, ulong g_t, ulong u_t, ulong out_t, long n) {
   if (i >= n) return;
   const float g = AT(const float, g_t)[i];
   AT(float, out_t)[i] = g / (1.0f + exp(-g)) * AT(const float, u_t)[i];
+}
+
+// GELU's tanh approximation (gate) * up, as g * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3)).
+__kernel void geglu(MEM_PARAMS, ulong g_t, ulong u_t, ulong out_t, long n) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  const float g = AT(const float, g_t)[i];
+  const float a = g * (1.5957691216057308f + 1.5957691216057308f * 0.044715f * g * g);
+  AT(float, out_t)[i] = g / (1.0f + exp(-a)) * AT(const float, u_t)[i];
+}
+
+__kernel void softcap(MEM_PARAMS, ulong x_t, long n, float cap) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  __global float* x = AT(float, x_t);
+  x[i] = tanh(x[i] / cap) * cap;
 }
 
 __kernel void add(MEM_PARAMS, ulong a_t, ulong b_t, ulong out_t, long n) {
