@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Random small models of every architecture anvil runs (Llama, Mistral, Phi-3, Qwen2, Qwen3: head
-sizes, GQA ratios, biases, tied heads, every RoPE scaling, Phi-3's partial rotary, sliding
-windows, Qwen2/Qwen3's on some layers only, odd vocabulary and MLP sizes) built with
+"""Random small models of every architecture anvil runs (Llama, Mistral, Phi-3, Qwen2, Qwen3,
+Gemma, Gemma 2, Gemma 3: head sizes, GQA ratios, biases, tied heads, every RoPE scaling, Phi-3's
+partial rotary, sliding windows, Qwen2/Qwen3's on some layers only, Gemma 2's softcaps and
+query_pre_attn_scalar, Gemma 3's sliding layers' own RoPE, odd vocabulary and MLP sizes) built with
 transformers, then run by transformers and by anvil's CLI on the same inputs (float32, eager
 attention in transformers, a freshly loaded model per call): logits of a left-padded batch and
 of a long prompt, a greedy continuation, and a beam search of 2-4 beams (eos suppressed
@@ -20,13 +21,16 @@ import json, os, random, subprocess, sys, tempfile
 
 import torch
 from safetensors.torch import load_file
-from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig,
-                          MistralForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config,
-                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+from transformers import (AutoModelForCausalLM, Gemma2Config, Gemma2ForCausalLM,
+                          Gemma3ForCausalLM, Gemma3TextConfig, GemmaConfig, GemmaForCausalLM,
+                          LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
+                          Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
+                          Qwen3ForCausalLM)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'scripts',
                                 'goldens'))
 from make_extra_goldens import scale_weights  # noqa: E402  (the fixtures' weight scaling)
+from make_gemma_goldens import scale_gemma_weights  # noqa: E402  (w of (1 + w) around 0)
 
 anvil = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'build', 'anvil')
 seed, count = int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 12
@@ -72,11 +76,13 @@ def qwen_window(layers):
 
 
 def random_model(i, out):
-    arch = rng.choice(['llama', 'mistral', 'phi3', 'qwen2', 'qwen3'])
+    arch = rng.choice(['llama', 'mistral', 'phi3', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3'])
     heads = rng.choice([1, 2, 3, 4, 6, 8])
     kv = rng.choice([d for d in range(1, heads + 1) if heads % d == 0])
     head_dim = rng.choice([8, 12, 16, 20, 24, 32, 40, 64])
     hidden = heads * head_dim if arch == 'qwen2' or rng.random() < 0.5 else rng.choice([24, 40, 48, 72, 96])
+    if arch in ('gemma2', 'gemma3') and hidden % heads:  # their configs require it
+        hidden = heads * rng.choice([4, 8, 16])
     max_pos = rng.choice([32, 64, 512])
     common = dict(vocab_size=rng.randint(40, 700), hidden_size=hidden,
                   intermediate_size=rng.randint(8, 200), num_hidden_layers=rng.randint(1, 3),
@@ -114,20 +120,43 @@ def random_model(i, out):
     elif arch == 'qwen2':
         cfg = Qwen2Config(**common, **qwen_window(common['num_hidden_layers']))
         model = Qwen2ForCausalLM(cfg)
-    else:
+    elif arch == 'qwen3':
         cfg = Qwen3Config(attention_bias=rng.random() < 0.3, **common,
                           **qwen_window(common['num_hidden_layers']))
         model = Qwen3ForCausalLM(cfg)
-    scale_weights(model)
+    elif arch == 'gemma':
+        cfg = GemmaConfig(attention_bias=rng.random() < 0.3, **common)
+        model = GemmaForCausalLM(cfg)
+    else:
+        gemma = dict(attention_bias=rng.random() < 0.3,
+                     query_pre_attn_scalar=rng.choice([head_dim, 16, 100]),
+                     sliding_window=rng.choice([3, 8, 30, 4096]),  # transformers needs one
+                     attn_logit_softcapping=rng.choice([None, 1.5, 50.0]),
+                     final_logit_softcapping=rng.choice([None, 3.0, 30.0]))
+        if arch == 'gemma2':
+            cfg = Gemma2Config(**gemma, **common)
+            model = Gemma2ForCausalLM(cfg)
+        else:
+            common['rope_parameters'] = {
+                'full_attention': common['rope_parameters'],
+                'sliding_attention': {'rope_type': 'default',
+                                      'rope_theta': rng.choice([100.0, 1000.0, 10000.0])}}
+            cfg = Gemma3TextConfig(sliding_window_pattern=rng.choice([1, 2, 3, 6]), **gemma,
+                                   **common)
+            model = Gemma3ForCausalLM(cfg)
+    (scale_gemma_weights if arch.startswith('gemma') else scale_weights)(model)
     model.save_pretrained(out)
-    partial = common['rope_parameters'].get('partial_rotary_factor', 1.0)
+    rope = common['rope_parameters'].get('full_attention', common['rope_parameters'])
+    partial = rope.get('partial_rotary_factor', 1.0)
     desc = (f"{arch} h={hidden} heads={heads}/{kv} hd={head_dim} "
-            f"rope={common['rope_parameters']['rope_type']}"
+            f"rope={rope['rope_type']}"
             + (f"x{partial}" if partial != 1.0 else '')
             + (f" win={cfg.sliding_window}" if arch in ('mistral', 'phi3') else '')
             + (f" win={cfg.sliding_window}:" + ''.join('s' if t == 'sliding_attention' else 'f'
                                                         for t in cfg.layer_types)
-               if arch in ('qwen2', 'qwen3') and cfg.sliding_window else ''))
+               if arch in ('qwen2', 'qwen3', 'gemma2', 'gemma3') and cfg.sliding_window else '')
+            + (f" cap={cfg.attn_logit_softcapping}/{cfg.final_logit_softcapping}"
+               if arch in ('gemma2', 'gemma3') else ''))
     return model, desc
 
 

@@ -186,14 +186,17 @@ void apply_gemma2(const nlohmann::json& raw, ModelConfig& c, const std::string& 
   apply_gemma_sandwich(raw, c, source, 50.0, 30.0, 2);
 }
 
-// Gemma3TextConfig: Gemma 2's layer with q/k norms, no softcapping by default, the pattern from
-// sliding_window_pattern (the Hub's configs; default 6), and the sliding layers rotating with
+// Gemma3TextConfig: Gemma 2's layer with q/k norms, no final softcapping by default, the pattern
+// from sliding_window_pattern (the Hub's configs; default 6), and the sliding layers rotating with
 // rope_local_base_freq (default 1e4) where rope_parameters does not give them their own.
 void apply_gemma3(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
   std::optional<int64_t> pattern = jf::opt_int(raw, "sliding_window_pattern", source);
   if (!pattern) pattern = jf::opt_int(raw, "_sliding_window_pattern", source);
   if (pattern && *pattern <= 0) jf::fail(source, "sliding_window_pattern", "must be positive");
   apply_gemma_sandwich(raw, c, source, 0.0, 0.0, pattern.value_or(6));
+  // Gemma3Attention keeps attn_logit_softcapping but never hands it to the attention: a config
+  // that sets it computes uncapped scores in transformers, and so here.
+  c.attn_logit_softcapping = 0.0;
   c.qk_norm = true;
   if (!c.sliding_rope) {  // not given per layer type in rope_parameters
     RopeConfig local;

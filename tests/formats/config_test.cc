@@ -494,6 +494,11 @@ TEST(ModelConfig, GemmaFamilyAsTheirConfigsReadThem) {
   EXPECT_EQ(sliding(g3), (S{true, true, true, true, true, false, true}));
   EXPECT_TRUE(g3.qk_norm);
   EXPECT_EQ(g3.attn_logit_softcapping, 0.0);
+  // Gemma3Attention never applies attn_logit_softcapping; the final one it does.
+  const ModelConfig g3caps = gemma("Gemma3ForCausalLM", R"(,"attn_logit_softcapping": 50.0,
+      "final_logit_softcapping": 30.0)");
+  EXPECT_EQ(g3caps.attn_logit_softcapping, 0.0);
+  EXPECT_EQ(g3caps.final_logit_softcapping, 30.0);
   EXPECT_DOUBLE_EQ(g3.rope.theta, 1e6);
   ASSERT_TRUE(g3.sliding_rope);
   EXPECT_DOUBLE_EQ(g3.sliding_rope->theta, 1e4);
