@@ -119,6 +119,11 @@ void convert_gguf_to_hf(const std::string& gguf_path, const std::string& out_dir
     throw Error("convert: --dtype must be f32, bf16 or f16");
   }
   GgufModel m = open_gguf_model(gguf_path);
+  if (m.config.model_type.rfind("gemma", 0) == 0) {
+    throw Error("convert: " + gguf_path + " is a " + m.config.model_type +
+                " model; writing Gemma's config fields and its norms back as w of (1 + w) is "
+                "not implemented (load the GGUF directly instead)");
+  }
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw Error(out_dir + ": cannot create folder: " + ec.message());

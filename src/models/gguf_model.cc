@@ -1,9 +1,10 @@
 // GGUF -> the decoder. llama.cpp's converter permutes the rows of Llama's q and k projections so
 // its interleaved RoPE can use them (convert_hf_to_gguf.py's `permute`); anvil's RoPE is
-// transformers' half-split one, so those rows are put back. Qwen2/Qwen3 files are not permuted
-// (llama.cpp runs them with NEOX, i.e. half-split, RoPE).
+// transformers' half-split one, so those rows are put back. Qwen2/Qwen3, Phi-3 and Gemma files
+// are not permuted (llama.cpp runs them with NEOX, i.e. half-split, RoPE).
 #include "models/gguf_model.h"
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -28,10 +29,15 @@ constexpr ArchInfo kArchs[] = {
     {"qwen2", "Qwen2ForCausalLM", "qwen2", false},
     {"qwen3", "Qwen3ForCausalLM", "qwen3", false},
     {"phi3", "Phi3ForCausalLM", "phi3", false},
+    {"gemma", "GemmaForCausalLM", "gemma", false},
+    {"gemma2", "Gemma2ForCausalLM", "gemma2", false},
+    {"gemma3", "Gemma3ForCausalLM", "gemma3_text", false},
 };
 
-// Hugging Face name -> GGUF name.
-std::string gguf_name(const std::string& hf) {
+// Hugging Face name -> GGUF name. `sandwich`: Gemma 2 / 3's four norms a layer, where
+// post_attention_layernorm is the attention output's norm (llama.cpp's post_attention_norm) and
+// the MLP's input norm is pre_feedforward_layernorm (ffn_norm).
+std::string gguf_name(const std::string& hf, bool sandwich = false) {
   static const std::pair<const char*, const char*> kLayer[] = {
       {"input_layernorm.weight", "attn_norm.weight"},
       {"self_attn.q_proj.weight", "attn_q.weight"},
@@ -55,6 +61,11 @@ std::string gguf_name(const std::string& hf) {
       {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
       {"mlp.gate_up_proj.weight", "ffn_up.weight"},
   };
+  static const std::pair<const char*, const char*> kSandwich[] = {
+      {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+      {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+      {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+  };
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
   if (hf == "lm_head.weight") return "output.weight";
@@ -63,6 +74,11 @@ std::string gguf_name(const std::string& hf) {
     const auto dot = hf.find('.', prefix.size());
     const std::string layer = hf.substr(prefix.size(), dot - prefix.size());
     const std::string rest = hf.substr(dot + 1);
+    if (sandwich) {
+      for (const auto& [h, g] : kSandwich) {
+        if (rest == h) return "blk." + layer + "." + g;
+      }
+    }
     for (const auto& [h, g] : kLayer) {
       if (rest == h) return "blk." + layer + "." + g;
     }
@@ -73,8 +89,12 @@ std::string gguf_name(const std::string& hf) {
 class GgufSource : public WeightSource {
  public:
   GgufSource(std::shared_ptr<const GgufFile> file, bool permuted_qk, int64_t heads,
-             int64_t kv_heads)
-      : file_(std::move(file)), permuted_qk_(permuted_qk), heads_(heads), kv_heads_(kv_heads) {}
+             int64_t kv_heads, bool sandwich)
+      : file_(std::move(file)),
+        permuted_qk_(permuted_qk),
+        sandwich_(sandwich),
+        heads_(heads),
+        kv_heads_(kv_heads) {}
 
   bool contains(const std::string& name) const override { return info(name) != nullptr; }
 
@@ -107,17 +127,20 @@ class GgufSource : public WeightSource {
   }
 
   std::string describe(const std::string& name) const override {
-    return file_->path() + ": tensor '" + gguf_name(name) + "' (" + name + ")";
+    return file_->path() + ": tensor '" + gguf_name(name, sandwich_) + "' (" + name + ")";
   }
 
  private:
   const GgufTensorInfo* info(const std::string& name) const {
-    const std::string g = gguf_name(name);
+    const std::string g = gguf_name(name, sandwich_);
     return g.empty() ? nullptr : file_->find_tensor(g);
   }
   const GgufTensorInfo& need(const std::string& name) const {
     const GgufTensorInfo* t = info(name);
-    if (!t) throw Error(file_->path() + ": no tensor '" + gguf_name(name) + "' (" + name + ")");
+    if (!t) {
+      throw Error(file_->path() + ": no tensor '" + gguf_name(name, sandwich_) + "' (" + name +
+                  ")");
+    }
     return *t;
   }
   // Heads whose rows llama.cpp permuted for this tensor, or 0.
@@ -152,7 +175,7 @@ class GgufSource : public WeightSource {
   }
 
   std::shared_ptr<const GgufFile> file_;
-  bool permuted_qk_;
+  bool permuted_qk_, sandwich_;
   int64_t heads_, kv_heads_;
 };
 
@@ -260,6 +283,60 @@ void read_gguf_phi3(const GgufFile& f, const std::string& a, const std::string& 
   c.recompute_cache_past = c.rope.original_max_position_embeddings;
 }
 
+// Gemma as llama.cpp reads it (src/models/gemma*.cpp): the norms already hold 1 + w (the
+// converter adds the 1), the embedding scaled by sqrt(embedding_length), GeGLU; Gemma 2 / 3 add
+// the four norms a layer, softcaps (attn_logit_softcapping / final_logit_softcapping; Gemma 2's
+// default 50 and 30, Gemma 3's final none), the sliding layers from
+// attention.sliding_window_pattern (an array of flags, or every n-th layer full: Gemma 2's
+// default 2, Gemma 3's 6; 0 makes every layer sliding), a window of attention.sliding_window
+// (Gemma 2's default 4096; Gemma 3 has none without it), the sliding layers' RoPE base
+// rope.freq_base_swa (Gemma 2: the full layers'; Gemma 3: default 1e4, unscaled), and scores
+// scaled by 1/sqrt(embedding_length / head_count) for the 27B shapes (46 / 62 layers), else
+// 1/sqrt(head_dim), which is the rule llama.cpp keeps in place of query_pre_attn_scalar.
+void read_gguf_gemma(const GgufFile& f, const std::string& arch, const std::string& a,
+                     const std::string& path, ModelConfig& c) {
+  c.hidden_act = Activation::gelu_tanh;
+  c.norm_plus_one = false;  // stored as 1 + w already
+  c.embedding_scale = std::sqrt(static_cast<double>(c.hidden_size));
+  if (arch == "gemma") return;
+  c.sandwich_norms = true;
+  c.qk_norm = arch == "gemma3";
+  const bool gemma2 = arch == "gemma2";
+  const bool big = c.num_hidden_layers == (gemma2 ? 46 : 62);
+  c.query_pre_attn_scalar = big ? static_cast<double>(c.hidden_size / c.num_attention_heads)
+                                : static_cast<double>(c.head_dim);
+  c.attn_logit_softcapping = gemma2 ? meta_float(f, a + "attn_logit_softcapping", 50.0) : 0.0;
+  c.final_logit_softcapping = meta_float(f, a + "final_logit_softcapping", gemma2 ? 30.0 : 0.0);
+  if (c.attn_logit_softcapping < 0 || c.final_logit_softcapping < 0) {
+    throw Error(path + ": softcapping values must not be negative");
+  }
+  const int64_t window = meta_int(f, a + "attention.sliding_window", gemma2 ? 4096 : 0);
+  if (window <= 0) return;  // Gemma 3 without a window: every layer full, one RoPE
+  c.sliding_window = window;
+  const auto n = static_cast<size_t>(c.num_hidden_layers);
+  c.sliding_layers.assign(n, false);
+  const GgufValue* pattern = f.find(a + "attention.sliding_window_pattern");
+  if (pattern && pattern->is_array()) {
+    const std::vector<GgufValue> flags = pattern->elements();
+    if (flags.size() != n) {
+      throw Error(path + ": attention.sliding_window_pattern has " + std::to_string(flags.size()) +
+                  " entries for " + std::to_string(n) + " layers");
+    }
+    for (size_t l = 0; l < n; ++l) c.sliding_layers[l] = flags[l].as_bool();
+  } else {
+    const int64_t every = pattern ? static_cast<int64_t>(pattern->as_u64()) : (gemma2 ? 2 : 6);
+    for (size_t l = 0; l < n; ++l) {
+      c.sliding_layers[l] = every == 0 || static_cast<int64_t>(l) % every < every - 1;
+    }
+  }
+  // Gemma 2's sliding layers keep the full layers' scaling; Gemma 3's rotate unscaled.
+  RopeConfig local = gemma2 ? c.rope : RopeConfig{};
+  local.theta = meta_float(f, a + "rope.freq_base_swa", gemma2 ? c.rope.theta : 10000.0);
+  if (!(local.theta > 0)) throw Error(path + ": rope.freq_base_swa must be positive");
+  if (gemma2 && local.theta == c.rope.theta) return;  // one RoPE for every layer
+  c.sliding_rope = local;
+}
+
 }  // namespace
 
 bool is_gguf_path(const std::string& path) {
@@ -316,7 +393,7 @@ GgufModel open_gguf_model(const std::string& path) {
   }
   if (!info) {
     throw Error(path + ": architecture '" + arch +
-                "' is not supported (anvil runs llama, qwen2, qwen3, phi3)");
+                "' is not supported (anvil runs llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3)");
   }
   GgufModel m;
   ModelConfig& c = m.config;
@@ -354,6 +431,7 @@ GgufModel open_gguf_model(const std::string& path) {
     if (c.rope.type == RopeType::yarn) read_gguf_yarn(f, a, path, c);
   }
   if (arch == "phi3") read_gguf_phi3(f, a, path, c);
+  if (arch.rfind("gemma", 0) == 0) read_gguf_gemma(f, arch, a, path, c);
   if (const GgufTensorInfo* freqs = f.find_tensor("rope_freqs.weight")) {
     // Llama 3.1's scaling, baked by llama.cpp into one divisor per frequency.
     if (freqs->type != GgmlType::f32 || freqs->dims.size() != 1 ||
@@ -389,7 +467,7 @@ GgufModel open_gguf_model(const std::string& path) {
     m.chat_template = std::string(t->as_string());
   }
   m.weights = std::make_unique<GgufSource>(file, info->permuted_qk, c.num_attention_heads,
-                                           c.num_key_value_heads);
+                                           c.num_key_value_heads, c.sandwich_norms);
   m.file = file;
   return m;
 }

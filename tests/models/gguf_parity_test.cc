@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "anvil/error.h"
 #include "anvil/model.h"
 #include "models/convert.h"
 #include "temp_dir.h"
@@ -51,8 +52,48 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufParity,
                          ::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny",
                                            "extra/llama3-bias-tiny",
                                            "extra/phi3-longrope-window-tiny",
-                                           "extra/phi3-partial-tiny"),
+                                           "extra/phi3-partial-tiny", "extra/gemma-tiny",
+                                           "extra/gemma2-gguf-tiny", "extra/gemma3-gguf-tiny"),
                          test::ParamName());
+
+// The Gemma family as llama.cpp's converter writes it (scripts/goldens/make_gemma_gguf.py): the
+// norms stored as 1 + w, Gemma 2 / 3's four norms under llama.cpp's names, the softcaps, the
+// sliding layers from attention.sliding_window_pattern with their own RoPE base
+// (rope.freq_base_swa) beside the full layers' linear scaling; 40 greedy tokens past the
+// windows as transformers generates them.
+TEST(GgufParityGemma, LlamaCppLayoutAndMetadata) {
+  for (const std::string name : {"gemma-tiny", "gemma2-gguf-tiny", "gemma3-gguf-tiny"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = test::data_dir() + "/extra/" + name;
+    const auto golden = SafetensorsFile::open(dir + "/golden.safetensors");
+    const CausalLM model = CausalLM::from_pretrained(dir + "/model.gguf");
+    const ModelConfig& c = model.config();
+    EXPECT_EQ(c.hidden_act, Activation::gelu_tanh);
+    EXPECT_FALSE(c.norm_plus_one);  // the file's norms already hold 1 + w
+    if (name == "gemma2-gguf-tiny") {
+      EXPECT_EQ(c.attn_logit_softcapping, 2.0);
+      EXPECT_EQ(c.final_logit_softcapping, 4.0);
+      EXPECT_EQ(c.layer_window(0), 5);
+      EXPECT_EQ(c.layer_window(1), 0);
+      EXPECT_FALSE(c.sliding_rope);
+    }
+    if (name == "gemma3-gguf-tiny") {
+      EXPECT_EQ(c.layer_window(1), 6);
+      EXPECT_EQ(c.layer_window(2), 0);
+      ASSERT_TRUE(c.sliding_rope);
+      EXPECT_DOUBLE_EQ(c.sliding_rope->theta, 1000.0);
+      EXPECT_EQ(c.rope.type, RopeType::linear);
+    }
+    Batch a;
+    a.input_ids = test::id_rows(golden, "input_ids_a");
+    EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"));
+  }
+  // Its Hugging Face form is not written (yet), and says so.
+  test::TempDir out;
+  EXPECT_THROW(
+      convert_gguf_to_hf(test::data_dir() + "/extra/gemma-tiny/model.gguf", out.path(), DType::f32),
+      Error);
+}
 
 // Phi-3 as llama.cpp's converter writes it (scripts/goldens/make_phi3_gguf.py): past the
 // original context the long factors, in the long input's logits and in a generation that
