@@ -66,12 +66,12 @@ int main(int argc, char** argv) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
   // The kernel the decode step takes at this CPU's level (ANVIL_CPU_ISA lowers it).
   const bool wide = cpu::isa() >= cpu::Isa::avx512;
-  using HalfKernel =
-      void (*)(int, const float* const*, const int64_t*, int64_t, const uint16_t*, const uint16_t*,
-               const int32_t*, int64_t, int64_t, int64_t, float, float*, float*, float*, float*);
-  using FloatKernel =
-      void (*)(int, const float* const*, const int64_t*, int64_t, const float*, const float*,
-               const int32_t*, int64_t, int64_t, int64_t, float, float*, float*, float*, float*);
+  using HalfKernel = void (*)(int, const float* const*, const int64_t*, int64_t, const uint16_t*,
+                              const uint16_t*, const int32_t*, int64_t, int64_t, int64_t, float,
+                              float, float*, float*, float*, float*);
+  using FloatKernel = void (*)(int, const float* const*, const int64_t*, int64_t, const float*,
+                               const float*, const int32_t*, int64_t, int64_t, int64_t, float,
+                               float, float*, float*, float*, float*);
   const HalfKernel half_kernel = wide ? HalfKernel{&cpu::attention_rows_partial_avx512}
                                       : HalfKernel{&cpu::attention_rows_partial_avx2};
   const FloatKernel float_kernel = wide ? FloatKernel{&cpu::attention_rows_partial_avx512}
@@ -79,10 +79,10 @@ int main(int argc, char** argv) {
   const auto call = [&](size_t c) {
     if (half) {
       half_kernel(rows, qs.data(), last.data(), 0, kh[c].data(), vh[c].data(), mask.data(), 0, keys,
-                  dim, scale, acc.data(), m.data(), l.data(), scratch.data());
+                  dim, scale, 0.0f, acc.data(), m.data(), l.data(), scratch.data());
     } else {
       float_kernel(rows, qs.data(), last.data(), 0, kf[c].data(), vf[c].data(), mask.data(), 0,
-                   keys, dim, scale, acc.data(), m.data(), l.data(), scratch.data());
+                   keys, dim, scale, 0.0f, acc.data(), m.data(), l.data(), scratch.data());
     }
   };
   for (size_t c = 0; c < kf.size(); ++c) call(c);  // warm

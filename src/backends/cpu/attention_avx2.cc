@@ -119,10 +119,19 @@ void accumulate_values(const float* p, int64_t stride, const KV* v, int64_t nt, 
 constexpr int kChunk = 8 * kBlock;
 constexpr int kMaxRows = 16;
 
+// cap * tanh(s / cap) (Gemma 2's logit softcapping), as softcap512 in kernels_avx512.cc.
+inline __m256 softcap256(__m256 s, float cap) {
+  const __m256 one = _mm256_set1_ps(1.0f), sign_bit = _mm256_set1_ps(-0.0f);
+  const __m256 z = _mm256_mul_ps(s, _mm256_set1_ps(1.0f / cap));
+  const __m256 e = exp256(_mm256_mul_ps(_mm256_andnot_ps(sign_bit, z), _mm256_set1_ps(-2.0f)));
+  const __m256 magnitude = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+  return _mm256_mul_ps(_mm256_or_ps(magnitude, _mm256_and_ps(z, sign_bit)), _mm256_set1_ps(cap));
+}
+
 template <class KV>
 void rows_partial(int rows, const float* const* q, const int64_t* last, int64_t window, const KV* k,
                   const KV* v, const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
-                  float scale, float* acc, float* m, float* l) {
+                  float scale, float softcap, float* acc, float* m, float* l) {
   for (int r = 0; r < rows; ++r) {
     m[r] = -std::numeric_limits<float>::infinity();
     l[r] = 0;
@@ -156,8 +165,9 @@ void rows_partial(int rows, const float* const* q, const int64_t* last, int64_t 
         }
         const auto causal = static_cast<uint32_t>(
             visible_bits(ops::first_visible_key(last[r], window), last[r], t0, nt));
-        const __m256 s = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(sc[r % 2], _mm256_set1_ps(scale)),
-                                          lanes_of(open & causal));
+        const __m256 scaled = _mm256_mul_ps(sc[r % 2], _mm256_set1_ps(scale));
+        const __m256 s = _mm256_blendv_ps(
+            neg_inf, softcap > 0 ? softcap256(scaled, softcap) : scaled, lanes_of(open & causal));
         _mm256_store_ps(p + r * kChunk + b * kBlock, s);
       }
     }
@@ -205,10 +215,10 @@ void rows_partial(int rows, const float* const* q, const int64_t* last, int64_t 
 template <class KV>
 void rows_partial_any(int rows, const float* const* q, const int64_t* last, int64_t window,
                       const KV* k, const KV* v, const int32_t* key_mask, int64_t begin, int64_t end,
-                      int64_t dim, float scale, float* acc, float* m, float* l) {
+                      int64_t dim, float scale, float softcap, float* acc, float* m, float* l) {
   for (int r0 = 0; r0 < rows; r0 += kMaxRows) {
     rows_partial(std::min(kMaxRows, rows - r0), q + r0, last + r0, window, k, v, key_mask, begin,
-                 end, dim, scale, acc + r0 * dim, m + r0, l + r0);
+                 end, dim, scale, softcap, acc + r0 * dim, m + r0, l + r0);
   }
 }
 
@@ -217,15 +227,19 @@ void rows_partial_any(int rows, const float* const* q, const int64_t* last, int6
 void attention_rows_partial_avx2(int rows, const float* const* q, const int64_t* last,
                                  int64_t window, const float* k, const float* v,
                                  const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
-                                 float scale, float* acc, float* m, float* l, float* /*scratch*/) {
-  rows_partial_any(rows, q, last, window, k, v, key_mask, begin, end, dim, scale, acc, m, l);
+                                 float scale, float softcap, float* acc, float* m, float* l,
+                                 float* /*scratch*/) {
+  rows_partial_any(rows, q, last, window, k, v, key_mask, begin, end, dim, scale, softcap, acc, m,
+                   l);
 }
 
 void attention_rows_partial_avx2(int rows, const float* const* q, const int64_t* last,
                                  int64_t window, const uint16_t* k, const uint16_t* v,
                                  const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
-                                 float scale, float* acc, float* m, float* l, float* /*scratch*/) {
-  rows_partial_any(rows, q, last, window, k, v, key_mask, begin, end, dim, scale, acc, m, l);
+                                 float scale, float softcap, float* acc, float* m, float* l,
+                                 float* /*scratch*/) {
+  rows_partial_any(rows, q, last, window, k, v, key_mask, begin, end, dim, scale, softcap, acc, m,
+                   l);
 }
 
 }  // namespace anvil::cpu

@@ -206,11 +206,11 @@ void sdpa_partials(const ops::AttentionArgs& a, Partial rows_partial) {
       own.resize(static_cast<size_t>(state));
     float* st = parts > 1 ? states + id * state : own.data();
     alignas(64) float scratch[kMaxDecodeRows * kAttentionRunKeys];
-    rows_partial(static_cast<int>(rows), qs, last, a.window,
-                 kc + (b * g.kv_heads + kh) * g.cap * g.dim,
-                 vc + (b * g.kv_heads + kh) * g.cap * g.dim, mask + b * g.total,
-                 first_key + part * per_part, std::min(g.total, first_key + (part + 1) * per_part),
-                 g.dim, a.scale, st, st + rows * g.dim, st + rows * g.dim + rows, scratch);
+    rows_partial(
+        static_cast<int>(rows), qs, last, a.window, kc + (b * g.kv_heads + kh) * g.cap * g.dim,
+        vc + (b * g.kv_heads + kh) * g.cap * g.dim, mask + b * g.total, first_key + part * per_part,
+        std::min(g.total, first_key + (part + 1) * per_part), g.dim, a.scale, a.softcap, st,
+        st + rows * g.dim, st + rows * g.dim + rows, scratch);
     if (parts > 1) return;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t s = s0 + r / g.group, h = kh * g.group + r % g.group;
@@ -304,8 +304,16 @@ void sdpa_avx512(const ops::AttentionArgs& a) {
 template <class KV>
 void attention_kernel(const ops::AttentionArgs& a) {
   const int64_t group = a.q.size(2) / a.k_cache.size(1);
-  // Softcapped scores (Gemma 2) go through the scalar kernels, the only ones that cap.
-  if (a.softcap > 0) {
+  const bool avx2_partials =
+      isa() >= Isa::avx2 && attention_avx2_takes(a.q.size(3)) && group <= kMaxDecodeRows;
+  // Softcapped scores (Gemma 2): the partial kernels, which cap, in tiles of queries for a
+  // prompt too (sdpa_avx512's transposed tiles do not); the scalar kernels below AVX2.
+  if (a.softcap > 0 && a.impl == ops::AttentionImpl::sdpa && isa() >= Isa::avx512 &&
+      group <= kMaxDecodeRows) {
+    sdpa_partials<KV>(a, Avx512Partial{});
+  } else if (a.softcap > 0 && a.impl == ops::AttentionImpl::sdpa && avx2_partials) {
+    sdpa_partials<KV>(a, Avx2Partial{});
+  } else if (a.softcap > 0) {
     a.impl == ops::AttentionImpl::eager ? eager<KV>(a) : sdpa<KV>(a);
   } else if (a.impl == ops::AttentionImpl::sdpa && isa() >= Isa::avx512) {
     if (a.q.size(1) * group <= kMaxDecodeRows) {
@@ -313,8 +321,7 @@ void attention_kernel(const ops::AttentionArgs& a) {
     } else {
       sdpa_avx512<KV>(a);
     }
-  } else if (a.impl == ops::AttentionImpl::sdpa && isa() >= Isa::avx2 &&
-             attention_avx2_takes(a.q.size(3)) && group <= kMaxDecodeRows) {
+  } else if (a.impl == ops::AttentionImpl::sdpa && avx2_partials) {
     sdpa_partials<KV>(a, Avx2Partial{});
   } else if (a.impl == ops::AttentionImpl::eager) {
     eager<KV>(a);

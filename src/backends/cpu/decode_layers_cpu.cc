@@ -123,23 +123,26 @@ struct IsaKernels {
   Isa level;
   const Int8Kernels* int8;
   void (*attention_f32)(int, const float* const*, const int64_t*, int64_t, const float*,
-                        const float*, const int32_t*, int64_t, int64_t, int64_t, float, float*,
-                        float*, float*, float*);
+                        const float*, const int32_t*, int64_t, int64_t, int64_t, float, float,
+                        float*, float*, float*, float*);
   void (*attention_f16)(int, const float* const*, const int64_t*, int64_t, const uint16_t*,
-                        const uint16_t*, const int32_t*, int64_t, int64_t, int64_t, float, float*,
-                        float*, float*, float*);
+                        const uint16_t*, const int32_t*, int64_t, int64_t, int64_t, float, float,
+                        float*, float*, float*, float*);
   SwigluRows swiglu;
 
   void attention(int rows, const float* const* q, const int64_t* last, int64_t window,
                  const float* k, const float* v, const int32_t* mask, int64_t begin, int64_t end,
-                 int64_t dim, float scale, float* acc, float* m, float* l, float* scratch) const {
-    attention_f32(rows, q, last, window, k, v, mask, begin, end, dim, scale, acc, m, l, scratch);
+                 int64_t dim, float scale, float softcap, float* acc, float* m, float* l,
+                 float* scratch) const {
+    attention_f32(rows, q, last, window, k, v, mask, begin, end, dim, scale, softcap, acc, m, l,
+                  scratch);
   }
   void attention(int rows, const float* const* q, const int64_t* last, int64_t window,
                  const uint16_t* k, const uint16_t* v, const int32_t* mask, int64_t begin,
-                 int64_t end, int64_t dim, float scale, float* acc, float* m, float* l,
-                 float* scratch) const {
-    attention_f16(rows, q, last, window, k, v, mask, begin, end, dim, scale, acc, m, l, scratch);
+                 int64_t end, int64_t dim, float scale, float softcap, float* acc, float* m,
+                 float* l, float* scratch) const {
+    attention_f16(rows, q, last, window, k, v, mask, begin, end, dim, scale, softcap, acc, m, l,
+                  scratch);
   }
   /// Whether bf16 weights multiply bf16-rounded activations (as the composed product does).
   bool bf16_pairs() const { return level >= Isa::avx512bf16; }
@@ -548,7 +551,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
           kern.attention(static_cast<int>(group), qs, last, L.window,
                          static_cast<const KV*>(L.k_cache) + kh * cap * hd,
                          static_cast<const KV*>(L.v_cache) + kh * cap * hd, mask, t0, t1, hd,
-                         a.scale, st, st + group * hd, st + group * hd + group, work);
+                         a.scale, a.softcap, st, st + group * hd, st + group * hd + group, work);
         }
       }
       clock.mark(2);
@@ -684,7 +687,7 @@ void decode_layers_kernel(const ops::DecodeLayersArgs& a) {
                         group >= 1 && group <= kMaxGroup && a.heads % a.kv_heads == 0 &&
                         a.head_dim % 2 == 0 && a.x.size(1) % 32 == 0 &&
                         (a.heads * a.head_dim) % 32 == 0 && a.gate.size(1) % 32 == 0 &&
-                        (cache == DType::f32 || cache == DType::f16) && a.softcap == 0.0f;
+                        (cache == DType::f32 || cache == DType::f16);
   // AVX2 runs the step with its own kernels where its attention takes the head size (the
   // composed ops' attention does the same, so the results stay theirs).
   const bool isa_ok =
@@ -695,11 +698,10 @@ void decode_layers_kernel(const ops::DecodeLayersArgs& a) {
   if (off || !isa_ok || !shape_ok || !plan(a, kern, &layers)) {
     if (require) {
       throw Error(std::string("decode_layers on cpu: ") +
-                  (!isa_ok ? "the team kernel needs AVX2 (head sizes of whole 8-float vectors) "
-                             "or AVX-512"
-                   : !shape_ok
-                       ? "a shape, cache dtype or softcapping outside the team kernel's path"
-                       : "a weight, norm or bias outside the team kernel's path"));
+                  (!isa_ok     ? "the team kernel needs AVX2 (head sizes of whole 8-float vectors) "
+                                 "or AVX-512"
+                   : !shape_ok ? "a shape or cache dtype outside the team kernel's path"
+                               : "a weight, norm or bias outside the team kernel's path"));
     }
     ops::composed_decode_layers(a);
     return;
@@ -720,8 +722,8 @@ void register_cpu_decode_layers() {
   for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl,
                   DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_xs,
                   DType::f32, DType::bf16, DType::f16}) {
-    // The team kernel takes GeGLU and per-layer RoPE itself and hands the rest of an extended
-    // stack (output norms, softcapping) to the composed ops.
+    // The team kernel takes GeGLU, softcapping and per-layer RoPE itself and hands a stack with
+    // output norms to the composed ops.
     for (const char* op : {ops::kDecodeLayers, ops::kDecodeLayersExtended}) {
       register_kernel<ops::DecodeLayersArgs>(op, DeviceType::cpu, DType::f32, w,
                                              &cpu::decode_layers_kernel);

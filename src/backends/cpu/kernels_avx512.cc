@@ -286,6 +286,17 @@ inline __m512 exp512(__m512 x) {
   return _mm512_maskz_mov_ps(static_cast<__mmask16>(~neg_inf), _mm512_scalef_ps(p, n));
 }
 
+// cap * tanh(s / cap) (Gemma 2's logit softcapping), tanh(z) = sign(z) (1 - e) / (1 + e) with
+// e = exp(-2|z|) from exp512 (0 far out, so tanh 1 there).
+inline __m512 softcap512(__m512 s, float cap) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 z = _mm512_mul_ps(s, _mm512_set1_ps(1.0f / cap));
+  const __m512 e = exp512(_mm512_mul_ps(_mm512_abs_ps(z), _mm512_set1_ps(-2.0f)));
+  const __m512 magnitude = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
+  const __m512 sign = _mm512_and_ps(z, _mm512_set1_ps(-0.0f));
+  return _mm512_mul_ps(_mm512_or_ps(magnitude, sign), _mm512_set1_ps(cap));
+}
+
 // Sums of 4 vectors' lanes, one per lane of the result: a transpose-add tree (independent of
 // the next keys' FMAs, where 4 horizontal reductions were each a serial chain).
 inline __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
@@ -426,8 +437,8 @@ void accumulate_value_block(float* acc, int rc, const float* corr, const float* 
 template <class KV>
 static void attention_rows_range(int rows, const float* const* q, const int64_t* last,
                                  int64_t window, const KV* k, const KV* v, const int32_t* key_mask,
-                                 int64_t begin, int64_t end, int64_t dim, float scale, float* acc,
-                                 float* m, float* l, float* p) {
+                                 int64_t begin, int64_t end, int64_t dim, float scale,
+                                 float softcap, float* acc, float* m, float* l, float* p) {
   constexpr int kBlock = 16, kRun = kAttentionRunKeys, kRunBlocks = kRun / kBlock;
   for (int r = 0; r < rows; ++r) {
     m[r] = -std::numeric_limits<float>::infinity();
@@ -474,7 +485,9 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
         __m512 s[kRunBlocks], top = neg_inf;
         for (int b = 0; b < blocks; ++b) {
           const auto kb = static_cast<__mmask16>(keep >> (b * kBlock));
-          s[b] = _mm512_mask_mov_ps(neg_inf, kb, _mm512_mul_ps(sc[b][i], scale_v));
+          const __m512 scaled = _mm512_mul_ps(sc[b][i], scale_v);
+          s[b] =
+              _mm512_mask_mov_ps(neg_inf, kb, softcap > 0 ? softcap512(scaled, softcap) : scaled);
           top = _mm512_max_ps(top, s[b]);
         }
         const float m_new = std::max(m[r], _mm512_reduce_max_ps(top));
@@ -527,17 +540,19 @@ static void attention_rows_range(int rows, const float* const* q, const int64_t*
 void attention_rows_partial_avx512(int rows, const float* const* q, const int64_t* last,
                                    int64_t window, const float* k, const float* v,
                                    const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
-                                   float scale, float* acc, float* m, float* l, float* scratch) {
-  attention_rows_range(rows, q, last, window, k, v, key_mask, begin, end, dim, scale, acc, m, l,
-                       scratch);
+                                   float scale, float softcap, float* acc, float* m, float* l,
+                                   float* scratch) {
+  attention_rows_range(rows, q, last, window, k, v, key_mask, begin, end, dim, scale, softcap, acc,
+                       m, l, scratch);
 }
 
 void attention_rows_partial_avx512(int rows, const float* const* q, const int64_t* last,
                                    int64_t window, const uint16_t* k, const uint16_t* v,
                                    const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
-                                   float scale, float* acc, float* m, float* l, float* scratch) {
-  attention_rows_range(rows, q, last, window, k, v, key_mask, begin, end, dim, scale, acc, m, l,
-                       scratch);
+                                   float scale, float softcap, float* acc, float* m, float* l,
+                                   float* scratch) {
+  attention_rows_range(rows, q, last, window, k, v, key_mask, begin, end, dim, scale, softcap, acc,
+                       m, l, scratch);
 }
 
 template <class KV>
@@ -549,7 +564,8 @@ static void attention_rows_few(int rows, const float* const* q, float* const* ou
   float* m = acc + rows * dim;  // rows
   float* l = m + rows;          // rows
   float* p = l + rows;          // rows * kAttentionRunKeys
-  attention_rows_range(rows, q, last, window, k, v, key_mask, 0, n_keys, dim, scale, acc, m, l, p);
+  attention_rows_range(rows, q, last, window, k, v, key_mask, 0, n_keys, dim, scale, 0.0f, acc, m,
+                       l, p);
   for (int r = 0; r < rows; ++r) {
     const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
     for (int64_t d = 0; d < dim; ++d) out[r][d] = acc[r * dim + d] * inv;

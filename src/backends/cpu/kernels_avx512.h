@@ -93,12 +93,14 @@ constexpr int kAttentionRunKeys = 64;
 void attention_rows_partial_avx512(int rows, const float* const* q, const int64_t* last,
                                    int64_t window, const float* k, const float* v,
                                    const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
-                                   float scale, float* acc, float* m, float* l, float* scratch);
+                                   float scale, float softcap, float* acc, float* m, float* l,
+                                   float* scratch);
 /// The same over a half-precision cache.
 void attention_rows_partial_avx512(int rows, const float* const* q, const int64_t* last,
                                    int64_t window, const uint16_t* k, const uint16_t* v,
                                    const int32_t* key_mask, int64_t begin, int64_t end, int64_t dim,
-                                   float scale, float* acc, float* m, float* l, float* scratch);
+                                   float scale, float softcap, float* acc, float* m, float* l,
+                                   float* scratch);
 
 /// out[i] = silu(gate[i]) * up[i] = gate / (1 + exp(-gate)) * up, i < n (out may alias).
 void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n);
