@@ -61,6 +61,15 @@ void GgufWriter::add_string_array(const std::string& key, const std::vector<std:
   ++n_kv_;
 }
 
+void GgufWriter::add_bool_array(const std::string& key, const std::vector<bool>& v) {
+  put_string(kv_, key);
+  put<uint32_t>(kv_, static_cast<uint32_t>(GgufValueType::array));
+  put<uint32_t>(kv_, static_cast<uint32_t>(GgufValueType::boolean));
+  put<uint64_t>(kv_, v.size());
+  for (bool b : v) put<uint8_t>(kv_, b ? 1 : 0);
+  ++n_kv_;
+}
+
 void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<uint64_t> dims,
                             Fill fill) {
   if (dims.empty()) throw Error("gguf writer: tensor '" + name + "' has no dimensions");

@@ -23,6 +23,7 @@ class GgufWriter {
   void add_f32(const std::string& key, float v);
   void add_string(const std::string& key, const std::string& v);
   void add_string_array(const std::string& key, const std::vector<std::string>& v);
+  void add_bool_array(const std::string& key, const std::vector<bool>& v);
   /// A tensor of ggml type `type` with dims in ggml order (dims[0] is the innermost, contiguous
   /// one: a Hugging Face [out, in] matrix is {in, out}); `fill` writes its ggml_row_bytes.
   void add_tensor(const std::string& name, GgmlType type, std::vector<uint64_t> dims, Fill fill);

@@ -114,15 +114,64 @@ void fill_constant(std::span<std::byte> out, DType dtype, float value) {
 // vocab_size tokens: the 256 byte tokens, then "<t256>", ... (the model is random: its ids mean
 // nothing). Llama's q/k rows are written unpermuted; the weights are random, so the model is
 // just another random model of the same shape.
+// Gemma's keys as llama.cpp's converter writes them and its gemma* loaders read them
+// (gguf_model.cc, read_gguf_gemma): softcaps, the window, the sliding layers as
+// attention.sliding_window_pattern flags, the sliding layers' RoPE base. What those keys cannot
+// say (another query_pre_attn_scalar than llama.cpp derives, a scaled sliding RoPE, Gemma's
+// untied head) is refused.
+void add_gemma_keys(GgufWriter& w, const std::string& arch, const ModelConfig& c) {
+  const std::string a = arch + ".";
+  if (arch == "gemma") {
+    if (!c.tie_word_embeddings) {
+      throw Error("init-model: llama.cpp's gemma architecture ties the head to token_embd");
+    }
+    return;
+  }
+  const bool big = c.num_hidden_layers == (arch == "gemma2" ? 46 : 62);
+  const double derived = big ? static_cast<double>(c.hidden_size / c.num_attention_heads)
+                             : static_cast<double>(c.head_dim);
+  if (c.query_pre_attn_scalar.value_or(derived) != derived) {
+    throw Error("init-model: GGUF has no query_pre_attn_scalar (llama.cpp scales " + arch +
+                " scores by 1/sqrt(" + std::to_string(static_cast<int64_t>(derived)) +
+                ") for this shape, not 1/sqrt(" + std::to_string(*c.query_pre_attn_scalar) +
+                ")); write a safetensors folder");
+  }
+  if (arch == "gemma2") {
+    w.add_f32(a + "attn_logit_softcapping", static_cast<float>(c.attn_logit_softcapping));
+  }
+  w.add_f32(a + "final_logit_softcapping", static_cast<float>(c.final_logit_softcapping));
+  if (!c.has_sliding_window()) {
+    if (arch == "gemma2") {  // llama.cpp's gemma2 always has one (default 4096)
+      throw Error("init-model: llama.cpp's gemma2 needs a sliding window; this config has none");
+    }
+    return;
+  }
+  w.add_u32(a + "attention.sliding_window", static_cast<uint32_t>(*c.sliding_window));
+  std::vector<bool> sliding;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) sliding.push_back(c.layer_window(l) > 0);
+  w.add_bool_array(a + "attention.sliding_window_pattern", sliding);
+  if (c.sliding_rope) {
+    if (c.sliding_rope->type != RopeType::standard) {
+      throw Error("init-model: llama.cpp rotates " + arch +
+                  "'s sliding layers unscaled; this config scales them");
+    }
+    w.add_f32(a + "rope.freq_base_swa", static_cast<float>(c.sliding_rope->theta));
+  }
+}
+
 void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const GgufQuantPlan& plan,
                       const std::string& dtype_name, const std::string& path) {
   // llama.cpp's converter writes Mistral as llama; it has no sliding window to write.
-  const std::string arch = c.model_type == "mistral" ? "llama" : c.model_type;
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
-    throw Error("init-model: a GGUF file needs a llama, mistral, qwen2 or qwen3 model, not '" +
-                arch + "'");
+  const std::string arch = c.model_type == "mistral"       ? "llama"
+                           : c.model_type == "gemma3_text" ? "gemma3"
+                                                           : c.model_type;
+  const bool gemma = arch.rfind("gemma", 0) == 0;
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && !gemma) {
+    throw Error(
+        "init-model: a GGUF file needs a llama, mistral, qwen2, qwen3 or gemma (1-3) model, not '" +
+        arch + "'");
   }
-  if (c.has_sliding_window()) {
+  if (c.has_sliding_window() && !gemma) {
     throw Error("init-model: GGUF (llama.cpp) has no sliding-window attention (sliding_window " +
                 std::to_string(*c.sliding_window) + "); write a safetensors folder instead");
   }
@@ -153,6 +202,7 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
   w.add_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
   w.add_f32(a + "rope.freq_base", static_cast<float>(c.rope.theta));
   add_rope_scaling(w, arch, c.rope);
+  if (gemma) add_gemma_keys(w, arch, c);
   // A byte-level BPE vocabulary with no merges: the 256 byte tokens first (so any text
   // tokenizes, byte by byte), placeholders after. The merges list, though empty, is there:
   // llama.cpp refuses a gpt2 tokenizer without one.
@@ -214,7 +264,10 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
       constant(p + "attn_q_norm.weight", hd, 1.0f);
       constant(p + "attn_k_norm.weight", hd, 1.0f);
     }
+    // Gemma's norms are stored as 1 + w (llama.cpp's converter adds the 1): 1 for w = 0 too.
+    if (c.sandwich_norms) constant(p + "post_attention_norm.weight", h, 1.0f);
     constant(p + "ffn_norm.weight", h, 1.0f);
+    if (c.sandwich_norms) constant(p + "post_ffw_norm.weight", h, 1.0f);
     matrix(p + "ffn_gate.weight", inter, h);
     matrix(p + "ffn_up.weight", inter, h);
     matrix(p + "ffn_down.weight", h, inter, MatrixRole::ffn_down, i);

@@ -343,6 +343,56 @@ TEST(InitModelGgufFloat, FloatTensorsMatchTheSafetensorsFolder) {
   }
 }
 
+// The Gemma family as GGUF (llama.cpp's keys and names, norms as 1 + w): the same logits as the
+// safetensors folder of the same seed, for Gemma 2 (softcaps, windows on alternate layers) and
+// Gemma 3 (a pattern of 3, its sliding layers' own RoPE base, a linear-scaled full layer);
+// Q8_0 blocks load too; what GGUF cannot say is refused.
+TEST(InitModelGgufGemma, SameLogitsAsTheSafetensorsFolder) {
+  test::TempDir dir;
+  const std::string common = R"("vocab_size": 300, "hidden_size": 64, "intermediate_size": 96,
+      "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "head_dim": 32, "query_pre_attn_scalar": 32, "sliding_window": 5, "bos_token_id": 2,
+      "eos_token_id": 1, "pad_token_id": 0)";
+  const std::vector<std::pair<std::string, std::string>> configs = {
+      {"gemma2", R"({"architectures": ["Gemma2ForCausalLM"], "attn_logit_softcapping": 3.0,
+          "final_logit_softcapping": 6.0, )" +
+                     common + "}"},
+      {"gemma3", R"({"architectures": ["Gemma3ForCausalLM"], "sliding_window_pattern": 3,
+          "rope_theta": 50000.0, "rope_local_base_freq": 2000.0,
+          "rope_scaling": {"rope_type": "linear", "factor": 2.0}, )" +
+                     common + "}"},
+  };
+  for (const auto& [name, text] : configs) {
+    SCOPED_TRACE(name);
+    const std::string config = dir.file(name + ".json");
+    std::ofstream(config) << text;
+    init_model(config, dir.file(name + "-st"), 5, "f32");
+    init_model(config, dir.file(name + "-gguf"), 5, "f32", InitFormat::gguf);
+    init_model(config, dir.file(name + "-q8"), 5, "q8_0");
+    const CausalLM st = CausalLM::from_pretrained(dir.file(name + "-st"));
+    const CausalLM gg = CausalLM::from_pretrained(dir.file(name + "-gguf") + "/model.gguf");
+    EXPECT_EQ(gg.config().architecture, st.config().architecture);
+    Batch b;
+    b.input_ids = {{2, 5, 9, 22, 7, 3, 100, 4, 8, 15, 16, 23, 42}};
+    const auto got = gg.logits(b).to_f32_vector(), want = st.logits(b).to_f32_vector();
+    ASSERT_EQ(got.size(), want.size());
+    const auto [max_diff, max_abs] = logit_gap(got, want);
+    EXPECT_LE(max_diff, 1e-5f * max_abs + 1e-6f);
+    EXPECT_GT(max_abs, 0.1f);
+    const CausalLM q8 = CausalLM::from_pretrained(dir.file(name + "-q8") + "/model.gguf");
+    const auto q = q8.logits(b).to_f32_vector();
+    EXPECT_LE(logit_gap(q, want).max_diff, 0.1f * max_abs);  // Q8_0 rounding, not another model
+  }
+  // query_pre_attn_scalar other than llama.cpp's rule (the safetensors fixture's 24, head_dim 32).
+  try {
+    init_model(test::data_dir() + "/extra/gemma3-text-tiny/model/config.json", dir.file("no"), 1,
+               "q8_0");
+    ADD_FAILURE() << "a GGUF without the model's attention scale was written";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("query_pre_attn_scalar"), std::string::npos) << e.what();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, InitModelGguf,
                          ::testing::Values(DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0,
                                            DType::q5_1),
