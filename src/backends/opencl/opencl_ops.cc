@@ -457,6 +457,7 @@ void attention(const ops::AttentionArgs& a) {
       .maybe(a.past_on_device)
       .i32(a.past_on_device.defined())
       .i64(a.window)
+      .f32(a.softcap)
       .local((5 * kGroup + 256) * sizeof(float))  // reductions, value partials, q (dim <= 256)
       .run(static_cast<size_t>(items) * kGroup, kGroup);
 }
@@ -505,6 +506,7 @@ void rope_attention(const ops::RopeAttentionArgs& a) {
       .maybe(t.past_on_device)
       .i32(t.past_on_device.defined())
       .i64(t.window)
+      .f32(t.softcap)
       .local(5 * kAttentionGroup * sizeof(float))
       .run(static_cast<size_t>(items) * kAttentionGroup, kAttentionGroup);
 }
@@ -579,6 +581,8 @@ void register_opencl_kernels() {
     register_kernel<ops::AddArgs>(ops::kAdd, dev, DType::f32, DType::f32, &add);
     register_kernel<ops::StoreKvArgs>(ops::kStoreKv, dev, DType::f32, DType::f32, &store_kv);
     register_kernel<ops::AttentionArgs>(ops::kAttention, dev, DType::f32, DType::f32, &attention);
+    register_kernel<ops::AttentionArgs>(ops::kAttentionSoftcap, dev, DType::f32, DType::f32,
+                                        &attention);
     register_kernel<ops::ArgmaxArgs>(ops::kArgmax, dev, DType::f32, DType::f32, &argmax);
     register_kernel<ops::RepetitionPenaltyArgs>(ops::kRepetitionPenalty, dev, DType::f32,
                                                 DType::f32, &repetition_penalty);

@@ -688,8 +688,8 @@ inline long first_visible_key(long at, long window) {
 // (knew, vnew) instead of the cache. tmp: 5 get_local_size(0) floats.
 inline void attend(__local const float* qs, __global const float* kc, __global const float* vc,
                    __global const int* mrow, __global float* sc, __global float* out, long first,
-                   long limit, int dim, float scale, int newest, __local const float* knew,
-                   __local const float* vnew, __local float* tmp) {
+                   long limit, int dim, float scale, float softcap, int newest,
+                   __local const float* knew, __local const float* vnew, __local float* tmp) {
   const int lid = get_local_id(0), n = get_local_size(0);
   __local float* part = tmp + n;  // [4 n / dim][dim] partial value sums
   const int dim4 = dim / 4 * 4;
@@ -707,6 +707,7 @@ inline void attend(__local const float* qs, __global const float* kc, __global c
         for (int d = dim4; d < dim; ++d) dsum += qs[d] * kr[d];
       }
       score = dsum * scale;
+      if (softcap > 0.0f) score = tanh(score / softcap) * softcap;  // Gemma 2
     }
     sc[t] = score;
     m = fmax(m, score);
@@ -769,7 +770,7 @@ inline void attend(__local const float* qs, __global const float* kc, __global c
 __kernel void attention(MEM_PARAMS, ulong q_t, ulong k_t, ulong v_t, ulong m_t, ulong out_t,
                         ulong sc_t, int seq, int heads, int kv_heads, int dim, long cap, long past,
                         int mask_width, long keys, float scale, ulong p_t, int has_dev,
-                        long window, __local float* tmp) {
+                        long window, float softcap, __local float* tmp) {
   if (has_dev) past = AT(const int, p_t)[0];
   const long item = get_group_id(0);  // (b * seq + s) * heads + h
   const int h = item % heads;
@@ -785,7 +786,7 @@ __kernel void attention(MEM_PARAMS, ulong q_t, ulong k_t, ulong v_t, ulong m_t, 
   attend(qs, AT(const float, k_t) + base * dim, AT(const float, v_t) + base * dim,
          AT(const int, m_t) + b * mask_width, AT(float, sc_t) + item * keys,
          AT(float, out_t) + item * dim, first_visible_key(past + s, window), past + s, dim, scale,
-         0, qs, qs, tmp);
+         softcap, 0, qs, qs, tmp);
 }
 
 // rope_store and attention of one decode token per row in one launch: one work-group per
@@ -796,7 +797,7 @@ __kernel void rope_attention(MEM_PARAMS, ulong q_t, ulong k_t, ulong v_t, ulong 
                              int has_norm, float eps, ulong pos_t, ulong f_t, float scaling,
                              ulong kc_t, ulong vc_t, ulong m_t, ulong out_t, ulong sc_t, int heads,
                              int kv_heads, int dim, long cap, long past, int mask_width, long keys,
-                             float scale, ulong p_t, int has_dev, long window,
+                             float scale, ulong p_t, int has_dev, long window, float softcap,
                              __local float* tmp) {
   __local float qs[256], knew[256], vnew[256];
   if (has_dev) past = AT(const int, p_t)[0];
@@ -821,8 +822,8 @@ __kernel void rope_attention(MEM_PARAMS, ulong q_t, ulong k_t, ulong v_t, ulong 
     }
   }
   attend(qs, kc, vc, AT(const int, m_t) + b * mask_width, AT(float, sc_t) + item * keys,
-         AT(float, out_t) + item * dim, first_visible_key(past, window), past, dim, scale, 1, knew,
-         vnew, tmp);
+         AT(float, out_t) + item * dim, first_visible_key(past, window), past, dim, scale, softcap,
+         1, knew, vnew, tmp);
 }
 
 __kernel void mask_column(MEM_PARAMS, ulong m_t, ulong v_t, ulong i_t, long rows, long width) {
