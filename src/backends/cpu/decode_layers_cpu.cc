@@ -47,8 +47,10 @@ namespace {
 
 constexpr int64_t kGroupRows = kPackRows;  // rows per group of the repacked weights
 constexpr int64_t kMaxGroup = 16;          // query heads per KV head the attention kernel takes
-constexpr size_t kPhases = 1;              // per layer: attention (RoPE and the merge inside)
-constexpr size_t kProducts = 4;            // per layer: q/k/v, o, gate/up, down
+// Per layer: attention (RoPE and the merge inside), and the residual adds of the normalised
+// attention and MLP outputs where a layer has output norms (Gemma 2 / 3; empty otherwise).
+constexpr size_t kPhases = 3;
+constexpr size_t kProducts = 4;  // per layer: q/k/v, o, gate/up, down
 
 // A product of the step: repacked weights (Q8_0 / Q4_0 / Q4_1), else the stored rows of any
 // other block type the int8 kernels take (llama.cpp's K-quant files mix Q5_0, Q4_K, Q6_K...),
@@ -202,6 +204,8 @@ struct Layer {
   const float *input_norm, *post_norm, *q_norm = nullptr, *k_norm = nullptr;
   void *k_cache, *v_cache;
   int64_t window = 0;  // sliding window (ops::AttentionArgs::window)
+  // Output norms (ops::DecoderLayerTensors::attn_out_norm / mlp_out_norm), else null.
+  const float *attn_out_norm = nullptr, *mlp_out_norm = nullptr;
   // The layer's own RoPE frequencies (ops::DecoderLayerTensors::inv_freq), else null.
   const float* inv_freq = nullptr;
   float rope_scaling = 1.0f;
@@ -475,6 +479,10 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
     pr[0].reset(L.q.groups + L.k.groups + L.v.groups, members, min_piece(bytes_per_group(L.q)),
                 lanes(0));
     ph[0].reset(nkv * layer_keys[li].parts, 1);
+    // A normalised output's residual add, in chunks of the hidden size (none without the norm).
+    const int64_t fold_chunk = (h + 2 * members - 1) / (2 * members);
+    ph[1].reset(L.attn_out_norm ? h : 0, fold_chunk);
+    ph[2].reset(L.mlp_out_norm ? h : 0, fold_chunk);
     pr[1].reset(L.o.groups, members, min_piece(bytes_per_group(L.o)), lanes(1));
     pr[2].reset(L.gate.groups, members, min_piece(bytes_per_group(L.gate) + bytes_per_group(L.up)),
                 lanes(2));
@@ -488,6 +496,23 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
   auto member = [&](int64_t t64) {
     const int me = static_cast<int>(t64);
     MemberScratch& my = scratch_all[t64];
+    // x += rms_norm(y) * w over the chunks of `phase` this member claims, y's scale taken once
+    // over the whole finished product as the composed rms_norm and add compute it; then the
+    // other members' chunks are waited for. Without a norm the products were added as they came.
+    const auto fold_normed = [&](Phase& phase, const float* y, const float* w) {
+      if (!w) return;
+      float inv = 0.0f;
+      bool scaled = false;
+      int64_t e0 = 0, e1 = 0;
+      for (; phase.claim(&e0, &e1); phase.finished()) {
+        if (!scaled) {
+          inv = rms_inverse(y, h, a.eps);
+          scaled = true;
+        }
+        for (int64_t e = e0; e < e1; ++e) x[e] += w[e] * (y[e] * inv);
+      }
+      phase.wait();
+    };
     my.normed.resize(static_cast<size_t>(std::max(h, inter)));
     my.heads.resize(static_cast<size_t>((group + 1) * hd));
     my.attn.resize(static_cast<size_t>(nh * hd));
@@ -572,10 +597,11 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
           ready = true;
         }
         run_piece(kern, L.o, piece, L.lanes[1], xf, proj);
-        add_lane_rows(piece, proj, h, x);
+        if (!L.attn_out_norm) add_lane_rows(piece, proj, h, x);
       }
       clock.mark(5);
       pr[1].wait();
+      fold_normed(ph[1], proj, L.attn_out_norm);
       clock.mark(6);
       // Post-attention norm, gate and up over the same groups, SwiGLU on them.
       for (bool ready = false; pr[2].claim(me, &piece); pr[2].finished(lane_items(piece))) {
@@ -602,10 +628,11 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
           ready = true;
         }
         run_piece(kern, L.down, piece, L.lanes[3], xf, proj);
-        add_lane_rows(piece, proj, h, x);
+        if (!L.mlp_out_norm) add_lane_rows(piece, proj, h, x);
       }
       clock.mark(9);
       pr[3].wait();
+      fold_normed(ph[2], proj, L.mlp_out_norm);
       clock.mark(10);
     }
   };
@@ -659,9 +686,14 @@ bool plan(const ops::DecodeLayersArgs& a, const IsaKernels& kern, std::vector<La
       L.q_norm = t.q_norm.data<float>();
       L.k_norm = t.k_norm.data<float>();
     }
-    // Output norms (Gemma 2 and 3) need the whole product before the residual add, which the
-    // team's split phases do not wait for: such a stack runs composed.
-    if (t.attn_out_norm.defined() || t.mlp_out_norm.defined()) return false;
+    if (t.attn_out_norm.defined()) {
+      if (!f32_vector(t.attn_out_norm, h)) return false;
+      L.attn_out_norm = t.attn_out_norm.data<float>();
+    }
+    if (t.mlp_out_norm.defined()) {
+      if (!f32_vector(t.mlp_out_norm, h)) return false;
+      L.mlp_out_norm = t.mlp_out_norm.data<float>();
+    }
     if (t.inv_freq.defined()) {
       if (!f32_vector(t.inv_freq, hd / 2)) return false;
       L.inv_freq = t.inv_freq.data<float>();
@@ -722,8 +754,7 @@ void register_cpu_decode_layers() {
   for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl,
                   DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_xs,
                   DType::f32, DType::bf16, DType::f16}) {
-    // The team kernel takes GeGLU, softcapping and per-layer RoPE itself and hands a stack with
-    // output norms to the composed ops.
+    // The team kernel takes GeGLU, softcapping, output norms and per-layer RoPE itself.
     for (const char* op : {ops::kDecodeLayers, ops::kDecodeLayersExtended}) {
       register_kernel<ops::DecodeLayersArgs>(op, DeviceType::cpu, DType::f32, w,
                                              &cpu::decode_layers_kernel);

@@ -17,10 +17,8 @@
 
 namespace anvil::cpu {
 
-/// out = weight * (x / sqrt(mean(x^2) + eps)) over d values (float32 math as transformers'
-/// LlamaRMSNorm); out may be x.
-template <class W>
-inline void rms_norm_row(const float* x, const W* w, int64_t d, float eps, float* out) {
+/// 1 / sqrt(mean(x^2) + eps) over d values, the factor rms_norm_row scales by.
+inline float rms_inverse(const float* x, int64_t d, float eps) {
   float acc[8] = {};
   int64_t j = 0;
   for (; j + 8 <= d; j += 8) {
@@ -29,8 +27,15 @@ inline void rms_norm_row(const float* x, const W* w, int64_t d, float eps, float
   float ss = 0;
   for (float v : acc) ss += v;
   for (; j < d; ++j) ss += x[j] * x[j];
-  const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + eps);
-  for (j = 0; j < d; ++j) out[j] = widen(w[j]) * (x[j] * inv);
+  return 1.0f / std::sqrt(ss / static_cast<float>(d) + eps);
+}
+
+/// out = weight * (x / sqrt(mean(x^2) + eps)) over d values (float32 math as transformers'
+/// LlamaRMSNorm); out may be x.
+template <class W>
+inline void rms_norm_row(const float* x, const W* w, int64_t d, float eps, float* out) {
+  const float inv = rms_inverse(x, d, eps);
+  for (int64_t j = 0; j < d; ++j) out[j] = widen(w[j]) * (x[j] * inv);
 }
 
 /// cos/sin (times the attention scaling) of one token's RoPE angles, half values each. A zero
