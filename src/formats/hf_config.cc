@@ -258,7 +258,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   c.num_hidden_layers = positive(j, "num_hidden_layers", source);
   c.num_attention_heads = positive(j, "num_attention_heads", source);
   c.num_key_value_heads =
-      jf::opt_int(j, "num_key_value_heads", source).value_or(c.num_attention_heads);
+      jf::opt_int(j, "num_key_value_heads", source)
+          .value_or(arch.default_kv_heads > 0 ? arch.default_kv_heads : c.num_attention_heads);
   if (c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads != 0) {
     jf::fail(source, "num_key_value_heads",
              "must divide num_attention_heads (" + std::to_string(c.num_attention_heads) +
@@ -266,6 +267,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   }
   if (jf::find(j, "head_dim")) {
     c.head_dim = positive(j, "head_dim", source);
+  } else if (arch.default_head_dim > 0) {
+    c.head_dim = arch.default_head_dim;
   } else {
     if (c.hidden_size % c.num_attention_heads != 0) {
       jf::fail(source, "hidden_size",
@@ -278,7 +281,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
       jf::opt_int(j, "max_position_embeddings", source).value_or(arch.default_max_positions);
   c.rms_norm_eps = jf::opt_number(j, "rms_norm_eps", source).value_or(arch.default_rms_norm_eps);
   if (c.rms_norm_eps <= 0) jf::fail(source, "rms_norm_eps", "must be positive");
-  c.tie_word_embeddings = jf::opt_bool(j, "tie_word_embeddings", source).value_or(false);
+  c.tie_word_embeddings =
+      jf::opt_bool(j, "tie_word_embeddings", source).value_or(arch.default_tie_word_embeddings);
   parse_rope(j, arch, c, source);
   c.dtype = parse_dtype_field(j, source);
   c.eos_token_ids = jf::int_or_list(j, "eos_token_id", source);

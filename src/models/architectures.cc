@@ -218,9 +218,12 @@ constexpr Architecture kArchitectures[] = {
     {"Phi3ForCausalLM", "phi3", 4096, 1e-5, 4096, true, true, &apply_phi3},
     {"Qwen2ForCausalLM", "qwen2", 32768, 1e-6, 0, false, false, &apply_qwen2},
     {"Qwen3ForCausalLM", "qwen3", 32768, 1e-6, 0, false, false, &apply_qwen3},
-    {"GemmaForCausalLM", "gemma", 8192, 1e-6, 0, false, false, &apply_gemma},
-    {"Gemma2ForCausalLM", "gemma2", 8192, 1e-6, 0, false, false, &apply_gemma2},
-    {"Gemma3ForCausalLM", "gemma3_text", 131072, 1e-6, 0, false, false, &apply_gemma3, 1e6, true},
+    {"GemmaForCausalLM", "gemma", 8192, 1e-6, 0, false, false, &apply_gemma, 10000.0, false, 256,
+     16, true},
+    {"Gemma2ForCausalLM", "gemma2", 8192, 1e-6, 0, false, false, &apply_gemma2, 10000.0, false, 256,
+     4, true},
+    {"Gemma3ForCausalLM", "gemma3_text", 131072, 1e-6, 0, false, false, &apply_gemma3, 1e6, true,
+     256, 4, true},
 };
 
 std::string supported_list() {

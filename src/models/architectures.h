@@ -34,6 +34,12 @@ struct Architecture {
   /// rope_parameters may hold one set per layer type, {"full_attention": ...,
   /// "sliding_attention": ...} (Gemma3TextConfig).
   bool rope_per_layer_type = false;
+  /// head_dim when config.json leaves it out (0: hidden_size / num_attention_heads).
+  int64_t default_head_dim = 0;
+  /// num_key_value_heads when config.json leaves it out (0: num_attention_heads).
+  int64_t default_kv_heads = 0;
+  /// tie_word_embeddings when config.json leaves it out (Gemma's configs: true).
+  bool default_tie_word_embeddings = false;
 };
 
 /// Finds the architecture named by config.json's `architectures[0]` (or, when absent, its

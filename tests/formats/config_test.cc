@@ -437,7 +437,8 @@ TEST(ModelConfig, GemmaFamilyAsTheirConfigsReadThem) {
     return ModelConfig::from_json_text(
         R"({"architectures": [")" + arch +
             R"("], "vocab_size": 10, "hidden_size": 16, "intermediate_size": 8,
-            "num_hidden_layers": 7, "num_attention_heads": 2, "head_dim": 8)" +
+            "num_hidden_layers": 7, "num_attention_heads": 2, "num_key_value_heads": 2,
+            "head_dim": 8)" +
             extra + "}",
         "config.json");
   };
@@ -465,6 +466,20 @@ TEST(ModelConfig, GemmaFamilyAsTheirConfigsReadThem) {
   EXPECT_FALSE(g1.has_sliding_window());
   EXPECT_EQ(g1.final_logit_softcapping, 0.0);
   EXPECT_EQ(gemma("GemmaForCausalLM", "").hidden_act, Activation::gelu_tanh);
+  // The config classes' own defaults where a field is missing: head_dim 256, a tied head, and
+  // GemmaConfig's 16 / Gemma2Config's and Gemma3TextConfig's 4 key/value heads.
+  for (const auto& [arch, kv] : {std::pair<std::string, int64_t>{"GemmaForCausalLM", 16},
+                                 {"Gemma2ForCausalLM", 4},
+                                 {"Gemma3ForCausalLM", 4}}) {
+    const ModelConfig d = ModelConfig::from_json_text(
+        R"({"architectures": [")" + arch + R"("], "vocab_size": 10, "hidden_size": 32,
+            "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 16})",
+        "config.json");
+    EXPECT_EQ(d.head_dim, 256) << arch;
+    EXPECT_EQ(d.num_key_value_heads, kv) << arch;
+    EXPECT_TRUE(d.tie_word_embeddings) << arch;
+  }
+  EXPECT_FALSE(gemma("GemmaForCausalLM", R"(,"tie_word_embeddings": false)").tie_word_embeddings);
 
   // Gemma 2: softcaps 50 / 30 and query_pre_attn_scalar 256 by default, null turns a cap off;
   // windows of 4096 on the even layers unless layer_types says otherwise.
