@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Random small models of every architecture anvil runs (Llama, Mistral, Phi-3, Qwen2, Qwen3,
-Gemma, Gemma 2, Gemma 3: head sizes, GQA ratios, biases, tied heads, every RoPE scaling, Phi-3's
+Gemma, Gemma 2, Gemma 3, SmolLM3: head sizes, GQA ratios, biases, tied heads, every RoPE scaling, Phi-3's
 partial rotary, sliding windows, Qwen2/Qwen3's on some layers only, Gemma 2's softcaps and
 query_pre_attn_scalar, Gemma 3's sliding layers' own RoPE, odd vocabulary and MLP sizes) built with
 transformers, then run by transformers and by anvil's CLI on the same inputs (float32, eager
@@ -25,7 +25,7 @@ from transformers import (AutoModelForCausalLM, Gemma2Config, Gemma2ForCausalLM,
                           Gemma3ForCausalLM, Gemma3TextConfig, GemmaConfig, GemmaForCausalLM,
                           LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
                           Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
-                          Qwen3ForCausalLM)
+                          Qwen3ForCausalLM, SmolLM3Config, SmolLM3ForCausalLM)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'scripts',
                                 'goldens'))
@@ -76,7 +76,8 @@ def qwen_window(layers):
 
 
 def random_model(i, out):
-    arch = rng.choice(['llama', 'mistral', 'phi3', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3'])
+    arch = rng.choice(['llama', 'mistral', 'phi3', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3',
+                       'smollm3'])
     heads = rng.choice([1, 2, 3, 4, 6, 8])
     kv = rng.choice([d for d in range(1, heads + 1) if heads % d == 0])
     head_dim = rng.choice([8, 12, 16, 20, 24, 32, 40, 64])
@@ -124,6 +125,15 @@ def random_model(i, out):
         cfg = Qwen3Config(attention_bias=rng.random() < 0.3, **common,
                           **qwen_window(common['num_hidden_layers']))
         model = Qwen3ForCausalLM(cfg)
+    elif arch == 'smollm3':  # NoPE layers from an interval or a list, windows on them or none
+        layers = common['num_hidden_layers']
+        nope = (dict(no_rope_layer_interval=rng.choice([1, 2, 3])) if rng.random() < 0.5 else
+                dict(no_rope_layers=[rng.choice([0, 1]) for _ in range(layers)]))
+        window = (dict(use_sliding_window=True, sliding_window=rng.choice([3, 8]))
+                  if rng.random() < 0.4 else {})
+        cfg = SmolLM3Config(attention_bias=rng.random() < 0.3, mlp_bias=rng.random() < 0.3,
+                            **nope, **window, **common)
+        model = SmolLM3ForCausalLM(cfg)
     elif arch == 'gemma':
         cfg = GemmaConfig(attention_bias=rng.random() < 0.3, **common)
         model = GemmaForCausalLM(cfg)
@@ -154,7 +164,9 @@ def random_model(i, out):
             + (f" win={cfg.sliding_window}" if arch in ('mistral', 'phi3') else '')
             + (f" win={cfg.sliding_window}:" + ''.join('s' if t == 'sliding_attention' else 'f'
                                                         for t in cfg.layer_types)
-               if arch in ('qwen2', 'qwen3', 'gemma2', 'gemma3') and cfg.sliding_window else '')
+               if arch in ('qwen2', 'qwen3', 'gemma2', 'gemma3', 'smollm3') and cfg.sliding_window
+               else '')
+            + (" rope:" + ''.join(str(f) for f in cfg.no_rope_layers) if arch == 'smollm3' else '')
             + (f" cap={cfg.attn_logit_softcapping}/{cfg.final_logit_softcapping}"
                if arch in ('gemma2', 'gemma3') else ''))
     return model, desc

@@ -103,6 +103,9 @@ struct ModelConfig {
   /// rope_local_base_freq, or rope_parameters.sliding_attention); unset: every layer rotates
   /// with `rope`.
   std::optional<RopeConfig> sliding_rope;
+  /// Which layers rotate q and k at all (SmolLM3's no_rope_layers: 1 rotates, 0 is a NoPE
+  /// layer); empty: every layer.
+  std::vector<bool> rope_layers;
   std::optional<DType> dtype;  ///< `torch_dtype` / `dtype`, when the file says
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> bos_token_id, pad_token_id;
@@ -123,6 +126,11 @@ struct ModelConfig {
     return sliding_layers.empty() ? sliding_window.has_value()
                                   : layer < static_cast<int64_t>(sliding_layers.size()) &&
                                         sliding_layers[static_cast<size_t>(layer)];
+  }
+  /// Whether layer `layer` applies RoPE (false for SmolLM3's NoPE layers).
+  bool layer_rotates(int64_t layer) const {
+    return rope_layers.empty() || layer >= static_cast<int64_t>(rope_layers.size()) ||
+           rope_layers[static_cast<size_t>(layer)];
   }
   /// Whether any layer has a sliding window.
   bool has_sliding_window() const {

@@ -1,7 +1,7 @@
 // LlamaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
-// GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM: the differences between them, as in
-// modeling_llama.py, modeling_mistral.py, modeling_phi3.py, modeling_qwen2.py, modeling_qwen3.py,
-// modeling_gemma.py, modeling_gemma2.py and modeling_gemma3.py.
+// GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, SmolLM3ForCausalLM: the differences
+// between them, as in modeling_llama.py, modeling_mistral.py, modeling_phi3.py,
+// modeling_qwen2.py, modeling_qwen3.py, modeling_gemma*.py and modeling_smollm3.py.
 #include "models/architectures.h"
 
 #include <cmath>
@@ -212,6 +212,43 @@ void apply_gemma3(const nlohmann::json& raw, ModelConfig& c, const std::string& 
   }
 }
 
+// SmolLM3Config: Llama's layer (attention_bias on q/k/v/o, mlp_bias) where the layers
+// no_rope_layers marks 0 skip RoPE (NoPE), by default every no_rope_layer_interval-th (4); a
+// window, with use_sliding_window and a sliding_window, on the layers layer_types names, by
+// default the NoPE ones.
+void apply_smollm3(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  read_activation(raw, c, source, "hidden_act", "silu", false);
+  const bool bias = jf::opt_bool(raw, "attention_bias", source).value_or(false);
+  c.qkv_bias = c.o_bias = bias;
+  c.mlp_bias = jf::opt_bool(raw, "mlp_bias", source).value_or(false);
+  c.qk_norm = false;
+  const auto n = static_cast<size_t>(c.num_hidden_layers);
+  c.rope_layers.clear();
+  const nlohmann::json* flags = jf::find(raw, "no_rope_layers");
+  if (flags && !flags->is_null()) {
+    if (!flags->is_array() || flags->size() != n) {
+      jf::fail(source, "no_rope_layers",
+               "must list one 0 or 1 per layer (" + std::to_string(n) + "), got " + flags->dump());
+    }
+    for (const nlohmann::json& f : *flags) {
+      if (!f.is_number_integer() || (f != 0 && f != 1)) {
+        jf::fail(source, "no_rope_layers", "holds " + f.dump() + "; expected 0 or 1");
+      }
+      c.rope_layers.push_back(f == 1);
+    }
+  } else {
+    const int64_t every = jf::opt_int(raw, "no_rope_layer_interval", source).value_or(4);
+    if (every <= 0) jf::fail(source, "no_rope_layer_interval", "must be positive");
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) c.rope_layers.push_back((l + 1) % every != 0);
+  }
+  c.sliding_window.reset();
+  c.sliding_layers.clear();
+  if (!jf::opt_bool(raw, "use_sliding_window", source).value_or(false)) return;
+  read_sliding_window(raw, c, source, std::nullopt);
+  if (!c.sliding_window || read_layer_types(raw, c, source)) return;
+  for (size_t l = 0; l < n; ++l) c.sliding_layers.push_back(!c.rope_layers[l]);
+}
+
 constexpr Architecture kArchitectures[] = {
     {"LlamaForCausalLM", "llama", 2048, 1e-6, 0, false, false, &apply_llama},
     {"MistralForCausalLM", "mistral", 4096 * 32, 1e-6, 0, false, false, &apply_mistral},
@@ -224,6 +261,8 @@ constexpr Architecture kArchitectures[] = {
      4, true},
     {"Gemma3ForCausalLM", "gemma3_text", 131072, 1e-6, 0, false, false, &apply_gemma3, 1e6, true,
      256, 4, true},
+    {"SmolLM3ForCausalLM", "smollm3", 32768, 1e-6, 0, false, false, &apply_smollm3, 10000.0, false,
+     0, 4, true},
 };
 
 std::string supported_list() {

@@ -93,6 +93,8 @@ class Decoder {
   float rope_scaling_ = 1.0f;
   // The sliding layers' own RoPE (ModelConfig::sliding_rope), else undefined.
   Tensor sliding_inv_freq_;
+  // All-zero frequencies, which rotate nothing: SmolLM3's NoPE layers (else undefined).
+  Tensor no_rope_inv_freq_;
   float sliding_rope_scaling_ = 1.0f;
   float embedding_scale_ = 1.0f;
   // The sequence length the current frequencies were computed for: dynamic NTK's state as

@@ -312,7 +312,8 @@ TEST(ModelConfig, BadFieldsNameTheFileAndField) {
     EXPECT_EQ(std::string(e.what()),
               "x/config.json: unknown architecture 'GPT2LMHeadModel' (anvil supports "
               "LlamaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM, "
-              "Qwen3ForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)");
+              "Qwen3ForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
+              "SmolLM3ForCausalLM)");
   }
   try {
     ModelConfig::from_json_text(R"({"architectures": ["Qwen3ForCausalLM"]})", "x/config.json");
@@ -547,6 +548,49 @@ TEST(ModelConfig, GemmaFamilyAsTheirConfigsReadThem) {
   EXPECT_EQ(gemma("LlamaForCausalLM", R"(,"hidden_act": "gelu_pytorch_tanh")").hidden_act,
             Activation::gelu_tanh);
   EXPECT_NE(error("LlamaForCausalLM", R"(,"hidden_act": "relu")").find("'relu'"),
+            std::string::npos);
+}
+
+// SmolLM3Config: NoPE layers from no_rope_layers or every no_rope_layer_interval-th (4), the
+// window (with use_sliding_window) on the NoPE layers unless layer_types says otherwise.
+TEST(ModelConfig, SmolLM3NoPeLayersAndWindows) {
+  const auto smollm3 = [](const std::string& extra) {
+    return ModelConfig::from_json_text(
+        R"({"architectures": ["SmolLM3ForCausalLM"], "vocab_size": 10, "hidden_size": 16,
+            "intermediate_size": 8, "num_hidden_layers": 8, "num_attention_heads": 4)" +
+            extra + "}",
+        "config.json");
+  };
+  const auto rotates = [](const ModelConfig& c) {
+    std::vector<bool> r;
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) r.push_back(c.layer_rotates(l));
+    return r;
+  };
+  using B = std::vector<bool>;
+  const ModelConfig d = smollm3("");
+  EXPECT_EQ(rotates(d), (B{true, true, true, false, true, true, true, false}));
+  EXPECT_EQ(d.num_key_value_heads, 4);
+  EXPECT_TRUE(d.tie_word_embeddings);
+  EXPECT_FALSE(d.has_sliding_window());
+  const ModelConfig w = smollm3(R"(,"no_rope_layer_interval": 3, "use_sliding_window": true,
+      "sliding_window": 16)");
+  EXPECT_EQ(rotates(w), (B{true, true, false, true, true, false, true, true}));
+  EXPECT_EQ(w.layer_window(2), 16);
+  EXPECT_EQ(w.layer_window(3), 0);
+  // A window without use_sliding_window is not one.
+  EXPECT_FALSE(smollm3(R"(,"sliding_window": 16)").has_sliding_window());
+  const auto error = [&](const std::string& extra) {
+    try {
+      smollm3(extra);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error(R"(,"no_rope_layers": [1, 0])").find("no_rope_layers"), std::string::npos);
+  EXPECT_NE(error(R"(,"no_rope_layers": [1, 0, 2, 1, 1, 1, 1, 1])").find("0 or 1"),
+            std::string::npos);
+  EXPECT_NE(error(R"(,"no_rope_layer_interval": 0)").find("no_rope_layer_interval"),
             std::string::npos);
 }
 

@@ -153,6 +153,17 @@ TEST(ExtraParity, Gemma3TextLocalRopeQkNormsWindows) {
   check_parity_and_long_generation(extra("gemma3-text-tiny"));
 }
 
+// scripts/goldens/make_smollm3_goldens.py: SmolLM3's NoPE layers (every 2nd from
+// no_rope_layer_interval, Hub-style config; then an explicit no_rope_layers whose NoPE layers
+// carry a window of 5).
+TEST(ExtraParity, SmolLM3NoPeLayersFromTheInterval) {
+  check_parity_and_long_generation(extra("smollm3-nope-tiny"));
+}
+
+TEST(ExtraParity, SmolLM3WindowsOnTheNoPeLayers) {
+  check_parity_and_long_generation(extra("smollm3-window-tiny"));
+}
+
 TEST(ExtraParity, Phi3FusedLongropeWindow) {
   check_parity_and_long_generation(extra("phi3-longrope-window-tiny"));
 }
