@@ -4,7 +4,10 @@
   in the Hub's style: no_rope_layers dropped, rope_theta at the top), attention biases, GQA, a
   tied head;
 - smollm3-window-tiny: no_rope_layers [1, 0, 0, 1] and use_sliding_window with a window of 5,
-  which SmolLM3Config puts on the NoPE layers; MLP biases, an untied head.
+  which SmolLM3Config puts on the NoPE layers; MLP biases, an untied head;
+- smollm3-gguf-tiny: the default interval of 4 (llama.cpp's, which it does not store) over 5
+  layers, written as llama.cpp's converter writes SmolLM3 (LlamaModel: q/k rows permuted), with
+  its transformers goldens and the GGUF only.
 Made with transformers 5.25 (torch 2.15, CPU, float32, eager attention); the golden layout of
 make_window_goldens.py (gen_a, gen_long_a).
 Usage: make_smollm3_goldens.py OUT_DIR
@@ -12,12 +15,43 @@ Usage: make_smollm3_goldens.py OUT_DIR
 import json
 import os
 import sys
+import tempfile
 
+import numpy as np
 import torch
+from gguf import GGUFWriter
 from transformers import SmolLM3Config, SmolLM3ForCausalLM
 
 sys.path.insert(0, os.path.dirname(__file__))
-from make_rope_goldens import write_fixture  # noqa: E402
+from make_extra_goldens import goldens, scale_weights  # noqa: E402
+from make_rope_goldens import with_gen_a, write_fixture  # noqa: E402
+from make_tiny_ggufs import NAMES, add_placeholder_vocab, gguf_name, load_tensors, permute  # noqa: E402
+
+
+def write_gguf(model_dir, out):
+    cfg = json.load(open(f"{model_dir}/config.json"))
+    heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    w = GGUFWriter(out, "smollm3")
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv)
+    w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    add_placeholder_vocab(w, cfg)
+    for hf, t in load_tensors(model_dir).items():
+        if hf.endswith("q_proj.weight"):
+            t = permute(t, heads)
+        if hf.endswith("k_proj.weight"):
+            t = permute(t, kv)
+        w.add_tensor(gguf_name(hf, NAMES), np.ascontiguousarray(t.astype(np.float32)))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print(out, os.path.getsize(out))
 
 
 def hub_style(path):
@@ -54,6 +88,21 @@ def main():
     assert cfg.layer_types == ["full_attention", "sliding_attention", "sliding_attention",
                                "full_attention"]
     write_fixture(SmolLM3ForCausalLM(cfg), out, "smollm3-window-tiny", long=True)
+
+    cfg = SmolLM3Config(vocab_size=260, hidden_size=64, intermediate_size=96, num_hidden_layers=5,
+                        num_attention_heads=4, num_key_value_heads=1, rms_norm_eps=1e-6,
+                        tie_word_embeddings=True, max_position_embeddings=512, bos_token_id=1,
+                        eos_token_id=2, pad_token_id=0)
+    assert cfg.no_rope_layers == [1, 1, 1, 0, 1]
+    model = SmolLM3ForCausalLM(cfg)
+    scale_weights(model)
+    folder = f"{out}/smollm3-gguf-tiny"
+    os.makedirs(folder, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(f"{tmp}/model")
+        goldens(f"{tmp}/model", f"{folder}/golden.safetensors")
+        with_gen_a(f"{tmp}/model", f"{folder}/golden.safetensors", long=True)
+        write_gguf(f"{tmp}/model", f"{folder}/model.gguf")
     print("ok")
 
 

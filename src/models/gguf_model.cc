@@ -32,6 +32,7 @@ constexpr ArchInfo kArchs[] = {
     {"gemma", "GemmaForCausalLM", "gemma", false},
     {"gemma2", "Gemma2ForCausalLM", "gemma2", false},
     {"gemma3", "Gemma3ForCausalLM", "gemma3_text", false},
+    {"smollm3", "SmolLM3ForCausalLM", "smollm3", true},
 };
 
 // Hugging Face name -> GGUF name. `sandwich`: Gemma 2 / 3's four norms a layer, where
@@ -393,7 +394,8 @@ GgufModel open_gguf_model(const std::string& path) {
   }
   if (!info) {
     throw Error(path + ": architecture '" + arch +
-                "' is not supported (anvil runs llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3)");
+                "' is not supported (anvil runs llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3, "
+                "smollm3)");
   }
   GgufModel m;
   ModelConfig& c = m.config;
@@ -432,6 +434,10 @@ GgufModel open_gguf_model(const std::string& path) {
   }
   if (arch == "phi3") read_gguf_phi3(f, a, path, c);
   if (arch.rfind("gemma", 0) == 0) read_gguf_gemma(f, arch, a, path, c);
+  if (arch == "smollm3") {
+    // llama.cpp's smollm3 (src/models/smollm3.cpp): every 4th layer a NoPE layer, not stored.
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) c.rope_layers.push_back((l + 1) % 4 != 0);
+  }
   if (const GgufTensorInfo* freqs = f.find_tensor("rope_freqs.weight")) {
     // Llama 3.1's scaling, baked by llama.cpp into one divisor per frequency.
     if (freqs->type != GgmlType::f32 || freqs->dims.size() != 1 ||

@@ -53,7 +53,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufParity,
                                            "extra/llama3-bias-tiny",
                                            "extra/phi3-longrope-window-tiny",
                                            "extra/phi3-partial-tiny", "extra/gemma-tiny",
-                                           "extra/gemma2-gguf-tiny", "extra/gemma3-gguf-tiny"),
+                                           "extra/gemma2-gguf-tiny", "extra/gemma3-gguf-tiny",
+                                           "extra/smollm3-gguf-tiny"),
                          test::ParamName());
 
 // The Gemma family as llama.cpp's converter writes it (scripts/goldens/make_gemma_gguf.py): the
@@ -61,7 +62,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufParity,
 // sliding layers from attention.sliding_window_pattern with their own RoPE base
 // (rope.freq_base_swa) beside the full layers' linear scaling; 40 greedy tokens past the
 // windows as transformers generates them.
-TEST(GgufParityGemma, LlamaCppLayoutAndMetadata) {
+TEST(GgufParityGemma, LlamaCppLayoutAndMetadataAndSmolLM3) {
   for (const std::string name : {"gemma-tiny", "gemma2-gguf-tiny", "gemma3-gguf-tiny"}) {
     SCOPED_TRACE(name);
     const std::string dir = test::data_dir() + "/extra/" + name;
@@ -88,7 +89,16 @@ TEST(GgufParityGemma, LlamaCppLayoutAndMetadata) {
     a.input_ids = test::id_rows(golden, "input_ids_a");
     EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"));
   }
-  // Its Hugging Face form is not written (yet), and says so.
+  // SmolLM3 as llama.cpp reads it: every 4th layer a NoPE layer (not stored), q/k permuted.
+  const std::string dir = test::data_dir() + "/extra/smollm3-gguf-tiny";
+  const auto golden = SafetensorsFile::open(dir + "/golden.safetensors");
+  const CausalLM smollm3 = CausalLM::from_pretrained(dir + "/model.gguf");
+  EXPECT_FALSE(smollm3.config().layer_rotates(3));
+  EXPECT_TRUE(smollm3.config().layer_rotates(4));
+  Batch a;
+  a.input_ids = test::id_rows(golden, "input_ids_a");
+  EXPECT_EQ(smollm3.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"));
+  // Gemma's Hugging Face form is not written (yet), and says so.
   test::TempDir out;
   EXPECT_THROW(
       convert_gguf_to_hf(test::data_dir() + "/extra/gemma-tiny/model.gguf", out.path(), DType::f32),
