@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Random small models of every architecture anvil runs (Llama, Mistral, Phi-3, Qwen2, Qwen3,
-Gemma, Gemma 2, Gemma 3, SmolLM3: head sizes, GQA ratios, biases, tied heads, every RoPE scaling, Phi-3's
+Gemma, Gemma 2, Gemma 3, SmolLM3, OLMo 2: head sizes, GQA ratios, biases, tied heads, every RoPE scaling, Phi-3's
 partial rotary, sliding windows, Qwen2/Qwen3's on some layers only, Gemma 2's softcaps and
 query_pre_attn_scalar, Gemma 3's sliding layers' own RoPE, odd vocabulary and MLP sizes) built with
 transformers, then run by transformers and by anvil's CLI on the same inputs (float32, eager
@@ -25,7 +25,8 @@ from transformers import (AutoModelForCausalLM, Gemma2Config, Gemma2ForCausalLM,
                           Gemma3ForCausalLM, Gemma3TextConfig, GemmaConfig, GemmaForCausalLM,
                           LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
                           Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
-                          Qwen3ForCausalLM, SmolLM3Config, SmolLM3ForCausalLM)
+                          Qwen3ForCausalLM, SmolLM3Config, SmolLM3ForCausalLM, Olmo2Config,
+                          Olmo2ForCausalLM)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'scripts',
                                 'goldens'))
@@ -77,7 +78,7 @@ def qwen_window(layers):
 
 def random_model(i, out):
     arch = rng.choice(['llama', 'mistral', 'phi3', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3',
-                       'smollm3'])
+                       'smollm3', 'olmo2'])
     heads = rng.choice([1, 2, 3, 4, 6, 8])
     kv = rng.choice([d for d in range(1, heads + 1) if heads % d == 0])
     head_dim = rng.choice([8, 12, 16, 20, 24, 32, 40, 64])
@@ -134,6 +135,9 @@ def random_model(i, out):
         cfg = SmolLM3Config(attention_bias=rng.random() < 0.3, mlp_bias=rng.random() < 0.3,
                             **nope, **window, **common)
         model = SmolLM3ForCausalLM(cfg)
+    elif arch == 'olmo2':
+        cfg = Olmo2Config(attention_bias=rng.random() < 0.3, **common)
+        model = Olmo2ForCausalLM(cfg)
     elif arch == 'gemma':
         cfg = GemmaConfig(attention_bias=rng.random() < 0.3, **common)
         model = GemmaForCausalLM(cfg)

@@ -69,6 +69,11 @@ struct ModelConfig {
   bool o_bias = false;    ///< the output projection carries a bias
   bool mlp_bias = false;
   bool qk_norm = false;  ///< per-head RMSNorm of q and k before RoPE (Qwen3)
+  /// RMSNorm of the whole q and k projections (all heads at once) before RoPE (OLMo 2).
+  bool qk_norm_full = false;
+  /// The attention and the MLP read the residual stream without an input norm; their outputs
+  /// are normalised instead (OLMo 2's post_attention_layernorm / post_feedforward_layernorm).
+  bool output_norms_only = false;
   /// q/k/v stored as one qkv_proj and gate/up as one gate_up_proj (Phi-3), split at load.
   bool fused_projections = false;
   /// generate() drops the KV cache and recomputes the whole sequence at the step that takes it

@@ -1,7 +1,8 @@
 // LlamaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
-// GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, SmolLM3ForCausalLM: the differences
-// between them, as in modeling_llama.py, modeling_mistral.py, modeling_phi3.py,
-// modeling_qwen2.py, modeling_qwen3.py, modeling_gemma*.py and modeling_smollm3.py.
+// GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, SmolLM3ForCausalLM, Olmo2ForCausalLM:
+// the differences between them, as in modeling_llama.py, modeling_mistral.py, modeling_phi3.py,
+// modeling_qwen2.py, modeling_qwen3.py, modeling_gemma*.py, modeling_smollm3.py and
+// modeling_olmo2.py.
 #include "models/architectures.h"
 
 #include <cmath>
@@ -249,6 +250,18 @@ void apply_smollm3(const nlohmann::json& raw, ModelConfig& c, const std::string&
   for (size_t l = 0; l < n; ++l) c.sliding_layers.push_back(!c.rope_layers[l]);
 }
 
+// Olmo2Config: no input norms (post_attention_layernorm and post_feedforward_layernorm
+// normalise the attention's and the MLP's outputs before their residual adds), q and k each
+// RMS-normalised as a whole projection before RoPE, attention_bias on q/k/v/o.
+void apply_olmo2(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  read_activation(raw, c, source, "hidden_act", "silu", false);
+  const bool bias = jf::opt_bool(raw, "attention_bias", source).value_or(false);
+  c.qkv_bias = c.o_bias = bias;
+  c.mlp_bias = c.qk_norm = false;
+  c.qk_norm_full = true;
+  c.output_norms_only = true;
+}
+
 constexpr Architecture kArchitectures[] = {
     {"LlamaForCausalLM", "llama", 2048, 1e-6, 0, false, false, &apply_llama},
     {"MistralForCausalLM", "mistral", 4096 * 32, 1e-6, 0, false, false, &apply_mistral},
@@ -263,6 +276,7 @@ constexpr Architecture kArchitectures[] = {
      256, 4, true},
     {"SmolLM3ForCausalLM", "smollm3", 32768, 1e-6, 0, false, false, &apply_smollm3, 10000.0, false,
      0, 4, true},
+    {"Olmo2ForCausalLM", "olmo2", 2048, 1e-5, 0, false, false, &apply_olmo2},
 };
 
 std::string supported_list() {

@@ -216,34 +216,35 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
       const bool own_rope =
           sliding_inv_freq_.defined() && c.is_sliding_layer(static_cast<int64_t>(li));
       const bool no_rope = !c.layer_rotates(static_cast<int64_t>(li));
-      layer_tensors_.push_back(
-          {.input_norm = L.input_layernorm,
-           .q = L.q_proj,
-           .k = L.k_proj,
-           .v = L.v_proj,
-           .q_bias = L.q_bias,
-           .k_bias = L.k_bias,
-           .v_bias = L.v_bias,
-           .q_norm = c.qk_norm ? L.q_norm : Tensor(),
-           .k_norm = c.qk_norm ? L.k_norm : Tensor(),
-           .o = L.o_proj,
-           .o_bias = L.o_bias,
-           .post_norm = L.post_attention_layernorm,
-           .gate = L.gate_proj,
-           .gate_bias = L.gate_bias,
-           .up = L.up_proj,
-           .up_bias = L.up_bias,
-           .down = L.down_proj,
-           .down_bias = L.down_bias,
-           .k_cache = Tensor(),
-           .v_cache = Tensor(),
-           .window = c.layer_window(static_cast<int64_t>(li)),
-           .attn_out_norm = L.attn_out_norm,
-           .mlp_out_norm = L.mlp_out_norm,
-           .inv_freq = no_rope    ? no_rope_inv_freq_
-                       : own_rope ? sliding_inv_freq_
-                                  : Tensor(),
-           .rope_scaling = own_rope && !no_rope ? sliding_rope_scaling_ : 1.0f});
+      layer_tensors_.push_back({.input_norm = L.input_layernorm,
+                                .q = L.q_proj,
+                                .k = L.k_proj,
+                                .v = L.v_proj,
+                                .q_bias = L.q_bias,
+                                .k_bias = L.k_bias,
+                                .v_bias = L.v_bias,
+                                .q_norm = c.qk_norm ? L.q_norm : Tensor(),
+                                .k_norm = c.qk_norm ? L.k_norm : Tensor(),
+                                .o = L.o_proj,
+                                .o_bias = L.o_bias,
+                                .post_norm = L.post_attention_layernorm,
+                                .gate = L.gate_proj,
+                                .gate_bias = L.gate_bias,
+                                .up = L.up_proj,
+                                .up_bias = L.up_bias,
+                                .down = L.down_proj,
+                                .down_bias = L.down_bias,
+                                .k_cache = Tensor(),
+                                .v_cache = Tensor(),
+                                .window = c.layer_window(static_cast<int64_t>(li)),
+                                .attn_out_norm = L.attn_out_norm,
+                                .mlp_out_norm = L.mlp_out_norm,
+                                .inv_freq = no_rope    ? no_rope_inv_freq_
+                                            : own_rope ? sliding_inv_freq_
+                                                       : Tensor(),
+                                .rope_scaling = own_rope && !no_rope ? sliding_rope_scaling_ : 1.0f,
+                                .q_full_norm = c.qk_norm_full ? L.q_norm : Tensor(),
+                                .k_full_norm = c.qk_norm_full ? L.k_norm : Tensor()});
     }
   }
   for (size_t li = 0; li < layer_tensors_.size(); ++li) {

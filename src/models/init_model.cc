@@ -372,7 +372,7 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
   normal("model.embed_tokens.weight", {c.vocab_size, h});
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    constant(p + "input_layernorm.weight", {h}, unit_norm);
+    if (!c.output_norms_only) constant(p + "input_layernorm.weight", {h}, unit_norm);
     if (c.fused_projections) {
       normal(p + "self_attn.qkv_proj.weight", {q_out + 2 * kv_out, h});
     } else {
@@ -391,7 +391,12 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
       constant(p + "self_attn.q_norm.weight", {hd}, unit_norm);
       constant(p + "self_attn.k_norm.weight", {hd}, unit_norm);
     }
+    if (c.qk_norm_full) {
+      constant(p + "self_attn.q_norm.weight", {q_out}, unit_norm);
+      constant(p + "self_attn.k_norm.weight", {kv_out}, unit_norm);
+    }
     constant(p + "post_attention_layernorm.weight", {h}, unit_norm);
+    if (c.output_norms_only) constant(p + "post_feedforward_layernorm.weight", {h}, unit_norm);
     if (c.sandwich_norms) {
       constant(p + "pre_feedforward_layernorm.weight", {h}, unit_norm);
       constant(p + "post_feedforward_layernorm.weight", {h}, unit_norm);

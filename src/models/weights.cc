@@ -134,7 +134,7 @@ std::vector<std::pair<std::string, Shape>> hf_weight_names(const ModelConfig& c)
   out.push_back({"model.embed_tokens.weight", {c.vocab_size, h}});
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    out.push_back({p + "input_layernorm.weight", {h}});
+    if (!c.output_norms_only) out.push_back({p + "input_layernorm.weight", {h}});
     if (c.fused_projections) {
       out.push_back({p + "self_attn.qkv_proj.weight", {q_out + 2 * kv_out, h}});
     } else {
@@ -153,7 +153,12 @@ std::vector<std::pair<std::string, Shape>> hf_weight_names(const ModelConfig& c)
       out.push_back({p + "self_attn.q_norm.weight", {hd}});
       out.push_back({p + "self_attn.k_norm.weight", {hd}});
     }
+    if (c.qk_norm_full) {
+      out.push_back({p + "self_attn.q_norm.weight", {q_out}});
+      out.push_back({p + "self_attn.k_norm.weight", {kv_out}});
+    }
     out.push_back({p + "post_attention_layernorm.weight", {h}});
+    if (c.output_norms_only) out.push_back({p + "post_feedforward_layernorm.weight", {h}});
     if (c.sandwich_norms) {
       out.push_back({p + "pre_feedforward_layernorm.weight", {h}});
       out.push_back({p + "post_feedforward_layernorm.weight", {h}});
@@ -199,7 +204,7 @@ ModelWeights load_weights(const WeightSource& source, const ModelConfig& c,
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     LayerWeights l;
-    l.input_layernorm = s.get_norm(p + "input_layernorm.weight", h);
+    if (!c.output_norms_only) l.input_layernorm = s.get_norm(p + "input_layernorm.weight", h);
     if (c.fused_projections) {  // Phi-3: rows q, then k, then v; views, no copies
       const Tensor qkv =
           s.get(p + "self_attn.qkv_proj.weight", {q_out + 2 * kv_out, h}, order(qkv_rows));
@@ -220,7 +225,15 @@ ModelWeights load_weights(const WeightSource& source, const ModelConfig& c,
       l.q_norm = s.get_norm(p + "self_attn.q_norm.weight", hd, order(head_rows));
       l.k_norm = s.get_norm(p + "self_attn.k_norm.weight", hd, order(head_rows));
     }
-    if (c.sandwich_norms) {  // Gemma 2 / 3: post_attention_layernorm is the attention's output's
+    if (c.qk_norm_full) {  // OLMo 2: over the whole projections
+      l.q_norm = s.get_norm(p + "self_attn.q_norm.weight", q_out);
+      l.k_norm = s.get_norm(p + "self_attn.k_norm.weight", kv_out);
+    }
+    if (c.output_norms_only) {  // OLMo 2: the norms of the attention's and the MLP's outputs
+      l.attn_out_norm = s.get_norm(p + "post_attention_layernorm.weight", h);
+      l.mlp_out_norm = s.get_norm(p + "post_feedforward_layernorm.weight", h);
+    } else if (c.sandwich_norms) {  // Gemma 2 / 3: post_attention_layernorm is the attention's
+                                    // output's
       l.attn_out_norm = s.get_norm(p + "post_attention_layernorm.weight", h);
       l.post_attention_layernorm = s.get_norm(p + "pre_feedforward_layernorm.weight", h);
       l.mlp_out_norm = s.get_norm(p + "post_feedforward_layernorm.weight", h);

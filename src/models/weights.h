@@ -18,7 +18,8 @@ struct LayerWeights {
   Tensor input_layernorm;
   Tensor q_proj, k_proj, v_proj, o_proj;
   Tensor q_bias, k_bias, v_bias, o_bias;  ///< undefined when the architecture has none
-  Tensor q_norm, k_norm;                  ///< Qwen3 only
+  Tensor q_norm, k_norm;  ///< per head [head_dim] (Qwen3, Gemma 3), or whole [heads * head_dim]
+                          ///< (OLMo 2's qk_norm_full)
   /// The MLP's input norm: post_attention_layernorm, or Gemma 2 / 3's pre_feedforward_layernorm.
   Tensor post_attention_layernorm;
   /// Gemma 2 / 3 (sandwich_norms): the norms of the attention's output (their

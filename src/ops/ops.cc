@@ -654,6 +654,10 @@ void composed_decode_layers(const DecodeLayersArgs& a) {
                   L.input_norm,
                   a.eps,
                   a.normed});
+    if (L.q_full_norm.defined()) {  // OLMo 2: all heads' q, and all of k, as one vector each
+      rms_norm(a.q.view({n, nh * hd}), L.q_full_norm, a.eps, a.q.view({n, nh * hd}));
+      rms_norm(a.k.view({n, nkv * hd}), L.k_full_norm, a.eps, a.k.view({n, nkv * hd}));
+    }
     rope_attention(
         {{a.q.view({n, nh, hd}), a.k.view({b, s, nkv, hd}), a.v.view({b, s, nkv, hd}), L.q_norm,
           L.k_norm, a.eps, a.positions, inv_freq, rope_scaling, L.k_cache, L.v_cache, a.past,
@@ -670,7 +674,10 @@ void composed_decode_layers(const DecodeLayersArgs& a) {
 bool decode_layers_extended(const DecodeLayersArgs& a) {
   if (a.act != GluActivation::silu || a.softcap != 0.0f) return true;
   for (const DecoderLayerTensors& L : a.layers) {
-    if (L.attn_out_norm.defined() || L.mlp_out_norm.defined() || L.inv_freq.defined()) return true;
+    if (L.attn_out_norm.defined() || L.mlp_out_norm.defined() || L.inv_freq.defined() ||
+        L.q_full_norm.defined() || !L.input_norm.defined() || !L.post_norm.defined()) {
+      return true;
+    }
   }
   return false;
 }

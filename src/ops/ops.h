@@ -279,6 +279,9 @@ struct DecoderLayerTensors {
   /// (Gemma 3's sliding layers); undefined: DecodeLayersArgs::inv_freq and rope_scaling.
   Tensor inv_freq = Tensor();
   float rope_scaling = 1.0f;
+  /// RMSNorm weights of the whole q ([heads * D]) and k ([kv_heads * D]) products, applied before
+  /// RoPE (OLMo 2); undefined for the others (per-head norms are q_norm / k_norm).
+  Tensor q_full_norm = Tensor(), k_full_norm = Tensor();
 };
 
 /// Every layer of a Llama/Qwen-style decoder over the residual stream x ([B * S, hidden],
@@ -305,8 +308,9 @@ struct DecodeLayersArgs {
   float softcap = 0.0f;                     // AttentionArgs::softcap
 };
 /// Whether a stack uses anything past the Llama/Qwen layer (another activation, output norms,
-/// per-layer RoPE, softcapping): a device's fused kernel takes such a stack only where the
-/// device registers kDecodeLayersExtended; elsewhere it runs composed.
+/// missing input norms, whole-projection q/k norms, per-layer RoPE, softcapping): a device's
+/// fused kernel takes such a stack only where the device registers kDecodeLayersExtended;
+/// elsewhere it runs composed.
 bool decode_layers_extended(const DecodeLayersArgs& args);
 void decode_layers(const DecodeLayersArgs& args);
 void composed_decode_layers(const DecodeLayersArgs& args);

@@ -313,7 +313,7 @@ TEST(ModelConfig, BadFieldsNameTheFileAndField) {
               "x/config.json: unknown architecture 'GPT2LMHeadModel' (anvil supports "
               "LlamaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM, "
               "Qwen3ForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
-              "SmolLM3ForCausalLM)");
+              "SmolLM3ForCausalLM, Olmo2ForCausalLM)");
   }
   try {
     ModelConfig::from_json_text(R"({"architectures": ["Qwen3ForCausalLM"]})", "x/config.json");
@@ -592,6 +592,22 @@ TEST(ModelConfig, SmolLM3NoPeLayersAndWindows) {
             std::string::npos);
   EXPECT_NE(error(R"(,"no_rope_layer_interval": 0)").find("no_rope_layer_interval"),
             std::string::npos);
+}
+
+// Olmo2Config: output norms only, q/k norms over whole projections, Llama's defaults elsewhere.
+TEST(ModelConfig, Olmo2NormsAndDefaults) {
+  const ModelConfig c = ModelConfig::from_json_text(
+      R"({"architectures": ["Olmo2ForCausalLM"], "vocab_size": 10, "hidden_size": 16,
+          "intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "attention_bias": true})",
+      "config.json");
+  EXPECT_TRUE(c.qk_norm_full);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_TRUE(c.output_norms_only);
+  EXPECT_TRUE(c.qkv_bias && c.o_bias);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_EQ(c.num_key_value_heads, 4);
 }
 
 TEST(GenerationConfig, EosAsIntOrList) {

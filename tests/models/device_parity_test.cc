@@ -308,7 +308,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          "extra/phi3-longrope-window-tiny",
                                          "extra/phi3-partial-tiny",
                                          "extra/qwen2-window-layers-tiny", "extra/gemma-tiny",
-                                         "extra/gemma3-text-tiny", "extra/smollm3-window-tiny"),
+                                         "extra/gemma3-text-tiny", "extra/smollm3-window-tiny",
+                                         "extra/olmo2-tiny"),
                        ::testing::Values("cuda", "opencl")),
     [](const auto& param_info) {
       std::string n = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);

@@ -164,6 +164,12 @@ TEST(ExtraParity, SmolLM3WindowsOnTheNoPeLayers) {
   check_parity_and_long_generation(extra("smollm3-window-tiny"));
 }
 
+// scripts/goldens/make_olmo2_goldens.py: OLMo 2's output norms without input norms, and q/k
+// normalised over whole projections.
+TEST(ExtraParity, Olmo2OutputNormsWholeProjectionQkNorms) {
+  check_parity_and_long_generation(extra("olmo2-tiny"));
+}
+
 TEST(ExtraParity, Phi3FusedLongropeWindow) {
   check_parity_and_long_generation(extra("phi3-longrope-window-tiny"));
 }

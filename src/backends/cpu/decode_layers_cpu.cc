@@ -686,6 +686,7 @@ bool plan(const ops::DecodeLayersArgs& a, const IsaKernels& kern, std::vector<La
       L.q_norm = t.q_norm.data<float>();
       L.k_norm = t.k_norm.data<float>();
     }
+    if (t.q_full_norm.defined() || t.k_full_norm.defined()) return false;  // OLMo 2: composed
     if (t.attn_out_norm.defined()) {
       if (!f32_vector(t.attn_out_norm, h)) return false;
       L.attn_out_norm = t.attn_out_norm.data<float>();
