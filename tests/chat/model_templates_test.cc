@@ -1,4 +1,4 @@
-// Chat templates of popular model families (Llama 2/3, Mistral, Gemma 1-3, ChatML, Zephyr, Phi-3)
+// Chat templates of popular model families (Llama 2/3, Mistral, Gemma, ChatML, Zephyr, Phi-3)
 // rendered as transformers renders them.
 // Expected strings are what Python's jinja2 3.1 renders in transformers' environment
 // (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols, transformers' tojson).
@@ -39,50 +39,6 @@ constexpr const char* kChatml =
 // Gemma: assistant renamed model, no system role.
 constexpr const char* kGemma =
     R"J({{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}
-)J";
-
-// Gemma 3: whitespace-controlled blocks, a system turn folded into the first user turn,
-// messages[1:], content as a string or a list of typed parts (`is string`, `is iterable`).
-constexpr const char* kGemma3 = R"J({{ bos_token }}
-{%- if messages[0]['role'] == 'system' -%}
-    {%- if messages[0]['content'] is string -%}
-        {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}
-    {%- else -%}
-        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n\n' -%}
-    {%- endif -%}
-    {%- set loop_messages = messages[1:] -%}
-{%- else -%}
-    {%- set first_user_prefix = "" -%}
-    {%- set loop_messages = messages -%}
-{%- endif -%}
-{%- for message in loop_messages -%}
-    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
-        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
-    {%- endif -%}
-    {%- if (message['role'] == 'assistant') -%}
-        {%- set role = "model" -%}
-    {%- else -%}
-        {%- set role = message['role'] -%}
-    {%- endif -%}
-    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") }}
-    {%- if message['content'] is string -%}
-        {{ message['content'] | trim }}
-    {%- elif message['content'] is iterable -%}
-        {%- for item in message['content'] -%}
-            {%- if item['type'] == 'image' -%}
-                {{ '<start_of_image>' }}
-            {%- elif item['type'] == 'text' -%}
-                {{ item['text'] | trim }}
-            {%- endif -%}
-        {%- endfor -%}
-    {%- else -%}
-        {{ raise_exception("Invalid content type") }}
-    {%- endif -%}
-    {{ '<end_of_turn>\n' }}
-{%- endfor -%}
-{%- if add_generation_prompt -%}
-    {{'<start_of_turn>model\n'}}
-{%- endif -%}
 )J";
 
 // Zephyr: one tag per line, relying on trim_blocks and lstrip_blocks.
@@ -220,35 +176,6 @@ Hi! How can I help? 😊<end_of_turn>
           {"system role refused",
            R"J({"messages": [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "  Hello there!  "}, {"role": "assistant", "content": "Hi! How can I help? 😊"}, {"role": "user", "content": "Écris un poème."}], "bos_token": "<bos>", "add_generation_prompt": true})J",
            "System role not supported", true},
-      });
-}
-
-TEST(ChatTemplateModels, Gemma3) {
-  expect_model(
-      kGemma3,
-      {
-          {"system prefix and typed parts",
-           R"J({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "  Hello there!  "}, {"role": "assistant", "content": "Hi! How can I help? 😊"}, {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": " What is this? "}]}], "bos_token": "<bos>", "add_generation_prompt": true})J",
-           R"J(<bos><start_of_turn>user
-Be brief.
-
-Hello there!<end_of_turn>
-<start_of_turn>model
-Hi! How can I help? 😊<end_of_turn>
-<start_of_turn>user
-<start_of_image>What is this?<end_of_turn>
-<start_of_turn>model
-)J"},
-          {"system as parts, no generation prompt",
-           R"J({"messages": [{"role": "system", "content": [{"type": "text", "text": "Answer in French."}]}, {"role": "user", "content": "Écris un poème."}], "bos_token": "<bos>", "add_generation_prompt": false})J",
-           R"J(<bos><start_of_turn>user
-Answer in French.
-
-Écris un poème.<end_of_turn>
-)J"},
-          {"roles out of order",
-           R"J({"messages": [{"role": "assistant", "content": "Hi"}], "bos_token": "<bos>", "add_generation_prompt": true})J",
-           "Conversation roles must alternate", true},
       });
 }
 
