@@ -14,7 +14,6 @@ Usage: make_gemma_gguf.py TESTS_DATA_DIR   (needs: pip install gguf numpy safete
 transformers)"""
 import json
 import os
-import shutil
 import sys
 import tempfile
 
@@ -27,21 +26,11 @@ sys.path.insert(0, os.path.dirname(__file__))
 from make_gemma_goldens import scale_gemma_weights  # noqa: E402
 from make_extra_goldens import goldens  # noqa: E402
 from make_rope_goldens import with_gen_a  # noqa: E402
-from make_tiny_ggufs import add_placeholder_vocab, gguf_name, load_tensors  # noqa: E402
+from make_tiny_ggufs import NAMES, add_placeholder_vocab, gguf_name, load_tensors  # noqa: E402
 
-NAMES = {
-    "input_layernorm.weight": "attn_norm.weight",
-    "self_attn.q_proj.weight": "attn_q.weight",
-    "self_attn.k_proj.weight": "attn_k.weight",
-    "self_attn.v_proj.weight": "attn_v.weight",
-    "self_attn.o_proj.weight": "attn_output.weight",
-    "self_attn.q_norm.weight": "attn_q_norm.weight",
-    "self_attn.k_norm.weight": "attn_k_norm.weight",
-    "mlp.gate_proj.weight": "ffn_gate.weight",
-    "mlp.up_proj.weight": "ffn_up.weight",
-    "mlp.down_proj.weight": "ffn_down.weight",
-}
-GEMMA1 = dict(NAMES, **{"post_attention_layernorm.weight": "ffn_norm.weight"})
+# llama.cpp's per-layer names as make_tiny_ggufs.py maps them (post_attention_layernorm is the
+# MLP's input norm, ffn_norm, in Gemma 1), and Gemma 2 / 3's four norms.
+GEMMA1 = NAMES
 SANDWICH = dict(NAMES, **{"post_attention_layernorm.weight": "post_attention_norm.weight",
                           "pre_feedforward_layernorm.weight": "ffn_norm.weight",
                           "post_feedforward_layernorm.weight": "post_ffw_norm.weight"})
