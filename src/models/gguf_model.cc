@@ -33,6 +33,7 @@ constexpr ArchInfo kArchs[] = {
     {"gemma2", "Gemma2ForCausalLM", "gemma2", false},
     {"gemma3", "Gemma3ForCausalLM", "gemma3_text", false},
     {"smollm3", "SmolLM3ForCausalLM", "smollm3", true},
+    {"olmo2", "Olmo2ForCausalLM", "olmo2", false},
 };
 
 // Hugging Face name -> GGUF name. `sandwich`: Gemma 2 / 3's four norms a layer, where
@@ -395,7 +396,7 @@ GgufModel open_gguf_model(const std::string& path) {
   if (!info) {
     throw Error(path + ": architecture '" + arch +
                 "' is not supported (anvil runs llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3, "
-                "smollm3)");
+                "smollm3, olmo2)");
   }
   GgufModel m;
   ModelConfig& c = m.config;
@@ -466,14 +467,26 @@ GgufModel open_gguf_model(const std::string& path) {
     const auto id = static_cast<int64_t>(eot->as_u64());
     if (c.eos_token_ids.empty() || c.eos_token_ids[0] != id) c.eos_token_ids.push_back(id);
   }
+  if (arch == "olmo2") {
+    // llama.cpp's olmo2 (src/models/olmo2.cpp): no input norms, attn_q_norm / attn_k_norm over
+    // the whole projections, post_attention_norm and post_ffw_norm on the outputs. A window
+    // (OLMo 3's, in the same architecture) is not implemented.
+    if (meta_int(f, a + "attention.sliding_window", 0) > 0) {
+      throw Error(path + ": olmo2 with attention.sliding_window (OLMo 3) is not implemented");
+    }
+    c.qk_norm = false;
+    c.qk_norm_full = true;
+    c.output_norms_only = true;
+  }
   c.bos_token_id = m.vocab.bos;
   c.pad_token_id = m.vocab.pad;
   m.generation = GenerationConfig::from_model_config(c);
   if (const GgufValue* t = f.find("tokenizer.chat_template")) {
     m.chat_template = std::string(t->as_string());
   }
-  m.weights = std::make_unique<GgufSource>(file, info->permuted_qk, c.num_attention_heads,
-                                           c.num_key_value_heads, c.sandwich_norms);
+  m.weights =
+      std::make_unique<GgufSource>(file, info->permuted_qk, c.num_attention_heads,
+                                   c.num_key_value_heads, c.sandwich_norms || c.output_norms_only);
   m.file = file;
   return m;
 }

@@ -54,7 +54,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufParity,
                                            "extra/phi3-longrope-window-tiny",
                                            "extra/phi3-partial-tiny", "extra/gemma-tiny",
                                            "extra/gemma2-gguf-tiny", "extra/gemma3-gguf-tiny",
-                                           "extra/smollm3-gguf-tiny"),
+                                           "extra/smollm3-gguf-tiny", "extra/olmo2-gguf-tiny"),
                          test::ParamName());
 
 // The Gemma family as llama.cpp's converter writes it (scripts/goldens/make_gemma_gguf.py): the
