@@ -207,7 +207,7 @@ struct LinearGroupArgs {
 };
 void linear_group(const LinearGroupArgs& args);
 
-/// out = silu(x @ gate^T + gate_bias) * (x @ up^T + up_bias), each product rounded to the
+/// out = act(x @ gate^T + gate_bias) * (x @ up^T + up_bias), each product rounded to the
 /// activation type first. `scratch` ([N, I], like out) holds up's product where the op is composed.
 /// With norm_weight defined, x is normalised first, as in linear_group. `act` replaces silu by
 /// another gate activation (a fused kernel takes it where its device registers
@@ -230,7 +230,7 @@ void composed_linear_swiglu(const LinearSwigluArgs& args);
 /// residual += x @ weight^T + bias, the product rounded to the activation type before the add (a
 /// block's output projection and its residual connection). `scratch` ([N, O]) holds the product
 /// where the op is composed. With out_norm defined the product is RMS-normalised with it first
-/// (Gemma 2's and 3's post-attention and post-feedforward norms): residual +=
+/// (Gemma 2 / 3's and OLMo 2's post-attention and post-feedforward norms): residual +=
 /// rms_norm(x @ weight^T + bias) * out_norm, always composed (no kernel sees out_norm).
 struct LinearAddArgs {
   Tensor x, weight, bias, residual, scratch;
@@ -272,8 +272,9 @@ struct DecoderLayerTensors {
   Tensor post_norm, gate, gate_bias, up, up_bias, down, down_bias;
   Tensor k_cache, v_cache;
   int64_t window = 0;  // the layer's sliding window (AttentionArgs::window), 0 for none
-  /// Norms of the attention's and the MLP's outputs before their residual adds (Gemma 2 and 3:
-  /// LinearAddArgs::out_norm); undefined for the others.
+  /// Norms of the attention's and the MLP's outputs before their residual adds (Gemma 2 / 3,
+  /// OLMo 2: LinearAddArgs::out_norm); undefined for the others. input_norm and post_norm may
+  /// be undefined (OLMo 2: the attention and the MLP read x as it is).
   Tensor attn_out_norm = Tensor(), mlp_out_norm = Tensor();
   /// The layer's own RoPE frequencies and cos/sin scaling where they differ from the step's
   /// (Gemma 3's sliding layers); undefined: DecodeLayersArgs::inv_freq and rope_scaling.
