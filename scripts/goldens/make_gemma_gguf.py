@@ -12,21 +12,17 @@ its defaults are 6 and 1e4) beside a linear rope.scaling on the full layers.
   GGUF only (no safetensors copy).
 Usage: make_gemma_gguf.py TESTS_DATA_DIR   (needs: pip install gguf numpy safetensors torch
 transformers)"""
-import json
 import os
 import sys
-import tempfile
 
-import numpy as np
 import torch
-from gguf import GGUFWriter, RopeScalingType
+from gguf import RopeScalingType
 from transformers import Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig
 
 sys.path.insert(0, os.path.dirname(__file__))
 from make_gemma_goldens import scale_gemma_weights  # noqa: E402
-from make_extra_goldens import goldens  # noqa: E402
-from make_rope_goldens import with_gen_a  # noqa: E402
-from make_tiny_ggufs import NAMES, add_placeholder_vocab, gguf_name, load_tensors  # noqa: E402
+from make_rope_goldens import write_gguf_fixture  # noqa: E402
+from make_tiny_ggufs import NAMES, write_gguf  # noqa: E402
 
 # llama.cpp's per-layer names as make_tiny_ggufs.py maps them (post_attention_layernorm is the
 # MLP's input norm, ffn_norm, in Gemma 1), and Gemma 2 / 3's four norms.
@@ -36,35 +32,12 @@ SANDWICH = dict(NAMES, **{"post_attention_layernorm.weight": "post_attention_nor
                           "post_feedforward_layernorm.weight": "post_ffw_norm.weight"})
 
 
-def write(model_dir, out, arch, extra=None):
-    cfg = json.load(open(f"{model_dir}/config.json"))
-    tensors = load_tensors(model_dir)
-    w = GGUFWriter(out, arch)
-    w.add_block_count(cfg["num_hidden_layers"])
-    w.add_context_length(cfg["max_position_embeddings"])
-    w.add_embedding_length(cfg["hidden_size"])
-    w.add_feed_forward_length(cfg["intermediate_size"])
-    w.add_head_count(cfg["num_attention_heads"])
-    w.add_head_count_kv(cfg["num_key_value_heads"])
-    w.add_key_length(cfg["head_dim"])
-    w.add_value_length(cfg["head_dim"])
-    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    rope = cfg.get("rope_parameters") or {"rope_theta": cfg.get("rope_theta", 10000.0)}
-    w.add_rope_freq_base(rope.get("full_attention", rope)["rope_theta"])
-    if extra:
-        extra(w, cfg)
-    add_placeholder_vocab(w, cfg)
+def write(arch, keys=None):
+    """write_gguf for a Gemma architecture: its norm weights as 1 + w (GemmaModel /
+    Gemma2Model / Gemma3Model.modify_tensors), its layer names, its keys."""
     names = GEMMA1 if arch == "gemma" else SANDWICH
-    for hf, t in tensors.items():
-        t = t.astype(np.float32)
-        if hf.endswith("norm.weight"):
-            t = t + np.float32(1.0)  # GemmaModel / Gemma2Model / Gemma3Model.modify_tensors
-        w.add_tensor(gguf_name(hf, names), np.ascontiguousarray(t))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    print(out, os.path.getsize(out))
+    plus_one = lambda hf, t: t + 1 if hf.endswith("norm.weight") else t  # noqa: E731
+    return lambda model_dir, out: write_gguf(model_dir, out, arch, names, keys, plus_one)
 
 
 def gemma2_keys(w, cfg):
@@ -83,22 +56,10 @@ def gemma3_keys(w, cfg):
     w.add_final_logit_softcapping(cfg["final_logit_softcapping"])
 
 
-def fixture(data, name, model, arch, extra):
-    """Goldens from transformers and the GGUF; the safetensors folder is not kept."""
-    folder = f"{data}/extra/{name}"
-    os.makedirs(folder, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        scale_gemma_weights(model)
-        model.save_pretrained(f"{tmp}/model")
-        goldens(f"{tmp}/model", f"{folder}/golden.safetensors")
-        with_gen_a(f"{tmp}/model", f"{folder}/golden.safetensors", long=True)
-        write(f"{tmp}/model", f"{folder}/model.gguf", arch, extra)
-
-
 def main():
     data = sys.argv[1]
     torch.manual_seed(5)
-    write(f"{data}/extra/gemma-tiny/model", f"{data}/extra/gemma-tiny/model.gguf", "gemma")
+    write("gemma")(f"{data}/extra/gemma-tiny/model", f"{data}/extra/gemma-tiny/model.gguf")
 
     cfg = Gemma2Config(vocab_size=290, hidden_size=64, intermediate_size=112, num_hidden_layers=3,
                        num_attention_heads=4, num_key_value_heads=2, head_dim=16,
@@ -106,7 +67,8 @@ def main():
                        final_logit_softcapping=4.0, rms_norm_eps=1e-6,
                        max_position_embeddings=512, bos_token_id=2, eos_token_id=1,
                        pad_token_id=0)
-    fixture(data, "gemma2-gguf-tiny", Gemma2ForCausalLM(cfg), "gemma2", gemma2_keys)
+    write_gguf_fixture(Gemma2ForCausalLM(cfg), f"{data}/extra/gemma2-gguf-tiny",
+                       scale_gemma_weights, write("gemma2", gemma2_keys))
 
     cfg = Gemma3TextConfig(vocab_size=270, hidden_size=64, intermediate_size=96,
                            num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=1,
@@ -119,7 +81,8 @@ def main():
                                                   "rope_theta": 100000.0},
                                "sliding_attention": {"rope_type": "default",
                                                      "rope_theta": 1000.0}})
-    fixture(data, "gemma3-gguf-tiny", Gemma3ForCausalLM(cfg), "gemma3", gemma3_keys)
+    write_gguf_fixture(Gemma3ForCausalLM(cfg), f"{data}/extra/gemma3-gguf-tiny",
+                       scale_gemma_weights, write("gemma3", gemma3_keys))
 
 
 if __name__ == "__main__":

@@ -9,44 +9,19 @@ Made with transformers 5.25 (torch 2.15, CPU, float32, eager attention); the gol
 make_window_goldens.py (gen_a, gen_long_a).
 Usage: make_olmo2_goldens.py OUT_DIR
 """
-import json
 import os
 import sys
-import tempfile
 
-import numpy as np
 import torch
-from gguf import GGUFWriter
 from transformers import Olmo2Config, Olmo2ForCausalLM
 
 sys.path.insert(0, os.path.dirname(__file__))
-from make_extra_goldens import goldens, scale_weights  # noqa: E402
-from make_rope_goldens import with_gen_a, write_fixture  # noqa: E402
-from make_tiny_ggufs import NAMES, add_placeholder_vocab, gguf_name, load_tensors  # noqa: E402
+from make_extra_goldens import scale_weights  # noqa: E402
+from make_rope_goldens import write_fixture, write_gguf_fixture  # noqa: E402
+from make_tiny_ggufs import NAMES, write_gguf  # noqa: E402
 
 OLMO2 = dict(NAMES, **{"post_attention_layernorm.weight": "post_attention_norm.weight",
                        "post_feedforward_layernorm.weight": "post_ffw_norm.weight"})
-
-
-def write_gguf(model_dir, out):
-    cfg = json.load(open(f"{model_dir}/config.json"))
-    w = GGUFWriter(out, "olmo2")
-    w.add_block_count(cfg["num_hidden_layers"])
-    w.add_context_length(cfg["max_position_embeddings"])
-    w.add_embedding_length(cfg["hidden_size"])
-    w.add_feed_forward_length(cfg["intermediate_size"])
-    w.add_head_count(cfg["num_attention_heads"])
-    w.add_head_count_kv(cfg["num_key_value_heads"])
-    w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
-    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    add_placeholder_vocab(w, cfg)
-    for hf, t in load_tensors(model_dir).items():
-        w.add_tensor(gguf_name(hf, OLMO2), np.ascontiguousarray(t.astype(np.float32)))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    print(out, os.path.getsize(out))
 
 
 def main():
@@ -64,15 +39,8 @@ def main():
                       tie_word_embeddings=False, max_position_embeddings=512, bos_token_id=1,
                       eos_token_id=2, pad_token_id=0,
                       rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
-    model = Olmo2ForCausalLM(cfg)
-    scale_weights(model)
-    folder = f"{out}/olmo2-gguf-tiny"
-    os.makedirs(folder, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        model.save_pretrained(f"{tmp}/model")
-        goldens(f"{tmp}/model", f"{folder}/golden.safetensors")
-        with_gen_a(f"{tmp}/model", f"{folder}/golden.safetensors", long=True)
-        write_gguf(f"{tmp}/model", f"{folder}/model.gguf")
+    write = lambda model_dir, out: write_gguf(model_dir, out, "olmo2", OLMO2)  # noqa: E731
+    write_gguf_fixture(Olmo2ForCausalLM(cfg), f"{out}/olmo2-gguf-tiny", scale_weights, write)
     print("ok")
 
 

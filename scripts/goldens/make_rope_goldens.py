@@ -10,6 +10,7 @@ Usage: make_rope_goldens.py OUT_DIR
 """
 import os
 import sys
+import tempfile
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -49,6 +50,19 @@ def write_fixture(model, out, name, hub=False, long=False, edit_config=None):
         edit_config(f"{out}/{name}/model/config.json")
     goldens(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors")
     with_gen_a(f"{out}/{name}/model", f"{out}/{name}/golden.safetensors", long=long)
+
+
+def write_gguf_fixture(model, folder, scale, write):
+    """A GGUF-only fixture: `model`'s weights drawn by scale(model), its transformers goldens
+    (with gen_a and gen_long_a) in folder/golden.safetensors, and write(model_dir, out) writing
+    folder/model.gguf; the safetensors folder is not kept."""
+    os.makedirs(folder, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        scale(model)
+        model.save_pretrained(f"{tmp}/model")
+        goldens(f"{tmp}/model", f"{folder}/golden.safetensors")
+        with_gen_a(f"{tmp}/model", f"{folder}/golden.safetensors", long=True)
+        write(f"{tmp}/model", f"{folder}/model.gguf")
 
 
 def main():

@@ -15,43 +15,14 @@ Usage: make_smollm3_goldens.py OUT_DIR
 import json
 import os
 import sys
-import tempfile
 
-import numpy as np
 import torch
-from gguf import GGUFWriter
 from transformers import SmolLM3Config, SmolLM3ForCausalLM
 
 sys.path.insert(0, os.path.dirname(__file__))
-from make_extra_goldens import goldens, scale_weights  # noqa: E402
-from make_rope_goldens import with_gen_a, write_fixture  # noqa: E402
-from make_tiny_ggufs import NAMES, add_placeholder_vocab, gguf_name, load_tensors, permute  # noqa: E402
-
-
-def write_gguf(model_dir, out):
-    cfg = json.load(open(f"{model_dir}/config.json"))
-    heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
-    w = GGUFWriter(out, "smollm3")
-    w.add_block_count(cfg["num_hidden_layers"])
-    w.add_context_length(cfg["max_position_embeddings"])
-    w.add_embedding_length(cfg["hidden_size"])
-    w.add_feed_forward_length(cfg["intermediate_size"])
-    w.add_head_count(heads)
-    w.add_head_count_kv(kv)
-    w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
-    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    add_placeholder_vocab(w, cfg)
-    for hf, t in load_tensors(model_dir).items():
-        if hf.endswith("q_proj.weight"):
-            t = permute(t, heads)
-        if hf.endswith("k_proj.weight"):
-            t = permute(t, kv)
-        w.add_tensor(gguf_name(hf, NAMES), np.ascontiguousarray(t.astype(np.float32)))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    print(out, os.path.getsize(out))
+from make_extra_goldens import scale_weights  # noqa: E402
+from make_rope_goldens import write_fixture, write_gguf_fixture  # noqa: E402
+from make_tiny_ggufs import NAMES, permute_qk, write_gguf  # noqa: E402
 
 
 def hub_style(path):
@@ -94,15 +65,9 @@ def main():
                         tie_word_embeddings=True, max_position_embeddings=512, bos_token_id=1,
                         eos_token_id=2, pad_token_id=0)
     assert cfg.no_rope_layers == [1, 1, 1, 0, 1]
-    model = SmolLM3ForCausalLM(cfg)
-    scale_weights(model)
-    folder = f"{out}/smollm3-gguf-tiny"
-    os.makedirs(folder, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        model.save_pretrained(f"{tmp}/model")
-        goldens(f"{tmp}/model", f"{folder}/golden.safetensors")
-        with_gen_a(f"{tmp}/model", f"{folder}/golden.safetensors", long=True)
-        write_gguf(f"{tmp}/model", f"{folder}/model.gguf")
+    write = lambda model_dir, out: write_gguf(  # noqa: E731  (LlamaModel's permuted q/k)
+        model_dir, out, "smollm3", NAMES, transform=permute_qk(cfg.to_dict()))
+    write_gguf_fixture(SmolLM3ForCausalLM(cfg), f"{out}/smollm3-gguf-tiny", scale_weights, write)
     print("ok")
 
 

@@ -94,41 +94,70 @@ def gguf_name(hf, names):
     return f"blk.{parts[2]}." + names[".".join(parts[3:])]
 
 
+def add_shape_keys(w, cfg):
+    """The {arch}.* keys every architecture's converter writes: sizes, heads, head size, the
+    norms' epsilon, the RoPE base (the full layers' where the config has one per layer type)."""
+    heads = cfg["num_attention_heads"]
+    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // heads
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(heads)
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    rope = cfg.get("rope_parameters") or {"rope_theta": cfg.get("rope_theta", 10000.0)}
+    w.add_rope_freq_base(rope.get("full_attention", rope)["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+
+
+def write_gguf(model_dir, out, arch, names, keys=None, transform=None, extra_tensors=None):
+    """The safetensors folder `model_dir` as a GGUF of `arch`: add_shape_keys, then keys(w, cfg)
+    for the architecture's own, a placeholder vocabulary, every tensor under its llama.cpp name
+    (`names` for the per-layer ones) as F32 after transform(hf_name, array), then
+    extra_tensors."""
+    cfg = json.load(open(f"{model_dir}/config.json"))
+    w = GGUFWriter(out, arch)
+    add_shape_keys(w, cfg)
+    if keys:
+        keys(w, cfg)
+    add_placeholder_vocab(w, cfg)
+    for hf, t in load_tensors(model_dir).items():
+        if transform:
+            t = transform(hf, t)
+        w.add_tensor(gguf_name(hf, names), np.ascontiguousarray(t.astype(np.float32)))
+    for name, t in (extra_tensors or {}).items():
+        w.add_tensor(name, t)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print(out, os.path.getsize(out))
+
+
+def permute_qk(cfg):
+    """transform for write_gguf: Llama's q/k rows permuted as LlamaModel.permute does."""
+    def transform(hf, t):
+        if hf.endswith("q_proj.weight") or hf.endswith("q_proj.bias"):
+            return permute(t, cfg["num_attention_heads"])
+        if hf.endswith("k_proj.weight") or hf.endswith("k_proj.bias"):
+            return permute(t, cfg["num_key_value_heads"])
+        return t
+    return transform
+
+
 def main():
     data = sys.argv[1]
     for name, arch in [("qwen3-tiny", "qwen3"), ("llama-tiny", "llama"), ("qwen2-tiny", "qwen2"),
                        ("extra/llama3-bias-tiny", "llama")]:
-        cfg = json.load(open(f"{data}/{name}/model/config.json"))
-        tensors = load_tensors(f"{data}/{name}/model")
-        out = f"{data}/{name}/model.gguf"
-        w = GGUFWriter(out, arch)
-        heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
-        w.add_block_count(cfg["num_hidden_layers"])
-        w.add_context_length(cfg["max_position_embeddings"])
-        w.add_embedding_length(cfg["hidden_size"])
-        w.add_feed_forward_length(cfg["intermediate_size"])
-        w.add_head_count(heads)
-        w.add_head_count_kv(kv)
-        w.add_key_length(cfg.get("head_dim", cfg["hidden_size"] // heads))
-        w.add_value_length(cfg.get("head_dim", cfg["hidden_size"] // heads))
-        theta = cfg["rope_parameters"]["rope_theta"] if "rope_parameters" in cfg else cfg["rope_theta"]
-        w.add_rope_freq_base(theta)
-        w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-        add_placeholder_vocab(w, cfg)
-        for hf, t in tensors.items():
-            g = gguf_name(hf, NAMES)
-            if arch == "llama" and (hf.endswith("q_proj.weight") or hf.endswith("q_proj.bias")):
-                t = permute(t, heads)
-            if arch == "llama" and (hf.endswith("k_proj.weight") or hf.endswith("k_proj.bias")):
-                t = permute(t, kv)
-            w.add_tensor(g, np.ascontiguousarray(t.astype(np.float32)))
+        folder = f"{data}/{name}/model"
+        cfg = json.load(open(f"{folder}/config.json"))
+        extra = {}
         if (cfg.get("rope_scaling") or {}).get("rope_type") == "llama3":
-            w.add_tensor("rope_freqs.weight", llama3_rope_factors(cfg, cfg["head_dim"]))
-        w.write_header_to_file()
-        w.write_kv_data_to_file()
-        w.write_tensors_to_file()
-        w.close()
-        print(out, os.path.getsize(out))
+            extra["rope_freqs.weight"] = llama3_rope_factors(cfg, cfg["head_dim"])
+        write_gguf(folder, f"{data}/{name}/model.gguf", arch, NAMES,
+                   transform=permute_qk(cfg) if arch == "llama" else None, extra_tensors=extra)
 
 
 if __name__ == "__main__":
