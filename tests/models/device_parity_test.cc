@@ -363,6 +363,14 @@ TEST(DeviceGguf, QuantizedCheckpointIsDequantizedAtLoad) {
   }
 }
 
+// A fixture's float32 model on device `dev` ("cuda", "opencl").
+CausalLM load_f32_on(const std::string& name, const char* dev) {
+  ModelOptions o;
+  o.dtype = DType::f32;
+  o.device_map = test::device_name(dev);
+  return CausalLM::from_pretrained(test::model_dir(name), o);
+}
+
 // Dynamic NTK and longrope RoPE on a device: the frequencies rewritten in place, queued behind
 // the steps already queued, so that recorded (replayed) steps read each step's own. A greedy
 // generation past the original context (every step past it grows dynamic's base; longrope
@@ -372,10 +380,7 @@ TEST(DeviceDynamicRope, FrequenciesFollowEveryReplayedStep) {
     if (!device_here(dev)) continue;
     for (const std::string name : {"extra/llama-dynamic-tiny", "extra/phi3-longrope-window-tiny"}) {
       const auto golden = SafetensorsFile::open(test::golden_path(name));
-      ModelOptions o;
-      o.dtype = DType::f32;
-      o.device_map = test::device_name(dev);
-      const CausalLM model = CausalLM::from_pretrained(test::model_dir(name), o);
+      const CausalLM model = load_f32_on(name, dev);
       Batch a;
       a.input_ids = test::id_rows(golden, "input_ids_a");
       EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"))
@@ -392,10 +397,7 @@ TEST(DeviceGemma2, SoftcappedOrSaysSo) {
   for (const char* dev : {"cuda", "opencl"}) {
     if (!device_here(dev)) continue;
     const auto golden = SafetensorsFile::open(test::golden_path(name));
-    ModelOptions o;
-    o.dtype = DType::f32;
-    o.device_map = test::device_name(dev);
-    const CausalLM model = CausalLM::from_pretrained(test::model_dir(name), o);
+    const CausalLM model = load_f32_on(name, dev);
     Batch a;
     a.input_ids = test::id_rows(golden, "input_ids_a");
     const Device d = model.device();
