@@ -52,13 +52,8 @@ Decoder::Decoder(ModelConfig config, ModelWeights weights, DType dtype, Device d
   // transformers multiplies by the scale as a tensor of the weights' dtype (Gemma's
   // embed_scale.to(weight.dtype)): the factor rounded to it.
   embedding_scale_ = static_cast<float>(config_.embedding_scale);
-  if (dtype_ == DType::bf16 || dtype_ == DType::f16) {
-    Tensor one = Tensor::from_f32({embedding_scale_}, {1});
-    Tensor rounded = Tensor::empty({1}, dtype_);
-    rounded.copy_from(one);
-    one.copy_from(rounded);
-    embedding_scale_ = one.data<float>()[0];
-  }
+  if (dtype_ == DType::bf16) embedding_scale_ = bf16_to_f32(f32_to_bf16(embedding_scale_));
+  if (dtype_ == DType::f16) embedding_scale_ = f16_to_f32(f32_to_f16(embedding_scale_));
 }
 
 void Decoder::follow_rope_length(const std::vector<int32_t>& positions) const {
