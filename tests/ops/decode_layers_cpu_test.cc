@@ -3,7 +3,7 @@
 // step, for the int8 kernels' block types and float32 / bf16 / f16 weights (alone and mixed with
 // blocks in one layer), f32 and f16 caches, biases, Qwen3's q/k norms, query groups of 1 to 6
 // heads, an empty past and pasts split into several key ranges, windows, GeGLU and per-layer
-// RoPE.
+// RoPE, OLMo 2's layers (no input norms, whole-projection q/k norms).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -35,6 +35,9 @@ struct Stack {
   // norms (both on every layer but the last, which has the MLP's only), and the first layer
   // rotating with frequencies of its own (Gemma 3's sliding layers' rope_local_base_freq).
   bool gemma = false;
+  // OLMo 2: no input or post-attention norms, q and k RMS-normalised over whole projections,
+  // both output norms on every layer.
+  bool olmo = false;
 };
 
 class CpuDecodeLayers : public ::testing::Test {
@@ -99,6 +102,8 @@ TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
       {64, 96, 4, 2, 32, 2, 150, 160, false, true, 1},
       {64, 128, 4, 2, 16, 2, 37, 64, false, true, 9, true},
       {96, 192, 6, 1, 32, 3, 0, 8, true, false, 0, true},
+      {64, 128, 4, 2, 16, 2, 37, 64, false, false, 0, false, true},
+      {192, 96, 3, 3, 64, 2, 200, 256, true, false, 37, false, true},
   };
   for (const Stack& c : stacks) {
     const bool super = c.hidden % 256 == 0 && c.inter % 256 == 0 && c.heads * c.dim % 256 == 0;
@@ -127,8 +132,15 @@ TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
         std::vector<ops::DecoderLayerTensors> team_layers, composed_layers;
         for (int64_t l = 0; l < c.layers; ++l) {
           ops::DecoderLayerTensors L;
-          L.input_norm = normal({c.hidden}, 1.0f);
-          L.post_norm = normal({c.hidden}, 1.0f);
+          if (!c.olmo) {
+            L.input_norm = normal({c.hidden}, 1.0f);
+            L.post_norm = normal({c.hidden}, 1.0f);
+          } else {
+            L.q_full_norm = normal({nq}, 1.0f);
+            L.k_full_norm = normal({nkv}, 1.0f);
+            L.attn_out_norm = normal({c.hidden}, 1.0f);
+            L.mlp_out_norm = normal({c.hidden}, 1.0f);
+          }
           L.q = weights(wt, nq, c.hidden);
           L.k = weights(other, nkv, c.hidden);
           L.v = weights(wt, nkv, c.hidden);

@@ -201,7 +201,10 @@ struct Layer {
   Product q, k, v, o, gate, up, down;
   Forms forms[kProducts];  // per product phase: q/k/v, o, gate/up, down
   bool lanes[kProducts];   // whether the phase's split hands out lanes (reads_side_by_side)
-  const float *input_norm, *post_norm, *q_norm = nullptr, *k_norm = nullptr;
+  // Input and post-attention norms (null where the model has none: OLMo 2), Qwen3's per-head
+  // q/k norms, OLMo 2's q/k norms over whole projections.
+  const float *input_norm = nullptr, *post_norm = nullptr, *q_norm = nullptr, *k_norm = nullptr;
+  const float *q_full_norm = nullptr, *k_full_norm = nullptr;
   void *k_cache, *v_cache;
   int64_t window = 0;  // sliding window (ops::AttentionArgs::window)
   // Output norms (ops::DecoderLayerTensors::attn_out_norm / mlp_out_norm), else null.
@@ -533,8 +536,12 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       const int64_t gq = L.q.groups, gk = L.k.groups, gv = L.v.groups;
       for (bool ready = false; pr[0].claim(me, &piece); pr[0].finished(lane_items(piece))) {
         if (!ready) {
-          rms_norm_row(x, L.input_norm, h, a.eps, my.normed.data());
-          xf = my.forms(kern, my.normed.data(), h, L.forms[0]);
+          const float* in = x;
+          if (L.input_norm) {
+            rms_norm_row(x, L.input_norm, h, a.eps, my.normed.data());
+            in = my.normed.data();
+          }
+          xf = my.forms(kern, in, h, L.forms[0]);
           ready = true;
         }
         run_piece(kern, L.q, clip_lanes(piece, 0, gq), L.lanes[0], xf, q);
@@ -549,7 +556,13 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       // writes the new key and value into the caches before reading them: a phase of its own
       // for that work cost a layer its claims and a wait, and measured a few microseconds
       // slower a layer on Zen 4 (docs/perf.md, twentieth session).
-      for (; ph[0].claim(&c0, &c1); ph[0].finished()) {
+      float q_inv = 0.0f, k_inv = 0.0f;  // OLMo 2: the whole projections' RMS factors
+      for (bool scaled = false; ph[0].claim(&c0, &c1); ph[0].finished()) {
+        if (L.q_full_norm && !scaled) {
+          q_inv = rms_inverse(q, nh * hd, a.eps);
+          k_inv = rms_inverse(k, nkv * hd, a.eps);
+          scaled = true;
+        }
         for (int64_t task = c0; task < c1; ++task) {
           // Claimed last key range first, one per KV head: those tasks also write the caches,
           // and claimed in (head, range) order they fell to alternate members, loading one.
@@ -560,13 +573,22 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
           int64_t last[kMaxGroup];
           for (int64_t i = 0; i < group; ++i) {
             float* row = my.heads.data() + i * hd;
-            rotated_head(q + (kh * group + i) * hd, L.q_norm, hd, a.eps, cos_p, sin_p, row);
+            const int64_t at = (kh * group + i) * hd;
+            if (L.q_full_norm) {
+              rotated_slice(q + at, L.q_full_norm + at, q_inv, hd, cos_p, sin_p, row);
+            } else {
+              rotated_head(q + at, L.q_norm, hd, a.eps, cos_p, sin_p, row);
+            }
             qs[i] = row;
             last[i] = past;
           }
           if (t0 <= past && past < t1) {
             float* key = my.heads.data() + group * hd;
-            rotated_head(k + kh * hd, L.k_norm, hd, a.eps, cos_p, sin_p, key);
+            if (L.k_full_norm) {
+              rotated_slice(k + kh * hd, L.k_full_norm + kh * hd, k_inv, hd, cos_p, sin_p, key);
+            } else {
+              rotated_head(k + kh * hd, L.k_norm, hd, a.eps, cos_p, sin_p, key);
+            }
             const size_t at = static_cast<size_t>((kh * cap + past) * hd);
             write_cache_row(static_cast<KV*>(L.k_cache) + at, key, hd);
             write_cache_row(static_cast<KV*>(L.v_cache) + at, v + kh * hd, hd);
@@ -606,8 +628,12 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
       // Post-attention norm, gate and up over the same groups, SwiGLU on them.
       for (bool ready = false; pr[2].claim(me, &piece); pr[2].finished(lane_items(piece))) {
         if (!ready) {
-          rms_norm_row(x, L.post_norm, h, a.eps, my.normed.data());
-          xf = my.forms(kern, my.normed.data(), h, L.forms[2]);
+          const float* in = x;
+          if (L.post_norm) {
+            rms_norm_row(x, L.post_norm, h, a.eps, my.normed.data());
+            in = my.normed.data();
+          }
+          xf = my.forms(kern, in, h, L.forms[2]);
           ready = true;
         }
         run_piece(kern, L.gate, piece, L.lanes[2], xf, gate);
@@ -674,19 +700,29 @@ bool plan(const ops::DecodeLayersArgs& a, const IsaKernels& kern, std::vector<La
     L.lanes[1] = reads_side_by_side(L.o, kern);
     L.lanes[2] = reads_side_by_side(L.gate, kern) && reads_side_by_side(L.up, kern);
     L.lanes[3] = reads_side_by_side(L.down, kern);
-    if (!f32_vector(t.input_norm, h) || !f32_vector(t.post_norm, h)) return false;
+    if (t.input_norm.defined() && !f32_vector(t.input_norm, h)) return false;
+    if (t.post_norm.defined() && !f32_vector(t.post_norm, h)) return false;
     if (t.q_norm.defined() != t.k_norm.defined()) return false;
     if (t.q_norm.defined() && (!f32_vector(t.q_norm, hd) || !f32_vector(t.k_norm, hd))) {
       return false;
     }
+    if (t.q_full_norm.defined() != t.k_full_norm.defined()) return false;
+    if (t.q_full_norm.defined() &&
+        (t.q_norm.defined() || !f32_vector(t.q_full_norm, a.heads * hd) ||
+         !f32_vector(t.k_full_norm, a.kv_heads * hd))) {
+      return false;
+    }
     if (t.k_cache.dtype() != cache || t.v_cache.dtype() != cache) return false;
-    L.input_norm = t.input_norm.data<float>();
-    L.post_norm = t.post_norm.data<float>();
+    if (t.input_norm.defined()) L.input_norm = t.input_norm.data<float>();
+    if (t.post_norm.defined()) L.post_norm = t.post_norm.data<float>();
     if (t.q_norm.defined()) {
       L.q_norm = t.q_norm.data<float>();
       L.k_norm = t.k_norm.data<float>();
     }
-    if (t.q_full_norm.defined() || t.k_full_norm.defined()) return false;  // OLMo 2: composed
+    if (t.q_full_norm.defined()) {
+      L.q_full_norm = t.q_full_norm.data<float>();
+      L.k_full_norm = t.k_full_norm.data<float>();
+    }
     if (t.attn_out_norm.defined()) {
       if (!f32_vector(t.attn_out_norm, h)) return false;
       L.attn_out_norm = t.attn_out_norm.data<float>();

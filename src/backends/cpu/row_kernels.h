@@ -77,6 +77,16 @@ inline void rotated_head(const float* x, const W* norm, int64_t d, float eps, co
   rotate_heads(out, 1, d, c, s);
 }
 
+/// One head of a projection normalised as a whole (OLMo 2's q/k norms over every head at once):
+/// out = weight * (x * inv), inv being rms_inverse over the whole projection, then RoPE. x and
+/// weight point at the head's d values.
+template <class W>
+inline void rotated_slice(const float* x, const W* norm, float inv, int64_t d, const float* c,
+                          const float* s, float* out) {
+  for (int64_t j = 0; j < d; ++j) out[j] = widen(norm[j]) * (x[j] * inv);
+  rotate_heads(out, 1, d, c, s);
+}
+
 /// One cache row from float32 values: copied, or rounded to half (nearest even).
 inline void write_cache_row(float* dst, const float* src, int64_t n) {
   std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
