@@ -112,8 +112,8 @@ void fill_constant(std::span<std::byte> out, DType dtype, float value) {
 // The float values before quantization are those the safetensors writer would store (same seed
 // and tensor ids), quantized by quantize_row. The tokenizer is a placeholder vocabulary of
 // vocab_size tokens: the 256 byte tokens, then "<t256>", ... (the model is random: its ids mean
-// nothing). Llama's q/k rows are written unpermuted; the weights are random, so the model is
-// just another random model of the same shape.
+// nothing). Llama's and SmolLM3's q/k rows are permuted as llama.cpp's converter permutes them,
+// so the file and the folder hold one model.
 // Gemma's keys as llama.cpp's converter writes them and its gemma* loaders read them
 // (gguf_model.cc, read_gguf_gemma): softcaps, the window, the sliding layers as
 // attention.sliding_window_pattern flags, the sliding layers' RoPE base. What those keys cannot
@@ -166,11 +166,28 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
                            : c.model_type == "gemma3_text" ? "gemma3"
                                                            : c.model_type;
   const bool gemma = arch.rfind("gemma", 0) == 0;
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && !gemma) {
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "smollm3" &&
+      arch != "olmo2" && !gemma) {
     throw Error(
-        "init-model: a GGUF file needs a llama, mistral, qwen2, qwen3 or gemma (1-3) model, not '" +
+        "init-model: a GGUF file needs a llama, mistral, qwen2, qwen3, gemma (1-3), smollm3 or "
+        "olmo2 model, not '" +
         arch + "'");
   }
+  if (arch == "smollm3") {
+    // llama.cpp's smollm3 has no key for NoPE layers: every 4th layer is one.
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+      if (c.layer_rotates(l) != ((l + 1) % 4 != 0)) {
+        throw Error(
+            "init-model: llama.cpp's smollm3 makes every 4th layer a NoPE layer; this config's "
+            "no_rope_layers differ at layer " +
+            std::to_string(l) + "; write a safetensors folder instead");
+      }
+    }
+  }
+  // llama.cpp's converter permutes these architectures' q/k rows for its interleaved RoPE; the
+  // rows are written that way, so the file holds the model the safetensors folder of the same
+  // seed holds.
+  const bool permuted_qk = arch == "llama" || arch == "smollm3";
   if (c.has_sliding_window() && !gemma) {
     throw Error("init-model: GGUF (llama.cpp) has no sliding-window attention (sliding_window " +
                 std::to_string(*c.sliding_window) + "); write a safetensors folder instead");
@@ -222,8 +239,10 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
 
   uint64_t tensor_id = 0;
   const int64_t layers = c.num_hidden_layers;
+  // `heads`: the heads whose rows llama.cpp permutes (within each head, HF row i < d/2 goes to
+  // row 2i and row i + d/2 to row 2i + 1), or 0.
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols,
-                    MatrixRole role = MatrixRole::other, int64_t layer = 0) {
+                    MatrixRole role = MatrixRole::other, int64_t layer = 0, int64_t heads = 0) {
     const uint64_t id = tensor_id++;
     const GgmlType qtype = plan.type_for(role, layer, layers, cols, c.tie_word_embeddings);
     w.add_tensor(name, qtype, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)},
@@ -232,9 +251,16 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
                    fill_normal(std::as_writable_bytes(std::span<float>(f)), DType::f32, stddev,
                                seed, id);
                    const uint64_t row_bytes = ggml_row_bytes(qtype, cols);
+                   const int64_t dim = heads ? rows / heads : 0, half = dim / 2;
+                   const auto stored_row = [&](int64_t r) {
+                     if (!heads) return r;
+                     const int64_t j = r % dim;
+                     return r - j + (j < half ? 2 * j : 2 * (j - half) + 1);
+                   };
                    parallel_for(rows, 64, [&](int64_t r0, int64_t r1) {
                      for (int64_t r = r0; r < r1; ++r) {
-                       quantize_row(qtype, f.data() + r * cols, out.data() + r * row_bytes, cols);
+                       quantize_row(qtype, f.data() + r * cols,
+                                    out.data() + stored_row(r) * row_bytes, cols);
                      }
                    });
                  });
@@ -249,9 +275,11 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
   matrix("token_embd.weight", c.vocab_size, h, MatrixRole::embedding);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
-    constant(p + "attn_norm.weight", h, 1.0f);
-    matrix(p + "attn_q.weight", q_out, h);
-    matrix(p + "attn_k.weight", kv_out, h);
+    if (!c.output_norms_only) constant(p + "attn_norm.weight", h, 1.0f);
+    matrix(p + "attn_q.weight", q_out, h, MatrixRole::other, i,
+           permuted_qk ? c.num_attention_heads : 0);
+    matrix(p + "attn_k.weight", kv_out, h, MatrixRole::other, i,
+           permuted_qk ? c.num_key_value_heads : 0);
     matrix(p + "attn_v.weight", kv_out, h, MatrixRole::attn_v, i);
     matrix(p + "attn_output.weight", h, q_out);
     if (c.qkv_bias) {
@@ -264,10 +292,16 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
       constant(p + "attn_q_norm.weight", hd, 1.0f);
       constant(p + "attn_k_norm.weight", hd, 1.0f);
     }
+    if (c.qk_norm_full) {  // OLMo 2: over the whole projections
+      constant(p + "attn_q_norm.weight", q_out, 1.0f);
+      constant(p + "attn_k_norm.weight", kv_out, 1.0f);
+    }
     // Gemma's norms are stored as 1 + w (llama.cpp's converter adds the 1): 1 for w = 0 too.
-    if (c.sandwich_norms) constant(p + "post_attention_norm.weight", h, 1.0f);
-    constant(p + "ffn_norm.weight", h, 1.0f);
-    if (c.sandwich_norms) constant(p + "post_ffw_norm.weight", h, 1.0f);
+    // OLMo 2 has the output norms only.
+    const bool output_norms = c.sandwich_norms || c.output_norms_only;
+    if (output_norms) constant(p + "post_attention_norm.weight", h, 1.0f);
+    if (!c.output_norms_only) constant(p + "ffn_norm.weight", h, 1.0f);
+    if (output_norms) constant(p + "post_ffw_norm.weight", h, 1.0f);
     matrix(p + "ffn_gate.weight", inter, h);
     matrix(p + "ffn_up.weight", inter, h);
     matrix(p + "ffn_down.weight", h, inter, MatrixRole::ffn_down, i);

@@ -343,6 +343,30 @@ TEST(InitModelGgufFloat, FloatTensorsMatchTheSafetensorsFolder) {
   }
 }
 
+// init-model's GGUF of `text` (a config) and its safetensors folder of the same seed: the same
+// logits (f32), and Q8_0 blocks within their rounding.
+void expect_gguf_is_the_folder(test::TempDir& dir, const std::string& name,
+                               const std::string& text) {
+  const std::string config = dir.file(name + ".json");
+  std::ofstream(config) << text;
+  init_model(config, dir.file(name + "-st"), 5, "f32");
+  init_model(config, dir.file(name + "-gguf"), 5, "f32", InitFormat::gguf);
+  init_model(config, dir.file(name + "-q8"), 5, "q8_0");
+  const CausalLM st = CausalLM::from_pretrained(dir.file(name + "-st"));
+  const CausalLM gg = CausalLM::from_pretrained(dir.file(name + "-gguf") + "/model.gguf");
+  EXPECT_EQ(gg.config().architecture, st.config().architecture);
+  Batch b;
+  b.input_ids = {{2, 5, 9, 22, 7, 3, 100, 4, 8, 15, 16, 23, 42}};
+  const auto got = gg.logits(b).to_f32_vector(), want = st.logits(b).to_f32_vector();
+  ASSERT_EQ(got.size(), want.size());
+  const auto [max_diff, max_abs] = logit_gap(got, want);
+  EXPECT_LE(max_diff, 1e-5f * max_abs + 1e-6f);
+  EXPECT_GT(max_abs, 0.1f);
+  const CausalLM q8 = CausalLM::from_pretrained(dir.file(name + "-q8") + "/model.gguf");
+  const auto q = q8.logits(b).to_f32_vector();
+  EXPECT_LE(logit_gap(q, want).max_diff, 0.1f * max_abs);  // Q8_0 rounding, not another model
+}
+
 // The Gemma family as GGUF (llama.cpp's keys and names, norms as 1 + w): the same logits as the
 // safetensors folder of the same seed, for Gemma 2 (softcaps, windows on alternate layers) and
 // Gemma 3 (a pattern of 3, its sliding layers' own RoPE base, a linear-scaled full layer);
@@ -364,24 +388,7 @@ TEST(InitModelGgufGemma, SameLogitsAsTheSafetensorsFolder) {
   };
   for (const auto& [name, text] : configs) {
     SCOPED_TRACE(name);
-    const std::string config = dir.file(name + ".json");
-    std::ofstream(config) << text;
-    init_model(config, dir.file(name + "-st"), 5, "f32");
-    init_model(config, dir.file(name + "-gguf"), 5, "f32", InitFormat::gguf);
-    init_model(config, dir.file(name + "-q8"), 5, "q8_0");
-    const CausalLM st = CausalLM::from_pretrained(dir.file(name + "-st"));
-    const CausalLM gg = CausalLM::from_pretrained(dir.file(name + "-gguf") + "/model.gguf");
-    EXPECT_EQ(gg.config().architecture, st.config().architecture);
-    Batch b;
-    b.input_ids = {{2, 5, 9, 22, 7, 3, 100, 4, 8, 15, 16, 23, 42}};
-    const auto got = gg.logits(b).to_f32_vector(), want = st.logits(b).to_f32_vector();
-    ASSERT_EQ(got.size(), want.size());
-    const auto [max_diff, max_abs] = logit_gap(got, want);
-    EXPECT_LE(max_diff, 1e-5f * max_abs + 1e-6f);
-    EXPECT_GT(max_abs, 0.1f);
-    const CausalLM q8 = CausalLM::from_pretrained(dir.file(name + "-q8") + "/model.gguf");
-    const auto q = q8.logits(b).to_f32_vector();
-    EXPECT_LE(logit_gap(q, want).max_diff, 0.1f * max_abs);  // Q8_0 rounding, not another model
+    expect_gguf_is_the_folder(dir, name, text);
   }
   // query_pre_attn_scalar other than llama.cpp's rule (the safetensors fixture's 24, head_dim 32).
   try {
@@ -390,6 +397,38 @@ TEST(InitModelGgufGemma, SameLogitsAsTheSafetensorsFolder) {
     ADD_FAILURE() << "a GGUF without the model's attention scale was written";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("query_pre_attn_scalar"), std::string::npos) << e.what();
+  }
+}
+
+// Llama and SmolLM3 (q/k rows permuted as llama.cpp's converter permutes them; SmolLM3's every
+// 4th layer NoPE) and OLMo 2 (no input norms, whole-projection q/k norms, output norms) as
+// GGUF: the same logits as the safetensors folder of the same seed; a SmolLM3 whose NoPE layers
+// llama.cpp's rule cannot say is refused.
+TEST(InitModelGgufSmolLM3AndOlmo2, SameLogitsAsTheSafetensorsFolder) {
+  test::TempDir dir;
+  const std::string common = R"("vocab_size": 300, "hidden_size": 64, "intermediate_size": 96,
+      "num_hidden_layers": 8, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "rope_theta": 10000.0, "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0,
+      "tie_word_embeddings": false)";
+  const std::vector<std::pair<std::string, std::string>> configs = {
+      {"llama", R"({"architectures": ["LlamaForCausalLM"], )" + common + "}"},
+      {"smollm3",
+       R"({"architectures": ["SmolLM3ForCausalLM"], "no_rope_layer_interval": 4, )" + common + "}"},
+      {"olmo2", R"({"architectures": ["Olmo2ForCausalLM"], )" + common + "}"},
+  };
+  for (const auto& [name, text] : configs) {
+    SCOPED_TRACE(name);
+    expect_gguf_is_the_folder(dir, name, text);
+  }
+  const std::string odd = dir.file("smollm3-odd.json");
+  std::ofstream(odd) << R"({"architectures": ["SmolLM3ForCausalLM"], "no_rope_layers": [1, 0, 1,
+      1, 1, 1, 1, 0], )" + common +
+                            "}";
+  try {
+    init_model(odd, dir.file("no"), 1, "q8_0");
+    ADD_FAILURE() << "a GGUF with NoPE layers llama.cpp would not find was written";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("NoPE"), std::string::npos) << e.what();
   }
 }
 
