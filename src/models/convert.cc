@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -63,6 +64,40 @@ Json rope_scaling(const RopeConfig& rope) {
   return j;
 }
 
+// Gemma's fields as GemmaConfig / Gemma2Config / Gemma3TextConfig read them: GeGLU, attention
+// biases, and for Gemma 2 / 3 query_pre_attn_scalar (the scale llama.cpp derived), the softcaps
+// (null for none) and each layer's attention type; Gemma 3's sliding layers' RoPE base. Gemma 2
+// sliding layers with a RoPE base of their own have no config field, and are refused.
+void add_gemma_fields(const ModelConfig& c, Json& j) {
+  j["attention_bias"] = c.qkv_bias;
+  if (c.model_type == "gemma") {
+    j["hidden_act"] = "gelu_pytorch_tanh";
+    return;
+  }
+  j["hidden_activation"] = "gelu_pytorch_tanh";
+  // An int where it is one: transformers 5's config classes validate the field as int.
+  const double scalar = c.query_pre_attn_scalar.value_or(static_cast<double>(c.head_dim));
+  const auto whole = static_cast<int64_t>(scalar);
+  j["query_pre_attn_scalar"] = static_cast<double>(whole) == scalar ? Json(whole) : Json(scalar);
+  const auto cap = [](double v) { return v > 0 ? Json(v) : Json(nullptr); };
+  j["attn_logit_softcapping"] = cap(c.attn_logit_softcapping);
+  j["final_logit_softcapping"] = cap(c.final_logit_softcapping);
+  // Without a window every layer is full (a config without one reads Gemma's default 4096).
+  j["sliding_window"] = c.sliding_window.value_or(4096);
+  Json types = Json::array();
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    types.push_back(c.layer_window(l) > 0 ? "sliding_attention" : "full_attention");
+  }
+  j["layer_types"] = types;
+  if (!c.sliding_rope) return;
+  if (c.model_type != "gemma3_text" || c.sliding_rope->type != RopeType::standard) {
+    throw Error("convert: this " + c.model_type +
+                " GGUF's sliding layers rotate with a RoPE of their own that " + c.architecture +
+                "'s config.json has no field for");
+  }
+  j["rope_local_base_freq"] = c.sliding_rope->theta;
+}
+
 Json hf_config(const ModelConfig& c, DType dtype) {
   Json j;
   j["architectures"] = {c.architecture};
@@ -97,7 +132,17 @@ Json hf_config(const ModelConfig& c, DType dtype) {
     }
     j["layer_types"] = types;
   }
-  j["hidden_act"] = "silu";
+  const bool gemma = c.model_type.rfind("gemma", 0) == 0;
+  if (gemma) {
+    add_gemma_fields(c, j);
+  } else {
+    j["hidden_act"] = "silu";
+  }
+  if (c.model_type == "smollm3") {  // llama.cpp's every 4th layer, said per layer
+    Json flags = Json::array();
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) flags.push_back(c.layer_rotates(l) ? 1 : 0);
+    j["no_rope_layers"] = flags;
+  }
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   if (c.model_type == "llama") {
     j["attention_bias"] = c.qkv_bias;
@@ -119,11 +164,8 @@ void convert_gguf_to_hf(const std::string& gguf_path, const std::string& out_dir
     throw Error("convert: --dtype must be f32, bf16 or f16");
   }
   GgufModel m = open_gguf_model(gguf_path);
-  if (m.config.model_type.rfind("gemma", 0) == 0) {
-    throw Error("convert: " + gguf_path + " is a " + m.config.model_type +
-                " model; writing Gemma's config fields and its norms back as w of (1 + w) is "
-                "not implemented (load the GGUF directly instead)");
-  }
+  // llama.cpp stores Gemma's norms as 1 + w; its config.json form holds w (GemmaRMSNorm adds 1).
+  const bool norms_minus_one = m.config.model_type.rfind("gemma", 0) == 0;
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw Error(out_dir + ": cannot create folder: " + ec.message());
@@ -165,8 +207,14 @@ void convert_gguf_to_hf(const std::string& gguf_path, const std::string& out_dir
   const WeightSource& src = *m.weights;
   for (const auto& [name, shape] : hf_weight_names(m.config)) {
     if (!src.contains(name)) throw Error(gguf_path + ": no tensor for '" + name + "'");
-    w.add(name, dtype, shape, [&src, name, dtype](std::span<std::byte> bytes) {
+    const bool minus_one = norms_minus_one && name.ends_with("norm.weight");
+    w.add(name, dtype, shape, [&src, name, dtype, minus_one](std::span<std::byte> bytes) {
       Tensor stored = src.load(name);
+      if (minus_one) {
+        std::vector<float> v = stored.to_f32_vector();
+        for (float& x : v) x -= 1.0f;
+        stored = Tensor::from_f32(v, stored.shape());
+      }
       Tensor converted = Tensor::empty(stored.shape(), dtype);
       converted.copy_from(stored);
       std::memcpy(bytes.data(), converted.raw(), bytes.size());

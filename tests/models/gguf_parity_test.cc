@@ -88,6 +88,15 @@ TEST(GgufParityGemma, LlamaCppLayoutAndMetadataAndSmolLM3) {
     Batch a;
     a.input_ids = test::id_rows(golden, "input_ids_a");
     EXPECT_EQ(model.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"));
+    // `anvil convert`'s Hugging Face folder: the norms back as w of (1 + w), Gemma's fields in
+    // config.json; the same model.
+    test::TempDir out;
+    convert_gguf_to_hf(dir + "/model.gguf", out.path(), DType::f32);
+    const CausalLM converted = CausalLM::from_pretrained(out.path());
+    EXPECT_TRUE(converted.config().norm_plus_one);
+    EXPECT_EQ(converted.config().sliding_layers, c.sliding_layers);
+    EXPECT_EQ(converted.config().query_pre_attn_scalar, c.query_pre_attn_scalar);
+    EXPECT_EQ(converted.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"));
   }
   // SmolLM3 as llama.cpp reads it: every 4th layer a NoPE layer (not stored), q/k permuted.
   const std::string dir = test::data_dir() + "/extra/smollm3-gguf-tiny";
@@ -98,11 +107,18 @@ TEST(GgufParityGemma, LlamaCppLayoutAndMetadataAndSmolLM3) {
   Batch a;
   a.input_ids = test::id_rows(golden, "input_ids_a");
   EXPECT_EQ(smollm3.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"));
-  // Gemma's Hugging Face form is not written (yet), and says so.
-  test::TempDir out;
-  EXPECT_THROW(
-      convert_gguf_to_hf(test::data_dir() + "/extra/gemma-tiny/model.gguf", out.path(), DType::f32),
-      Error);
+  // Converted, SmolLM3 and OLMo 2 generate the same.
+  for (const std::string name : {"smollm3-gguf-tiny", "olmo2-gguf-tiny"}) {
+    SCOPED_TRACE(name);
+    const std::string from = test::data_dir() + "/extra/" + name;
+    const auto want = SafetensorsFile::open(from + "/golden.safetensors");
+    test::TempDir out;
+    convert_gguf_to_hf(from + "/model.gguf", out.path(), DType::f32);
+    const CausalLM converted = CausalLM::from_pretrained(out.path());
+    Batch b;
+    b.input_ids = test::id_rows(want, "input_ids_a");
+    EXPECT_EQ(converted.generate(b, test::greedy_exactly(40)), test::id_rows(want, "gen_long_a"));
+  }
 }
 
 // Phi-3 as llama.cpp's converter writes it (scripts/goldens/make_phi3_gguf.py): past the
