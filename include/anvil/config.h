@@ -111,6 +111,23 @@ struct ModelConfig {
   /// Which layers rotate q and k at all (SmolLM3's no_rope_layers: 1 rotates, 0 is a NoPE
   /// layer); empty: every layer.
   std::vector<bool> rope_layers;
+  /// Sparse mixture-of-experts MLPs (Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE): a router picks
+  /// num_experts_per_tok of num_experts SwiGLU experts (moe_intermediate_size wide) per token,
+  /// their outputs weighted by the router's softmax (renormalised over the picked ones with
+  /// norm_topk_prob). 0 experts: every MLP is dense.
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = false;
+  /// The routing weights rounded to the activations' dtype before they scale the experts'
+  /// outputs (Qwen2/3-MoE, OLMoE); Mixtral keeps them in float32.
+  bool router_weights_in_act_dtype = true;
+  /// Qwen2-MoE's shared expert beside the routed ones (its width; 0: none), gated per token by
+  /// sigmoid(x . shared_expert_gate).
+  int64_t shared_expert_intermediate_size = 0;
+  /// Which layers' MLPs are sparse (decoder_sparse_step, mlp_only_layers); empty: all of them
+  /// when num_experts > 0.
+  std::vector<bool> moe_layers;
   std::optional<DType> dtype;  ///< `torch_dtype` / `dtype`, when the file says
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> bos_token_id, pad_token_id;
@@ -131,6 +148,12 @@ struct ModelConfig {
     return sliding_layers.empty() ? sliding_window.has_value()
                                   : layer < static_cast<int64_t>(sliding_layers.size()) &&
                                         sliding_layers[static_cast<size_t>(layer)];
+  }
+  /// Whether layer `layer`'s MLP is a sparse mixture of experts.
+  bool is_moe_layer(int64_t layer) const {
+    if (num_experts <= 0) return false;
+    return moe_layers.empty() || (layer < static_cast<int64_t>(moe_layers.size()) &&
+                                  moe_layers[static_cast<size_t>(layer)]);
   }
   /// Whether layer `layer` applies RoPE (false for SmolLM3's NoPE layers).
   bool layer_rotates(int64_t layer) const {

@@ -5,6 +5,7 @@
 // modeling_olmo2.py.
 #include "models/architectures.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "anvil/error.h"
@@ -262,6 +263,97 @@ void apply_olmo2(const nlohmann::json& raw, ModelConfig& c, const std::string& s
   c.output_norms_only = true;
 }
 
+// The sparse MoE fields every MoE config shares: the experts' count (`experts_key`: Mixtral's
+// num_local_experts), how many a token takes, their width (Mixtral's experts are
+// intermediate_size wide), norm_topk_prob, and which layers are sparse: (l + 1) %
+// decoder_sparse_step == 0 and not in mlp_only_layers (the Qwen MoEs; the others: all).
+// The count is read under the config class's own field or its attribute_map alias
+// (transformers 5 saves Qwen3-MoE's num_experts as num_local_experts).
+void read_moe(const nlohmann::json& raw, ModelConfig& c, const std::string& source,
+              const char* experts_key, const char* alias, int64_t experts, int64_t per_tok,
+              std::optional<int64_t> width, bool norm_topk) {
+  std::optional<int64_t> count = jf::opt_int(raw, experts_key, source);
+  if (!count && alias) count = jf::opt_int(raw, alias, source);
+  c.num_experts = count.value_or(experts);
+  c.num_experts_per_tok = jf::opt_int(raw, "num_experts_per_tok", source).value_or(per_tok);
+  c.moe_intermediate_size =
+      width ? *width : jf::opt_int(raw, "moe_intermediate_size", source).value_or(0);
+  c.norm_topk_prob = jf::opt_bool(raw, "norm_topk_prob", source).value_or(norm_topk);
+  if (c.num_experts < 0) jf::fail(source, experts_key, "must not be negative");
+  if (c.num_experts == 0) return;  // every MLP dense
+  if (c.num_experts_per_tok <= 0 || c.num_experts_per_tok > c.num_experts) {
+    jf::fail(source, "num_experts_per_tok",
+             "must be between 1 and the " + std::to_string(c.num_experts) + " experts, got " +
+                 std::to_string(c.num_experts_per_tok));
+  }
+  if (c.moe_intermediate_size <= 0) {
+    jf::fail(source, "moe_intermediate_size", "must be positive for a mixture of experts");
+  }
+  const int64_t step = jf::opt_int(raw, "decoder_sparse_step", source).value_or(1);
+  if (step <= 0) jf::fail(source, "decoder_sparse_step", "must be positive");
+  const std::vector<int64_t> dense = jf::int_or_list(raw, "mlp_only_layers", source);
+  c.moe_layers.clear();
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const bool listed = std::find(dense.begin(), dense.end(), l) != dense.end();
+    c.moe_layers.push_back(!listed && (l + 1) % step == 0);
+  }
+}
+
+// Qwen3MoeConfig: Qwen3's attention (q/k norms; a window on every layer with
+// use_sliding_window), sparse MLPs of 128 experts, 8 a token, 768 wide.
+void apply_qwen3_moe(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  apply_qwen3(raw, c, source);
+  c.sliding_window.reset();
+  c.sliding_layers.clear();
+  if (jf::opt_bool(raw, "use_sliding_window", source).value_or(false)) {
+    read_sliding_window(raw, c, source, 4096);
+  }
+  read_moe(raw, c, source, "num_local_experts", "num_experts", 128, 8, std::nullopt, false);
+}
+
+// Qwen2MoeConfig: Qwen2's attention (q/k/v biases from qkv_bias, default true), 60 experts, 4 a
+// token, 1,408 wide, and a shared expert (shared_expert_intermediate_size, 5,632) gated by
+// sigmoid(x . shared_expert_gate).
+void apply_qwen2_moe(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  apply_qwen2(raw, c, source);
+  c.qkv_bias = jf::opt_bool(raw, "qkv_bias", source).value_or(true);
+  read_moe(raw, c, source, "num_experts", nullptr, 60, 4, std::nullopt, false);
+  c.shared_expert_intermediate_size =
+      jf::opt_int(raw, "shared_expert_intermediate_size", source).value_or(5632);
+  if (c.num_experts > 0 && c.shared_expert_intermediate_size <= 0) {
+    jf::fail(source, "shared_expert_intermediate_size", "must be positive");
+  }
+}
+
+// MixtralConfig: Mistral's attention (no biases; a window on every layer only when
+// sliding_window is set), every MLP sparse: num_local_experts (8) experts of intermediate_size, 2
+// a token, always renormalised, the routing weights kept in float32.
+void apply_mixtral(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  read_activation(raw, c, source, "hidden_act", "silu", false);
+  c.qkv_bias = c.o_bias = c.mlp_bias = c.qk_norm = false;
+  read_sliding_window(raw, c, source, std::nullopt);
+  read_moe(raw, c, source, "num_local_experts", "num_experts", 8, 2, c.intermediate_size, true);
+  if (c.num_experts == 0) jf::fail(source, "num_local_experts", "must be positive");
+  c.norm_topk_prob = true;
+  c.router_weights_in_act_dtype = false;
+}
+
+// OlmoeConfig: Llama's layer with q and k RMS-normalised as whole projections before RoPE,
+// attention_bias on q/k/v/o, 64 experts, 8 a token, intermediate_size wide. clip_qkv (clamping
+// q, k and v) is not implemented.
+void apply_olmoe(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  read_activation(raw, c, source, "hidden_act", "silu", false);
+  const bool bias = jf::opt_bool(raw, "attention_bias", source).value_or(false);
+  c.qkv_bias = c.o_bias = bias;
+  c.mlp_bias = c.qk_norm = false;
+  c.qk_norm_full = true;
+  if (jf::opt_number(raw, "clip_qkv", source)) {
+    jf::fail(source, "clip_qkv", "is set; clamping q, k and v is not implemented");
+  }
+  read_moe(raw, c, source, "num_experts", "num_local_experts", 64, 8, c.intermediate_size, false);
+  if (c.num_experts == 0) jf::fail(source, "num_experts", "must be positive");
+}
+
 constexpr Architecture kArchitectures[] = {
     {"LlamaForCausalLM", "llama", 2048, 1e-6, 0, false, false, &apply_llama},
     {"MistralForCausalLM", "mistral", 4096 * 32, 1e-6, 0, false, false, &apply_mistral},
@@ -277,6 +369,10 @@ constexpr Architecture kArchitectures[] = {
     {"SmolLM3ForCausalLM", "smollm3", 32768, 1e-6, 0, false, false, &apply_smollm3, 10000.0, false,
      0, 4, true},
     {"Olmo2ForCausalLM", "olmo2", 2048, 1e-5, 0, false, false, &apply_olmo2},
+    {"Qwen3MoeForCausalLM", "qwen3_moe", 32768, 1e-6, 0, false, false, &apply_qwen3_moe},
+    {"Qwen2MoeForCausalLM", "qwen2_moe", 32768, 1e-6, 0, false, false, &apply_qwen2_moe},
+    {"MixtralForCausalLM", "mixtral", 4096 * 32, 1e-5, 0, false, false, &apply_mixtral, 1e6},
+    {"OlmoeForCausalLM", "olmoe", 4096, 1e-5, 0, false, false, &apply_olmoe},
 };
 
 std::string supported_list() {

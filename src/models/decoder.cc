@@ -34,6 +34,15 @@ Decoder::Decoder(ModelConfig config, ModelWeights weights, DType dtype, Device d
                 " backend has no attention over such a cache beside " +
                 std::string(dtype_name(act_dtype_)) + " activations (it has: " + usable + ")");
   }
+  if (config_.num_experts > 0 &&
+      (!find_kernel_raw(ops::kGatherRows, device.type, act_dtype_, act_dtype_) ||
+       !find_kernel_raw(ops::kScatterAddRows, device.type, act_dtype_, act_dtype_))) {
+    throw Error(config_.architecture +
+                ": mixture-of-experts layers need the gather_rows and "
+                "scatter_add_rows kernels, which the " +
+                std::string(device_type_name(device.type)) + " backend does not have for " +
+                std::string(dtype_name(act_dtype_)) + " activations");
+  }
   const RopeFrequencies f = rope_frequencies(config_.rope, config_.head_dim);
   inv_freq_ = Tensor::from_f32(f.inv_freq, {static_cast<int64_t>(f.inv_freq.size())}).to(device_);
   rope_scaling_ = f.attention_scaling;
@@ -99,6 +108,19 @@ int64_t Decoder::decode_weight_bytes() const {
       add(*t);
     }
   }
+  // A MoE layer reads its router, the shared expert, and top_k of its experts a token.
+  for (const LayerWeights& l : weights_.layers) {
+    for (const Tensor* t : {&l.router, &l.shared_gate_proj, &l.shared_up_proj, &l.shared_down_proj,
+                            &l.shared_expert_gate}) {
+      add(*t);
+    }
+    for (size_t e = 0;
+         e < l.expert_gate.size() && static_cast<int64_t>(e) < config_.num_experts_per_tok; ++e) {
+      add(l.expert_gate[e]);
+      add(l.expert_up[e]);
+      add(l.expert_down[e]);
+    }
+  }
   add(weights_.norm);
   add(weights_.lm_head);
   bytes += static_cast<int64_t>(weights_.embed_tokens.nbytes()) / config_.vocab_size;
@@ -155,7 +177,8 @@ void Decoder::check_step(const StepInput& step, const KvCache& cache) const {
 }
 
 bool Decoder::queues_steps() const {
-  return device_.type != DeviceType::cpu &&
+  // A MoE layer's picks go through the host, which a recorded step cannot do.
+  return device_.type != DeviceType::cpu && config_.num_experts == 0 &&
          supports(ops::kMaskColumn, device_.type, DType::i32, DType::i32);
 }
 
@@ -174,6 +197,23 @@ Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
   run(in, b, s, past, step.all_logits, cache, logits);
   cache.length = past + s;
   return logits.view({b, out_seq, config_.vocab_size});
+}
+
+std::shared_ptr<const ops::MoeTensors> Decoder::moe_tensors(const LayerWeights& l) const {
+  if (!l.router.defined()) return nullptr;
+  auto m = std::make_shared<ops::MoeTensors>();
+  m->router = l.router;
+  m->gate = l.expert_gate;
+  m->up = l.expert_up;
+  m->down = l.expert_down;
+  m->top_k = config_.num_experts_per_tok;
+  m->norm_topk = config_.norm_topk_prob;
+  m->weights_in_act_dtype = config_.router_weights_in_act_dtype;
+  m->shared_gate = l.shared_gate_proj;
+  m->shared_up = l.shared_up_proj;
+  m->shared_down = l.shared_down_proj;
+  m->shared_expert_gate = l.shared_expert_gate;
+  return m;
 }
 
 void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, bool all_logits,
@@ -239,7 +279,8 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
                                                        : Tensor(),
                                 .rope_scaling = own_rope && !no_rope ? sliding_rope_scaling_ : 1.0f,
                                 .q_full_norm = c.qk_norm_full ? L.q_norm : Tensor(),
-                                .k_full_norm = c.qk_norm_full ? L.k_norm : Tensor()});
+                                .k_full_norm = c.qk_norm_full ? L.k_norm : Tensor(),
+                                .moe = moe_tensors(L)});
     }
   }
   for (size_t li = 0; li < layer_tensors_.size(); ++li) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,6 +72,8 @@ class Decoder {
   struct GraphState;
 
   Tensor scratch(const std::string& slot, const Shape& shape) const;
+  /// A sparse MoE layer's tensors as the ops take them (null for a dense layer).
+  std::shared_ptr<const ops::MoeTensors> moe_tensors(const LayerWeights& layer) const;
   /// float32 scratch whatever the activation dtype (the logits handed back).
   Tensor scratch_f32(const std::string& slot, const Shape& shape) const;
   Tensor upload_i32(const std::vector<int32_t>& v, const Shape& shape) const;

@@ -127,6 +127,29 @@ class Scope {
 
 }  // namespace
 
+MoeNames moe_names(const ModelConfig& c, int64_t layer) {
+  const std::string p = "model.layers." + std::to_string(layer) + ".";
+  MoeNames n;
+  if (c.model_type == "mixtral") {
+    n.router = p + "block_sparse_moe.gate.weight";
+    n.experts = p + "block_sparse_moe.experts.";
+    n.gate_suffix = ".w1.weight";
+    n.up_suffix = ".w3.weight";
+    n.down_suffix = ".w2.weight";
+    return n;
+  }
+  n.router = p + "mlp.gate.weight";
+  n.experts = p + "mlp.experts.";
+  n.gate_suffix = ".gate_proj.weight";
+  n.up_suffix = ".up_proj.weight";
+  n.down_suffix = ".down_proj.weight";
+  n.shared_gate = p + "mlp.shared_expert.gate_proj.weight";
+  n.shared_up = p + "mlp.shared_expert.up_proj.weight";
+  n.shared_down = p + "mlp.shared_expert.down_proj.weight";
+  n.shared_expert_gate = p + "mlp.shared_expert_gate.weight";
+  return n;
+}
+
 std::vector<std::pair<std::string, Shape>> hf_weight_names(const ModelConfig& c) {
   const int64_t h = c.hidden_size, hd = c.head_dim, inter = c.intermediate_size;
   const int64_t q_out = c.num_attention_heads * hd, kv_out = c.num_key_value_heads * hd;
@@ -162,6 +185,23 @@ std::vector<std::pair<std::string, Shape>> hf_weight_names(const ModelConfig& c)
     if (c.sandwich_norms) {
       out.push_back({p + "pre_feedforward_layernorm.weight", {h}});
       out.push_back({p + "post_feedforward_layernorm.weight", {h}});
+    }
+    if (c.is_moe_layer(i)) {
+      const MoeNames n = moe_names(c, i);
+      const int64_t mi = c.moe_intermediate_size, si = c.shared_expert_intermediate_size;
+      out.push_back({n.router, {c.num_experts, h}});
+      for (int64_t e = 0; e < c.num_experts; ++e) {
+        out.push_back({n.gate(e), {mi, h}});
+        out.push_back({n.up(e), {mi, h}});
+        out.push_back({n.down(e), {h, mi}});
+      }
+      if (si > 0) {
+        out.push_back({n.shared_gate, {si, h}});
+        out.push_back({n.shared_up, {si, h}});
+        out.push_back({n.shared_down, {h, si}});
+        out.push_back({n.shared_expert_gate, {1, h}});
+      }
+      continue;
     }
     if (c.fused_projections) {
       out.push_back({p + "mlp.gate_up_proj.weight", {2 * inter, h}});
@@ -239,6 +279,24 @@ ModelWeights load_weights(const WeightSource& source, const ModelConfig& c,
       l.mlp_out_norm = s.get_norm(p + "post_feedforward_layernorm.weight", h);
     } else {
       l.post_attention_layernorm = s.get_norm(p + "post_attention_layernorm.weight", h);
+    }
+    if (c.is_moe_layer(i)) {
+      const MoeNames n = moe_names(c, i);
+      const int64_t mi = c.moe_intermediate_size, si = c.shared_expert_intermediate_size;
+      l.router = s.get(n.router, {c.num_experts, h});
+      for (int64_t e = 0; e < c.num_experts; ++e) {
+        l.expert_gate.push_back(s.get(n.gate(e), {mi, h}));
+        l.expert_up.push_back(s.get(n.up(e), {mi, h}));
+        l.expert_down.push_back(s.get(n.down(e), {h, mi}));
+      }
+      if (si > 0) {
+        l.shared_gate_proj = s.get(n.shared_gate, {si, h});
+        l.shared_up_proj = s.get(n.shared_up, {si, h});
+        l.shared_down_proj = s.get(n.shared_down, {h, si});
+        l.shared_expert_gate = s.get(n.shared_expert_gate, {1, h});
+      }
+      w.layers.push_back(std::move(l));
+      continue;
     }
     if (c.fused_projections) {  // gate the first half, as Phi3MLP's chunk(2)
       const Tensor gate_up = s.get(p + "mlp.gate_up_proj.weight", {2 * inter, h});

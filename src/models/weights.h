@@ -27,6 +27,12 @@ struct LayerWeights {
   Tensor attn_out_norm, mlp_out_norm;
   Tensor gate_proj, up_proj, down_proj;
   Tensor gate_bias, up_bias, down_bias;
+  /// A sparse mixture-of-experts MLP (ModelConfig::is_moe_layer; the dense tensors above are
+  /// then undefined): the router [experts, hidden], each expert's gate / up [moe_inter, hidden]
+  /// and down [hidden, moe_inter]; Qwen2-MoE's shared expert and its gate [1, hidden].
+  Tensor router;
+  std::vector<Tensor> expert_gate, expert_up, expert_down;
+  Tensor shared_gate_proj, shared_up_proj, shared_down_proj, shared_expert_gate;
 };
 
 struct ModelWeights {
@@ -35,6 +41,18 @@ struct ModelWeights {
   Tensor norm;
   Tensor lm_head;  ///< the embedding itself when tied
 };
+
+/// The Hugging Face names of a sparse MoE layer's weights: the router, expert e's three
+/// projections (Mixtral's block_sparse_moe.experts.{e}.w1 / w3 / w2, the others'
+/// mlp.experts.{e}.gate_proj / up_proj / down_proj) and the shared expert's.
+struct MoeNames {
+  std::string router, shared_gate, shared_up, shared_down, shared_expert_gate;
+  std::string gate(int64_t e) const { return experts + std::to_string(e) + gate_suffix; }
+  std::string up(int64_t e) const { return experts + std::to_string(e) + up_suffix; }
+  std::string down(int64_t e) const { return experts + std::to_string(e) + down_suffix; }
+  std::string experts, gate_suffix, up_suffix, down_suffix;
+};
+MoeNames moe_names(const ModelConfig& config, int64_t layer);
 
 /// The Hugging Face names and shapes of every weight the config calls for, in checkpoint order
 /// (the tied lm_head is left out).

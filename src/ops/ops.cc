@@ -6,59 +6,10 @@
 
 #include "anvil/error.h"
 #include "core/kernels.h"
+#include "ops/op_checks.h"
 #include "ops/op_profile.h"
 
 namespace anvil::ops {
-namespace {
-
-[[noreturn]] void fail(const char* op, const std::string& what) {
-  throw Error(std::string(op) + ": " + what);
-}
-
-void expect_shape(const char* op, const char* name, const Tensor& t, const Shape& shape) {
-  if (t.shape() != shape) {
-    fail(op, std::string(name) + " has shape " + shape_str(t.shape()) + ", expected " +
-                 shape_str(shape));
-  }
-}
-
-void expect_rank(const char* op, const char* name, const Tensor& t, int64_t rank) {
-  if (!t.defined()) fail(op, std::string(name) + " is undefined");
-  if (t.dim() != rank) {
-    fail(op, std::string(name) + " has shape " + shape_str(t.shape()) + ", expected rank " +
-                 std::to_string(rank));
-  }
-}
-
-void expect_contiguous(const char* op, const char* name, const Tensor& t) {
-  if (!t.is_contiguous()) fail(op, std::string(name) + " must be contiguous");
-}
-
-void expect_same_device(const char* op, const Tensor& a, const Tensor& b) {
-  if (b.defined() && !(a.device() == b.device())) {
-    fail(op,
-         "tensors on different devices (" + a.device().str() + " and " + b.device().str() + ")");
-  }
-}
-
-void expect_dtype(const char* op, const char* name, const Tensor& t, DType d) {
-  if (t.dtype() != d) {
-    fail(op, std::string(name) + " has dtype " + std::string(dtype_name(t.dtype())) +
-                 ", expected " + std::string(dtype_name(d)));
-  }
-}
-
-// A KV cache holds the activations' dtype or a narrower float one (an f16 cache beside f32
-// activations); whether a backend has the pair is the kernel lookup's to say.
-void expect_cache_dtype(const char* op, const Tensor& cache, DType act) {
-  const DType d = cache.dtype();
-  if (d != act && d != DType::f16 && d != DType::bf16) {
-    fail(op, "cache has dtype " + std::string(dtype_name(d)) + ", expected " +
-                 std::string(dtype_name(act)) + " (the activations') or f16 / bf16");
-  }
-}
-
-}  // namespace
 
 void embedding(const Tensor& ids, const Tensor& table, const Tensor& out, float scale) {
   OpTimer timer([&] { return "embedding " + shape_str(ids.shape()); });
@@ -665,6 +616,10 @@ void composed_decode_layers(const DecodeLayersArgs& a) {
          {a.q.view({b, s, nh, hd}), L.k_cache, L.v_cache, a.key_mask, a.attn.view({b, s, nh, hd}),
           a.past, a.scale, a.impl, a.past_on_device, L.window, a.softcap}});
     linear_add({a.attn, L.o, L.o_bias, x, a.proj, L.attn_out_norm, a.eps});
+    if (L.moe) {
+      composed_moe_mlp(a, L);
+      continue;
+    }
     linear_swiglu({x, L.gate, L.gate_bias, L.up, L.up_bias, a.gate, a.up, L.post_norm, a.eps,
                    a.normed, a.act});
     linear_add({a.gate, L.down, L.down_bias, x, a.proj, L.mlp_out_norm, a.eps});
@@ -685,6 +640,13 @@ bool decode_layers_extended(const DecodeLayersArgs& a) {
 void decode_layers(const DecodeLayersArgs& a) {
   OpTimer timer([&] { return "decode_layers " + std::to_string(a.layers.size()) + " layers"; });
   if (a.layers.empty()) return;
+  // No device kernel routes experts: a stack with MoE layers runs composed.
+  for (const DecoderLayerTensors& L : a.layers) {
+    if (L.moe) {
+      composed_decode_layers(a);
+      return;
+    }
+  }
   // A device's kernel takes the whole stack or hands it back to the composed definition; the
   // weights' dtype is the first layer's q's (a kernel checks the rest).
   const char* name = decode_layers_extended(a) ? kDecodeLayersExtended : kDecodeLayers;

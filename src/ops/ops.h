@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <vector>
 
 #include "anvil/tensor.h"
 
@@ -265,6 +267,37 @@ struct RopeAttentionArgs {
 void rope_attention(const RopeAttentionArgs& args);
 void composed_rope_attention(const RopeAttentionArgs& args);
 
+/// out[i, :] = x[index[i], :]. x: [N, D] activations; index: [M] i32, each in [0, N), on the
+/// device; out: [M, D] of x's dtype.
+struct GatherRowsArgs {
+  Tensor x, index, out;
+};
+void gather_rows(const Tensor& x, const Tensor& index, const Tensor& out);
+
+/// out[index[i], :] = out[index[i], :] + weight[i] * y[i, :], the product rounded to out's dtype
+/// before the sum, and the sum rounded again (torch's `out.index_add_(0, index, (y *
+/// weight).to(out.dtype))`). y: [M, D]; index: [M] i32, distinct, each in [0, N); weight: [M]
+/// f32; out: [N, D] of y's dtype.
+struct ScatterAddRowsArgs {
+  Tensor y, index, weight, out;
+};
+void scatter_add_rows(const Tensor& y, const Tensor& index, const Tensor& weight,
+                      const Tensor& out);
+
+/// A sparse mixture-of-experts MLP (Qwen2/3-MoE, Mixtral, OLMoE): the router [experts, hidden]
+/// picks top_k experts a token by its softmax (renormalised over the picked ones with
+/// norm_topk; the weights rounded to the activations' dtype with weights_in_act_dtype), each a
+/// SwiGLU MLP (gate / up [width, hidden], down [hidden, width]); Qwen2-MoE's shared expert is
+/// added, gated by sigmoid(x . shared_expert_gate) ([1, hidden]).
+struct MoeTensors {
+  Tensor router;
+  std::vector<Tensor> gate, up, down;
+  int64_t top_k = 0;
+  bool norm_topk = false;
+  bool weights_in_act_dtype = true;
+  Tensor shared_gate, shared_up, shared_down, shared_expert_gate;
+};
+
 /// One decoder layer's weights (biases, q/k norms undefined where the architecture has none)
 /// and its KV caches, as decode_layers reads them.
 struct DecoderLayerTensors {
@@ -283,6 +316,9 @@ struct DecoderLayerTensors {
   /// RMSNorm weights of the whole q ([heads * D]) and k ([kv_heads * D]) products, applied before
   /// RoPE (OLMo 2); undefined for the others (per-head norms are q_norm / k_norm).
   Tensor q_full_norm = Tensor(), k_full_norm = Tensor();
+  /// A sparse MoE MLP in place of gate / up / down (then undefined), else null. Such a stack
+  /// runs the composed ops (the router's picks go through the host).
+  std::shared_ptr<const MoeTensors> moe = nullptr;
 };
 
 /// Every layer of a Llama/Qwen-style decoder over the residual stream x ([B * S, hidden],
@@ -315,6 +351,11 @@ struct DecodeLayersArgs {
 bool decode_layers_extended(const DecodeLayersArgs& args);
 void decode_layers(const DecodeLayersArgs& args);
 void composed_decode_layers(const DecodeLayersArgs& args);
+/// A layer's sparse MoE MLP (layer.moe) over args.x, added into it: post-attention norm into
+/// args.normed, the router's logits read back to the host for the picks, then per picked
+/// expert (ascending) its tokens' rows gathered, the expert's SwiGLU MLP, the rows scattered
+/// back weighted; then the shared expert; then the residual add.
+void composed_moe_mlp(const DecodeLayersArgs& args, const DecoderLayerTensors& layer);
 
 /// Op names as registered in the kernel table.
 inline constexpr const char* kEmbedding = "embedding";
@@ -349,5 +390,7 @@ inline constexpr const char* kGluGeluTanh = "swiglu/gelu_tanh";
 inline constexpr const char* kLinearSwigluGeluTanh = "linear_swiglu/gelu_tanh";
 inline constexpr const char* kAttentionSoftcap = "attention/softcap";
 inline constexpr const char* kDecodeLayersExtended = "decode_layers/extended";
+inline constexpr const char* kGatherRows = "gather_rows";
+inline constexpr const char* kScatterAddRows = "scatter_add_rows";
 
 }  // namespace anvil::ops

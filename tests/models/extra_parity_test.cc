@@ -170,6 +170,23 @@ TEST(ExtraParity, Olmo2OutputNormsWholeProjectionQkNorms) {
   check_parity_and_long_generation(extra("olmo2-tiny"));
 }
 
+// scripts/goldens/make_moe_goldens.py: sparse mixture-of-experts MLPs.
+TEST(ExtraParity, Qwen3MoeNormalisedTopKWithADenseLayer) {
+  check_parity_and_long_generation(extra("qwen3-moe-tiny"));
+}
+
+TEST(ExtraParity, Qwen2MoeSharedExpertEverySecondLayer) {
+  check_parity_and_long_generation(extra("qwen2-moe-tiny"));
+}
+
+TEST(ExtraParity, MixtralExpertsAndWindow) {
+  check_parity_and_long_generation(extra("mixtral-tiny"));
+}
+
+TEST(ExtraParity, OlmoeExpertsWholeProjectionQkNorms) {
+  check_parity_and_long_generation(extra("olmoe-tiny"));
+}
+
 TEST(ExtraParity, Phi3FusedLongropeWindow) {
   check_parity_and_long_generation(extra("phi3-longrope-window-tiny"));
 }

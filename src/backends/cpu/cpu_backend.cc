@@ -175,6 +175,7 @@ void register_cpu_kernels() {
   register_cpu_sample_candidates();
   register_cpu_attention();
   register_cpu_elementwise();
+  register_cpu_moe_rows();
   register_cpu_decode_layers();
 }
 

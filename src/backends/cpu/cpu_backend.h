@@ -20,6 +20,7 @@ void register_cpu_repetition_penalty();
 void register_cpu_sample_candidates();
 void register_cpu_attention();
 void register_cpu_elementwise();
+void register_cpu_moe_rows();
 void register_cpu_decode_layers();
 
 }  // namespace anvil

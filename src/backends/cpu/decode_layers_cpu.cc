@@ -677,6 +677,7 @@ bool plan(const ops::DecodeLayersArgs& a, const IsaKernels& kern, std::vector<La
   const DType cache = a.layers[0].k_cache.dtype();
   for (const ops::DecoderLayerTensors& t : a.layers) {
     Layer L;
+    if (t.moe) return false;  // a MoE layer runs composed
     if (!make_product(t.q, t.q_bias, h, &L.q) || !make_product(t.k, t.k_bias, h, &L.k) ||
         !make_product(t.v, t.v_bias, h, &L.v) || !make_product(t.o, t.o_bias, a.heads * hd, &L.o) ||
         !make_product(t.gate, t.gate_bias, h, &L.gate) ||

@@ -1,0 +1,173 @@
+// Sparse mixture-of-experts MLPs in the device-neutral ops: the row gather and weighted scatter
+// front ends, and the composed MoE block the decoder's layers call (Qwen2/3-MoE, Mixtral,
+// OLMoE, as their transformers modules compute it). The router's picks are made on the host
+// from the logits read back: a step with MoE layers syncs with its device once a layer.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "anvil/dtype.h"
+#include "core/kernels.h"
+#include "ops/op_checks.h"
+#include "ops/op_profile.h"
+#include "ops/ops.h"
+
+namespace anvil::ops {
+namespace {
+
+void expect_index(const char* op, const Tensor& index, int64_t rows) {
+  expect_rank(op, "index", index, 1);
+  expect_dtype(op, "index", index, DType::i32);
+  expect_contiguous(op, "index", index);
+  if (index.size(0) != rows) {
+    fail(op, "index has " + std::to_string(index.size(0)) + " entries for " + std::to_string(rows) +
+                 " rows");
+  }
+}
+
+// A float32 value as the activations' dtype would hold it.
+float round_to(DType dtype, float v) {
+  if (dtype == DType::bf16) return bf16_to_f32(f32_to_bf16(v));
+  if (dtype == DType::f16) return f16_to_f32(f32_to_f16(v));
+  return v;
+}
+
+Tensor upload_rows(const std::vector<int32_t>& rows, Device device) {
+  Tensor host = Tensor::empty({static_cast<int64_t>(rows.size())}, DType::i32);
+  std::copy(rows.begin(), rows.end(), host.data<int32_t>());
+  return host.to(device);
+}
+
+// The router's picks for each token (Qwen3MoeTopKRouter, MixtralTopKRouter): the softmax of the
+// logits in float32, the top_k largest (ties to the lower expert), renormalised over them with
+// norm_topk, rounded to the activations' dtype with weights_in_act_dtype. Returned per expert:
+// its tokens (ascending) and their weights.
+struct Picks {
+  std::vector<std::vector<int32_t>> rows;
+  std::vector<std::vector<float>> weights;
+};
+
+Picks route(const std::vector<float>& logits, int64_t tokens, int64_t experts, const MoeTensors& m,
+            DType act) {
+  Picks p;
+  p.rows.resize(static_cast<size_t>(experts));
+  p.weights.resize(static_cast<size_t>(experts));
+  std::vector<float> prob(static_cast<size_t>(experts));
+  std::vector<int64_t> order(static_cast<size_t>(experts));
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* l = logits.data() + t * experts;
+    const float top = *std::max_element(l, l + experts);
+    float sum = 0.0f;
+    for (int64_t e = 0; e < experts; ++e) sum += prob[e] = std::exp(l[e] - top);
+    for (float& v : prob) v /= sum;
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(
+        order.begin(), order.begin() + m.top_k, order.end(),
+        [&](int64_t a, int64_t b) { return prob[a] > prob[b] || (prob[a] == prob[b] && a < b); });
+    float picked = 0.0f;
+    for (int64_t j = 0; j < m.top_k; ++j) picked += prob[order[j]];
+    for (int64_t j = 0; j < m.top_k; ++j) {
+      const int64_t e = order[j];
+      float w = m.norm_topk ? prob[e] / picked : prob[e];
+      if (m.weights_in_act_dtype) w = round_to(act, w);
+      p.rows[e].push_back(static_cast<int32_t>(t));
+      p.weights[e].push_back(w);
+    }
+  }
+  return p;
+}
+
+// One SwiGLU expert over the rows `in` (gate / up / down), into y.
+void expert_mlp(const DecodeLayersArgs& a, const Tensor& in, const Tensor& gate, const Tensor& up,
+                const Tensor& down, const Tensor& y) {
+  const int64_t rows = in.size(0), width = gate.size(0);
+  const Tensor g = Tensor::empty({rows, width}, in.dtype(), in.device());
+  const Tensor u = Tensor::empty({rows, width}, in.dtype(), in.device());
+  linear_swiglu({in, gate, Tensor(), up, Tensor(), g, u, Tensor(), a.eps, Tensor(), a.act});
+  linear(g, down, Tensor(), y);
+}
+
+}  // namespace
+
+void gather_rows(const Tensor& x, const Tensor& index, const Tensor& out) {
+  OpTimer timer([&] { return "gather_rows " + shape_str(out.shape()); });
+  expect_rank(kGatherRows, "x", x, 2);
+  expect_index(kGatherRows, index, out.defined() ? out.size(0) : 0);
+  expect_shape(kGatherRows, "out", out, {index.size(0), x.size(1)});
+  expect_dtype(kGatherRows, "out", out, x.dtype());
+  expect_contiguous(kGatherRows, "x", x);
+  expect_contiguous(kGatherRows, "out", out);
+  expect_same_device(kGatherRows, x, index);
+  expect_same_device(kGatherRows, x, out);
+  get_kernel<GatherRowsArgs>(kGatherRows, x.device().type, x.dtype(), x.dtype())({x, index, out});
+}
+
+void scatter_add_rows(const Tensor& y, const Tensor& index, const Tensor& weight,
+                      const Tensor& out) {
+  OpTimer timer([&] { return "scatter_add_rows " + shape_str(y.shape()); });
+  expect_rank(kScatterAddRows, "y", y, 2);
+  expect_rank(kScatterAddRows, "out", out, 2);
+  expect_index(kScatterAddRows, index, y.size(0));
+  expect_shape(kScatterAddRows, "weight", weight, {y.size(0)});
+  expect_dtype(kScatterAddRows, "weight", weight, DType::f32);
+  expect_dtype(kScatterAddRows, "out", out, y.dtype());
+  if (out.size(1) != y.size(1)) {
+    fail(kScatterAddRows,
+         "y has shape " + shape_str(y.shape()) + " but out has shape " + shape_str(out.shape()));
+  }
+  expect_contiguous(kScatterAddRows, "y", y);
+  expect_contiguous(kScatterAddRows, "out", out);
+  expect_same_device(kScatterAddRows, y, index);
+  expect_same_device(kScatterAddRows, y, weight);
+  expect_same_device(kScatterAddRows, y, out);
+  get_kernel<ScatterAddRowsArgs>(kScatterAddRows, y.device().type, y.dtype(),
+                                 y.dtype())({y, index, weight, out});
+}
+
+void composed_moe_mlp(const DecodeLayersArgs& a, const DecoderLayerTensors& L) {
+  const MoeTensors& m = *L.moe;
+  const Tensor& x = a.x;
+  const int64_t n = x.size(0), h = x.size(1), experts = m.router.size(0);
+  const DType act = x.dtype();
+  const Device device = x.device();
+  Tensor in = x;
+  if (L.post_norm.defined()) {
+    rms_norm(x, L.post_norm, a.eps, a.normed);
+    in = a.normed;
+  }
+  const Tensor logits = Tensor::empty({n, experts}, act, device);
+  linear(in, m.router, Tensor(), logits);
+  const Picks picks = route(logits.to(Device::cpu()).to_f32_vector(), n, experts, m, act);
+  // The experts' sum as transformers' index_add_ builds it: zeros, then each expert's weighted
+  // rows in expert order, in the activations' dtype.
+  const Tensor sum = Tensor::zeros({n, h}, act, device);
+  for (int64_t e = 0; e < experts; ++e) {
+    const std::vector<int32_t>& rows = picks.rows[static_cast<size_t>(e)];
+    if (rows.empty()) continue;
+    const auto count = static_cast<int64_t>(rows.size());
+    const Tensor index = upload_rows(rows, device);
+    const Tensor gathered = Tensor::empty({count, h}, act, device);
+    gather_rows(in, index, gathered);
+    const Tensor y = Tensor::empty({count, h}, act, device);
+    expert_mlp(a, gathered, m.gate[static_cast<size_t>(e)], m.up[static_cast<size_t>(e)],
+               m.down[static_cast<size_t>(e)], y);
+    scatter_add_rows(
+        y, index, Tensor::from_f32(picks.weights[static_cast<size_t>(e)], {count}).to(device), sum);
+  }
+  if (m.shared_gate.defined()) {  // Qwen2-MoE: + sigmoid(x . g) * shared_expert(x)
+    const Tensor y = Tensor::empty({n, h}, act, device);
+    expert_mlp(a, in, m.shared_gate, m.shared_up, m.shared_down, y);
+    const Tensor gate_logit = Tensor::empty({n, 1}, act, device);
+    linear(in, m.shared_expert_gate, Tensor(), gate_logit);
+    std::vector<float> w = gate_logit.to(Device::cpu()).to_f32_vector();
+    for (float& v : w) v = round_to(act, 1.0f / (1.0f + std::exp(-v)));
+    std::vector<int32_t> all(static_cast<size_t>(n));
+    std::iota(all.begin(), all.end(), 0);
+    scatter_add_rows(y, upload_rows(all, device), Tensor::from_f32(w, {n}).to(device), sum);
+  }
+  add(x, sum, x);
+}
+
+}  // namespace anvil::ops
