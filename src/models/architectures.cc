@@ -271,13 +271,12 @@ void apply_olmo2(const nlohmann::json& raw, ModelConfig& c, const std::string& s
 // (transformers 5 saves Qwen3-MoE's num_experts as num_local_experts).
 void read_moe(const nlohmann::json& raw, ModelConfig& c, const std::string& source,
               const char* experts_key, const char* alias, int64_t experts, int64_t per_tok,
-              std::optional<int64_t> width, bool norm_topk) {
+              int64_t width, bool norm_topk) {
   std::optional<int64_t> count = jf::opt_int(raw, experts_key, source);
   if (!count && alias) count = jf::opt_int(raw, alias, source);
   c.num_experts = count.value_or(experts);
   c.num_experts_per_tok = jf::opt_int(raw, "num_experts_per_tok", source).value_or(per_tok);
-  c.moe_intermediate_size =
-      width ? *width : jf::opt_int(raw, "moe_intermediate_size", source).value_or(0);
+  c.moe_intermediate_size = width;
   c.norm_topk_prob = jf::opt_bool(raw, "norm_topk_prob", source).value_or(norm_topk);
   if (c.num_experts < 0) jf::fail(source, experts_key, "must not be negative");
   if (c.num_experts == 0) return;  // every MLP dense
@@ -308,7 +307,8 @@ void apply_qwen3_moe(const nlohmann::json& raw, ModelConfig& c, const std::strin
   if (jf::opt_bool(raw, "use_sliding_window", source).value_or(false)) {
     read_sliding_window(raw, c, source, 4096);
   }
-  read_moe(raw, c, source, "num_local_experts", "num_experts", 128, 8, std::nullopt, false);
+  read_moe(raw, c, source, "num_local_experts", "num_experts", 128, 8,
+           jf::opt_int(raw, "moe_intermediate_size", source).value_or(768), false);
 }
 
 // Qwen2MoeConfig: Qwen2's attention (q/k/v biases from qkv_bias, default true), 60 experts, 4 a
@@ -317,7 +317,8 @@ void apply_qwen3_moe(const nlohmann::json& raw, ModelConfig& c, const std::strin
 void apply_qwen2_moe(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
   apply_qwen2(raw, c, source);
   c.qkv_bias = jf::opt_bool(raw, "qkv_bias", source).value_or(true);
-  read_moe(raw, c, source, "num_experts", nullptr, 60, 4, std::nullopt, false);
+  read_moe(raw, c, source, "num_experts", nullptr, 60, 4,
+           jf::opt_int(raw, "moe_intermediate_size", source).value_or(1408), false);
   c.shared_expert_intermediate_size =
       jf::opt_int(raw, "shared_expert_intermediate_size", source).value_or(5632);
   if (c.num_experts > 0 && c.shared_expert_intermediate_size <= 0) {

@@ -268,7 +268,8 @@ void rope_attention(const RopeAttentionArgs& args);
 void composed_rope_attention(const RopeAttentionArgs& args);
 
 /// out[i, :] = x[index[i], :]. x: [N, D] activations; index: [M] i32, each in [0, N), on the
-/// device; out: [M, D] of x's dtype.
+/// device (the CPU's kernels refuse an index out of range; a device's skips its row, since its
+/// indices are on the device); out: [M, D] of x's dtype.
 struct GatherRowsArgs {
   Tensor x, index, out;
 };

@@ -313,7 +313,8 @@ TEST(ModelConfig, BadFieldsNameTheFileAndField) {
               "x/config.json: unknown architecture 'GPT2LMHeadModel' (anvil supports "
               "LlamaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM, "
               "Qwen3ForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
-              "SmolLM3ForCausalLM, Olmo2ForCausalLM)");
+              "SmolLM3ForCausalLM, Olmo2ForCausalLM, Qwen3MoeForCausalLM, "
+              "Qwen2MoeForCausalLM, MixtralForCausalLM, OlmoeForCausalLM)");
   }
   try {
     ModelConfig::from_json_text(R"({"architectures": ["Qwen3ForCausalLM"]})", "x/config.json");
@@ -608,6 +609,81 @@ TEST(ModelConfig, Olmo2NormsAndDefaults) {
   EXPECT_FALSE(c.tie_word_embeddings);
   EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
   EXPECT_EQ(c.num_key_value_heads, 4);
+}
+
+// The MoE configs: each class's defaults, the experts' count under its field or its
+// attribute_map alias, which layers are sparse, and malformed fields named.
+TEST(ModelConfig, MixtureOfExpertsFieldsAndDefaults) {
+  const std::string shape = R"("vocab_size": 10, "hidden_size": 16, "intermediate_size": 24,
+      "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2)";
+  const auto config = [&](const std::string& arch, const std::string& extra) {
+    return ModelConfig::from_json_text(
+        R"({"architectures": [")" + arch + R"("], )" + shape + extra + "}", "config.json");
+  };
+  const ModelConfig q3 = config("Qwen3MoeForCausalLM", "");
+  EXPECT_EQ(q3.num_experts, 128);
+  EXPECT_EQ(q3.num_experts_per_tok, 8);
+  EXPECT_EQ(q3.moe_intermediate_size, 768);
+  EXPECT_FALSE(q3.norm_topk_prob);
+  EXPECT_TRUE(q3.qk_norm);
+  EXPECT_TRUE(q3.is_moe_layer(0) && q3.is_moe_layer(3));
+  // The Hub's num_experts and transformers 5's num_local_experts both count the experts.
+  EXPECT_EQ(config("Qwen3MoeForCausalLM", R"(, "num_experts": 16)").num_experts, 16);
+  EXPECT_EQ(config("Qwen3MoeForCausalLM", R"(, "num_local_experts": 12)").num_experts, 12);
+  const ModelConfig sparse =
+      config("Qwen3MoeForCausalLM", R"(, "decoder_sparse_step": 2, "mlp_only_layers": [3],
+          "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8)");
+  EXPECT_FALSE(sparse.is_moe_layer(0));
+  EXPECT_TRUE(sparse.is_moe_layer(1));
+  EXPECT_FALSE(sparse.is_moe_layer(2));
+  EXPECT_FALSE(sparse.is_moe_layer(3));  // listed in mlp_only_layers
+
+  const ModelConfig q2 = config("Qwen2MoeForCausalLM", "");
+  EXPECT_EQ(q2.num_experts, 60);
+  EXPECT_EQ(q2.num_experts_per_tok, 4);
+  EXPECT_EQ(q2.shared_expert_intermediate_size, 5632);
+  EXPECT_TRUE(q2.qkv_bias);
+  EXPECT_FALSE(config("Qwen2MoeForCausalLM", R"(, "qkv_bias": false)").qkv_bias);
+
+  const ModelConfig mx = config("MixtralForCausalLM", "");
+  EXPECT_EQ(mx.num_experts, 8);
+  EXPECT_EQ(mx.num_experts_per_tok, 2);
+  EXPECT_EQ(mx.moe_intermediate_size, 24);  // intermediate_size
+  EXPECT_TRUE(mx.norm_topk_prob);
+  EXPECT_FALSE(mx.router_weights_in_act_dtype);
+  EXPECT_FALSE(mx.sliding_window);
+  EXPECT_DOUBLE_EQ(mx.rope.theta, 1e6);
+
+  const ModelConfig ol = config("OlmoeForCausalLM", "");
+  EXPECT_EQ(ol.num_experts, 64);
+  EXPECT_EQ(ol.num_experts_per_tok, 8);
+  EXPECT_TRUE(ol.qk_norm_full);
+  EXPECT_FALSE(ol.output_norms_only);
+
+  const auto error = [&](const std::string& arch, const std::string& extra) {
+    try {
+      config(arch, extra);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("Qwen3MoeForCausalLM", R"(, "num_experts": 4, "num_experts_per_tok": 5)")
+                .find("num_experts_per_tok"),
+            std::string::npos);
+  EXPECT_NE(
+      error("Qwen3MoeForCausalLM", R"(, "moe_intermediate_size": 0)").find("moe_intermediate_size"),
+      std::string::npos);
+  EXPECT_NE(
+      error("Qwen3MoeForCausalLM", R"(, "decoder_sparse_step": 0)").find("decoder_sparse_step"),
+      std::string::npos);
+  EXPECT_NE(error("Qwen3MoeForCausalLM", R"(, "num_experts": -1)").find("num_local_experts"),
+            std::string::npos);
+  EXPECT_NE(error("MixtralForCausalLM", R"(, "num_local_experts": 0)").find("num_local_experts"),
+            std::string::npos);
+  EXPECT_NE(error("OlmoeForCausalLM", R"(, "clip_qkv": 8.0)").find("clip_qkv"), std::string::npos);
+  EXPECT_NE(error("Qwen3MoeForCausalLM", R"(, "mlp_only_layers": ["a"])").find("mlp_only_layers"),
+            std::string::npos);
 }
 
 TEST(GenerationConfig, EosAsIntOrList) {

@@ -303,14 +303,14 @@ TEST_P(DeviceDecode, RepetitionPenaltyOnTheDeviceMatchesWholeRows) {
 
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, DeviceDecode,
-    ::testing::Combine(::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny",
-                                         "extra/qwen2-yarn-tiny", "extra/mistral-window-tiny",
-                                         "extra/phi3-longrope-window-tiny",
-                                         "extra/phi3-partial-tiny",
-                                         "extra/qwen2-window-layers-tiny", "extra/gemma-tiny",
-                                         "extra/gemma3-text-tiny", "extra/smollm3-window-tiny",
-                                         "extra/olmo2-tiny"),
-                       ::testing::Values("cuda", "opencl")),
+    ::testing::Combine(
+        ::testing::Values("qwen3-tiny", "llama-tiny", "qwen2-tiny", "extra/qwen2-yarn-tiny",
+                          "extra/mistral-window-tiny", "extra/phi3-longrope-window-tiny",
+                          "extra/phi3-partial-tiny", "extra/qwen2-window-layers-tiny",
+                          "extra/gemma-tiny", "extra/gemma3-text-tiny", "extra/smollm3-window-tiny",
+                          "extra/olmo2-tiny", "extra/qwen3-moe-tiny", "extra/qwen2-moe-tiny",
+                          "extra/mixtral-tiny", "extra/olmoe-tiny"),
+        ::testing::Values("cuda", "opencl")),
     [](const auto& param_info) {
       std::string n = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
       for (char& ch : n) {

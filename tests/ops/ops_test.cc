@@ -580,6 +580,49 @@ TEST_P(Ops, AttentionSoftcap) {
   }
 }
 
+// Mixture-of-experts rows: a gather, and the weighted scatter-add into rows that already hold
+// values (index_add_ of y * w); out-of-range indices and mismatched shapes are errors.
+TEST_P(Ops, GatherAndScatterAddRows) {
+  if (!has(ops::kGatherRows, act_) || !has(ops::kScatterAddRows, act_)) {
+    GTEST_SKIP() << "no mixture-of-experts row kernels on " << device_.str();
+  }
+  const Tensor x = random_tensor({5, 12}, rng_);
+  const std::vector<int64_t> rows = {4, 0, 2};
+  const auto index_of = [&](const std::vector<int64_t>& r) {
+    return Tensor::from_i64(r, {static_cast<int64_t>(r.size())}).to(DType::i32).to(device_);
+  };
+  Tensor got = empty({3, 12});
+  ops::gather_rows(on_device(x, act_), index_of(rows), got);
+  const auto xs = x.to_f32_vector(), g = got.to_f32_vector();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (int64_t j = 0; j < 12; ++j) {
+      EXPECT_FLOAT_EQ(g[i * 12 + j], xs[rows[i] * 12 + j]) << "row " << i;
+    }
+  }
+  const Tensor y = random_tensor({3, 12}, rng_);
+  const std::vector<float> w = {0.5f, -1.25f, 2.0f};
+  Tensor out = on_device(x, act_);
+  ops::scatter_add_rows(on_device(y, act_), index_of(rows), Tensor::from_f32(w, {3}).to(device_),
+                        out);
+  std::vector<float> want = xs;
+  const auto ys = y.to_f32_vector();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (int64_t j = 0; j < 12; ++j) want[rows[i] * 12 + j] += w[i] * ys[i * 12 + j];
+  }
+  EXPECT_LE(max_abs_diff(out, Tensor::from_f32(want, {5, 12})), tolerance(1e-6f));
+  EXPECT_THROW(ops::gather_rows(on_device(x, act_), index_of({0, 1}), got), Error);
+  if (device_.type == DeviceType::cpu) {  // devices' kernels skip such rows (host-made indices)
+    EXPECT_THROW(ops::gather_rows(on_device(x, act_), index_of({0, 5, 1}), got), Error);
+    EXPECT_THROW(ops::gather_rows(on_device(x, act_), index_of({0, -1, 1}), got), Error);
+    EXPECT_THROW(ops::scatter_add_rows(on_device(y, act_), index_of({1, 7, 2}),
+                                       Tensor::from_f32(w, {3}).to(device_), out),
+                 Error);
+  }
+  EXPECT_THROW(ops::scatter_add_rows(on_device(y, act_), index_of(rows),
+                                     Tensor::from_f32({1.0f, 2.0f}, {2}).to(device_), out),
+               Error);
+}
+
 // Gemma 2 / 3's output norms: residual += rms_norm(x @ W^T + b) * out_norm.
 TEST_P(Ops, LinearAddWithOutputNorm) {
   for (int64_t n : {1, 3}) {

@@ -400,6 +400,31 @@ void add(const ops::AddArgs& a) {
   elementwise("add", a.a, a.b, a.out);
 }
 
+void gather_rows(const ops::GatherRowsArgs& a) {
+  const int64_t m = a.index.size(0), d = a.x.size(1);
+  Launch(a.x.device(), "gather_rows")
+      .tensor(a.x)
+      .tensor(a.index)
+      .tensor(a.out)
+      .i64(m)
+      .i32(static_cast<int>(d))
+      .i64(a.x.size(0))
+      .run(static_cast<size_t>(m * d), 64);
+}
+
+void scatter_add_rows(const ops::ScatterAddRowsArgs& a) {
+  const int64_t m = a.y.size(0), d = a.y.size(1);
+  Launch(a.y.device(), "scatter_add_rows")
+      .tensor(a.y)
+      .tensor(a.index)
+      .tensor(a.weight)
+      .tensor(a.out)
+      .i64(m)
+      .i32(static_cast<int>(d))
+      .i64(a.out.size(0))
+      .run(static_cast<size_t>(m * d), 64);
+}
+
 void store_kv(const ops::StoreKvArgs& a) {
   Launch(a.src.device(), "store_kv")
       .tensor(a.src)
@@ -579,6 +604,10 @@ void register_opencl_kernels() {
     register_kernel<ops::SwigluArgs>(ops::kGluGeluTanh, dev, DType::f32, DType::f32, &swiglu);
     register_kernel<ops::SoftcapArgs>(ops::kSoftcap, dev, DType::f32, DType::f32, &softcap);
     register_kernel<ops::AddArgs>(ops::kAdd, dev, DType::f32, DType::f32, &add);
+    register_kernel<ops::GatherRowsArgs>(ops::kGatherRows, dev, DType::f32, DType::f32,
+                                         &gather_rows);
+    register_kernel<ops::ScatterAddRowsArgs>(ops::kScatterAddRows, dev, DType::f32, DType::f32,
+                                             &scatter_add_rows);
     register_kernel<ops::StoreKvArgs>(ops::kStoreKv, dev, DType::f32, DType::f32, &store_kv);
     register_kernel<ops::AttentionArgs>(ops::kAttention, dev, DType::f32, DType::f32, &attention);
     register_kernel<ops::AttentionArgs>(ops::kAttentionSoftcap, dev, DType::f32, DType::f32,

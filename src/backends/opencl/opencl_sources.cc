@@ -662,6 +662,25 @@ __kernel void add(MEM_PARAMS, ulong a_t, ulong b_t, ulong out_t, long n) {
   AT(float, out_t)[i] = AT(const float, a_t)[i] + AT(const float, b_t)[i];
 }
 
+// Mixture-of-experts rows (ops::gather_rows / scatter_add_rows): one work-item per value; an
+// index outside the n rows moves nothing (the host-side callers make them in range).
+__kernel void gather_rows(MEM_PARAMS, ulong x_t, ulong idx_t, ulong out_t, long m, int d, long n) {
+  const long i = get_global_id(0);
+  if (i >= m * d) return;
+  const long r = AT(const int, idx_t)[i / d];
+  if (r < 0 || r >= n) return;
+  AT(float, out_t)[i] = AT(const float, x_t)[r * d + i % d];
+}
+
+__kernel void scatter_add_rows(MEM_PARAMS, ulong y_t, ulong idx_t, ulong w_t, ulong out_t, long m,
+                               int d, long n) {
+  const long i = get_global_id(0);
+  if (i >= m * d) return;
+  const long r = AT(const int, idx_t)[i / d];
+  if (r < 0 || r >= n) return;
+  AT(float, out_t)[r * d + i % d] += AT(const float, y_t)[i] * AT(const float, w_t)[i / d];
+}
+
 // src [B, S, H, D] -> cache [B, H, cap, D] at start + s.
 // The start position comes from device memory when has_dev (replayed steps), else from `start`.
 __kernel void store_kv(MEM_PARAMS, ulong src_t, ulong c_t, long n, int seq, int heads, int dim,
