@@ -98,6 +98,27 @@ void add_gemma_fields(const ModelConfig& c, Json& j) {
   j["rope_local_base_freq"] = c.sliding_rope->theta;
 }
 
+// A mixture of experts' fields under each config class's names (Mixtral counts
+// num_local_experts; every layer of a GGUF is sparse).
+void add_moe_fields(const ModelConfig& c, Json& j) {
+  j[c.model_type == "mixtral" ? "num_local_experts" : "num_experts"] = c.num_experts;
+  j["num_experts_per_tok"] = c.num_experts_per_tok;
+  if (c.model_type == "qwen3_moe" || c.model_type == "qwen2_moe") {
+    j["moe_intermediate_size"] = c.moe_intermediate_size;
+    j["decoder_sparse_step"] = 1;
+    j["mlp_only_layers"] = Json::array();
+  }
+  if (c.model_type != "mixtral") j["norm_topk_prob"] = c.norm_topk_prob;
+  if (c.shared_expert_intermediate_size > 0) {
+    j["shared_expert_intermediate_size"] = c.shared_expert_intermediate_size;
+  }
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    if (!c.is_moe_layer(l)) {
+      throw Error("convert: a model with dense layers between sparse ones has no GGUF source");
+    }
+  }
+}
+
 Json hf_config(const ModelConfig& c, DType dtype) {
   Json j;
   j["architectures"] = {c.architecture};
@@ -147,9 +168,12 @@ Json hf_config(const ModelConfig& c, DType dtype) {
   if (c.model_type == "llama") {
     j["attention_bias"] = c.qkv_bias;
     j["mlp_bias"] = c.mlp_bias;
-  } else if (c.model_type == "qwen3") {
+  } else if (c.model_type == "qwen3" || c.model_type == "qwen3_moe" || c.model_type == "olmoe") {
     j["attention_bias"] = c.qkv_bias;
+  } else if (c.model_type == "qwen2_moe") {
+    j["qkv_bias"] = c.qkv_bias;
   }
+  if (c.num_experts > 0) add_moe_fields(c, j);
   if (c.bos_token_id) j["bos_token_id"] = *c.bos_token_id;
   if (!c.eos_token_ids.empty()) j["eos_token_id"] = c.eos_token_ids[0];
   if (c.pad_token_id) j["pad_token_id"] = *c.pad_token_id;

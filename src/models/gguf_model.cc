@@ -12,6 +12,7 @@
 #include "anvil/error.h"
 #include "anvil/gguf.h"
 #include "core/quant_types.h"
+#include "formats/ggml_quants.h"
 #include "models/rope_table.h"
 
 namespace anvil {
@@ -34,6 +35,9 @@ constexpr ArchInfo kArchs[] = {
     {"gemma3", "Gemma3ForCausalLM", "gemma3_text", false},
     {"smollm3", "SmolLM3ForCausalLM", "smollm3", true},
     {"olmo2", "Olmo2ForCausalLM", "olmo2", false},
+    {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", false},
+    {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe", false},
+    {"olmoe", "OlmoeForCausalLM", "olmoe", false},
 };
 
 // Hugging Face name -> GGUF name. `sandwich`: Gemma 2 / 3's four norms a layer, where
@@ -62,6 +66,14 @@ std::string gguf_name(const std::string& hf, bool sandwich = false) {
       // Phi-3's fused projections (gate the first half of ffn_up, as transformers stores it)
       {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
       {"mlp.gate_up_proj.weight", "ffn_up.weight"},
+      // Mixture-of-experts routers (Mixtral's under block_sparse_moe) and Qwen2-MoE's shared
+      // expert; the experts themselves are slices of ffn_{gate,up,down}_exps (expert_slice).
+      {"mlp.gate.weight", "ffn_gate_inp.weight"},
+      {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},
+      {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
+      {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
+      {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
+      {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
   };
   static const std::pair<const char*, const char*> kSandwich[] = {
       {"post_attention_layernorm.weight", "post_attention_norm.weight"},
@@ -88,6 +100,42 @@ std::string gguf_name(const std::string& hf, bool sandwich = false) {
   return "";
 }
 
+// An expert's projection (model.layers.L.mlp.experts.E.gate_proj.weight, Mixtral's
+// block_sparse_moe.experts.E.w1.weight, ...): llama.cpp stacks a layer's experts in one 3D
+// tensor (blk.L.ffn_gate_exps.weight, {in, out, experts}); E is its slice. Empty gguf: not one.
+struct ExpertSlice {
+  std::string gguf;
+  int64_t expert = -1;
+};
+
+ExpertSlice expert_slice(const std::string& hf) {
+  static const std::pair<const char*, const char*> kProjections[] = {
+      {"gate_proj.weight", "ffn_gate_exps.weight"}, {"up_proj.weight", "ffn_up_exps.weight"},
+      {"down_proj.weight", "ffn_down_exps.weight"}, {"w1.weight", "ffn_gate_exps.weight"},
+      {"w3.weight", "ffn_up_exps.weight"},          {"w2.weight", "ffn_down_exps.weight"},
+  };
+  const std::string prefix = "model.layers.";
+  if (hf.rfind(prefix, 0) != 0) return {};
+  const auto dot = hf.find('.', prefix.size());
+  if (dot == std::string::npos) return {};
+  const std::string layer = hf.substr(prefix.size(), dot - prefix.size());
+  std::string rest = hf.substr(dot + 1);
+  for (const char* scope : {"mlp.experts.", "block_sparse_moe.experts."}) {
+    if (rest.rfind(scope, 0) != 0) continue;
+    rest = rest.substr(std::string(scope).size());
+    const auto end = rest.find('.');
+    if (end == std::string::npos || end == 0 || rest.find_first_not_of("0123456789") != end) {
+      return {};
+    }
+    const int64_t expert = std::stoll(rest.substr(0, end));
+    const std::string projection = rest.substr(end + 1);
+    for (const auto& [h, g] : kProjections) {
+      if (projection == h) return {"blk." + layer + "." + g, expert};
+    }
+  }
+  return {};
+}
+
 class GgufSource : public WeightSource {
  public:
   GgufSource(std::shared_ptr<const GgufFile> file, bool permuted_qk, int64_t heads,
@@ -104,6 +152,9 @@ class GgufSource : public WeightSource {
     const GgufTensorInfo& t = need(name);
     Shape s;
     for (size_t i = t.dims.size(); i-- > 0;) s.push_back(static_cast<int64_t>(t.dims[i]));
+    if (expert_slice(name).expert >= 0) return Shape(s.begin() + 1, s.end());  // one expert's
+    // Qwen2-MoE's shared-expert gate: llama.cpp stores the [1, hidden] row as a vector.
+    if (s.size() == 1 && name.ends_with("mlp.shared_expert_gate.weight")) return {1, s[0]};
     return s;
   }
 
@@ -122,6 +173,9 @@ class GgufSource : public WeightSource {
     const Shape s = shape(name);
     const DType d = dtype(name);
     auto* data = const_cast<uint8_t*>(file_->tensor_data(t));
+    if (const int64_t e = expert_slice(name).expert; e >= 0) {  // its rows in the stack
+      data += static_cast<size_t>(e) * static_cast<size_t>(s[0]) * ggml_row_bytes(t.type, s[1]);
+    }
     Tensor stored = Tensor::from_blob(data, s, d, Device::cpu(),
                                       std::const_pointer_cast<void>(file_->keepalive()));
     const int64_t heads = permute_heads(name);
@@ -129,20 +183,28 @@ class GgufSource : public WeightSource {
   }
 
   std::string describe(const std::string& name) const override {
-    return file_->path() + ": tensor '" + gguf_name(name, sandwich_) + "' (" + name + ")";
+    return file_->path() + ": tensor '" + gguf_of(name) + "' (" + name + ")";
   }
 
  private:
   const GgufTensorInfo* info(const std::string& name) const {
+    if (const ExpertSlice x = expert_slice(name); !x.gguf.empty()) {
+      const GgufTensorInfo* t = file_->find_tensor(x.gguf);
+      // A stack of 3 dims holding this expert, else the name is not in the file.
+      return t && t->dims.size() == 3 && x.expert < static_cast<int64_t>(t->dims[2]) ? t : nullptr;
+    }
     const std::string g = gguf_name(name, sandwich_);
     return g.empty() ? nullptr : file_->find_tensor(g);
   }
+  // The file's name for `name` (an expert: its stack and slice).
+  std::string gguf_of(const std::string& name) const {
+    const ExpertSlice x = expert_slice(name);
+    if (x.gguf.empty()) return gguf_name(name, sandwich_);
+    return x.gguf + "[" + std::to_string(x.expert) + "]";
+  }
   const GgufTensorInfo& need(const std::string& name) const {
     const GgufTensorInfo* t = info(name);
-    if (!t) {
-      throw Error(file_->path() + ": no tensor '" + gguf_name(name, sandwich_) + "' (" + name +
-                  ")");
-    }
+    if (!t) throw Error(file_->path() + ": no tensor '" + gguf_of(name) + "' (" + name + ")");
     return *t;
   }
   // Heads whose rows llama.cpp permuted for this tensor, or 0.
@@ -383,6 +445,55 @@ GgufVocab read_gguf_vocab(const GgufFile& f) {
   return v;
 }
 
+// A mixture of experts as llama.cpp's build_moe_ffn runs it: expert_count experts,
+// expert_used_count a token, expert_feed_forward_length wide (llama's and olmoe's: the
+// feed_forward_length), softmax routing renormalised over the picked experts for qwen3moe and
+// llama (Mixtral) and not for qwen2moe and olmoe, Qwen2-MoE's shared expert
+// (expert_shared_feed_forward_length); a llama file with experts is Mixtral. A gating function
+// or a weight scale llama.cpp applies to other architectures is refused.
+void read_gguf_moe(const GgufFile& f, const std::string& arch, const std::string& a,
+                   const std::string& path, ModelConfig& c) {
+  if (arch != "llama" && arch != "qwen3moe" && arch != "qwen2moe" && arch != "olmoe") {
+    throw Error(path + ": " + arch + " with experts (" + a + "expert_count) is not supported");
+  }
+  c.num_experts = meta_int(f, a + "expert_count");
+  c.num_experts_per_tok = meta_int(f, a + "expert_used_count");
+  if (c.num_experts <= 0 || c.num_experts_per_tok <= 0 || c.num_experts_per_tok > c.num_experts) {
+    throw Error(path + ": " + a + "expert_used_count " + std::to_string(c.num_experts_per_tok) +
+                " must be between 1 and " + a + "expert_count " + std::to_string(c.num_experts));
+  }
+  const bool own_width = arch == "qwen3moe" || arch == "qwen2moe";
+  c.moe_intermediate_size =
+      own_width ? meta_int(f, a + "expert_feed_forward_length") : c.intermediate_size;
+  if (c.moe_intermediate_size <= 0) {
+    throw Error(path + ": " + a + "expert_feed_forward_length must be positive");
+  }
+  if (const GgufValue* g = f.find(a + "expert_gating_func"); g && g->as_u64() != 1) {
+    throw Error(path + ": " + a + "expert_gating_func " + std::to_string(g->as_u64()) +
+                " (not softmax) is not implemented");
+  }
+  if (const double scale = meta_float(f, a + "expert_weights_scale", 0.0);
+      scale != 0.0 && scale != 1.0) {
+    throw Error(path + ": " + a + "expert_weights_scale " + std::to_string(scale) +
+                " is not implemented");
+  }
+  c.norm_topk_prob = arch == "qwen3moe" || arch == "llama";
+  c.router_weights_in_act_dtype = arch != "llama";
+  c.moe_layers.clear();
+  if (arch == "qwen2moe") {
+    c.shared_expert_intermediate_size =
+        meta_int(f, a + "expert_shared_feed_forward_length", c.intermediate_size);
+  }
+  if (arch == "llama") {
+    c.architecture = "MixtralForCausalLM";
+    c.model_type = "mixtral";
+  }
+  if (arch == "olmoe") {  // q and k normalised over whole projections (attn_q_norm [hidden])
+    c.qk_norm = false;
+    c.qk_norm_full = true;
+  }
+}
+
 GgufModel open_gguf_model(const std::string& path) {
   auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
   const GgufFile& f = *file;
@@ -396,7 +507,7 @@ GgufModel open_gguf_model(const std::string& path) {
   if (!info) {
     throw Error(path + ": architecture '" + arch +
                 "' is not supported (anvil runs llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3, "
-                "smollm3, olmo2)");
+                "smollm3, olmo2, qwen3moe, qwen2moe, olmoe)");
   }
   GgufModel m;
   ModelConfig& c = m.config;
@@ -466,6 +577,10 @@ GgufModel open_gguf_model(const std::string& path) {
   if (const GgufValue* eot = f.find("tokenizer.ggml.eot_token_id")) {
     const auto id = static_cast<int64_t>(eot->as_u64());
     if (c.eos_token_ids.empty() || c.eos_token_ids[0] != id) c.eos_token_ids.push_back(id);
+  }
+  if (meta_int(f, a + "expert_count", 0) > 0 || arch == "qwen3moe" || arch == "qwen2moe" ||
+      arch == "olmoe") {
+    read_gguf_moe(f, arch, a, path, c);
   }
   if (arch == "olmo2") {
     // llama.cpp's olmo2 (src/models/olmo2.cpp): no input norms, attn_q_norm / attn_k_norm over

@@ -54,7 +54,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufParity,
                                            "extra/phi3-longrope-window-tiny",
                                            "extra/phi3-partial-tiny", "extra/gemma-tiny",
                                            "extra/gemma2-gguf-tiny", "extra/gemma3-gguf-tiny",
-                                           "extra/smollm3-gguf-tiny", "extra/olmo2-gguf-tiny"),
+                                           "extra/smollm3-gguf-tiny", "extra/olmo2-gguf-tiny",
+                                           "extra/qwen3moe-gguf-tiny", "extra/qwen2moe-gguf-tiny",
+                                           "extra/mixtral-gguf-tiny", "extra/olmoe-gguf-tiny"),
                          test::ParamName());
 
 // The Gemma family as llama.cpp's converter writes it (scripts/goldens/make_gemma_gguf.py): the
@@ -107,8 +109,10 @@ TEST(GgufParityGemma, LlamaCppLayoutAndMetadataAndSmolLM3) {
   Batch a;
   a.input_ids = test::id_rows(golden, "input_ids_a");
   EXPECT_EQ(smollm3.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"));
-  // Converted, SmolLM3 and OLMo 2 generate the same.
-  for (const std::string name : {"smollm3-gguf-tiny", "olmo2-gguf-tiny"}) {
+  // Converted, SmolLM3, OLMo 2 and the MoE files (experts back under the Hub's per-expert
+  // names) generate the same.
+  for (const std::string name : {"smollm3-gguf-tiny", "olmo2-gguf-tiny", "qwen3moe-gguf-tiny",
+                                 "qwen2moe-gguf-tiny", "mixtral-gguf-tiny", "olmoe-gguf-tiny"}) {
     SCOPED_TRACE(name);
     const std::string from = test::data_dir() + "/extra/" + name;
     const auto want = SafetensorsFile::open(from + "/golden.safetensors");

@@ -17,6 +17,7 @@
 #include "anvil/model.h"
 #include "formats/gguf_writer.h"
 #include "formats/mapped_file.h"
+#include "gguf_metadata.h"
 #include "models/convert.h"
 #include "models/gguf_model.h"
 #include "models/init_model.h"
@@ -163,31 +164,10 @@ TEST(RopeScalingGgufErrors, WhatAFormatCannotSayIsRefused) {
             std::string::npos);
 }
 
-// A GGUF of metadata only (enough for open_gguf_model): `arch`'s dimensions (4 heads of 16),
-// a training context of 4096, `keys`, a two-token vocabulary.
-std::string metadata_gguf(const test::TempDir& dir, const std::string& name,
-                          const std::string& arch, const std::function<void(GgufWriter&)>& keys) {
-  const std::string path = dir.file(name);
-  const std::string a = arch + ".";
-  GgufWriter w(path);
-  w.add_string("general.architecture", arch);
-  w.add_u32(a + "block_count", 1);
-  w.add_u32(a + "context_length", 4096);
-  w.add_u32(a + "embedding_length", 64);
-  w.add_u32(a + "feed_forward_length", 128);
-  w.add_u32(a + "attention.head_count", 4);
-  keys(w);
-  w.add_string("tokenizer.ggml.model", "gpt2");
-  w.add_string_array("tokenizer.ggml.tokens", {"a", "b"});
-  w.add_string_array("tokenizer.ggml.merges", {});
-  w.finish();
-  return path;
-}
-
 // A Qwen2 one with RoPE scaling `type`, factor 4, and `keys`.
 std::string scaled_gguf(const test::TempDir& dir, const std::string& name, const std::string& type,
                         const std::function<void(GgufWriter&)>& keys) {
-  return metadata_gguf(dir, name, "qwen2", [&](GgufWriter& w) {
+  return test::metadata_gguf(dir, name, "qwen2", [&](GgufWriter& w) {
     w.add_u32("qwen2.attention.head_count_kv", 2);
     w.add_f32("qwen2.rope.freq_base", 10000.0f);
     w.add_string("qwen2.rope.scaling.type", type);
@@ -259,7 +239,7 @@ TEST(RopeScalingGgufRead, BadYarnKeysNameTheFileAndKey) {
 TEST(RopeScalingGgufRead, BadPhi3RopeIsRefusedByName) {
   test::TempDir dir;
   const auto phi3 = [&](const std::string& name, const std::function<void(GgufWriter&)>& more) {
-    const std::string path = metadata_gguf(dir, name, "phi3", more);
+    const std::string path = test::metadata_gguf(dir, name, "phi3", more);
     return error_of([&] { open_gguf_model(path); });
   };
   const auto factors = [](GgufWriter& w, const char* name, int64_t n, float v) {

@@ -1,0 +1,112 @@
+// Mixture-of-experts GGUFs beyond the parity fixtures: the expert keys llama.cpp writes, read
+// or refused by name, and each expert as its slice of the layer's stacked tensor.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "anvil/error.h"
+#include "gguf_metadata.h"
+#include "models/gguf_model.h"
+#include "temp_dir.h"
+#include "test_data.h"
+
+namespace anvil {
+namespace {
+
+std::string error_of(const std::string& path) {
+  try {
+    open_gguf_model(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(MoeGguf, ExpertKeysReadOrRefusedByName) {
+  test::TempDir dir;
+  const auto qwen3moe = [&](const std::string& name, const std::function<void(GgufWriter&)>& keys) {
+    return test::metadata_gguf(dir, name, "qwen3moe", keys);
+  };
+  const GgufModel ok = open_gguf_model(qwen3moe("ok.gguf", [](GgufWriter& w) {
+    w.add_u32("qwen3moe.expert_count", 16);
+    w.add_u32("qwen3moe.expert_used_count", 4);
+    w.add_u32("qwen3moe.expert_feed_forward_length", 32);
+  }));
+  EXPECT_EQ(ok.config.architecture, "Qwen3MoeForCausalLM");
+  EXPECT_EQ(ok.config.num_experts, 16);
+  EXPECT_EQ(ok.config.num_experts_per_tok, 4);
+  EXPECT_EQ(ok.config.moe_intermediate_size, 32);
+  EXPECT_TRUE(ok.config.norm_topk_prob);  // llama.cpp renormalises qwen3moe's picks
+  EXPECT_TRUE(ok.config.is_moe_layer(0));
+
+  // A llama file with experts is Mixtral (experts as wide as feed_forward_length).
+  const GgufModel mixtral =
+      open_gguf_model(test::metadata_gguf(dir, "mixtral.gguf", "llama", [](GgufWriter& w) {
+        w.add_u32("llama.expert_count", 8);
+        w.add_u32("llama.expert_used_count", 2);
+      }));
+  EXPECT_EQ(mixtral.config.architecture, "MixtralForCausalLM");
+  EXPECT_EQ(mixtral.config.moe_intermediate_size, 128);
+  EXPECT_FALSE(mixtral.config.router_weights_in_act_dtype);
+
+  EXPECT_NE(error_of(qwen3moe("none.gguf", [](GgufWriter&) {})).find("qwen3moe.expert_count"),
+            std::string::npos);
+  EXPECT_NE(error_of(qwen3moe("used.gguf",
+                              [](GgufWriter& w) {
+                                w.add_u32("qwen3moe.expert_count", 4);
+                                w.add_u32("qwen3moe.expert_used_count", 5);
+                                w.add_u32("qwen3moe.expert_feed_forward_length", 32);
+                              }))
+                .find("expert_used_count 5"),
+            std::string::npos);
+  EXPECT_NE(error_of(qwen3moe("gating.gguf",
+                              [](GgufWriter& w) {
+                                w.add_u32("qwen3moe.expert_count", 4);
+                                w.add_u32("qwen3moe.expert_used_count", 2);
+                                w.add_u32("qwen3moe.expert_feed_forward_length", 32);
+                                w.add_u32("qwen3moe.expert_gating_func", 2);
+                              }))
+                .find("expert_gating_func 2"),
+            std::string::npos);
+  EXPECT_NE(error_of(qwen3moe("scale.gguf",
+                              [](GgufWriter& w) {
+                                w.add_u32("qwen3moe.expert_count", 4);
+                                w.add_u32("qwen3moe.expert_used_count", 2);
+                                w.add_u32("qwen3moe.expert_feed_forward_length", 32);
+                                w.add_f32("qwen3moe.expert_weights_scale", 2.5f);
+                              }))
+                .find("expert_weights_scale"),
+            std::string::npos);
+  EXPECT_NE(error_of(test::metadata_gguf(dir, "qwen3.gguf", "qwen3",
+                                         [](GgufWriter& w) {
+                                           w.add_u32("qwen3.expert_count", 4);
+                                           w.add_u32("qwen3.expert_used_count", 2);
+                                         }))
+                .find("qwen3 with experts"),
+            std::string::npos);
+}
+
+// Expert e of a layer is slice e of blk.L.ffn_*_exps ({in, out, experts}); one past the stack
+// is not in the file, and says which stack it looked in.
+TEST(MoeGguf, ExpertsAreSlicesOfTheirStack) {
+  const GgufModel m = open_gguf_model(test::data_dir() + "/extra/qwen3moe-gguf-tiny/model.gguf");
+  const WeightSource& w = *m.weights;
+  EXPECT_EQ(w.shape("model.layers.1.mlp.experts.7.gate_proj.weight"), (Shape{32, 64}));
+  EXPECT_EQ(w.shape("model.layers.1.mlp.experts.7.down_proj.weight"), (Shape{64, 32}));
+  EXPECT_EQ(w.shape("model.layers.0.mlp.gate.weight"), (Shape{8, 64}));
+  EXPECT_FALSE(w.contains("model.layers.0.mlp.experts.8.up_proj.weight"));
+  EXPECT_FALSE(w.contains("model.layers.0.mlp.experts.x.up_proj.weight"));
+  const Tensor e0 = w.load("model.layers.0.mlp.experts.0.up_proj.weight");
+  const Tensor e1 = w.load("model.layers.0.mlp.experts.1.up_proj.weight");
+  EXPECT_EQ(static_cast<const std::byte*>(e1.raw()) - static_cast<const std::byte*>(e0.raw()),
+            static_cast<std::ptrdiff_t>(32 * 64 * sizeof(float)));
+  try {
+    w.shape("model.layers.0.mlp.experts.8.up_proj.weight");
+    ADD_FAILURE() << "an expert past the stack";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ffn_up_exps.weight[8]"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace anvil
