@@ -19,6 +19,7 @@
 #include "formats/mapped_file.h"
 #include "models/gguf_quant_plan.h"
 #include "models/rope_table.h"
+#include "models/weights.h"
 #include "tokenizer/components.h"
 
 namespace anvil {
@@ -159,20 +160,44 @@ void add_gemma_keys(GgufWriter& w, const std::string& arch, const ModelConfig& c
   }
 }
 
+// What llama.cpp's MoE architectures cannot say: dense layers between sparse ones, and a
+// routing other than the one build_moe_ffn applies to the architecture.
+void check_gguf_moe(const ModelConfig& c, const std::string& arch) {
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    if (!c.is_moe_layer(l)) {
+      throw Error("init-model: llama.cpp's " + arch +
+                  " has no dense layers between sparse ones "
+                  "(layer " +
+                  std::to_string(l) + "); write a safetensors folder instead");
+    }
+  }
+  const bool renormalised = arch == "qwen3moe" || arch == "llama";
+  if (c.norm_topk_prob != renormalised) {
+    throw Error(std::string("init-model: llama.cpp ") +
+                (renormalised ? "renormalises " : "does not renormalise ") + arch +
+                "'s picked experts; this config's norm_topk_prob differs");
+  }
+}
+
 void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const GgufQuantPlan& plan,
                       const std::string& dtype_name, const std::string& path) {
   // llama.cpp's converter writes Mistral as llama; it has no sliding window to write.
-  const std::string arch = c.model_type == "mistral"       ? "llama"
-                           : c.model_type == "gemma3_text" ? "gemma3"
-                                                           : c.model_type;
+  static const std::map<std::string, std::string> kGgufArch = {{"mistral", "llama"},
+                                                               {"mixtral", "llama"},
+                                                               {"gemma3_text", "gemma3"},
+                                                               {"qwen3_moe", "qwen3moe"},
+                                                               {"qwen2_moe", "qwen2moe"}};
+  const auto renamed = kGgufArch.find(c.model_type);
+  const std::string arch = renamed != kGgufArch.end() ? renamed->second : c.model_type;
   const bool gemma = arch.rfind("gemma", 0) == 0;
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "smollm3" &&
-      arch != "olmo2" && !gemma) {
+      arch != "olmo2" && arch != "qwen3moe" && arch != "qwen2moe" && arch != "olmoe" && !gemma) {
     throw Error(
-        "init-model: a GGUF file needs a llama, mistral, qwen2, qwen3, gemma (1-3), smollm3 or "
-        "olmo2 model, not '" +
-        arch + "'");
+        "init-model: a GGUF file needs a llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, "
+        "qwen3_moe, olmoe, gemma (1-3), smollm3 or olmo2 model, not '" +
+        c.model_type + "'");
   }
+  if (c.num_experts > 0) check_gguf_moe(c, arch);
   if (arch == "smollm3") {
     // llama.cpp's smollm3 has no key for NoPE layers: every 4th layer is one.
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
@@ -192,9 +217,15 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
     throw Error("init-model: GGUF (llama.cpp) has no sliding-window attention (sliding_window " +
                 std::to_string(*c.sliding_window) + "); write a safetensors folder instead");
   }
-  if (ggml_block_size(plan.base) > 1 && (c.hidden_size % 32 != 0 || c.intermediate_size % 32 != 0 ||
-                                         (c.num_attention_heads * c.head_dim) % 32 != 0)) {
-    throw Error("init-model: " + dtype_name + " needs matrix rows that are whole 32-value blocks");
+  if (ggml_block_size(plan.base) > 1) {
+    for (const int64_t width :
+         {c.hidden_size, c.intermediate_size, c.num_attention_heads * c.head_dim,
+          c.num_experts > 0 ? c.moe_intermediate_size : 0, c.shared_expert_intermediate_size}) {
+      if (width % 32 != 0) {
+        throw Error("init-model: " + dtype_name + " needs matrix rows that are whole 32-value " +
+                    "blocks (a width of " + std::to_string(width) + ")");
+      }
+    }
   }
   GgufWriter w(path);
   w.add_string("general.architecture", arch);
@@ -220,6 +251,17 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
   w.add_f32(a + "rope.freq_base", static_cast<float>(c.rope.theta));
   add_rope_scaling(w, arch, c.rope);
   if (gemma) add_gemma_keys(w, arch, c);
+  if (c.num_experts > 0) {
+    w.add_u32(a + "expert_count", static_cast<uint32_t>(c.num_experts));
+    w.add_u32(a + "expert_used_count", static_cast<uint32_t>(c.num_experts_per_tok));
+    if (arch == "qwen3moe" || arch == "qwen2moe") {
+      w.add_u32(a + "expert_feed_forward_length", static_cast<uint32_t>(c.moe_intermediate_size));
+    }
+    if (c.shared_expert_intermediate_size > 0) {
+      w.add_u32(a + "expert_shared_feed_forward_length",
+                static_cast<uint32_t>(c.shared_expert_intermediate_size));
+    }
+  }
   // A byte-level BPE vocabulary with no merges: the 256 byte tokens first (so any text
   // tokenizes, byte by byte), placeholders after. The merges list, though empty, is there:
   // llama.cpp refuses a gpt2 tokenizer without one.
@@ -270,6 +312,31 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
     w.add_tensor(name, GgmlType::f32, {static_cast<uint64_t>(n)},
                  [=](std::span<std::byte> out) { fill_constant(out, DType::f32, v); });
   };
+  // A layer's experts stacked as llama.cpp stores them ({cols, rows, experts}): expert e's
+  // matrix `part` (0 gate, 1 up, 2 down) has the values of the safetensors writer's tensor
+  // first_id + 3e + part.
+  auto stacked = [&](const std::string& name, int64_t rows, int64_t cols, int part,
+                     uint64_t first_id, MatrixRole role, int64_t layer) {
+    const GgmlType qtype = plan.type_for(role, layer, layers, cols, c.tie_word_embeddings);
+    const int64_t experts = c.num_experts;
+    w.add_tensor(
+        name, qtype,
+        {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(experts)},
+        [=](std::span<std::byte> out) {
+          const uint64_t row_bytes = ggml_row_bytes(qtype, cols);
+          std::vector<float> f(static_cast<size_t>(rows * cols));
+          for (int64_t e = 0; e < experts; ++e) {
+            fill_normal(std::as_writable_bytes(std::span<float>(f)), DType::f32, stddev, seed,
+                        first_id + 3 * static_cast<uint64_t>(e) + part);
+            std::byte* at = out.data() + e * rows * row_bytes;
+            parallel_for(rows, 64, [&](int64_t r0, int64_t r1) {
+              for (int64_t r = r0; r < r1; ++r) {
+                quantize_row(qtype, f.data() + r * cols, at + r * row_bytes, cols);
+              }
+            });
+          }
+        });
+  };
   const int64_t h = c.hidden_size, hd = c.head_dim, inter = c.intermediate_size;
   const int64_t q_out = c.num_attention_heads * hd, kv_out = c.num_key_value_heads * hd;
   matrix("token_embd.weight", c.vocab_size, h, MatrixRole::embedding);
@@ -302,6 +369,23 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
     if (output_norms) constant(p + "post_attention_norm.weight", h, 1.0f);
     if (!c.output_norms_only) constant(p + "ffn_norm.weight", h, 1.0f);
     if (output_norms) constant(p + "post_ffw_norm.weight", h, 1.0f);
+    if (c.is_moe_layer(i)) {  // the ids follow the safetensors writer's per-expert order
+      const int64_t mi = c.moe_intermediate_size, si = c.shared_expert_intermediate_size;
+      matrix(p + "ffn_gate_inp.weight", c.num_experts, h);
+      const uint64_t first = tensor_id;
+      tensor_id += 3 * static_cast<uint64_t>(c.num_experts);
+      stacked(p + "ffn_gate_exps.weight", mi, h, 0, first, MatrixRole::other, i);
+      stacked(p + "ffn_up_exps.weight", mi, h, 1, first, MatrixRole::other, i);
+      stacked(p + "ffn_down_exps.weight", h, mi, 2, first, MatrixRole::ffn_down, i);
+      if (si > 0) {
+        matrix(p + "ffn_gate_shexp.weight", si, h);
+        matrix(p + "ffn_up_shexp.weight", si, h);
+        matrix(p + "ffn_down_shexp.weight", h, si);
+        // [1, hidden] in the folder, a vector here (zeros there too: a constant's id)
+        constant(p + "ffn_gate_inp_shexp.weight", h, 0.0f);
+      }
+      continue;
+    }
     matrix(p + "ffn_gate.weight", inter, h);
     matrix(p + "ffn_up.weight", inter, h);
     matrix(p + "ffn_down.weight", h, inter, MatrixRole::ffn_down, i);
@@ -434,6 +518,23 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
     if (c.sandwich_norms) {
       constant(p + "pre_feedforward_layernorm.weight", {h}, unit_norm);
       constant(p + "post_feedforward_layernorm.weight", {h}, unit_norm);
+    }
+    if (c.is_moe_layer(i)) {
+      const MoeNames n = moe_names(c, i);
+      const int64_t mi = c.moe_intermediate_size, si = c.shared_expert_intermediate_size;
+      normal(n.router, {c.num_experts, h});
+      for (int64_t e = 0; e < c.num_experts; ++e) {
+        normal(n.gate(e), {mi, h});
+        normal(n.up(e), {mi, h});
+        normal(n.down(e), {h, mi});
+      }
+      if (si > 0) {
+        normal(n.shared_gate, {si, h});
+        normal(n.shared_up, {si, h});
+        normal(n.shared_down, {h, si});
+        constant(n.shared_expert_gate, {1, h}, 0.0f);  // sigmoid(0): half the shared expert
+      }
+      continue;
     }
     if (c.fused_projections) {
       normal(p + "mlp.gate_up_proj.weight", {2 * inter, h});

@@ -432,6 +432,52 @@ TEST(InitModelGgufSmolLM3AndOlmo2, SameLogitsAsTheSafetensorsFolder) {
   }
 }
 
+// The MoE architectures as GGUF (llama.cpp's expert keys, each layer's experts stacked,
+// Mixtral as llama): the same logits as the safetensors folder of the same seed; what llama.cpp
+// cannot run (dense layers between sparse ones, another renormalisation) is refused.
+TEST(InitModelGgufMoe, SameLogitsAsTheSafetensorsFolder) {
+  test::TempDir dir;
+  const std::string common = R"("vocab_size": 300, "hidden_size": 64, "intermediate_size": 64,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "rope_theta": 10000.0, "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0,
+      "tie_word_embeddings": false, "num_experts_per_tok": 2)";
+  const std::vector<std::pair<std::string, std::string>> configs = {
+      {"qwen3moe", R"({"architectures": ["Qwen3MoeForCausalLM"], "num_experts": 4,
+          "moe_intermediate_size": 32, "norm_topk_prob": true, "head_dim": 16, )" +
+                       common + "}"},
+      {"qwen2moe", R"({"architectures": ["Qwen2MoeForCausalLM"], "num_experts": 4,
+          "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64, )" +
+                       common + "}"},
+      {"mixtral",
+       R"({"architectures": ["MixtralForCausalLM"], "num_local_experts": 4, )" + common + "}"},
+      {"olmoe", R"({"architectures": ["OlmoeForCausalLM"], "num_experts": 4, )" + common + "}"},
+  };
+  for (const auto& [name, text] : configs) {
+    SCOPED_TRACE(name);
+    expect_gguf_is_the_folder(dir, name, text);
+  }
+  const auto refused = [&](const std::string& name, const std::string& text) {
+    const std::string config = dir.file(name + ".json");
+    std::ofstream(config) << text;
+    try {
+      init_model(config, dir.file(name), 1, "q8_0");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("written");
+  };
+  EXPECT_NE(refused("dense", R"({"architectures": ["Qwen3MoeForCausalLM"], "num_experts": 4,
+                "moe_intermediate_size": 32, "norm_topk_prob": true, "mlp_only_layers": [1],
+                )" + common + "}")
+                .find("dense layers"),
+            std::string::npos);
+  EXPECT_NE(refused("topk", R"({"architectures": ["Qwen3MoeForCausalLM"], "num_experts": 4,
+                "moe_intermediate_size": 32, "norm_topk_prob": false, )" +
+                                common + "}")
+                .find("norm_topk_prob"),
+            std::string::npos);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, InitModelGguf,
                          ::testing::Values(DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0,
                                            DType::q5_1),
