@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Random small models of every architecture anvil runs (Llama, Mistral, Phi-3, Qwen2, Qwen3,
-Gemma, Gemma 2, Gemma 3, SmolLM3, OLMo 2: head sizes, GQA ratios, biases, tied heads, every RoPE scaling, Phi-3's
+Gemma, Gemma 2, Gemma 3, SmolLM3, OLMo 2, and the mixtures of experts Qwen3-MoE, Qwen2-MoE,
+Mixtral, OLMoE with random expert counts, picks, widths, renormalisation and sparse layers:
+head sizes, GQA ratios, biases, tied heads, every RoPE scaling, Phi-3's
 partial rotary, sliding windows, Qwen2/Qwen3's on some layers only, Gemma 2's softcaps and
 query_pre_attn_scalar, Gemma 3's sliding layers' own RoPE, odd vocabulary and MLP sizes) built with
 transformers, then run by transformers and by anvil's CLI on the same inputs (float32, eager
@@ -26,12 +28,15 @@ from transformers import (AutoModelForCausalLM, Gemma2Config, Gemma2ForCausalLM,
                           LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
                           Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
                           Qwen3ForCausalLM, SmolLM3Config, SmolLM3ForCausalLM, Olmo2Config,
-                          Olmo2ForCausalLM)
+                          Olmo2ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM, Qwen2MoeConfig,
+                          Qwen2MoeForCausalLM, MixtralConfig, MixtralForCausalLM, OlmoeConfig,
+                          OlmoeForCausalLM)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'scripts',
                                 'goldens'))
 from make_extra_goldens import scale_weights  # noqa: E402  (the fixtures' weight scaling)
 from make_gemma_goldens import scale_gemma_weights  # noqa: E402  (w of (1 + w) around 0)
+from make_moe_goldens import scale_moe  # noqa: E402  (the experts' 3D parameters by fan-in)
 
 anvil = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'build', 'anvil')
 seed, count = int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 12
@@ -78,7 +83,7 @@ def qwen_window(layers):
 
 def random_model(i, out):
     arch = rng.choice(['llama', 'mistral', 'phi3', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3',
-                       'smollm3', 'olmo2'])
+                       'smollm3', 'olmo2', 'qwen3_moe', 'qwen2_moe', 'mixtral', 'olmoe'])
     heads = rng.choice([1, 2, 3, 4, 6, 8])
     kv = rng.choice([d for d in range(1, heads + 1) if heads % d == 0])
     head_dim = rng.choice([8, 12, 16, 20, 24, 32, 40, 64])
@@ -138,6 +143,32 @@ def random_model(i, out):
     elif arch == 'olmo2':
         cfg = Olmo2Config(attention_bias=rng.random() < 0.3, **common)
         model = Olmo2ForCausalLM(cfg)
+    elif arch in ('qwen3_moe', 'qwen2_moe', 'mixtral', 'olmoe'):
+        experts = rng.randint(2, 8)
+        moe = dict(num_experts_per_tok=rng.randint(1, experts))
+        layers = common['num_hidden_layers']
+        qwen = dict(moe_intermediate_size=rng.randint(8, 64), norm_topk_prob=rng.random() < 0.5,
+                    decoder_sparse_step=rng.choice([1, 1, 2]),
+                    mlp_only_layers=[l for l in range(layers) if rng.random() < 0.25])
+        if arch == 'qwen3_moe':
+            window = (dict(use_sliding_window=True, sliding_window=rng.choice([3, 8]))
+                      if rng.random() < 0.3 else {})
+            cfg = Qwen3MoeConfig(num_experts=experts, attention_bias=rng.random() < 0.3, **moe,
+                                 **qwen, **window, **common)
+            model = Qwen3MoeForCausalLM(cfg)
+        elif arch == 'qwen2_moe':
+            cfg = Qwen2MoeConfig(num_experts=experts, qkv_bias=rng.random() < 0.7,
+                                 shared_expert_intermediate_size=rng.randint(8, 64), **moe, **qwen,
+                                 **qwen_window(layers), **common)
+            model = Qwen2MoeForCausalLM(cfg)
+        elif arch == 'mixtral':
+            cfg = MixtralConfig(num_local_experts=experts, sliding_window=rng.choice([None, 4, 9]),
+                                **moe, **common)
+            model = MixtralForCausalLM(cfg)
+        else:
+            cfg = OlmoeConfig(num_experts=experts, attention_bias=rng.random() < 0.3,
+                              norm_topk_prob=rng.random() < 0.5, **moe, **common)
+            model = OlmoeForCausalLM(cfg)
     elif arch == 'gemma':
         cfg = GemmaConfig(attention_bias=rng.random() < 0.3, **common)
         model = GemmaForCausalLM(cfg)
@@ -158,7 +189,8 @@ def random_model(i, out):
             cfg = Gemma3TextConfig(sliding_window_pattern=rng.choice([1, 2, 3, 6]), **gemma,
                                    **common)
             model = Gemma3ForCausalLM(cfg)
-    (scale_gemma_weights if arch.startswith('gemma') else scale_weights)(model)
+    (scale_gemma_weights if arch.startswith('gemma') else
+     scale_moe if arch in ('qwen3_moe', 'qwen2_moe', 'mixtral', 'olmoe') else scale_weights)(model)
     model.save_pretrained(out)
     rope = common['rope_parameters'].get('full_attention', common['rope_parameters'])
     partial = rope.get('partial_rotary_factor', 1.0)
@@ -172,7 +204,8 @@ def random_model(i, out):
                else '')
             + (" rope:" + ''.join(str(f) for f in cfg.no_rope_layers) if arch == 'smollm3' else '')
             + (f" cap={cfg.attn_logit_softcapping}/{cfg.final_logit_softcapping}"
-               if arch in ('gemma2', 'gemma3') else ''))
+               if arch in ('gemma2', 'gemma3') else '')
+            + (f" moe={experts}/{cfg.num_experts_per_tok}" if 'experts' in locals() else ''))
     return model, desc
 
 
@@ -220,17 +253,23 @@ for i in range(count):
         long_ids = torch.randint(3, vocab, (1, rng.randint(40, 150)))
         def fresh():  # each anvil call is a process of its own (dynamic RoPE keeps state)
             m = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32,
-                                                     attn_implementation='eager')
+                                                     attn_implementation='eager',
+                                                     experts_implementation='eager')
             return m.eval()
-        try:
+        beams = rng.choice([2, 3, 4])
+        try:  # transformers' outputs; a config its modules cannot run (OLMoE's q/k norms over
+            # hidden_size where heads * head_dim differs) is skipped
             with torch.no_grad():
                 want_b = fresh()(ids, attention_mask=mask).logits * mask[..., None]
                 want_l = fresh()(long_ids).logits
                 want_g = fresh().generate(ids, attention_mask=mask, max_new_tokens=24,
                                           min_new_tokens=24, do_sample=False)
-                beams = rng.choice([2, 3, 4])
                 want_beam = fresh().generate(ids, attention_mask=mask, max_new_tokens=10,
                                              min_new_tokens=10, do_sample=False, num_beams=beams)
+        except Exception as e:
+            print(f"{i:3} {desc:60} skipped: transformers fails ({str(e).splitlines()[-1][:80]})")
+            continue
+        try:
             got_b = anvil_logits(folder, ids.tolist(), mask.tolist(), tmp) * mask[..., None]
             got_l = anvil_logits(folder, long_ids.tolist(), None, tmp)
             got_g = anvil_generate(folder, ids.tolist(), mask.tolist(), 24)
