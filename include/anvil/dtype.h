@@ -101,6 +101,12 @@ inline float f16_to_f32(uint16_t h) {
 }
 /// float -> IEEE half bits, round to nearest even.
 uint16_t f32_to_f16(float f);
+/// `v` as a tensor of `dtype` holds it: rounded to bf16 / f16 (nearest even), else unchanged.
+inline float round_to_dtype(float v, DType dtype) {
+  if (dtype == DType::bf16) return bf16_to_f32(f32_to_bf16(v));
+  if (dtype == DType::f16) return f16_to_f32(f32_to_f16(v));
+  return v;
+}
 /// float8 e4m3fn (no infinities, 0x7f/0xff are NaN) -> float.
 float f8_e4m3_to_f32(uint8_t bits);
 /// float8 e5m2 -> float.

@@ -61,8 +61,7 @@ Decoder::Decoder(ModelConfig config, ModelWeights weights, DType dtype, Device d
   // transformers multiplies by the scale as a tensor of the weights' dtype (Gemma's
   // embed_scale.to(weight.dtype)): the factor rounded to it.
   embedding_scale_ = static_cast<float>(config_.embedding_scale);
-  if (dtype_ == DType::bf16) embedding_scale_ = bf16_to_f32(f32_to_bf16(embedding_scale_));
-  if (dtype_ == DType::f16) embedding_scale_ = f16_to_f32(f32_to_f16(embedding_scale_));
+  embedding_scale_ = round_to_dtype(embedding_scale_, dtype_);
 }
 
 void Decoder::follow_rope_length(const std::vector<int32_t>& positions) const {

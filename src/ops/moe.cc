@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "anvil/dtype.h"
+#include "anvil/error.h"
 #include "core/kernels.h"
 #include "ops/op_checks.h"
 #include "ops/op_profile.h"
@@ -25,13 +26,6 @@ void expect_index(const char* op, const Tensor& index, int64_t rows) {
     fail(op, "index has " + std::to_string(index.size(0)) + " entries for " + std::to_string(rows) +
                  " rows");
   }
-}
-
-// A float32 value as the activations' dtype would hold it.
-float round_to(DType dtype, float v) {
-  if (dtype == DType::bf16) return bf16_to_f32(f32_to_bf16(v));
-  if (dtype == DType::f16) return f16_to_f32(f32_to_f16(v));
-  return v;
 }
 
 Tensor upload_rows(const std::vector<int32_t>& rows, Device device) {
@@ -71,7 +65,7 @@ Picks route(const std::vector<float>& logits, int64_t tokens, int64_t experts, c
     for (int64_t j = 0; j < m.top_k; ++j) {
       const int64_t e = order[j];
       float w = m.norm_topk ? prob[e] / picked : prob[e];
-      if (m.weights_in_act_dtype) w = round_to(act, w);
+      if (m.weights_in_act_dtype) w = round_to_dtype(w, act);
       p.rows[e].push_back(static_cast<int32_t>(t));
       p.weights[e].push_back(w);
     }
@@ -85,7 +79,7 @@ void expert_mlp(const DecodeLayersArgs& a, const Tensor& in, const Tensor& gate,
   const int64_t rows = in.size(0), width = gate.size(0);
   const Tensor g = Tensor::empty({rows, width}, in.dtype(), in.device());
   const Tensor u = Tensor::empty({rows, width}, in.dtype(), in.device());
-  linear_swiglu({in, gate, Tensor(), up, Tensor(), g, u, Tensor(), a.eps, Tensor(), a.act});
+  linear_swiglu({in, gate, Tensor(), up, Tensor(), g, u, Tensor(), 0.0f, Tensor(), a.act});
   linear(g, down, Tensor(), y);
 }
 
@@ -129,6 +123,11 @@ void scatter_add_rows(const Tensor& y, const Tensor& index, const Tensor& weight
 void composed_moe_mlp(const DecodeLayersArgs& a, const DecoderLayerTensors& L) {
   const MoeTensors& m = *L.moe;
   const Tensor& x = a.x;
+  if (L.mlp_out_norm.defined()) {  // no MoE architecture normalises its MLP's output
+    throw Error(
+        "decode_layers: a mixture-of-experts layer with an MLP output norm is not "
+        "implemented");
+  }
   const int64_t n = x.size(0), h = x.size(1), experts = m.router.size(0);
   const DType act = x.dtype();
   const Device device = x.device();
@@ -162,7 +161,7 @@ void composed_moe_mlp(const DecodeLayersArgs& a, const DecoderLayerTensors& L) {
     const Tensor gate_logit = Tensor::empty({n, 1}, act, device);
     linear(in, m.shared_expert_gate, Tensor(), gate_logit);
     std::vector<float> w = gate_logit.to(Device::cpu()).to_f32_vector();
-    for (float& v : w) v = round_to(act, 1.0f / (1.0f + std::exp(-v)));
+    for (float& v : w) v = round_to_dtype(1.0f / (1.0f + std::exp(-v)), act);
     std::vector<int32_t> all(static_cast<size_t>(n));
     std::iota(all.begin(), all.end(), 0);
     scatter_add_rows(y, upload_rows(all, device), Tensor::from_f32(w, {n}).to(device), sum);

@@ -24,14 +24,18 @@ std::string error_of(const std::string& path) {
 
 TEST(MoeGguf, ExpertKeysReadOrRefusedByName) {
   test::TempDir dir;
-  const auto qwen3moe = [&](const std::string& name, const std::function<void(GgufWriter&)>& keys) {
-    return test::metadata_gguf(dir, name, "qwen3moe", keys);
+  // A qwen3moe file of `count` experts, `used` a token, 32 wide, and `more` keys.
+  const auto qwen3moe = [&](
+                            const std::string& name, uint32_t count, uint32_t used,
+                            const std::function<void(GgufWriter&)>& more = [](GgufWriter&) {}) {
+    return test::metadata_gguf(dir, name, "qwen3moe", [&](GgufWriter& w) {
+      if (count) w.add_u32("qwen3moe.expert_count", count);
+      w.add_u32("qwen3moe.expert_used_count", used);
+      w.add_u32("qwen3moe.expert_feed_forward_length", 32);
+      more(w);
+    });
   };
-  const GgufModel ok = open_gguf_model(qwen3moe("ok.gguf", [](GgufWriter& w) {
-    w.add_u32("qwen3moe.expert_count", 16);
-    w.add_u32("qwen3moe.expert_used_count", 4);
-    w.add_u32("qwen3moe.expert_feed_forward_length", 32);
-  }));
+  const GgufModel ok = open_gguf_model(qwen3moe("ok.gguf", 16, 4));
   EXPECT_EQ(ok.config.architecture, "Qwen3MoeForCausalLM");
   EXPECT_EQ(ok.config.num_experts, 16);
   EXPECT_EQ(ok.config.num_experts_per_tok, 4);
@@ -49,41 +53,24 @@ TEST(MoeGguf, ExpertKeysReadOrRefusedByName) {
   EXPECT_EQ(mixtral.config.moe_intermediate_size, 128);
   EXPECT_FALSE(mixtral.config.router_weights_in_act_dtype);
 
-  EXPECT_NE(error_of(qwen3moe("none.gguf", [](GgufWriter&) {})).find("qwen3moe.expert_count"),
-            std::string::npos);
-  EXPECT_NE(error_of(qwen3moe("used.gguf",
+  const auto refused = [&](const std::string& path, const std::string& says) {
+    const std::string e = error_of(path);
+    EXPECT_NE(e.find(says), std::string::npos) << e;
+  };
+  refused(qwen3moe("none.gguf", 0, 2), "qwen3moe.expert_count");
+  refused(qwen3moe("used.gguf", 4, 5), "expert_used_count 5");
+  refused(qwen3moe("gating.gguf", 4, 2,
+                   [](GgufWriter& w) { w.add_u32("qwen3moe.expert_gating_func", 2); }),
+          "expert_gating_func 2");
+  refused(qwen3moe("scale.gguf", 4, 2,
+                   [](GgufWriter& w) { w.add_f32("qwen3moe.expert_weights_scale", 2.5f); }),
+          "expert_weights_scale");
+  refused(test::metadata_gguf(dir, "qwen3.gguf", "qwen3",
                               [](GgufWriter& w) {
-                                w.add_u32("qwen3moe.expert_count", 4);
-                                w.add_u32("qwen3moe.expert_used_count", 5);
-                                w.add_u32("qwen3moe.expert_feed_forward_length", 32);
-                              }))
-                .find("expert_used_count 5"),
-            std::string::npos);
-  EXPECT_NE(error_of(qwen3moe("gating.gguf",
-                              [](GgufWriter& w) {
-                                w.add_u32("qwen3moe.expert_count", 4);
-                                w.add_u32("qwen3moe.expert_used_count", 2);
-                                w.add_u32("qwen3moe.expert_feed_forward_length", 32);
-                                w.add_u32("qwen3moe.expert_gating_func", 2);
-                              }))
-                .find("expert_gating_func 2"),
-            std::string::npos);
-  EXPECT_NE(error_of(qwen3moe("scale.gguf",
-                              [](GgufWriter& w) {
-                                w.add_u32("qwen3moe.expert_count", 4);
-                                w.add_u32("qwen3moe.expert_used_count", 2);
-                                w.add_u32("qwen3moe.expert_feed_forward_length", 32);
-                                w.add_f32("qwen3moe.expert_weights_scale", 2.5f);
-                              }))
-                .find("expert_weights_scale"),
-            std::string::npos);
-  EXPECT_NE(error_of(test::metadata_gguf(dir, "qwen3.gguf", "qwen3",
-                                         [](GgufWriter& w) {
-                                           w.add_u32("qwen3.expert_count", 4);
-                                           w.add_u32("qwen3.expert_used_count", 2);
-                                         }))
-                .find("qwen3 with experts"),
-            std::string::npos);
+                                w.add_u32("qwen3.expert_count", 4);
+                                w.add_u32("qwen3.expert_used_count", 2);
+                              }),
+          "qwen3 with experts");
 }
 
 // Expert e of a layer is slice e of blk.L.ffn_*_exps ({in, out, experts}); one past the stack

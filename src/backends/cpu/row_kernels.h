@@ -30,12 +30,17 @@ inline float rms_inverse(const float* x, int64_t d, float eps) {
   return 1.0f / std::sqrt(ss / static_cast<float>(d) + eps);
 }
 
+/// out = w * (x * inv) over d values: an RMSNorm whose factor is already known.
+template <class W>
+inline void scaled_row(const float* x, const W* w, float inv, int64_t d, float* out) {
+  for (int64_t j = 0; j < d; ++j) out[j] = widen(w[j]) * (x[j] * inv);
+}
+
 /// out = weight * (x / sqrt(mean(x^2) + eps)) over d values (float32 math as transformers'
 /// LlamaRMSNorm); out may be x.
 template <class W>
 inline void rms_norm_row(const float* x, const W* w, int64_t d, float eps, float* out) {
-  const float inv = rms_inverse(x, d, eps);
-  for (int64_t j = 0; j < d; ++j) out[j] = widen(w[j]) * (x[j] * inv);
+  scaled_row(x, w, rms_inverse(x, d, eps), d, out);
 }
 
 /// cos/sin (times the attention scaling) of one token's RoPE angles, half values each. A zero
@@ -83,7 +88,7 @@ inline void rotated_head(const float* x, const W* norm, int64_t d, float eps, co
 template <class W>
 inline void rotated_slice(const float* x, const W* norm, float inv, int64_t d, const float* c,
                           const float* s, float* out) {
-  for (int64_t j = 0; j < d; ++j) out[j] = widen(norm[j]) * (x[j] * inv);
+  scaled_row(x, norm, inv, d, out);
   rotate_heads(out, 1, d, c, s);
 }
 
