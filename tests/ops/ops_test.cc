@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "anvil/backend.h"
+#include "anvil/dtype.h"
 #include "anvil/error.h"
 #include "backends/cpu/cpu_isa.h"
 #include "descending_order.h"
@@ -271,6 +272,22 @@ TEST_P(Ops, GegluAndSoftcap) {
   ops::reference::softcap({want, 30.0f});
   EXPECT_LE(max_abs_diff(got, want), 2e-5f);
   EXPECT_THROW(ops::softcap(got, 0.0f), Error);
+}
+
+// Granite's multipliers: x * factor in place, rounded to x's dtype (half-precision devices'
+// results are the reference's rounded once, as torch's `h * m` is).
+TEST_P(Ops, ScaleInPlace) {
+  if (!has(ops::kScale, act_)) GTEST_SKIP() << "no scale kernel on " << device_.str();
+  const Tensor x = random_tensor({3, 333}, rng_, 5.0f);
+  Tensor got = on_device(x, act_);
+  Tensor want = Tensor::from_f32(got.to_f32_vector(), x.shape());  // x as the device holds it
+  ops::scale(got, 0.22f);
+  ops::reference::scale({want, 0.22f});
+  const auto w = want.to_f32_vector();
+  std::vector<float> rounded(w.size());
+  for (size_t i = 0; i < w.size(); ++i) rounded[i] = round_to_dtype(w[i], act_);
+  EXPECT_LE(max_abs_diff(got, Tensor::from_f32(rounded, x.shape())), 1e-6f);
+  EXPECT_THROW(ops::scale(got, std::numeric_limits<float>::infinity()), Error);
 }
 
 TEST_P(Ops, StoreKv) {
@@ -541,8 +558,12 @@ TEST_P(Ops, AttentionSlidingWindow) {
 // a device without it says so instead of computing uncapped scores.
 TEST_P(Ops, AttentionSoftcap) {
   const int64_t batch = 2, heads = 4, kv_heads = 2, dim = 16;
-  for (auto [seq, past, window] :
-       {std::tuple<int64_t, int64_t, int64_t>{1, 30, 0}, {1, 50, 9}, {23, 4, 0}, {40, 0, 7}}) {
+  for (auto [seq, past, window] : {std::tuple<int64_t, int64_t, int64_t>{1, 30, 0},
+                                   {1, 50, 9},
+                                   {23, 4, 0},
+                                   {40, 0, 7},
+                                   {70, 5, 0},
+                                   {90, 0, 30}}) {
     const int64_t cap = past + seq + 1, total = past + seq;
     const Tensor q = random_tensor({batch, seq, heads, dim}, rng_, 2.0f);
     const Tensor k = random_tensor({batch, kv_heads, cap, dim}, rng_, 2.0f);
@@ -669,6 +690,48 @@ TEST_P(Ops, HalfPrecisionPrefillAttentionSlidingWindow) {
       ops::attention({q.to(half).to(device_), k.to(half).to(device_), v.to(half).to(device_),
                       mask.to(device_), out, past, 0.09f, ops::AttentionImpl::sdpa, Tensor(),
                       window});
+      EXPECT_LE(max_abs_diff(out, want), tol)
+          << dtype_name(half) << " seq " << seq << " past " << past << " window " << window;
+    }
+  }
+}
+
+// Half precision prefill with Gemma 2's logit softcap (the CUDA flash kernel caps its tiles'
+// scores), head sizes 64 and 128, left padding and a window.
+TEST_P(Ops, HalfPrecisionPrefillAttentionSoftcap) {
+  for (DType half : {DType::bf16, DType::f16}) {
+    if (backend_for(device_).activation_dtype(half) != half) continue;
+    if (!supports(ops::kAttentionSoftcap, device_.type, half, half)) {
+      GTEST_SKIP() << "no softcapped attention over " << dtype_name(half) << " on "
+                   << device_.str();
+    }
+    const float tol = half == DType::bf16 ? 3e-2f : 5e-3f;
+    for (auto [seq, past, dim, window] :
+         {std::tuple{150, 10, 128, 0}, {130, 0, 64, 40}, {96, 33, 64, 0}}) {
+      const int64_t batch = 2, heads = 4, kv_heads = 2, cap = past + seq + 3, total = past + seq;
+      const auto rounded = [&](const Shape& shape, float scale) {
+        return random_tensor(shape, rng_, scale).to(half).to(DType::f32);
+      };
+      const Tensor q = rounded({batch, seq, heads, dim}, 1.0f);
+      const Tensor k = rounded({batch, kv_heads, cap, dim}, 1.0f);
+      const Tensor v = rounded({batch, kv_heads, cap, dim}, 1.0f);
+      Tensor mask = Tensor::empty({batch, total}, DType::i32);
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t t = 0; t < total; ++t) {
+          mask.data<int32_t>()[b * total + t] = b == 1 && t < 5 ? 0 : 1;
+        }
+      }
+      Tensor want = Tensor::empty({batch, seq, heads, dim}, DType::f32);
+      ops::reference::attention(
+          {q, k, v, mask, want, past, 0.25f, ops::AttentionImpl::eager, Tensor(), window, 3.0f});
+      Tensor uncapped = Tensor::empty({batch, seq, heads, dim}, DType::f32);
+      ops::reference::attention(
+          {q, k, v, mask, uncapped, past, 0.25f, ops::AttentionImpl::eager, Tensor(), window});
+      ASSERT_GT(max_abs_diff(want, uncapped), 0.1f) << "the cap must change these scores";
+      Tensor out = Tensor::empty({batch, seq, heads, dim}, half, device_);
+      ops::attention({q.to(half).to(device_), k.to(half).to(device_), v.to(half).to(device_),
+                      mask.to(device_), out, past, 0.25f, ops::AttentionImpl::sdpa, Tensor(),
+                      window, 3.0f});
       EXPECT_LE(max_abs_diff(out, want), tol)
           << dtype_name(half) << " seq " << seq << " past " << past << " window " << window;
     }

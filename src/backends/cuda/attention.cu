@@ -37,6 +37,7 @@ struct Geometry {
   float scale;
   int splits;
   long long window;  // sliding window (ops::AttentionArgs::window), 0 for none
+  float softcap;     // ops::AttentionArgs::softcap, 0 for none
 };
 
 // Partial result of one split: running max, running sum, then `dim` accumulators.
@@ -92,8 +93,8 @@ __global__ void __launch_bounds__(kWarps * 32)
         d2 += qv[j] * to_float(k2[d]);
       }
     }
-    const float s1 = use1 ? warp_sum(d1) : -FLT_MAX;
-    const float s2 = use2 ? warp_sum(d2) : -FLT_MAX;
+    const float s1 = use1 ? soft_capped(warp_sum(d1), g.softcap) : -FLT_MAX;
+    const float s2 = use2 ? soft_capped(warp_sum(d2), g.softcap) : -FLT_MAX;
     if (!use1 && !use2) continue;
     const float m_new = fmaxf(m, fmaxf(s1, s2));
     const float corr = __expf(m - m_new);
@@ -347,7 +348,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
       for (int i = 0; i < V; ++i) dot += qv[i] * (fresh ? knew[sub * V + i] : to_float(kv[i]));
       for (int o = chunks / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
       if (t < keys) {
-        const float score = mrow[t] != 0 ? dot : -FLT_MAX;
+        const float score = mrow[t] != 0 ? soft_capped(dot, g.softcap) : -FLT_MAX;
         if (sub == 0) scores[t - first] = score;
         m = fmaxf(m, score);
       }
@@ -424,7 +425,7 @@ template <class T>
 __global__ void __launch_bounds__(kSoftmaxThreads)
     masked_softmax_kernel(const float* __restrict__ scores, T* __restrict__ probs,
                           const int* __restrict__ mask_row, int seq, long long keys, long long past,
-                          long long window) {
+                          long long window, float softcap) {
   pdl_wait();
   const long long r = blockIdx.x;
   const long long s = r % seq;
@@ -433,18 +434,18 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
   T* out = probs + r * keys;
   float m = -FLT_MAX;
   for (long long t = first + threadIdx.x; t <= limit; t += kSoftmaxThreads) {
-    if (mask_row[t] != 0) m = fmaxf(m, in[t]);
+    if (mask_row[t] != 0) m = fmaxf(m, soft_capped(in[t], softcap));
   }
   m = block_reduce(m, true);
   float l = 0.0f;
   for (long long t = first + threadIdx.x; t <= limit; t += kSoftmaxThreads) {
-    if (mask_row[t] != 0) l += __expf(in[t] - m);
+    if (mask_row[t] != 0) l += __expf(soft_capped(in[t], softcap) - m);
   }
   l = block_reduce(l, false);
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;
   for (long long t = threadIdx.x; t < keys; t += kSoftmaxThreads) {
     const bool seen = t >= first && t <= limit && mask_row[t] != 0;
-    out[t] = from_float<T>(seen ? __expf(in[t] - m) * inv : 0.0f);
+    out[t] = from_float<T>(seen ? __expf(soft_capped(in[t], softcap) - m) * inv : 0.0f);
   }
 }
 
@@ -482,7 +483,7 @@ void prefill_attention(const ops::AttentionArgs& a, const Geometry& g) {
                    g.scale);
       launch(masked_softmax_kernel<T>, static_cast<unsigned>(g.kv_heads * S), kSoftmaxThreads, 0,
              ctx.stream, scores, probs, a.key_mask.data<int>() + b * g.mask_width,
-             static_cast<int>(S), keys, a.past, a.window);
+             static_cast<int>(S), keys, a.past, a.window, a.softcap);
       ANVIL_CUDA_CHECK_LAUNCH();
       batched_gemm(ctx, false, kv_view, vb, prob_view, probs, out_view, out + head0, g.kv_heads,
                    1.0f);
@@ -504,6 +505,7 @@ Geometry geometry_of(const ops::AttentionArgs& a) {
   g.past_dev = a.past_on_device.defined() ? a.past_on_device.data<int>() : nullptr;
   g.scale = a.scale;
   g.window = a.window;
+  g.softcap = a.softcap;
   return g;
 }
 
@@ -615,6 +617,9 @@ namespace anvil {
 void register_cuda_attention() {
   for (DType act : cuda::kFloatTypes) {
     register_kernel<ops::AttentionArgs>(ops::kAttention, DeviceType::cuda, act, act,
+                                        &cuda::attention);
+    // Every path of cuda::attention and rope_attention applies the logit softcap.
+    register_kernel<ops::AttentionArgs>(ops::kAttentionSoftcap, DeviceType::cuda, act, act,
                                         &cuda::attention);
     // Keyed by the q/k norms' dtype (the activations' when there are none), as rope_store.
     for (DType norm : cuda::kFloatTypes) {

@@ -63,6 +63,12 @@ __device__ __forceinline__ long long first_visible_key(long long at, long long w
   return window > 0 && at >= window ? at - window + 1 : 0;
 }
 
+// Gemma 2's attention logit softcapping, tanh(s / cap) * cap on the scaled score (cap 0: none);
+// every attention kernel applies it before the mask and the softmax, as the CPU reference does.
+__device__ __forceinline__ float soft_capped(float score, float cap) {
+  return cap > 0.0f ? tanhf(score / cap) * cap : score;
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -1,5 +1,6 @@
 // Elementwise CUDA kernels: embedding gather, residual add, SwiGLU / GeGLU, dtype casts, logit
-// softcapping and the mask column write of graph replay.
+// softcapping, scaling, the mask column write of graph replay, and the mixture-of-experts row
+// gather and weighted scatter-add.
 #include <cstdint>
 
 #include "backends/cuda/cuda_backend.h"
@@ -96,6 +97,73 @@ __global__ void mask_column_kernel(int* mask, const int* values, const int* inde
   if (r < rows && col >= 0 && col < width) mask[r * width + col] = values[r];
 }
 
+template <class T>
+__global__ void scale_kernel(T* x, long long n, float factor) {
+  pdl_wait();
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i < n) x[i] = from_float<T>(to_float(x[i]) * factor);
+}
+
+// Mixture-of-experts rows: one thread per value. The indices come from the host's routing and
+// the front end checks them; a row outside [0, n) is skipped rather than read or written.
+template <class T>
+__global__ void gather_rows_kernel(const T* x, const int* index, T* out, long long m, long long d,
+                                   long long n) {
+  pdl_wait();
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= m * d) return;
+  const long long r = index[i / d];
+  if (r >= 0 && r < n) out[i] = x[r * d + i % d];
+}
+
+// out[index[i]] += round(w[i] * y[i]), rounded again after the sum (torch's index_add_ of the
+// product cast to out's dtype). Distinct indices: no two threads write one value.
+template <class T>
+__global__ void scatter_add_rows_kernel(const T* y, const int* index, const float* w, T* out,
+                                        long long m, long long d, long long n) {
+  pdl_wait();
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= m * d) return;
+  const long long row = i / d, r = index[row];
+  if (r < 0 || r >= n) return;
+  T& o = out[r * d + i % d];
+  o = from_float<T>(to_float(o) + to_float(from_float<T>(to_float(y[i]) * w[row])));
+}
+
+void scale(const ops::ScaleArgs& a) {
+  const long long n = a.x.numel();
+  if (n == 0) return;
+  dispatch_float(a.x.dtype(), "scale", [&](auto t) {
+    using T = decltype(t);
+    launch(scale_kernel<T>, blocks_for(n, kThreads), kThreads, 0, stream_of(a.x.device()),
+           a.x.data<T>(), n, a.factor);
+  });
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
+void gather_rows(const ops::GatherRowsArgs& a) {
+  const long long m = a.index.size(0), d = a.x.size(1), n = m * d;
+  if (n == 0) return;
+  dispatch_float(a.x.dtype(), "gather_rows", [&](auto t) {
+    using T = decltype(t);
+    launch(gather_rows_kernel<T>, blocks_for(n, kThreads), kThreads, 0, stream_of(a.x.device()),
+           a.x.data<T>(), a.index.data<int>(), a.out.data<T>(), m, d, a.x.size(0));
+  });
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
+void scatter_add_rows(const ops::ScatterAddRowsArgs& a) {
+  const long long m = a.y.size(0), d = a.y.size(1), n = m * d;
+  if (n == 0) return;
+  dispatch_float(a.y.dtype(), "scatter_add_rows", [&](auto t) {
+    using T = decltype(t);
+    launch(scatter_add_rows_kernel<T>, blocks_for(n, kThreads), kThreads, 0,
+           stream_of(a.y.device()), a.y.data<T>(), a.index.data<int>(), a.weight.data<float>(),
+           a.out.data<T>(), m, d, a.out.size(0));
+  });
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
 void embedding(const ops::EmbeddingArgs& a) {
   const long long rows = a.ids.numel(), hidden = a.table.size(1), n = rows * hidden;
   if (n == 0) return;
@@ -181,6 +249,11 @@ void register_cuda_elementwise() {
     register_kernel<ops::AddArgs>(ops::kAdd, DeviceType::cuda, act, act, &add);
     register_kernel<ops::SwigluArgs>(ops::kSwiglu, DeviceType::cuda, act, act, &swiglu);
     register_kernel<ops::SwigluArgs>(ops::kGluGeluTanh, DeviceType::cuda, act, act, &swiglu);
+    register_kernel<ops::ScaleArgs>(ops::kScale, DeviceType::cuda, act, act, &scale);
+    register_kernel<ops::GatherRowsArgs>(ops::kGatherRows, DeviceType::cuda, act, act,
+                                         &gather_rows);
+    register_kernel<ops::ScatterAddRowsArgs>(ops::kScatterAddRows, DeviceType::cuda, act, act,
+                                             &scatter_add_rows);
   }
   register_kernel<ops::SoftcapArgs>(ops::kSoftcap, DeviceType::cuda, DType::f32, DType::f32,
                                     &softcap);

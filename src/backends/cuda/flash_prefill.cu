@@ -32,6 +32,8 @@ struct FlashGeometry {
   long long cap, past;
   long long window;  // sliding window (ops::AttentionArgs::window), 0 for none
   float scale_log2;  // the softmax scale times log2(e): the kernel exponentiates with exp2
+  float scale;       // the softmax scale, and the logit softcap (0: none) it is applied under
+  float softcap;
 };
 
 template <int D>
@@ -186,7 +188,10 @@ __global__ void __launch_bounds__(kThreads)
       for (int e = 0; e < 4; ++e) {
         const int col = n * 8 + 2 * quad + (e & 1);
         const bool seen = t0 + col <= limit[e >> 1] && t0 + col >= first[e >> 1] && mt[col] != 0;
-        s[n][e] = seen ? s[n][e] * g.scale_log2 : -INFINITY;
+        const float scaled = g.softcap > 0.0f
+                                 ? soft_capped(s[n][e] * g.scale, g.softcap) * 1.4426950408889634f
+                                 : s[n][e] * g.scale_log2;
+        s[n][e] = seen ? scaled : -INFINITY;
         tile_max[e >> 1] = fmaxf(tile_max[e >> 1], s[n][e]);
       }
     }
@@ -298,6 +303,8 @@ bool flash_prefill(const ops::AttentionArgs& a) {
   g.past = a.past;
   g.window = a.window;
   g.scale_log2 = a.scale * 1.4426950408889634f;
+  g.scale = a.scale;
+  g.softcap = a.softcap;
   const int batch = static_cast<int>(a.q.size(0));
   if (t == DType::bf16) {
     dim == 64 ? run<__nv_bfloat16, 64>(a, g, batch) : run<__nv_bfloat16, 128>(a, g, batch);
