@@ -91,9 +91,20 @@ struct ModelConfig {
   /// RMSNorm weights hold w of a (1 + w) scale, computed in float32 (GemmaRMSNorm); the loader
   /// adds the 1, so the decoder's norms are the usual ones.
   bool norm_plus_one = false;
-  /// The embedding rows are multiplied by this (Gemma: sqrt(hidden_size), rounded to the
-  /// weights' dtype as transformers' embed_scale is).
+  /// The embedding rows are multiplied by this (Gemma: sqrt(hidden_size); Granite:
+  /// embedding_multiplier).
   double embedding_scale = 1.0;
+  /// embedding_scale is rounded to the weights' dtype first (Gemma's embed_scale tensor); else
+  /// it multiplies as a float (Granite's Python scalar).
+  bool embedding_scale_rounded = false;
+  /// Attention scores are scaled by this instead of head_dim^-0.5 (Granite's
+  /// attention_multiplier).
+  std::optional<double> attention_multiplier;
+  /// The attention's and the MLP's outputs are multiplied by this before their residual adds
+  /// (Granite's residual_multiplier); 1: no scaling.
+  double residual_multiplier = 1.0;
+  /// The logits are divided by this (Granite's logits_scaling); 1: none.
+  double logits_scaling = 1.0;
   /// Attention scores are scaled by query_pre_attn_scalar^-0.5 instead of head_dim^-0.5 when set
   /// (Gemma 2 and 3).
   std::optional<double> query_pre_attn_scalar;
@@ -123,8 +134,13 @@ struct ModelConfig {
   /// outputs (Qwen2/3-MoE, OLMoE); Mixtral keeps them in float32.
   bool router_weights_in_act_dtype = true;
   /// Qwen2-MoE's shared expert beside the routed ones (its width; 0: none), gated per token by
-  /// sigmoid(x . shared_expert_gate).
+  /// sigmoid(x . shared_expert_gate); GraniteMoeShared's ungated (shared_expert_gated false).
   int64_t shared_expert_intermediate_size = 0;
+  bool shared_expert_gated = true;
+  /// The experts stored as 3D stacks (GraniteMoe's block_sparse_moe.input_linear [experts,
+  /// 2 x width, hidden], gate rows first, and output_linear [experts, hidden, width]) rather
+  /// than a tensor per expert.
+  bool stacked_experts = false;
   /// Which layers' MLPs are sparse (decoder_sparse_step, mlp_only_layers); empty: all of them
   /// when num_experts > 0.
   std::vector<bool> moe_layers;

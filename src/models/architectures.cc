@@ -1,8 +1,7 @@
 // LlamaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
-// GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, SmolLM3ForCausalLM, Olmo2ForCausalLM:
-// the differences between them, as in modeling_llama.py, modeling_mistral.py, modeling_phi3.py,
-// modeling_qwen2.py, modeling_qwen3.py, modeling_gemma*.py, modeling_smollm3.py and
-// modeling_olmo2.py.
+// GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, SmolLM3ForCausalLM, Olmo2ForCausalLM,
+// the MoEs (Qwen2/3-MoE, Mixtral, OLMoE) and Granite (dense, MoE, MoE with a shared MLP): the
+// differences between them, as in their modeling_*.py.
 #include "models/architectures.h"
 
 #include <algorithm>
@@ -147,6 +146,7 @@ void apply_qwen3(const nlohmann::json& raw, ModelConfig& c, const std::string& s
 void apply_gemma_common(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
   c.norm_plus_one = true;
   c.embedding_scale = std::sqrt(static_cast<double>(c.hidden_size));
+  c.embedding_scale_rounded = true;
   const bool bias = jf::opt_bool(raw, "attention_bias", source).value_or(false);
   c.qkv_bias = c.o_bias = bias;
   c.mlp_bias = c.qk_norm = false;
@@ -355,6 +355,48 @@ void apply_olmoe(const nlohmann::json& raw, ModelConfig& c, const std::string& s
   if (c.num_experts == 0) jf::fail(source, "num_experts", "must be positive");
 }
 
+// GraniteConfig: Llama's layer (attention_bias on q/k/v/o, mlp_bias) with four multipliers:
+// the embeddings times embedding_multiplier, attention scores scaled by attention_multiplier
+// (not head_dim^-0.5), each block's output times residual_multiplier before its residual add,
+// and the logits divided by logits_scaling. Each defaults to 1.
+void apply_granite(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  apply_llama(raw, c, source);
+  const auto factor = [&](const char* key) {
+    const double v = jf::opt_number(raw, key, source).value_or(1.0);
+    if (!std::isfinite(v) || v == 0.0) jf::fail(source, key, "must be a finite non-zero number");
+    return v;
+  };
+  c.embedding_scale = factor("embedding_multiplier");
+  c.attention_multiplier = factor("attention_multiplier");
+  c.residual_multiplier = factor("residual_multiplier");
+  c.logits_scaling = factor("logits_scaling");
+}
+
+// GraniteMoeConfig: Granite's attention and multipliers, every MLP sparse: num_local_experts
+// (8) experts intermediate_size wide, 2 a token, softmax over the picked experts' logits (the
+// renormalised top-k), the weights rounded to the activations' dtype; the experts stored as
+// stacks (input_linear: gate then up rows; output_linear). No MLP biases.
+void apply_granitemoe(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  apply_granite(raw, c, source);
+  c.mlp_bias = false;
+  read_moe(raw, c, source, "num_local_experts", nullptr, 8, 2, c.intermediate_size, true);
+  if (c.num_experts == 0) jf::fail(source, "num_local_experts", "must be positive");
+  c.norm_topk_prob = true;
+  c.stacked_experts = true;
+}
+
+// GraniteMoeSharedConfig: GraniteMoe with an ungated shared MLP of shared_intermediate_size
+// (0: none) added to the experts' sum.
+void apply_granitemoeshared(const nlohmann::json& raw, ModelConfig& c, const std::string& source) {
+  apply_granitemoe(raw, c, source);
+  c.shared_expert_intermediate_size =
+      jf::opt_int(raw, "shared_intermediate_size", source).value_or(0);
+  if (c.shared_expert_intermediate_size < 0) {
+    jf::fail(source, "shared_intermediate_size", "must not be negative");
+  }
+  c.shared_expert_gated = false;
+}
+
 constexpr Architecture kArchitectures[] = {
     {"LlamaForCausalLM", "llama", 2048, 1e-6, 0, false, false, &apply_llama},
     {"MistralForCausalLM", "mistral", 4096 * 32, 1e-6, 0, false, false, &apply_mistral},
@@ -374,6 +416,10 @@ constexpr Architecture kArchitectures[] = {
     {"Qwen2MoeForCausalLM", "qwen2_moe", 32768, 1e-6, 0, false, false, &apply_qwen2_moe},
     {"MixtralForCausalLM", "mixtral", 4096 * 32, 1e-5, 0, false, false, &apply_mixtral, 1e6},
     {"OlmoeForCausalLM", "olmoe", 4096, 1e-5, 0, false, false, &apply_olmoe},
+    {"GraniteForCausalLM", "granite", 2048, 1e-6, 0, false, false, &apply_granite},
+    {"GraniteMoeForCausalLM", "granitemoe", 2048, 1e-6, 0, false, false, &apply_granitemoe},
+    {"GraniteMoeSharedForCausalLM", "granitemoeshared", 2048, 1e-6, 0, false, false,
+     &apply_granitemoeshared},
 };
 
 std::string supported_list() {

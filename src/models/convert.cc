@@ -3,9 +3,12 @@
 // anvil runs from the GGUF.
 #include "models/convert.h"
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -101,7 +104,8 @@ void add_gemma_fields(const ModelConfig& c, Json& j) {
 // A mixture of experts' fields under each config class's names (Mixtral counts
 // num_local_experts; every layer of a GGUF is sparse).
 void add_moe_fields(const ModelConfig& c, Json& j) {
-  j[c.model_type == "mixtral" ? "num_local_experts" : "num_experts"] = c.num_experts;
+  const bool local = c.model_type == "mixtral" || c.stacked_experts;
+  j[local ? "num_local_experts" : "num_experts"] = c.num_experts;
   j["num_experts_per_tok"] = c.num_experts_per_tok;
   if (c.model_type == "qwen3_moe" || c.model_type == "qwen2_moe") {
     j["moe_intermediate_size"] = c.moe_intermediate_size;
@@ -110,13 +114,35 @@ void add_moe_fields(const ModelConfig& c, Json& j) {
   }
   if (c.model_type != "mixtral") j["norm_topk_prob"] = c.norm_topk_prob;
   if (c.shared_expert_intermediate_size > 0) {
-    j["shared_expert_intermediate_size"] = c.shared_expert_intermediate_size;
+    j[c.stacked_experts ? "shared_intermediate_size" : "shared_expert_intermediate_size"] =
+        c.shared_expert_intermediate_size;
   }
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     if (!c.is_moe_layer(l)) {
       throw Error("convert: a model with dense layers between sparse ones has no GGUF source");
     }
   }
+}
+
+// GraniteMoe's stacks (the Hub's layout) from the per-expert slices a GGUF holds: each stack's
+// parts in order, every expert's gate then up rows, the experts' downs, the shared MLP's gate
+// then up rows.
+std::map<std::string, std::vector<std::string>> stacked_parts(const ModelConfig& c) {
+  std::map<std::string, std::vector<std::string>> stacks;
+  if (!c.stacked_experts) return stacks;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const MoeNames n = moe_names(c, l);
+    auto& gate_up = stacks[n.stacked_gate_up];
+    auto& down = stacks[n.stacked_down];
+    for (int64_t e = 0; e < c.num_experts; ++e) {
+      gate_up.push_back(n.gate(e));
+      gate_up.push_back(n.up(e));
+      down.push_back(n.down(e));
+    }
+    if (c.shared_expert_intermediate_size > 0)
+      stacks[n.shared_gate_up] = {n.shared_gate, n.shared_up};
+  }
+  return stacks;
 }
 
 Json hf_config(const ModelConfig& c, DType dtype) {
@@ -165,6 +191,15 @@ Json hf_config(const ModelConfig& c, DType dtype) {
     j["no_rope_layers"] = flags;
   }
   j["tie_word_embeddings"] = c.tie_word_embeddings;
+  if (c.model_type.rfind("granite", 0) == 0) {  // the multipliers llama.cpp applied
+    j["attention_bias"] = c.qkv_bias;
+    if (c.model_type == "granite") j["mlp_bias"] = c.mlp_bias;
+    j["embedding_multiplier"] = c.embedding_scale;
+    j["residual_multiplier"] = c.residual_multiplier;
+    j["logits_scaling"] = c.logits_scaling;
+    j["attention_multiplier"] =
+        c.attention_multiplier.value_or(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  }
   if (c.model_type == "llama") {
     j["attention_bias"] = c.qkv_bias;
     j["mlp_bias"] = c.mlp_bias;
@@ -229,7 +264,22 @@ void convert_gguf_to_hf(const std::string& gguf_path, const std::string& out_dir
   SafetensorsWriter w((out / "model.safetensors").string());
   w.set_metadata("format", "pt");
   const WeightSource& src = *m.weights;
+  const std::map<std::string, std::vector<std::string>> stacks = stacked_parts(m.config);
   for (const auto& [name, shape] : hf_weight_names(m.config)) {
+    if (const auto parts = stacks.find(name); parts != stacks.end()) {
+      w.add(name, dtype, shape, [&src, dtype, names = parts->second](std::span<std::byte> bytes) {
+        size_t at = 0;
+        for (const std::string& part : names) {
+          const Tensor stored = src.load(part);
+          Tensor converted = Tensor::empty(stored.shape(), dtype);
+          converted.copy_from(stored);
+          if (at + converted.nbytes() > bytes.size()) throw Error("convert: a stack overflows");
+          std::memcpy(bytes.data() + at, converted.raw(), converted.nbytes());
+          at += converted.nbytes();
+        }
+      });
+      continue;
+    }
     if (!src.contains(name)) throw Error(gguf_path + ": no tensor for '" + name + "'");
     const bool minus_one = norms_minus_one && name.ends_with("norm.weight");
     w.add(name, dtype, shape, [&src, name, dtype, minus_one](std::span<std::byte> bytes) {

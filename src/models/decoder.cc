@@ -58,10 +58,10 @@ Decoder::Decoder(ModelConfig config, ModelWeights weights, DType dtype, Device d
     const std::vector<float> zeros(static_cast<size_t>(config_.head_dim / 2), 0.0f);
     no_rope_inv_freq_ = Tensor::from_f32(zeros, {config_.head_dim / 2}).to(device_);
   }
-  // transformers multiplies by the scale as a tensor of the weights' dtype (Gemma's
-  // embed_scale.to(weight.dtype)): the factor rounded to it.
+  // Gemma multiplies by the scale as a tensor of the weights' dtype (embed_scale.to(
+  // weight.dtype)): the factor rounded to it; Granite by a Python float.
   embedding_scale_ = static_cast<float>(config_.embedding_scale);
-  embedding_scale_ = round_to_dtype(embedding_scale_, dtype_);
+  if (config_.embedding_scale_rounded) embedding_scale_ = round_to_dtype(embedding_scale_, dtype_);
 }
 
 void Decoder::follow_rope_length(const std::vector<int32_t>& positions) const {
@@ -232,9 +232,10 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
   Tensor gate = scratch("gate", {n, c.intermediate_size});
   Tensor up = scratch("up", {n, c.intermediate_size});
   const float eps = static_cast<float>(c.rms_norm_eps);
-  const float scale =
-      1.0f /
-      std::sqrt(static_cast<float>(c.query_pre_attn_scalar.value_or(static_cast<double>(hd))));
+  const float scale = c.attention_multiplier
+                          ? static_cast<float>(*c.attention_multiplier)
+                          : 1.0f / std::sqrt(static_cast<float>(
+                                       c.query_pre_attn_scalar.value_or(static_cast<double>(hd))));
 
   ops::embedding(in.ids, weights_.embed_tokens, x, embedding_scale_);
   // Norms are fused into the products that read them and residual adds into the products that
@@ -313,7 +314,8 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
                                .act = c.hidden_act == Activation::gelu_tanh
                                           ? ops::GluActivation::gelu_tanh
                                           : ops::GluActivation::silu,
-                               .softcap = static_cast<float>(c.attn_logit_softcapping)};
+                               .softcap = static_cast<float>(c.attn_logit_softcapping),
+                               .residual_scale = static_cast<float>(c.residual_multiplier)};
   ops::decode_layers(layers);
   for (ops::DecoderLayerTensors& L : layer_tensors_) L.k_cache = L.v_cache = Tensor();
 
@@ -331,6 +333,8 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
   const Tensor head = act_dtype_ == DType::f32 ? logits : scratch("head", {m, c.vocab_size});
   ops::linear_group(
       {rows, {weights_.lm_head}, {Tensor()}, {head}, 1, weights_.norm, eps, final_normed});
+  // Granite: logits / logits_scaling in the activations' dtype, as its head computes them.
+  if (c.logits_scaling != 1.0) ops::scale(head, static_cast<float>(1.0 / c.logits_scaling));
   if (act_dtype_ != DType::f32) ops::cast(head, logits);
   if (c.final_logit_softcapping > 0) {  // Gemma 2, on the float32 logits as transformers does
     ops::softcap(logits, static_cast<float>(c.final_logit_softcapping));

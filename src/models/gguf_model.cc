@@ -38,6 +38,8 @@ constexpr ArchInfo kArchs[] = {
     {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", false},
     {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe", false},
     {"olmoe", "OlmoeForCausalLM", "olmoe", false},
+    {"granite", "GraniteForCausalLM", "granite", true},
+    {"granitemoe", "GraniteMoeForCausalLM", "granitemoe", true},
 };
 
 // Hugging Face name -> GGUF name. `sandwich`: Gemma 2 / 3's four norms a layer, where
@@ -74,6 +76,12 @@ std::string gguf_name(const std::string& hf, bool sandwich = false) {
       {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
       {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
       {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
+      // GraniteMoe's router, and its shared MLP as llama.cpp splits input_linear (gate rows
+      // first) into ffn_gate_shexp and ffn_up_shexp.
+      {"block_sparse_moe.router.layer.weight", "ffn_gate_inp.weight"},
+      {"shared_mlp.gate_proj.weight", "ffn_gate_shexp.weight"},
+      {"shared_mlp.up_proj.weight", "ffn_up_shexp.weight"},
+      {"shared_mlp.output_linear.weight", "ffn_down_shexp.weight"},
   };
   static const std::pair<const char*, const char*> kSandwich[] = {
       {"post_attention_layernorm.weight", "post_attention_norm.weight"},
@@ -453,7 +461,8 @@ GgufVocab read_gguf_vocab(const GgufFile& f) {
 // or a weight scale llama.cpp applies to other architectures is refused.
 void read_gguf_moe(const GgufFile& f, const std::string& arch, const std::string& a,
                    const std::string& path, ModelConfig& c) {
-  if (arch != "llama" && arch != "qwen3moe" && arch != "qwen2moe" && arch != "olmoe") {
+  if (arch != "llama" && arch != "qwen3moe" && arch != "qwen2moe" && arch != "olmoe" &&
+      arch != "granitemoe") {
     throw Error(path + ": " + arch + " with experts (" + a + "expert_count) is not supported");
   }
   c.num_experts = meta_int(f, a + "expert_count");
@@ -477,12 +486,21 @@ void read_gguf_moe(const GgufFile& f, const std::string& arch, const std::string
     throw Error(path + ": " + a + "expert_weights_scale " + std::to_string(scale) +
                 " is not implemented");
   }
-  c.norm_topk_prob = arch == "qwen3moe" || arch == "llama";
+  c.norm_topk_prob = arch == "qwen3moe" || arch == "llama" || arch == "granitemoe";
   c.router_weights_in_act_dtype = arch != "llama";
   c.moe_layers.clear();
   if (arch == "qwen2moe") {
     c.shared_expert_intermediate_size =
         meta_int(f, a + "expert_shared_feed_forward_length", c.intermediate_size);
+  }
+  if (arch == "granitemoe") {  // an ungated shared MLP where the file has one
+    c.stacked_experts = true;
+    c.shared_expert_intermediate_size = meta_int(f, a + "expert_shared_feed_forward_length", 0);
+    c.shared_expert_gated = false;
+    if (c.shared_expert_intermediate_size > 0) {
+      c.architecture = "GraniteMoeSharedForCausalLM";
+      c.model_type = "granitemoeshared";
+    }
   }
   if (arch == "llama") {
     c.architecture = "MixtralForCausalLM";
@@ -492,6 +510,24 @@ void read_gguf_moe(const GgufFile& f, const std::string& arch, const std::string
     c.qk_norm = false;
     c.qk_norm_full = true;
   }
+}
+
+// Granite's four multipliers as llama.cpp's converter writes them (embedding_scale,
+// residual_scale, attention.scale, logit_scale; llama.cpp's defaults where absent: 1, 1,
+// head_dim^-0.5 and 1).
+void read_gguf_granite(const GgufFile& f, const std::string& a, const std::string& path,
+                       ModelConfig& c) {
+  const auto factor = [&](const std::string& key, double absent) {
+    const double v = meta_float(f, a + key, absent);
+    if (!std::isfinite(v) || v == 0.0) {
+      throw Error(path + ": " + a + key + " must be a finite non-zero number");
+    }
+    return v;
+  };
+  c.embedding_scale = factor("embedding_scale", 1.0);
+  c.residual_multiplier = factor("residual_scale", 1.0);
+  c.logits_scaling = factor("logit_scale", 1.0);
+  if (f.find(a + "attention.scale")) c.attention_multiplier = factor("attention.scale", 1.0);
 }
 
 GgufModel open_gguf_model(const std::string& path) {
@@ -507,7 +543,7 @@ GgufModel open_gguf_model(const std::string& path) {
   if (!info) {
     throw Error(path + ": architecture '" + arch +
                 "' is not supported (anvil runs llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3, "
-                "smollm3, olmo2, qwen3moe, qwen2moe, olmoe)");
+                "smollm3, olmo2, qwen3moe, qwen2moe, olmoe, granite, granitemoe)");
   }
   GgufModel m;
   ModelConfig& c = m.config;
@@ -545,6 +581,7 @@ GgufModel open_gguf_model(const std::string& path) {
     if (c.rope.type == RopeType::yarn) read_gguf_yarn(f, a, path, c);
   }
   if (arch == "phi3") read_gguf_phi3(f, a, path, c);
+  if (arch == "granite" || arch == "granitemoe") read_gguf_granite(f, a, path, c);
   if (arch.rfind("gemma", 0) == 0) read_gguf_gemma(f, arch, a, path, c);
   if (arch == "smollm3") {
     // llama.cpp's smollm3 (src/models/smollm3.cpp): every 4th layer a NoPE layer, not stored.
@@ -579,7 +616,7 @@ GgufModel open_gguf_model(const std::string& path) {
     if (c.eos_token_ids.empty() || c.eos_token_ids[0] != id) c.eos_token_ids.push_back(id);
   }
   if (meta_int(f, a + "expert_count", 0) > 0 || arch == "qwen3moe" || arch == "qwen2moe" ||
-      arch == "olmoe") {
+      arch == "olmoe" || arch == "granitemoe") {
     read_gguf_moe(f, arch, a, path, c);
   }
   if (arch == "olmo2") {

@@ -127,6 +127,31 @@ class Scope {
 
 }  // namespace
 
+namespace {
+
+// GraniteMoe's experts and shared MLP from their stacks: each expert's gate, up and down (and
+// the shared MLP's gate and up) as row views of the stack, gate rows first as the modules'
+// chunk(2) reads them.
+void load_stacked_experts(const Scope& s, const MoeNames& n, const ModelConfig& c,
+                          LayerWeights& l) {
+  const int64_t h = c.hidden_size, mi = c.moe_intermediate_size, e_count = c.num_experts;
+  const Tensor gate_up = s.get(n.stacked_gate_up, {e_count, 2 * mi, h}).view({e_count * 2 * mi, h});
+  const Tensor down = s.get(n.stacked_down, {e_count, h, mi}).view({e_count * h, mi});
+  for (int64_t e = 0; e < e_count; ++e) {
+    l.expert_gate.push_back(gate_up.narrow(0, e * 2 * mi, mi));
+    l.expert_up.push_back(gate_up.narrow(0, e * 2 * mi + mi, mi));
+    l.expert_down.push_back(down.narrow(0, e * h, h));
+  }
+  if (const int64_t si = c.shared_expert_intermediate_size; si > 0) {
+    const Tensor shared = s.get(n.shared_gate_up, {2 * si, h});
+    l.shared_gate_proj = shared.narrow(0, 0, si);
+    l.shared_up_proj = shared.narrow(0, si, si);
+    l.shared_down_proj = s.get(n.shared_down, {h, si});
+  }
+}
+
+}  // namespace
+
 MoeNames moe_names(const ModelConfig& c, int64_t layer) {
   const std::string p = "model.layers." + std::to_string(layer) + ".";
   MoeNames n;
@@ -136,6 +161,20 @@ MoeNames moe_names(const ModelConfig& c, int64_t layer) {
     n.gate_suffix = ".w1.weight";
     n.up_suffix = ".w3.weight";
     n.down_suffix = ".w2.weight";
+    return n;
+  }
+  if (c.stacked_experts) {  // GraniteMoe (the per-expert names are the GGUF's slices)
+    n.router = p + "block_sparse_moe.router.layer.weight";
+    n.experts = p + "block_sparse_moe.experts.";
+    n.gate_suffix = ".gate_proj.weight";
+    n.up_suffix = ".up_proj.weight";
+    n.down_suffix = ".down_proj.weight";
+    n.stacked_gate_up = p + "block_sparse_moe.input_linear.weight";
+    n.stacked_down = p + "block_sparse_moe.output_linear.weight";
+    n.shared_gate_up = p + "shared_mlp.input_linear.weight";
+    n.shared_gate = p + "shared_mlp.gate_proj.weight";
+    n.shared_up = p + "shared_mlp.up_proj.weight";
+    n.shared_down = p + "shared_mlp.output_linear.weight";
     return n;
   }
   n.router = p + "mlp.gate.weight";
@@ -190,6 +229,15 @@ std::vector<std::pair<std::string, Shape>> hf_weight_names(const ModelConfig& c)
       const MoeNames n = moe_names(c, i);
       const int64_t mi = c.moe_intermediate_size, si = c.shared_expert_intermediate_size;
       out.push_back({n.router, {c.num_experts, h}});
+      if (c.stacked_experts) {
+        out.push_back({n.stacked_gate_up, {c.num_experts, 2 * mi, h}});
+        out.push_back({n.stacked_down, {c.num_experts, h, mi}});
+        if (si > 0) {
+          out.push_back({n.shared_gate_up, {2 * si, h}});
+          out.push_back({n.shared_down, {h, si}});
+        }
+        continue;
+      }
       for (int64_t e = 0; e < c.num_experts; ++e) {
         out.push_back({n.gate(e), {mi, h}});
         out.push_back({n.up(e), {mi, h}});
@@ -284,12 +332,21 @@ ModelWeights load_weights(const WeightSource& source, const ModelConfig& c,
       const MoeNames n = moe_names(c, i);
       const int64_t mi = c.moe_intermediate_size, si = c.shared_expert_intermediate_size;
       l.router = s.get(n.router, {c.num_experts, h});
+      if (c.stacked_experts && !source.contains(n.gate(0))) {
+        load_stacked_experts(s, n, c, l);
+        w.layers.push_back(std::move(l));
+        continue;
+      }
       for (int64_t e = 0; e < c.num_experts; ++e) {
         l.expert_gate.push_back(s.get(n.gate(e), {mi, h}));
         l.expert_up.push_back(s.get(n.up(e), {mi, h}));
         l.expert_down.push_back(s.get(n.down(e), {h, mi}));
       }
-      if (si > 0) {
+      if (si > 0 && !c.shared_expert_gated) {  // GraniteMoeShared from a GGUF
+        l.shared_gate_proj = s.get(n.shared_gate, {si, h});
+        l.shared_up_proj = s.get(n.shared_up, {si, h});
+        l.shared_down_proj = s.get(n.shared_down, {h, si});
+      } else if (si > 0) {
         l.shared_gate_proj = s.get(n.shared_gate, {si, h});
         l.shared_up_proj = s.get(n.shared_up, {si, h});
         l.shared_down_proj = s.get(n.shared_down, {h, si});

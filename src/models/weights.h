@@ -47,6 +47,10 @@ struct ModelWeights {
 /// mlp.experts.{e}.gate_proj / up_proj / down_proj) and the shared expert's.
 struct MoeNames {
   std::string router, shared_gate, shared_up, shared_down, shared_expert_gate;
+  /// GraniteMoe's stacks (ModelConfig::stacked_experts): every expert's gate and up rows, every
+  /// expert's down, the shared MLP's gate and up rows; empty for the other architectures. A
+  /// GGUF holds the experts as llama.cpp splits them, under the per-expert names.
+  std::string stacked_gate_up, stacked_down, shared_gate_up;
   std::string gate(int64_t e) const { return experts + std::to_string(e) + gate_suffix; }
   std::string up(int64_t e) const { return experts + std::to_string(e) + up_suffix; }
   std::string down(int64_t e) const { return experts + std::to_string(e) + down_suffix; }

@@ -155,17 +155,22 @@ void composed_moe_mlp(const DecodeLayersArgs& a, const DecoderLayerTensors& L) {
     scatter_add_rows(
         y, index, Tensor::from_f32(picks.weights[static_cast<size_t>(e)], {count}).to(device), sum);
   }
-  if (m.shared_gate.defined()) {  // Qwen2-MoE: + sigmoid(x . g) * shared_expert(x)
+  // The shared expert: Qwen2-MoE's gated by sigmoid(x . g), GraniteMoeShared's not.
+  if (m.shared_gate.defined()) {
     const Tensor y = Tensor::empty({n, h}, act, device);
     expert_mlp(a, in, m.shared_gate, m.shared_up, m.shared_down, y);
-    const Tensor gate_logit = Tensor::empty({n, 1}, act, device);
-    linear(in, m.shared_expert_gate, Tensor(), gate_logit);
-    std::vector<float> w = gate_logit.to(Device::cpu()).to_f32_vector();
-    for (float& v : w) v = round_to_dtype(1.0f / (1.0f + std::exp(-v)), act);
+    std::vector<float> w(static_cast<size_t>(n), 1.0f);
+    if (m.shared_expert_gate.defined()) {
+      const Tensor gate_logit = Tensor::empty({n, 1}, act, device);
+      linear(in, m.shared_expert_gate, Tensor(), gate_logit);
+      w = gate_logit.to(Device::cpu()).to_f32_vector();
+      for (float& v : w) v = round_to_dtype(1.0f / (1.0f + std::exp(-v)), act);
+    }
     std::vector<int32_t> all(static_cast<size_t>(n));
     std::iota(all.begin(), all.end(), 0);
     scatter_add_rows(y, upload_rows(all, device), Tensor::from_f32(w, {n}).to(device), sum);
   }
+  if (a.residual_scale != 1.0f) scale(sum, a.residual_scale);  // Granite
   add(x, sum, x);
 }
 

@@ -106,6 +106,13 @@ void softcap(const Tensor& x, float cap) {
   get_kernel<SoftcapArgs>(kSoftcap, x.device().type, DType::f32, DType::f32)({x, cap});
 }
 
+void scale(const Tensor& x, float factor) {
+  OpTimer timer([&] { return "scale " + shape_str(x.shape()); });
+  if (!std::isfinite(factor)) fail(kScale, "factor must be finite");
+  expect_contiguous(kScale, "x", x);
+  get_kernel<ScaleArgs>(kScale, x.device().type, x.dtype(), x.dtype())({x, factor});
+}
+
 void add(const Tensor& a, const Tensor& b, const Tensor& out) {
   expect_shape(kAdd, "b", b, a.shape());
   expect_shape(kAdd, "out", out, a.shape());
@@ -590,6 +597,21 @@ void rope_attention(const RopeAttentionArgs& a) {
   reinterpret_cast<void (*)(const RopeAttentionArgs&)>(k)(a);
 }
 
+// x += in @ w^T + bias, through out_norm where defined, times the residual scale where it is
+// not 1 (Granite: the product rounded, scaled and rounded, then added, as torch computes
+// `residual + h * m`).
+void add_block_output(const DecodeLayersArgs& a, const Tensor& in, const Tensor& w,
+                      const Tensor& bias, const Tensor& out_norm) {
+  if (a.residual_scale == 1.0f) {
+    linear_add({in, w, bias, a.x, a.proj, out_norm, a.eps});
+    return;
+  }
+  linear(in, w, bias, a.proj);
+  if (out_norm.defined()) rms_norm(a.proj, out_norm, a.eps, a.proj);
+  scale(a.proj, a.residual_scale);
+  add(a.x, a.proj, a.x);
+}
+
 void composed_decode_layers(const DecodeLayersArgs& a) {
   const int64_t b = a.batch, s = a.seq, n = b * s, hd = a.head_dim;
   const int64_t nh = a.heads, nkv = a.kv_heads;
@@ -615,14 +637,14 @@ void composed_decode_layers(const DecodeLayersArgs& a) {
           a.past_on_device},
          {a.q.view({b, s, nh, hd}), L.k_cache, L.v_cache, a.key_mask, a.attn.view({b, s, nh, hd}),
           a.past, a.scale, a.impl, a.past_on_device, L.window, a.softcap}});
-    linear_add({a.attn, L.o, L.o_bias, x, a.proj, L.attn_out_norm, a.eps});
+    add_block_output(a, a.attn, L.o, L.o_bias, L.attn_out_norm);
     if (L.moe) {
       composed_moe_mlp(a, L);
       continue;
     }
     linear_swiglu({x, L.gate, L.gate_bias, L.up, L.up_bias, a.gate, a.up, L.post_norm, a.eps,
                    a.normed, a.act});
-    linear_add({a.gate, L.down, L.down_bias, x, a.proj, L.mlp_out_norm, a.eps});
+    add_block_output(a, a.gate, L.down, L.down_bias, L.mlp_out_norm);
   }
 }
 
@@ -640,7 +662,11 @@ bool decode_layers_extended(const DecodeLayersArgs& a) {
 void decode_layers(const DecodeLayersArgs& a) {
   OpTimer timer([&] { return "decode_layers " + std::to_string(a.layers.size()) + " layers"; });
   if (a.layers.empty()) return;
-  // No device kernel routes experts: a stack with MoE layers runs composed.
+  // No device kernel routes experts or scales the blocks' outputs: such stacks run composed.
+  if (a.residual_scale != 1.0f) {
+    composed_decode_layers(a);
+    return;
+  }
   for (const DecoderLayerTensors& L : a.layers) {
     if (L.moe) {
       composed_decode_layers(a);

@@ -64,6 +64,14 @@ struct SwigluArgs {
 void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out,
             GluActivation act = GluActivation::silu);
 
+/// x = x * factor in place, rounded to x's dtype (torch's `x * factor` with a Python float):
+/// Granite's residual and logit multipliers.
+struct ScaleArgs {
+  Tensor x;
+  float factor;
+};
+void scale(const Tensor& x, float factor);
+
 /// x = tanh(x / cap) * cap in place, float32 (Gemma 2's final logit softcapping). cap > 0.
 struct SoftcapArgs {
   Tensor x;
@@ -344,6 +352,9 @@ struct DecodeLayersArgs {
   Tensor normed, q, k, v, attn, proj, gate, up;
   GluActivation act = GluActivation::silu;  // the MLP's gate activation
   float softcap = 0.0f;                     // AttentionArgs::softcap
+  /// Each block's output is multiplied by this (rounded to the activations' dtype) before its
+  /// residual add (Granite's residual_multiplier); 1: none.
+  float residual_scale = 1.0f;
 };
 /// Whether a stack uses anything past the Llama/Qwen layer (another activation, output norms,
 /// missing input norms, whole-projection q/k norms, per-layer RoPE, softcapping): a device's
@@ -385,6 +396,7 @@ inline constexpr const char* kRopeStoreOtherCache = "rope_store/other_cache";
 inline constexpr const char* kRopeAttention = "rope_attention";
 inline constexpr const char* kDecodeLayers = "decode_layers";
 inline constexpr const char* kSoftcap = "softcap";
+inline constexpr const char* kScale = "scale";
 // Capabilities, registered (device, activations, weights) beside the kernel they describe; the
 // function is that kernel.
 inline constexpr const char* kGluGeluTanh = "swiglu/gelu_tanh";

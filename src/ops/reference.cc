@@ -102,6 +102,12 @@ void softcap(const SoftcapArgs& a) {
   store(a.x, x);
 }
 
+void scale(const ScaleArgs& a) {
+  auto x = load(a.x);
+  for (double& v : x) v *= a.factor;
+  store(a.x, x);
+}
+
 void add(const AddArgs& a) {
   const auto x = load(a.a), y = load(a.b);
   std::vector<double> out(x.size());

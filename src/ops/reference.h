@@ -12,6 +12,7 @@ void linear(const LinearArgs& a);
 void rope(const RopeArgs& a);
 void swiglu(const SwigluArgs& a);
 void softcap(const SoftcapArgs& a);
+void scale(const ScaleArgs& a);
 void add(const AddArgs& a);
 void store_kv(const StoreKvArgs& a);
 void attention(const AttentionArgs& a);

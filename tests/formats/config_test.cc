@@ -314,7 +314,8 @@ TEST(ModelConfig, BadFieldsNameTheFileAndField) {
               "LlamaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM, "
               "Qwen3ForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
               "SmolLM3ForCausalLM, Olmo2ForCausalLM, Qwen3MoeForCausalLM, "
-              "Qwen2MoeForCausalLM, MixtralForCausalLM, OlmoeForCausalLM)");
+              "Qwen2MoeForCausalLM, MixtralForCausalLM, OlmoeForCausalLM, GraniteForCausalLM, "
+              "GraniteMoeForCausalLM, GraniteMoeSharedForCausalLM)");
   }
   try {
     ModelConfig::from_json_text(R"({"architectures": ["Qwen3ForCausalLM"]})", "x/config.json");
@@ -683,6 +684,65 @@ TEST(ModelConfig, MixtureOfExpertsFieldsAndDefaults) {
             std::string::npos);
   EXPECT_NE(error("OlmoeForCausalLM", R"(, "clip_qkv": 8.0)").find("clip_qkv"), std::string::npos);
   EXPECT_NE(error("Qwen3MoeForCausalLM", R"(, "mlp_only_layers": ["a"])").find("mlp_only_layers"),
+            std::string::npos);
+}
+
+// Granite's multipliers (each defaulting to 1, as GraniteConfig's do: an absent
+// attention_multiplier scales scores by 1, not head_dim^-0.5), GraniteMoe's experts and
+// GraniteMoeShared's ungated shared MLP; a zero or non-numeric multiplier is refused by name.
+TEST(ModelConfig, GraniteMultipliersAndExperts) {
+  const std::string shape = R"("vocab_size": 10, "hidden_size": 16, "intermediate_size": 24,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2)";
+  const auto config = [&](const std::string& arch, const std::string& extra) {
+    return ModelConfig::from_json_text(
+        R"({"architectures": [")" + arch + R"("], )" + shape + extra + "}", "config.json");
+  };
+  const ModelConfig plain = config("GraniteForCausalLM", "");
+  EXPECT_DOUBLE_EQ(plain.embedding_scale, 1.0);
+  EXPECT_EQ(plain.attention_multiplier, 1.0);
+  EXPECT_DOUBLE_EQ(plain.residual_multiplier, 1.0);
+  EXPECT_DOUBLE_EQ(plain.logits_scaling, 1.0);
+  EXPECT_FALSE(plain.embedding_scale_rounded);
+  const ModelConfig g = config("GraniteForCausalLM", R"(, "embedding_multiplier": 12,
+      "attention_multiplier": 0.015625, "residual_multiplier": 0.22, "logits_scaling": 8.0,
+      "attention_bias": true, "mlp_bias": true)");
+  EXPECT_DOUBLE_EQ(g.embedding_scale, 12.0);
+  EXPECT_EQ(g.attention_multiplier, 0.015625);
+  EXPECT_DOUBLE_EQ(g.residual_multiplier, 0.22);
+  EXPECT_DOUBLE_EQ(g.logits_scaling, 8.0);
+  EXPECT_TRUE(g.qkv_bias && g.o_bias && g.mlp_bias);
+  EXPECT_EQ(g.num_experts, 0);
+
+  const ModelConfig moe = config("GraniteMoeForCausalLM", R"(, "num_local_experts": 6)");
+  EXPECT_EQ(moe.num_experts, 6);
+  EXPECT_EQ(moe.num_experts_per_tok, 2);
+  EXPECT_EQ(moe.moe_intermediate_size, 24);  // intermediate_size
+  EXPECT_TRUE(moe.norm_topk_prob);           // softmax over the picked experts' logits
+  EXPECT_TRUE(moe.stacked_experts);
+  EXPECT_EQ(moe.shared_expert_intermediate_size, 0);
+  const ModelConfig shared =
+      config("GraniteMoeSharedForCausalLM", R"(, "shared_intermediate_size": 40)");
+  EXPECT_EQ(shared.shared_expert_intermediate_size, 40);
+  EXPECT_FALSE(shared.shared_expert_gated);
+  EXPECT_EQ(config("GraniteMoeSharedForCausalLM", "").shared_expert_intermediate_size, 0);
+
+  const auto error = [&](const std::string& arch, const std::string& extra) {
+    try {
+      config(arch, extra);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("GraniteForCausalLM", R"(, "logits_scaling": 0)").find("logits_scaling"),
+            std::string::npos);
+  EXPECT_NE(
+      error("GraniteForCausalLM", R"(, "residual_multiplier": "x")").find("residual_multiplier"),
+      std::string::npos);
+  EXPECT_NE(error("GraniteMoeForCausalLM", R"(, "num_local_experts": 0)").find("num_local_experts"),
+            std::string::npos);
+  EXPECT_NE(error("GraniteMoeSharedForCausalLM", R"(, "shared_intermediate_size": -1)")
+                .find("shared_intermediate_size"),
             std::string::npos);
 }
 

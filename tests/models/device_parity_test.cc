@@ -309,7 +309,8 @@ INSTANTIATE_TEST_SUITE_P(
                           "extra/phi3-partial-tiny", "extra/qwen2-window-layers-tiny",
                           "extra/gemma-tiny", "extra/gemma3-text-tiny", "extra/smollm3-window-tiny",
                           "extra/olmo2-tiny", "extra/qwen3-moe-tiny", "extra/qwen2-moe-tiny",
-                          "extra/mixtral-tiny", "extra/olmoe-tiny"),
+                          "extra/mixtral-tiny", "extra/olmoe-tiny", "extra/granite-tiny",
+                          "extra/granitemoeshared-tiny"),
         ::testing::Values("cuda", "opencl")),
     [](const auto& param_info) {
       std::string n = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);

@@ -187,6 +187,21 @@ TEST(ExtraParity, OlmoeExpertsWholeProjectionQkNorms) {
   check_parity_and_long_generation(extra("olmoe-tiny"));
 }
 
+// scripts/goldens/make_granite_goldens.py: Granite's four multipliers (embeddings, attention
+// scale, residual branches, logits) with biases and tied embeddings; GraniteMoe's stacked
+// experts; GraniteMoeShared's ungated shared MLP.
+TEST(ExtraParity, GraniteMultipliersBiasesTied) {
+  check_parity_and_long_generation(extra("granite-tiny"));
+}
+
+TEST(ExtraParity, GraniteMoeStackedExperts) {
+  check_parity_and_long_generation(extra("granitemoe-tiny"));
+}
+
+TEST(ExtraParity, GraniteMoeSharedMlp) {
+  check_parity_and_long_generation(extra("granitemoeshared-tiny"));
+}
+
 TEST(ExtraParity, Phi3FusedLongropeWindow) {
   check_parity_and_long_generation(extra("phi3-longrope-window-tiny"));
 }

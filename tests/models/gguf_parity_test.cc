@@ -56,7 +56,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufParity,
                                            "extra/gemma2-gguf-tiny", "extra/gemma3-gguf-tiny",
                                            "extra/smollm3-gguf-tiny", "extra/olmo2-gguf-tiny",
                                            "extra/qwen3moe-gguf-tiny", "extra/qwen2moe-gguf-tiny",
-                                           "extra/mixtral-gguf-tiny", "extra/olmoe-gguf-tiny"),
+                                           "extra/mixtral-gguf-tiny", "extra/olmoe-gguf-tiny",
+                                           "extra/granite-gguf-tiny", "extra/granitemoe-gguf-tiny"),
                          test::ParamName());
 
 // The Gemma family as llama.cpp's converter writes it (scripts/goldens/make_gemma_gguf.py): the
@@ -109,10 +110,11 @@ TEST(GgufParityGemma, LlamaCppLayoutAndMetadataAndSmolLM3) {
   Batch a;
   a.input_ids = test::id_rows(golden, "input_ids_a");
   EXPECT_EQ(smollm3.generate(a, test::greedy_exactly(40)), test::id_rows(golden, "gen_long_a"));
-  // Converted, SmolLM3, OLMo 2 and the MoE files (experts back under the Hub's per-expert
-  // names) generate the same.
-  for (const std::string name : {"smollm3-gguf-tiny", "olmo2-gguf-tiny", "qwen3moe-gguf-tiny",
-                                 "qwen2moe-gguf-tiny", "mixtral-gguf-tiny", "olmoe-gguf-tiny"}) {
+  // Converted, SmolLM3, OLMo 2, Granite and the MoE files (experts back under the Hub's
+  // per-expert names, GraniteMoe's restacked) generate the same.
+  for (const std::string name :
+       {"smollm3-gguf-tiny", "olmo2-gguf-tiny", "qwen3moe-gguf-tiny", "qwen2moe-gguf-tiny",
+        "mixtral-gguf-tiny", "olmoe-gguf-tiny", "granite-gguf-tiny", "granitemoe-gguf-tiny"}) {
     SCOPED_TRACE(name);
     const std::string from = test::data_dir() + "/extra/" + name;
     const auto want = SafetensorsFile::open(from + "/golden.safetensors");

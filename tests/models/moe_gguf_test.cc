@@ -73,6 +73,45 @@ TEST(MoeGguf, ExpertKeysReadOrRefusedByName) {
           "qwen3 with experts");
 }
 
+// Granite's multipliers as llama.cpp's converter writes them (llama.cpp's defaults where a key
+// is absent: 1, and head_dim^-0.5 for the attention), granitemoe's experts and shared MLP; a
+// zero multiplier is refused by name.
+TEST(MoeGguf, GraniteMultipliersAndExperts) {
+  test::TempDir dir;
+  const GgufModel dense =
+      open_gguf_model(test::metadata_gguf(dir, "granite.gguf", "granite", [](GgufWriter& w) {
+        w.add_f32("granite.embedding_scale", 12.0f);
+        w.add_f32("granite.residual_scale", 0.25f);
+        w.add_f32("granite.attention.scale", 0.125f);
+        w.add_f32("granite.logit_scale", 8.0f);
+      }));
+  EXPECT_EQ(dense.config.architecture, "GraniteForCausalLM");
+  EXPECT_DOUBLE_EQ(dense.config.embedding_scale, 12.0);
+  EXPECT_DOUBLE_EQ(dense.config.residual_multiplier, 0.25);
+  EXPECT_EQ(dense.config.attention_multiplier, 0.125);
+  EXPECT_DOUBLE_EQ(dense.config.logits_scaling, 8.0);
+  const GgufModel bare =
+      open_gguf_model(test::metadata_gguf(dir, "bare.gguf", "granite", [](GgufWriter&) {}));
+  EXPECT_FALSE(bare.config.attention_multiplier);  // head_dim^-0.5, as llama.cpp
+  EXPECT_DOUBLE_EQ(bare.config.logits_scaling, 1.0);
+
+  const GgufModel moe =
+      open_gguf_model(test::metadata_gguf(dir, "moe.gguf", "granitemoe", [](GgufWriter& w) {
+        w.add_u32("granitemoe.expert_count", 8);
+        w.add_u32("granitemoe.expert_used_count", 2);
+        w.add_u32("granitemoe.expert_shared_feed_forward_length", 64);
+      }));
+  EXPECT_EQ(moe.config.architecture, "GraniteMoeSharedForCausalLM");
+  EXPECT_EQ(moe.config.moe_intermediate_size, 128);  // feed_forward_length
+  EXPECT_EQ(moe.config.shared_expert_intermediate_size, 64);
+  EXPECT_FALSE(moe.config.shared_expert_gated);
+  EXPECT_TRUE(moe.config.norm_topk_prob);
+
+  const std::string e = error_of(test::metadata_gguf(
+      dir, "zero.gguf", "granite", [](GgufWriter& w) { w.add_f32("granite.logit_scale", 0.0f); }));
+  EXPECT_NE(e.find("granite.logit_scale"), std::string::npos) << e;
+}
+
 // Expert e of a layer is slice e of blk.L.ffn_*_exps ({in, out, experts}); one past the stack
 // is not in the file, and says which stack it looked in.
 TEST(MoeGguf, ExpertsAreSlicesOfTheirStack) {

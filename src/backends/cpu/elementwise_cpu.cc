@@ -66,6 +66,14 @@ void softcap_kernel(const ops::SoftcapArgs& a) {
   });
 }
 
+void scale_kernel(const ops::ScaleArgs& a) {
+  float* x = a.x.data<float>();
+  const float factor = a.factor;
+  cpu::parallel_for(a.x.numel(), 16384, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) x[i] *= factor;
+  });
+}
+
 // Below AVX2: GELU's tanh form one element at a time.
 void geglu_portable(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = gelu_tanh(gate[i]) * up[i];
@@ -113,6 +121,8 @@ void register_cpu_elementwise() {
                                    &cpu::swiglu_kernel);
   register_kernel<ops::SwigluArgs>(ops::kGluGeluTanh, DeviceType::cpu, DType::f32, DType::f32,
                                    &cpu::swiglu_kernel);
+  register_kernel<ops::ScaleArgs>(ops::kScale, DeviceType::cpu, DType::f32, DType::f32,
+                                  &cpu::scale_kernel);
   register_kernel<ops::SoftcapArgs>(ops::kSoftcap, DeviceType::cpu, DType::f32, DType::f32,
                                     &cpu::softcap_kernel);
   register_kernel<ops::AddArgs>(ops::kAdd, DeviceType::cpu, DType::f32, DType::f32,

@@ -389,6 +389,14 @@ void swiglu(const ops::SwigluArgs& a) {
   elementwise(a.act == ops::GluActivation::gelu_tanh ? "geglu" : "swiglu", a.gate, a.up, a.out);
 }
 
+void scale(const ops::ScaleArgs& a) {
+  Launch(a.x.device(), "scale")
+      .tensor(a.x)
+      .i64(a.x.numel())
+      .f32(a.factor)
+      .run(static_cast<size_t>(a.x.numel()), 64);
+}
+
 void softcap(const ops::SoftcapArgs& a) {
   Launch(a.x.device(), "softcap")
       .tensor(a.x)
@@ -603,6 +611,7 @@ void register_opencl_kernels() {
     register_kernel<ops::SwigluArgs>(ops::kSwiglu, dev, DType::f32, DType::f32, &swiglu);
     register_kernel<ops::SwigluArgs>(ops::kGluGeluTanh, dev, DType::f32, DType::f32, &swiglu);
     register_kernel<ops::SoftcapArgs>(ops::kSoftcap, dev, DType::f32, DType::f32, &softcap);
+    register_kernel<ops::ScaleArgs>(ops::kScale, dev, DType::f32, DType::f32, &scale);
     register_kernel<ops::AddArgs>(ops::kAdd, dev, DType::f32, DType::f32, &add);
     register_kernel<ops::GatherRowsArgs>(ops::kGatherRows, dev, DType::f32, DType::f32,
                                          &gather_rows);

@@ -649,6 +649,12 @@ __kernel void geglu(MEM_PARAMS, ulong g_t, ulong u_t, ulong out_t, long n) {
   AT(float, out_t)[i] = g / (1.0f + exp(-a)) * AT(const float, u_t)[i];
 }
 
+__kernel void scale(MEM_PARAMS, ulong x_t, long n, float factor) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  AT(float, x_t)[i] *= factor;
+}
+
 __kernel void softcap(MEM_PARAMS, ulong x_t, long n, float cap) {
   const long i = get_global_id(0);
   if (i >= n) return;
