@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Random small models of every architecture anvil runs (Llama, Mistral, Phi-3, Qwen2, Qwen3,
 Gemma, Gemma 2, Gemma 3, SmolLM3, OLMo 2, and the mixtures of experts Qwen3-MoE, Qwen2-MoE,
-Mixtral, OLMoE with random expert counts, picks, widths, renormalisation and sparse layers:
+Mixtral, OLMoE with random expert counts, picks, widths, renormalisation and sparse layers,
+and Granite / GraniteMoe / GraniteMoeShared with random multipliers:
 head sizes, GQA ratios, biases, tied heads, every RoPE scaling, Phi-3's
 partial rotary, sliding windows, Qwen2/Qwen3's on some layers only, Gemma 2's softcaps and
 query_pre_attn_scalar, Gemma 3's sliding layers' own RoPE, odd vocabulary and MLP sizes) built with
@@ -17,7 +18,7 @@ transformers' own in that dtype (plus 1e-3); greedy continuations are reported, 
 agree.
 
 Usage: python3 -m venv /tmp/t && /tmp/t/bin/pip install torch transformers safetensors
-       /tmp/t/bin/python tools/model_fuzz.py SEED [COUNT] [DTYPE]   (uses ./build/anvil)
+       /tmp/t/bin/python tools/model_fuzz.py SEED [COUNT] [DTYPE]   (uses ./build/anvil, or $ANVIL)
 """
 import json, os, random, subprocess, sys, tempfile
 
@@ -30,7 +31,9 @@ from transformers import (AutoModelForCausalLM, Gemma2Config, Gemma2ForCausalLM,
                           Qwen3ForCausalLM, SmolLM3Config, SmolLM3ForCausalLM, Olmo2Config,
                           Olmo2ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM, Qwen2MoeConfig,
                           Qwen2MoeForCausalLM, MixtralConfig, MixtralForCausalLM, OlmoeConfig,
-                          OlmoeForCausalLM)
+                          OlmoeForCausalLM, GraniteConfig, GraniteForCausalLM, GraniteMoeConfig,
+                          GraniteMoeForCausalLM, GraniteMoeSharedConfig,
+                          GraniteMoeSharedForCausalLM)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'scripts',
                                 'goldens'))
@@ -38,7 +41,8 @@ from make_extra_goldens import scale_weights  # noqa: E402  (the fixtures' weigh
 from make_gemma_goldens import scale_gemma_weights  # noqa: E402  (w of (1 + w) around 0)
 from make_moe_goldens import scale_moe  # noqa: E402  (the experts' 3D parameters by fan-in)
 
-anvil = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'build', 'anvil')
+anvil = os.environ.get('ANVIL') or os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
+                                               'build', 'anvil')
 seed, count = int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 12
 dtype = sys.argv[3] if len(sys.argv) > 3 else 'f32'
 rng = random.Random(seed)
@@ -83,7 +87,8 @@ def qwen_window(layers):
 
 def random_model(i, out):
     arch = rng.choice(['llama', 'mistral', 'phi3', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3',
-                       'smollm3', 'olmo2', 'qwen3_moe', 'qwen2_moe', 'mixtral', 'olmoe'])
+                       'smollm3', 'olmo2', 'qwen3_moe', 'qwen2_moe', 'mixtral', 'olmoe',
+                       'granite', 'granitemoe', 'granitemoeshared'])
     heads = rng.choice([1, 2, 3, 4, 6, 8])
     kv = rng.choice([d for d in range(1, heads + 1) if heads % d == 0])
     head_dim = rng.choice([8, 12, 16, 20, 24, 32, 40, 64])
@@ -169,6 +174,25 @@ def random_model(i, out):
             cfg = OlmoeConfig(num_experts=experts, attention_bias=rng.random() < 0.3,
                               norm_topk_prob=rng.random() < 0.5, **moe, **common)
             model = OlmoeForCausalLM(cfg)
+    elif arch.startswith('granite'):
+        mult = dict(embedding_multiplier=rng.choice([1.0, 12.0]),
+                    attention_multiplier=rng.choice([1.0, 0.015625, 0.2]),
+                    residual_multiplier=rng.choice([1.0, 0.22]),
+                    logits_scaling=rng.choice([1.0, 8.0, 0.5]),
+                    attention_bias=rng.random() < 0.3)
+        if arch == 'granite':
+            cfg = GraniteConfig(mlp_bias=rng.random() < 0.3, **mult, **common)
+            model = GraniteForCausalLM(cfg)
+        else:
+            experts = rng.randint(2, 8)
+            moe = dict(num_local_experts=experts, num_experts_per_tok=rng.randint(1, experts))
+            if arch == 'granitemoe':
+                cfg = GraniteMoeConfig(**moe, **mult, **common)
+                model = GraniteMoeForCausalLM(cfg)
+            else:
+                cfg = GraniteMoeSharedConfig(shared_intermediate_size=rng.choice([0, 8, 40]),
+                                             **moe, **mult, **common)
+                model = GraniteMoeSharedForCausalLM(cfg)
     elif arch == 'gemma':
         cfg = GemmaConfig(attention_bias=rng.random() < 0.3, **common)
         model = GemmaForCausalLM(cfg)
@@ -190,7 +214,8 @@ def random_model(i, out):
                                    **common)
             model = Gemma3ForCausalLM(cfg)
     (scale_gemma_weights if arch.startswith('gemma') else
-     scale_moe if arch in ('qwen3_moe', 'qwen2_moe', 'mixtral', 'olmoe') else scale_weights)(model)
+     scale_moe if arch in ('qwen3_moe', 'qwen2_moe', 'mixtral', 'olmoe', 'granitemoe',
+                           'granitemoeshared') else scale_weights)(model)
     model.save_pretrained(out)
     rope = common['rope_parameters'].get('full_attention', common['rope_parameters'])
     partial = rope.get('partial_rotary_factor', 1.0)
