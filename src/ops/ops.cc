@@ -649,7 +649,7 @@ void composed_decode_layers(const DecodeLayersArgs& a) {
 }
 
 bool decode_layers_extended(const DecodeLayersArgs& a) {
-  if (a.act != GluActivation::silu || a.softcap != 0.0f) return true;
+  if (a.act != GluActivation::silu || a.softcap != 0.0f || a.residual_scale != 1.0f) return true;
   for (const DecoderLayerTensors& L : a.layers) {
     if (L.attn_out_norm.defined() || L.mlp_out_norm.defined() || L.inv_freq.defined() ||
         L.q_full_norm.defined() || !L.input_norm.defined() || !L.post_norm.defined()) {
@@ -662,11 +662,7 @@ bool decode_layers_extended(const DecodeLayersArgs& a) {
 void decode_layers(const DecodeLayersArgs& a) {
   OpTimer timer([&] { return "decode_layers " + std::to_string(a.layers.size()) + " layers"; });
   if (a.layers.empty()) return;
-  // No device kernel routes experts or scales the blocks' outputs: such stacks run composed.
-  if (a.residual_scale != 1.0f) {
-    composed_decode_layers(a);
-    return;
-  }
+  // No device kernel routes experts: a stack with MoE layers runs composed.
   for (const DecoderLayerTensors& L : a.layers) {
     if (L.moe) {
       composed_decode_layers(a);

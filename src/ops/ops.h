@@ -357,7 +357,8 @@ struct DecodeLayersArgs {
   float residual_scale = 1.0f;
 };
 /// Whether a stack uses anything past the Llama/Qwen layer (another activation, output norms,
-/// missing input norms, whole-projection q/k norms, per-layer RoPE, softcapping): a device's
+/// missing input norms, whole-projection q/k norms, per-layer RoPE, softcapping, a residual
+/// scale): a device's
 /// fused kernel takes such a stack only where the device registers kDecodeLayersExtended;
 /// elsewhere it runs composed.
 bool decode_layers_extended(const DecodeLayersArgs& args);

@@ -3,7 +3,8 @@
 // step, for the int8 kernels' block types and float32 / bf16 / f16 weights (alone and mixed with
 // blocks in one layer), f32 and f16 caches, biases, Qwen3's q/k norms, query groups of 1 to 6
 // heads, an empty past and pasts split into several key ranges, windows, GeGLU and per-layer
-// RoPE, OLMo 2's layers (no input norms, whole-projection q/k norms).
+// RoPE, OLMo 2's layers (no input norms, whole-projection q/k norms), Granite's residual
+// multiplier.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -38,6 +39,8 @@ struct Stack {
   // OLMo 2: no input or post-attention norms, q and k RMS-normalised over whole projections,
   // both output norms on every layer.
   bool olmo = false;
+  // Granite's residual multiplier on every block's output (with OLMo's output norms too).
+  float residual_scale = 1.0f;
 };
 
 class CpuDecodeLayers : public ::testing::Test {
@@ -104,6 +107,8 @@ TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
       {96, 192, 6, 1, 32, 3, 0, 8, true, false, 0, true},
       {64, 128, 4, 2, 16, 2, 37, 64, false, false, 0, false, true},
       {192, 96, 3, 3, 64, 2, 200, 256, true, false, 37, false, true},
+      {64, 128, 4, 2, 16, 2, 37, 64, true, false, 0, false, false, 0.22f},
+      {64, 128, 4, 2, 16, 2, 37, 64, false, false, 0, false, true, 0.5f},
   };
   for (const Stack& c : stacks) {
     const bool super = c.hidden % 256 == 0 && c.inter % 256 == 0 && c.heads * c.dim % 256 == 0;
@@ -207,6 +212,7 @@ TEST_F(CpuDecodeLayers, TeamKernelMatchesTheComposedOps) {
             d.act = ops::GluActivation::gelu_tanh;
             d.softcap = 1.5f;
           }
+          d.residual_scale = c.residual_scale;
           return d;
         };
         Tensor team_x = clone(x), composed_x = clone(x);

@@ -253,11 +253,15 @@ void run_piece(const IsaKernels& kern, const Product& p, const Lanes& piece, boo
   for (int i = 0; i < piece.count; ++i) run_groups(kern, p, piece.begin[i], piece.end[i], x, out);
 }
 
-// out[f] += proj[f] for the rows of the groups of `lanes` below h.
-void add_lane_rows(const Lanes& lanes, const float* proj, int64_t h, float* x) {
+// out[f] += proj[f] * scale (Granite's residual multiplier; 1 for the others) for the rows of
+// the groups of `lanes` below h.
+void add_lane_rows(const Lanes& lanes, const float* proj, int64_t h, float scale, float* x) {
   for (int i = 0; i < lanes.count; ++i) {
-    for (int64_t f = lanes.begin[i] * kGroupRows; f < std::min(h, lanes.end[i] * kGroupRows); ++f) {
-      x[f] += proj[f];
+    const int64_t f1 = std::min(h, lanes.end[i] * kGroupRows);
+    if (scale == 1.0f) {
+      for (int64_t f = lanes.begin[i] * kGroupRows; f < f1; ++f) x[f] += proj[f];
+    } else {
+      for (int64_t f = lanes.begin[i] * kGroupRows; f < f1; ++f) x[f] += proj[f] * scale;
     }
   }
 }
@@ -512,7 +516,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
           inv = rms_inverse(y, h, a.eps);
           scaled = true;
         }
-        for (int64_t e = e0; e < e1; ++e) x[e] += w[e] * (y[e] * inv);
+        for (int64_t e = e0; e < e1; ++e) x[e] += w[e] * (y[e] * inv) * a.residual_scale;
       }
       phase.wait();
     };
@@ -619,7 +623,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
           ready = true;
         }
         run_piece(kern, L.o, piece, L.lanes[1], xf, proj);
-        if (!L.attn_out_norm) add_lane_rows(piece, proj, h, x);
+        if (!L.attn_out_norm) add_lane_rows(piece, proj, h, a.residual_scale, x);
       }
       clock.mark(5);
       pr[1].wait();
@@ -654,7 +658,7 @@ void run_layers(const ops::DecodeLayersArgs& a, const std::vector<Layer>& layers
           ready = true;
         }
         run_piece(kern, L.down, piece, L.lanes[3], xf, proj);
-        if (!L.mlp_out_norm) add_lane_rows(piece, proj, h, x);
+        if (!L.mlp_out_norm) add_lane_rows(piece, proj, h, a.residual_scale, x);
       }
       clock.mark(9);
       pr[3].wait();
@@ -792,7 +796,8 @@ void register_cpu_decode_layers() {
   for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl,
                   DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_xs,
                   DType::f32, DType::bf16, DType::f16}) {
-    // The team kernel takes GeGLU, softcapping, output norms and per-layer RoPE itself.
+    // The team kernel takes GeGLU, softcapping, output norms, per-layer RoPE and the residual
+    // scale itself.
     for (const char* op : {ops::kDecodeLayers, ops::kDecodeLayersExtended}) {
       register_kernel<ops::DecodeLayersArgs>(op, DeviceType::cpu, DType::f32, w,
                                              &cpu::decode_layers_kernel);
