@@ -330,6 +330,25 @@ void write_mask_column(const Tensor& mask, const Tensor& values, const Tensor& i
                              DType::i32)({mask, values, index});
 }
 
+void rms_norm_add(const Tensor& y, const Tensor& weight, float eps, const Tensor& residual) {
+  expect_shape(kRmsNormAdd, "residual", residual, y.shape());
+  expect_dtype(kRmsNormAdd, "residual", residual, y.dtype());
+  expect_contiguous(kRmsNormAdd, "residual", residual);
+  expect_same_device(kRmsNormAdd, y, residual);
+  auto k = find_kernel_raw(kRmsNormAdd, y.device().type, y.dtype(), weight.dtype());
+  if (!k) {
+    rms_norm(y, weight, eps, y);
+    add(residual, y, residual);
+    return;
+  }
+  OpTimer timer([&] { return "rms_norm_add " + shape_str(y.shape()); });
+  expect_rank(kRmsNormAdd, "y", y, 2);
+  expect_shape(kRmsNormAdd, "weight", weight, {y.size(1)});
+  expect_contiguous(kRmsNormAdd, "y", y);
+  expect_same_device(kRmsNormAdd, y, weight);
+  reinterpret_cast<void (*)(const RmsNormAddArgs&)>(k)({y, weight, residual, eps});
+}
+
 void add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& weight, float eps,
                   const Tensor& out) {
   expect_shape(kAddRmsNorm, "delta", delta, x.shape());
@@ -462,8 +481,11 @@ void linear_add(const LinearAddArgs& a) {
                : nullptr;
   if (!k) {
     linear(a.x, a.weight, a.bias, a.scratch);
-    if (a.out_norm.defined()) rms_norm(a.scratch, a.out_norm, a.eps, a.scratch);
-    add(a.residual, a.scratch, a.residual);
+    if (a.out_norm.defined()) {
+      rms_norm_add(a.scratch, a.out_norm, a.eps, a.residual);
+    } else {
+      add(a.residual, a.scratch, a.residual);
+    }
     return;
   }
   expect_rank(kLinearAdd, "x", a.x, 2);

@@ -197,6 +197,15 @@ void write_mask_column(const Tensor& mask, const Tensor& values, const Tensor& i
 // device registers no fused kernel, so a backend fuses only what pays for it.
 
 /// x += delta, then out = rms_norm(x) * weight: a block's residual add and the next norm.
+/// residual += rms_norm(y) * weight, the norm rounded to the activations' dtype as rms_norm
+/// rounds it, then the sum (Gemma 2 / 3's and OLMo 2's normalised block outputs). y is scratch:
+/// devices without a fused kernel normalise it in place. y, residual: [N, D]; weight: [D].
+struct RmsNormAddArgs {
+  Tensor y, weight, residual;
+  float eps;
+};
+void rms_norm_add(const Tensor& y, const Tensor& weight, float eps, const Tensor& residual);
+
 struct AddRmsNormArgs {
   Tensor x, delta, weight, out;
   float eps;
@@ -386,6 +395,7 @@ inline constexpr const char* kRepetitionPenalty = "repetition_penalty";
 inline constexpr const char* kSampleCandidates = "sample_candidates";
 inline constexpr const char* kMaskColumn = "write_mask_column";
 inline constexpr const char* kAddRmsNorm = "add_rms_norm";
+inline constexpr const char* kRmsNormAdd = "rms_norm_add";
 inline constexpr const char* kLinearGroup = "linear_group";
 inline constexpr const char* kLinearSwiglu = "linear_swiglu";
 inline constexpr const char* kLinearAdd = "linear_add";

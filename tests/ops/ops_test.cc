@@ -274,6 +274,30 @@ TEST_P(Ops, GegluAndSoftcap) {
   EXPECT_THROW(ops::softcap(got, 0.0f), Error);
 }
 
+// A normalised block output added into the residual (Gemma 2 / 3, OLMo 2): a device's fused
+// kernel gives exactly what its rms_norm and add give, and both the reference within tolerance.
+TEST_P(Ops, RmsNormAddMatchesNormThenAdd) {
+  for (int64_t rows : {1, 3}) {
+    const Tensor y = random_tensor({rows, 1152}, rng_, 3.0f), w = random_tensor({1152}, rng_);
+    const Tensor resid = random_tensor({rows, 1152}, rng_);
+    // Own copies: on the CPU on_device may hand back the tensor itself, and these are written.
+    const auto copy = [&](const Tensor& t) {
+      return on_device(Tensor::from_f32(t.to_f32_vector(), t.shape()), act_);
+    };
+    Tensor fused = copy(resid), scratch = copy(y);
+    ops::rms_norm_add(scratch, on_device(w, act_), 1e-6f, fused);
+    Tensor composed = copy(resid), normed = copy(y);
+    ops::rms_norm(normed, on_device(w, act_), 1e-6f, normed);
+    ops::add(composed, normed, composed);
+    EXPECT_EQ(fused.to_f32_vector(), composed.to_f32_vector()) << "rows " << rows;
+    Tensor want = Tensor::empty({rows, 1152}, DType::f32);
+    Tensor ref_norm = Tensor::empty({rows, 1152}, DType::f32);
+    ops::reference::rms_norm({y, w, ref_norm, 1e-6f});
+    ops::reference::add({resid, ref_norm, want});
+    EXPECT_LE(max_abs_diff(fused, want), tolerance(2e-5f)) << "rows " << rows;
+  }
+}
+
 // Granite's multipliers: x * factor in place, rounded to x's dtype (half-precision devices'
 // results are the reference's rounded once, as torch's `h * m` is).
 TEST_P(Ops, ScaleInPlace) {

@@ -1,5 +1,7 @@
 // RMSNorm: one block per row, float32 statistics. The normalised value is rounded to the
-// activation type before the weight multiplies it, as transformers' LlamaRMSNorm does.
+// activation type before the weight multiplies it, as transformers' LlamaRMSNorm does. Also the
+// residual add before a norm (add_rms_norm) and a normalised block output's add after it
+// (rms_norm_add).
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
@@ -27,8 +29,9 @@ __device__ __forceinline__ float block_sum(float v) {
 
 // One block per row: a decode step has a single row, which one warp would walk alone.
 // With `delta`, x += delta first (rounded to the activation type, as a residual add in that
-// type is) and the norm is of the new x.
-template <class T, class W>
+// type is) and the norm is of the new x. With `Accumulate`, the normalised row is added into
+// out (rms_norm_add: both roundings the separate norm and add would make) instead of written.
+template <class T, class W, bool Accumulate = false>
 __global__ void __launch_bounds__(kThreads)
     rms_norm_kernel(T* x, const T* delta, const W* weight, T* out, int dim, float eps) {
   pdl_wait();
@@ -47,7 +50,9 @@ __global__ void __launch_bounds__(kThreads)
   const float r = rsqrtf(block_sum(ss) / static_cast<float>(dim) + eps);
   T* o = out + static_cast<long long>(blockIdx.x) * dim;
   for (int i = threadIdx.x; i < dim; i += kThreads) {  // each thread rereads only what it wrote
-    o[i] = from_float<T>(to_float(weight[i]) * to_float(from_float<T>(to_float(xr[i]) * r)));
+    const T normed =
+        from_float<T>(to_float(weight[i]) * to_float(from_float<T>(to_float(xr[i]) * r)));
+    o[i] = Accumulate ? from_float<T>(to_float(o[i]) + to_float(normed)) : normed;
   }
 }
 
@@ -70,6 +75,21 @@ void add_rms_norm(const ops::AddRmsNormArgs& a) {
   });
 }
 
+void rms_norm_add(const ops::RmsNormAddArgs& a) {
+  const long long rows = a.y.size(0);
+  if (rows == 0) return;
+  dispatch_float(a.y.dtype(), "rms_norm_add", [&](auto t) {
+    dispatch_float(a.weight.dtype(), "rms_norm_add", [&](auto w) {
+      using T = decltype(t);
+      using W = decltype(w);
+      launch(rms_norm_kernel<T, W, true>, static_cast<unsigned>(rows), kThreads, 0,
+             stream_of(a.y.device()), a.y.data<T>(), static_cast<const T*>(nullptr),
+             a.weight.data<W>(), a.residual.data<T>(), static_cast<int>(a.y.size(1)), a.eps);
+    });
+  });
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
 // x and out may alias: each thread writes only the elements it read.
 void rms_norm(const ops::RmsNormArgs& a) {
   dispatch_float(a.x.dtype(), "rms_norm", [&](auto t) {
@@ -90,6 +110,8 @@ void register_cuda_norm() {
       register_kernel<ops::RmsNormArgs>(ops::kRmsNorm, DeviceType::cuda, act, w, &cuda::rms_norm);
       register_kernel<ops::AddRmsNormArgs>(ops::kAddRmsNorm, DeviceType::cuda, act, w,
                                            &cuda::add_rms_norm);
+      register_kernel<ops::RmsNormAddArgs>(ops::kRmsNormAdd, DeviceType::cuda, act, w,
+                                           &cuda::rms_norm_add);
     }
   }
 }
