@@ -893,6 +893,14 @@ TEST_P(Ops, FusedOpsMatchTheirComposition) {
     Tensor gr = Tensor::empty({n, 64}, DType::f32), ur = Tensor::empty({n, 64}, DType::f32);
     ops::reference::linear({xn, g, Tensor(), gr});
     ops::reference::linear({xn, u, Tensor(), ur});
+    // GeGLU (Gemma) through the same fused product.
+    Tensor hg = empty({n, 64}), hgs = empty({n, 64});
+    ops::linear_swiglu({on_device(x, act_), on_device(g, act_), Tensor(), on_device(u, act_),
+                        Tensor(), hg, hgs, on_device(nw, act_), eps, normed,
+                        ops::GluActivation::gelu_tanh});
+    Tensor geglu = Tensor::empty({n, 64}, DType::f32);
+    ops::reference::swiglu({gr, ur, geglu, ops::GluActivation::gelu_tanh});
+    EXPECT_LE(max_abs_diff(hg, geglu), tolerance(2e-4f)) << "normed geglu, rows " << n;
     ops::reference::swiglu({gr, ur, gr});
     EXPECT_LE(max_abs_diff(h, gr), tolerance(2e-4f)) << "normed swiglu, rows " << n;
 

@@ -326,7 +326,19 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
-template <class T, int R, int S, bool kStaged>
+// The gated activation of gate value g: SiLU, or GELU's tanh approximation (GeGLU) written as
+// g * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3)), the form the elementwise GegluOp computes.
+template <bool Gelu>
+__device__ __forceinline__ float gated(float g) {
+  if constexpr (Gelu) {
+    const float a = g * (1.5957691216057308f + 1.5957691216057308f * 0.044715f * g * g);
+    return g / (1.0f + __expf(-a));
+  } else {
+    return g / (1.0f + __expf(-g));
+  }
+}
+
+template <class T, int R, int S, bool kStaged, bool Gelu>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemv_swiglu_kernel(const T* __restrict__ x_in, const T* __restrict__ gate,
                        const T* __restrict__ gate_bias, const T* __restrict__ up,
@@ -354,7 +366,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       for (int r = 0; r < R; ++r) {
         const float gv = to_float(from_float<T>(acc[0][r] + gb));
         const float uv = to_float(from_float<T>(acc[1][r] + ub));
-        out[static_cast<long long>(r) * o + row] = from_float<T>(gv / (1.0f + __expf(-gv)) * uv);
+        out[static_cast<long long>(r) * o + row] = from_float<T>(gated<Gelu>(gv) * uv);
       }
     }
   }
@@ -448,17 +460,23 @@ void launch_plain(int s, const void* x, const GemvSegments& seg, int k, int sms,
 
 template <class T, int R>
 void launch_swiglu(int s, const void* x, const void* gate, const void* gb, const void* up,
-                   const void* ub, void* out, int k, int o, const void* norm_w, float eps, int sms,
-                   cudaStream_t st) {
+                   const void* ub, void* out, int k, int o, const void* norm_w, float eps,
+                   bool gelu, int sms, cudaStream_t st) {
   const size_t smem = staged_bytes(R, k, sizeof(T));
   by_split(s, smem > 0, [&](auto split, auto staged) {
     constexpr int S = decltype(split)::value;
     const int groups = (o + kWarpsPerBlock / S - 1) / (kWarpsPerBlock / S);
-    const auto kernel = gemv_swiglu_kernel<T, R, S, decltype(staged)::value>;
-    launch(kernel, grid_for(kernel, smem, groups, sms), kWarpsPerBlock * 32, smem, st,
-           static_cast<const T*>(x), static_cast<const T*>(gate), static_cast<const T*>(gb),
-           static_cast<const T*>(up), static_cast<const T*>(ub), static_cast<T*>(out), k, o, groups,
-           static_cast<const T*>(norm_w), eps);
+    const auto run = [&](auto kernel) {
+      launch(kernel, grid_for(kernel, smem, groups, sms), kWarpsPerBlock * 32, smem, st,
+             static_cast<const T*>(x), static_cast<const T*>(gate), static_cast<const T*>(gb),
+             static_cast<const T*>(up), static_cast<const T*>(ub), static_cast<T*>(out), k, o,
+             groups, static_cast<const T*>(norm_w), eps);
+    };
+    if (gelu) {
+      run(gemv_swiglu_kernel<T, R, S, decltype(staged)::value, true>);
+    } else {
+      run(gemv_swiglu_kernel<T, R, S, decltype(staged)::value, false>);
+    }
   });
 }
 
@@ -500,13 +518,13 @@ void gemv(DType dtype, const void* x, const GemvSegments& seg, int n, int k, int
 
 void gemv_swiglu(DType dtype, const void* x, const void* gate, const void* gate_bias,
                  const void* up, const void* up_bias, void* out, int n, int k, int o,
-                 const void* norm_w, float eps, int sm_count, cudaStream_t stream) {
+                 const void* norm_w, float eps, bool gelu, int sm_count, cudaStream_t stream) {
   const int esize = dtype == DType::f32 ? 4 : 2;
   const int s = warps_per_row(o, k, esize, sm_count);
   dispatch_float(dtype, "linear_swiglu", [&](auto t) {
     by_rows(n, [&](auto r) {
       launch_swiglu<decltype(t), decltype(r)::value>(s, x, gate, gate_bias, up, up_bias, out, k, o,
-                                                     norm_w, eps, sm_count, stream);
+                                                     norm_w, eps, gelu, sm_count, stream);
     });
   });
   ANVIL_CUDA_CHECK_LAUNCH();

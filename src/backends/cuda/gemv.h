@@ -32,10 +32,11 @@ bool gemv_fits(DType dtype, const void* x, const void* const* weights, int nweig
 void gemv(DType dtype, const void* x, const GemvSegments& seg, int n, int k, int sm_count,
           cudaStream_t stream);
 
-/// out[r, o] = silu(g) * u with g, u the products of x with gate row o and up row o (+ biases),
-/// each rounded to the activation type first; x RMS-normalised with norm_w first when set.
+/// out[r, o] = act(g) * u with g, u the products of x with gate row o and up row o (+ biases),
+/// each rounded to the activation type first, act SiLU or (gelu) GELU's tanh form; x
+/// RMS-normalised with norm_w first when set.
 void gemv_swiglu(DType dtype, const void* x, const void* gate, const void* gate_bias,
                  const void* up, const void* up_bias, void* out, int n, int k, int o,
-                 const void* norm_w, float eps, int sm_count, cudaStream_t stream);
+                 const void* norm_w, float eps, bool gelu, int sm_count, cudaStream_t stream);
 
 }  // namespace anvil::cuda

@@ -169,7 +169,8 @@ void linear_group(const ops::LinearGroupArgs& a) {
        ctx.stream);
 }
 
-// gate, up and SwiGLU in one launch when the GEMV applies, else cuBLASLt twice and SwiGLU.
+// gate, up and SwiGLU (or GeGLU) in one launch when the GEMV applies, else cuBLASLt twice and
+// the activation.
 void linear_swiglu(const ops::LinearSwigluArgs& a) {
   const int64_t n = a.x.size(0), k = a.x.size(1), o = a.gate.size(0);
   const void* ws[3] = {a.gate.raw(), a.up.raw(),
@@ -182,7 +183,8 @@ void linear_swiglu(const ops::LinearSwigluArgs& a) {
               ws[1], a.up_bias.defined() ? a.up_bias.raw() : nullptr, a.out.raw(),
               static_cast<int>(n), static_cast<int>(k), static_cast<int>(o),
               a.norm_weight.defined() ? a.norm_weight.raw() : nullptr, a.eps,
-              context(a.x.device()).sm_count, context(a.x.device()).stream);
+              a.act == ops::GluActivation::gelu_tanh, context(a.x.device()).sm_count,
+              context(a.x.device()).stream);
 }
 
 // The output projection with its residual add in the GEMV's epilogue; composed otherwise.
@@ -217,6 +219,8 @@ void register_cuda_linear() {
     register_kernel<ops::LinearGroupArgs>(ops::kLinearGroup, DeviceType::cuda, act, act,
                                           &cuda::linear_group);
     register_kernel<ops::LinearSwigluArgs>(ops::kLinearSwiglu, DeviceType::cuda, act, act,
+                                           &cuda::linear_swiglu);
+    register_kernel<ops::LinearSwigluArgs>(ops::kLinearSwigluGeluTanh, DeviceType::cuda, act, act,
                                            &cuda::linear_swiglu);
     register_kernel<ops::LinearAddArgs>(ops::kLinearAdd, DeviceType::cuda, act, act,
                                         &cuda::linear_add);

@@ -50,9 +50,11 @@ __global__ void __launch_bounds__(kThreads)
   const float r = rsqrtf(block_sum(ss) / static_cast<float>(dim) + eps);
   T* o = out + static_cast<long long>(blockIdx.x) * dim;
   for (int i = threadIdx.x; i < dim; i += kThreads) {  // each thread rereads only what it wrote
-    const T normed =
-        from_float<T>(to_float(weight[i]) * to_float(from_float<T>(to_float(xr[i]) * r)));
-    o[i] = Accumulate ? from_float<T>(to_float(o[i]) + to_float(normed)) : normed;
+    // Rounded multiplies and adds: contracted into an FMA, float32's sum would skip the
+    // rounding of the product that the separate norm and add make.
+    const T normed = from_float<T>(
+        __fmul_rn(to_float(weight[i]), to_float(from_float<T>(__fmul_rn(to_float(xr[i]), r)))));
+    o[i] = Accumulate ? from_float<T>(__fadd_rn(to_float(o[i]), to_float(normed))) : normed;
   }
 }
 
