@@ -529,7 +529,7 @@ TEST_P(Ops, AttentionSlidingWindow) {
        {Case{1, 1, 9000, 2, 1, 64, 300}, Case{3, 1, 40, 4, 2, 16, 1}, Case{2, 1, 130, 8, 2, 64, 64},
         Case{2, 5, 0, 4, 2, 16, 3}, Case{2, 37, 4, 14, 2, 24, 16}, Case{2, 70, 6, 4, 2, 16, 17},
         Case{1, 200, 30, 8, 2, 64, 65}, Case{2, 150, 0, 4, 1, 128, 500},
-        Case{1, 20, 13, 3, 1, 72, 7}}) {
+        Case{1, 20, 13, 3, 1, 72, 7}, Case{5, 1, 700, 32, 4, 64, 300}}) {
     const int64_t batch = c.batch, seq = c.seq, past = c.past, dim = c.dim;
     const int64_t cap = past + seq + 2, total = past + seq;
     const Tensor q = random_tensor({batch, seq, c.heads, dim}, rng_);
@@ -623,6 +623,27 @@ TEST_P(Ops, AttentionSoftcap) {
           << "impl " << static_cast<int>(impl) << " seq " << seq << " window " << window;
     }
   }
+}
+
+// The same cap over 160 decode rows (2 x 80 heads: CUDA's one-pass kernel, which takes a
+// block per head and row where there are as many as SMs).
+TEST_P(Ops, AttentionSoftcapManyHeads) {
+  if (!supports(ops::kAttentionSoftcap, device_.type, act_, act_)) {
+    GTEST_SKIP() << "no softcapped attention on " << device_.str();
+  }
+  const int64_t batch = 2, heads = 80, kv_heads = 4, dim = 32, past = 90, cap = past + 2;
+  const Tensor q = random_tensor({batch, 1, heads, dim}, rng_, 2.0f);
+  const Tensor k = random_tensor({batch, kv_heads, cap, dim}, rng_, 2.0f);
+  const Tensor v = random_tensor({batch, kv_heads, cap, dim}, rng_);
+  Tensor mask = Tensor::empty({batch, past + 1}, DType::i32);
+  for (int64_t t = 0; t < batch * (past + 1); ++t) mask.data<int32_t>()[t] = t % 7 != 3 ? 1 : 0;
+  Tensor want = Tensor::empty({batch, 1, heads, dim}, DType::f32);
+  ops::reference::attention(
+      {q, k, v, mask, want, past, 0.5f, ops::AttentionImpl::eager, Tensor(), 0, 2.0f});
+  Tensor out = empty({batch, 1, heads, dim});
+  ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_), mask.to(device_),
+                  out, past, 0.5f, ops::AttentionImpl::sdpa, Tensor(), 0, 2.0f});
+  EXPECT_LE(max_abs_diff(out, want), tolerance(2e-5f));
 }
 
 // Mixture-of-experts rows: a gather, and the weighted scatter-add into rows that already hold
@@ -1177,14 +1198,15 @@ TEST_P(Ops, SampleCandidatesRejectsBadArguments) {
 // rope_attention (rope_store then attention as one op; OpenCL fuses it for decode rows on GPUs,
 // and ctest forces the fused kernels on PoCL): one decode token per row over a cache with keys
 // already in it, with and without q/k norms, GQA, a padded row, the past from the host or from
-// device memory (graph replay), against the reference ops composed on the CPU.
+// device memory (graph replay), against the reference ops composed on the CPU. 8 heads a row
+// (CUDA: rope_store and the split kernel) and 80 (160 blocks: CUDA's one-pass fused kernel).
 TEST_P(Ops, RopeAttentionDecode) {
   const float eps = 1e-6f;
-  for (int64_t dim : {64, 128}) {
+  for (const auto& [dim, heads] : {std::pair<int64_t, int64_t>{64, 8}, {128, 8}, {64, 80}}) {
     for (bool norms : {false, true}) {
       for (bool past_on_device : {false, true}) {
         if (past_on_device && device_.type == DeviceType::cpu) continue;
-        const int64_t b = 2, heads = 8, kv = 2, past = 37, cap = past + 5;
+        const int64_t b = 2, kv = 2, past = 37, cap = past + 5;
         const Tensor q = random_tensor({b, heads, dim}, rng_);
         const Tensor k = random_tensor({b, 1, kv, dim}, rng_),
                      v = random_tensor({b, 1, kv, dim}, rng_);
@@ -1236,7 +1258,8 @@ TEST_P(Ops, RopeAttentionDecode) {
         ops::reference::attention({qr.view({b, 1, heads, dim}), kw, vw,
                                    mask.narrow(1, 0, past + 1).contiguous(), want, past, scale,
                                    ops::AttentionImpl::eager});
-        const std::string what = "dim " + std::to_string(dim) + (norms ? " norms" : "") +
+        const std::string what = "dim " + std::to_string(dim) + " heads " +
+                                 std::to_string(heads) + (norms ? " norms" : "") +
                                  (past_on_device ? " past on device" : "");
         EXPECT_LE(max_abs_diff(out, want), tolerance(5e-5f)) << what;
         EXPECT_LE(max_abs_diff(kc, kw), tolerance(3e-5f)) << what;
