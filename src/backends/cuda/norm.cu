@@ -2,6 +2,8 @@
 // activation type before the weight multiplies it, as transformers' LlamaRMSNorm does. Also the
 // residual add before a norm (add_rms_norm) and a normalised block output's add after it
 // (rms_norm_add).
+#include <cstdlib>
+
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
@@ -77,7 +79,15 @@ void add_rms_norm(const ops::AddRmsNormArgs& a) {
   });
 }
 
+// ANVIL_CUDA_NO_NORM_ADD=1 runs the norm and the add as two kernels (for measuring one
+// against the other).
 void rms_norm_add(const ops::RmsNormAddArgs& a) {
+  static const bool off = std::getenv("ANVIL_CUDA_NO_NORM_ADD") != nullptr;
+  if (off) {
+    ops::rms_norm(a.y, a.weight, a.eps, a.y);
+    ops::add(a.residual, a.y, a.residual);
+    return;
+  }
   const long long rows = a.y.size(0);
   if (rows == 0) return;
   dispatch_float(a.y.dtype(), "rms_norm_add", [&](auto t) {
