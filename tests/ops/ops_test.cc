@@ -641,8 +641,8 @@ TEST_P(Ops, AttentionSoftcapManyHeads) {
   ops::reference::attention(
       {q, k, v, mask, want, past, 0.5f, ops::AttentionImpl::eager, Tensor(), 0, 2.0f});
   Tensor out = empty({batch, 1, heads, dim});
-  ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_), mask.to(device_),
-                  out, past, 0.5f, ops::AttentionImpl::sdpa, Tensor(), 0, 2.0f});
+  ops::attention({on_device(q, act_), on_device(k, act_), on_device(v, act_), mask.to(device_), out,
+                  past, 0.5f, ops::AttentionImpl::sdpa, Tensor(), 0, 2.0f});
   EXPECT_LE(max_abs_diff(out, want), tolerance(2e-5f));
 }
 
@@ -1258,8 +1258,8 @@ TEST_P(Ops, RopeAttentionDecode) {
         ops::reference::attention({qr.view({b, 1, heads, dim}), kw, vw,
                                    mask.narrow(1, 0, past + 1).contiguous(), want, past, scale,
                                    ops::AttentionImpl::eager});
-        const std::string what = "dim " + std::to_string(dim) + " heads " +
-                                 std::to_string(heads) + (norms ? " norms" : "") +
+        const std::string what = "dim " + std::to_string(dim) + " heads " + std::to_string(heads) +
+                                 (norms ? " norms" : "") +
                                  (past_on_device ? " past on device" : "");
         EXPECT_LE(max_abs_diff(out, want), tolerance(5e-5f)) << what;
         EXPECT_LE(max_abs_diff(kc, kw), tolerance(3e-5f)) << what;

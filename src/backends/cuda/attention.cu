@@ -527,8 +527,7 @@ void attention(const ops::AttentionArgs& a) {
   // ANVIL_CUDA_SPLIT_DECODE=1 keeps decode on the split kernel (for measuring one against the
   // other).
   static const bool force_split = std::getenv("ANVIL_CUDA_SPLIT_DECODE") != nullptr;
-  if (!force_split &&
-      decode_kernel_fits(g, all_keys, esize, context(a.q.device()).sm_count)) {
+  if (!force_split && decode_kernel_fits(g, all_keys, esize, context(a.q.device()).sm_count)) {
     dispatch_float(a.q.dtype(), "attention", [&](auto t) {
       using T = decltype(t);
       launch(decode_attention_kernel<T, T, false>,
