@@ -171,7 +171,7 @@ void check_gguf_moe(const ModelConfig& c, const std::string& arch) {
                   std::to_string(l) + "); write a safetensors folder instead");
     }
   }
-  const bool renormalised = arch == "qwen3moe" || arch == "llama";
+  const bool renormalised = arch == "qwen3moe" || arch == "llama" || arch == "granitemoe";
   if (c.norm_topk_prob != renormalised) {
     throw Error(std::string("init-model: llama.cpp ") +
                 (renormalised ? "renormalises " : "does not renormalise ") + arch +
@@ -182,19 +182,20 @@ void check_gguf_moe(const ModelConfig& c, const std::string& arch) {
 void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const GgufQuantPlan& plan,
                       const std::string& dtype_name, const std::string& path) {
   // llama.cpp's converter writes Mistral as llama; it has no sliding window to write.
-  static const std::map<std::string, std::string> kGgufArch = {{"mistral", "llama"},
-                                                               {"mixtral", "llama"},
-                                                               {"gemma3_text", "gemma3"},
-                                                               {"qwen3_moe", "qwen3moe"},
-                                                               {"qwen2_moe", "qwen2moe"}};
+  static const std::map<std::string, std::string> kGgufArch = {
+      {"mistral", "llama"},      {"mixtral", "llama"},      {"granitemoeshared", "granitemoe"},
+      {"gemma3_text", "gemma3"}, {"qwen3_moe", "qwen3moe"}, {"qwen2_moe", "qwen2moe"}};
   const auto renamed = kGgufArch.find(c.model_type);
   const std::string arch = renamed != kGgufArch.end() ? renamed->second : c.model_type;
   const bool gemma = arch.rfind("gemma", 0) == 0;
+  const bool granite = arch == "granite" || arch == "granitemoe";
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "smollm3" &&
-      arch != "olmo2" && arch != "qwen3moe" && arch != "qwen2moe" && arch != "olmoe" && !gemma) {
+      arch != "olmo2" && arch != "qwen3moe" && arch != "qwen2moe" && arch != "olmoe" && !gemma &&
+      !granite) {
     throw Error(
         "init-model: a GGUF file needs a llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, "
-        "qwen3_moe, olmoe, gemma (1-3), smollm3 or olmo2 model, not '" +
+        "qwen3_moe, olmoe, gemma (1-3), smollm3, olmo2, granite, granitemoe or "
+        "granitemoeshared model, not '" +
         c.model_type + "'");
   }
   if (c.num_experts > 0) check_gguf_moe(c, arch);
@@ -212,7 +213,7 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
   // llama.cpp's converter permutes these architectures' q/k rows for its interleaved RoPE; the
   // rows are written that way, so the file holds the model the safetensors folder of the same
   // seed holds.
-  const bool permuted_qk = arch == "llama" || arch == "smollm3";
+  const bool permuted_qk = arch == "llama" || arch == "smollm3" || granite;
   if (c.has_sliding_window() && !gemma) {
     throw Error("init-model: GGUF (llama.cpp) has no sliding-window attention (sliding_window " +
                 std::to_string(*c.sliding_window) + "); write a safetensors folder instead");
@@ -251,6 +252,14 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
   w.add_f32(a + "rope.freq_base", static_cast<float>(c.rope.theta));
   add_rope_scaling(w, arch, c.rope);
   if (gemma) add_gemma_keys(w, arch, c);
+  if (granite) {  // the multipliers, as llama.cpp's GraniteModel writes them
+    w.add_f32(a + "embedding_scale", static_cast<float>(c.embedding_scale));
+    w.add_f32(a + "residual_scale", static_cast<float>(c.residual_multiplier));
+    w.add_f32(a + "logit_scale", static_cast<float>(c.logits_scaling));
+    if (c.attention_multiplier) {
+      w.add_f32(a + "attention.scale", static_cast<float>(*c.attention_multiplier));
+    }
+  }
   if (c.num_experts > 0) {
     w.add_u32(a + "expert_count", static_cast<uint32_t>(c.num_experts));
     w.add_u32(a + "expert_used_count", static_cast<uint32_t>(c.num_experts_per_tok));
@@ -337,6 +346,26 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
           }
         });
   };
+  // A tensor of `dims` ({cols, rows[, experts]}) whose rows are rows of another tensor's values
+  // (the folder's tensor `id`, `source_rows` x cols): GraniteMoe's stacks as llama.cpp splits
+  // them, output row r taken from source row source_row(r).
+  auto rows_of = [&](const std::string& name, std::vector<uint64_t> dims, uint64_t id,
+                     int64_t source_rows, auto source_row, MatrixRole role, int64_t layer) {
+    const int64_t cols = static_cast<int64_t>(dims[0]);
+    int64_t rows = 1;
+    for (size_t d = 1; d < dims.size(); ++d) rows *= static_cast<int64_t>(dims[d]);
+    const GgmlType qtype = plan.type_for(role, layer, layers, cols, c.tie_word_embeddings);
+    w.add_tensor(name, qtype, std::move(dims), [=](std::span<std::byte> out) {
+      std::vector<float> f(static_cast<size_t>(source_rows * cols));
+      fill_normal(std::as_writable_bytes(std::span<float>(f)), DType::f32, stddev, seed, id);
+      const uint64_t row_bytes = ggml_row_bytes(qtype, cols);
+      parallel_for(rows, 64, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          quantize_row(qtype, f.data() + source_row(r) * cols, out.data() + r * row_bytes, cols);
+        }
+      });
+    });
+  };
   const int64_t h = c.hidden_size, hd = c.head_dim, inter = c.intermediate_size;
   const int64_t q_out = c.num_attention_heads * hd, kv_out = c.num_key_value_heads * hd;
   matrix("token_embd.weight", c.vocab_size, h, MatrixRole::embedding);
@@ -369,6 +398,38 @@ void write_gguf_model(const ModelConfig& c, double stddev, uint64_t seed, const 
     if (output_norms) constant(p + "post_attention_norm.weight", h, 1.0f);
     if (!c.output_norms_only) constant(p + "ffn_norm.weight", h, 1.0f);
     if (output_norms) constant(p + "post_ffw_norm.weight", h, 1.0f);
+    if (c.is_moe_layer(i) && c.stacked_experts) {
+      // GraniteMoe: the folder's stacks (ids router, gate/up, down, shared gate/up, shared
+      // down), gate and up rows split as llama.cpp's converter splits them.
+      const int64_t mi = c.moe_intermediate_size, si = c.shared_expert_intermediate_size;
+      const int64_t experts = c.num_experts;
+      const auto e_count = static_cast<uint64_t>(experts);
+      matrix(p + "ffn_gate_inp.weight", experts, h);
+      const uint64_t gate_up = tensor_id++, down = tensor_id++;
+      const std::vector<uint64_t> dims = {static_cast<uint64_t>(h), static_cast<uint64_t>(mi),
+                                          e_count};
+      for (const int64_t half : {int64_t{0}, int64_t{1}}) {
+        rows_of(
+            p + (half ? "ffn_up_exps.weight" : "ffn_gate_exps.weight"), dims, gate_up,
+            experts * 2 * mi, [=](int64_t r) { return (r / mi) * 2 * mi + half * mi + r % mi; },
+            MatrixRole::other, i);
+      }
+      rows_of(
+          p + "ffn_down_exps.weight",
+          {static_cast<uint64_t>(mi), static_cast<uint64_t>(h), e_count}, down, experts * h,
+          [](int64_t r) { return r; }, MatrixRole::ffn_down, i);
+      if (si > 0) {
+        const uint64_t shared = tensor_id++;
+        for (const int64_t half : {int64_t{0}, int64_t{1}}) {
+          rows_of(
+              p + (half ? "ffn_up_shexp.weight" : "ffn_gate_shexp.weight"),
+              {static_cast<uint64_t>(h), static_cast<uint64_t>(si)}, shared, 2 * si,
+              [=](int64_t r) { return half * si + r; }, MatrixRole::other, i);
+        }
+        matrix(p + "ffn_down_shexp.weight", h, si);
+      }
+      continue;
+    }
     if (c.is_moe_layer(i)) {  // the ids follow the safetensors writer's per-expert order
       const int64_t mi = c.moe_intermediate_size, si = c.shared_expert_intermediate_size;
       matrix(p + "ffn_gate_inp.weight", c.num_experts, h);
@@ -523,6 +584,15 @@ void init_model(const std::string& like, const std::string& out_dir, uint64_t se
       const MoeNames n = moe_names(c, i);
       const int64_t mi = c.moe_intermediate_size, si = c.shared_expert_intermediate_size;
       normal(n.router, {c.num_experts, h});
+      if (c.stacked_experts) {  // GraniteMoe's stacks, and its shared MLP's gate and up rows
+        normal(n.stacked_gate_up, {c.num_experts, 2 * mi, h});
+        normal(n.stacked_down, {c.num_experts, h, mi});
+        if (si > 0) {
+          normal(n.shared_gate_up, {2 * si, h});
+          normal(n.shared_down, {h, si});
+        }
+        continue;
+      }
       for (int64_t e = 0; e < c.num_experts; ++e) {
         normal(n.gate(e), {mi, h});
         normal(n.up(e), {mi, h});

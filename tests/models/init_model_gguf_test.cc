@@ -478,6 +478,29 @@ TEST(InitModelGgufMoe, SameLogitsAsTheSafetensorsFolder) {
             std::string::npos);
 }
 
+// Granite as llama.cpp's converter writes it (granite: q/k permuted, the four multipliers as
+// embedding_scale, residual_scale, attention.scale, logit_scale; granitemoe: the folder's
+// stacks split into ffn_{gate,up}_exps and ffn_{gate,up}_shexp): the same logits as the
+// safetensors folder of the same seed.
+TEST(InitModelGgufGranite, SameLogitsAsTheSafetensorsFolder) {
+  test::TempDir dir;
+  const std::string common = R"("vocab_size": 300, "hidden_size": 64, "intermediate_size": 64,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "rope_theta": 10000.0, "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0,
+      "tie_word_embeddings": false, "embedding_multiplier": 12.0, "attention_multiplier": 0.2,
+      "residual_multiplier": 0.22, "logits_scaling": 8.0, "initializer_range": 0.1)";
+  const std::vector<std::pair<std::string, std::string>> configs = {
+      {"granite", R"({"architectures": ["GraniteForCausalLM"], )" + common + "}"},
+      {"granitemoeshared", R"({"architectures": ["GraniteMoeSharedForCausalLM"],
+          "num_local_experts": 4, "num_experts_per_tok": 2, "shared_intermediate_size": 32, )" +
+                               common + "}"},
+  };
+  for (const auto& [name, text] : configs) {
+    SCOPED_TRACE(name);
+    expect_gguf_is_the_folder(dir, name, text);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, InitModelGguf,
                          ::testing::Values(DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0,
                                            DType::q5_1),
