@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "anvil/config.h"
 #include "anvil/error.h"
@@ -11,6 +12,17 @@
 
 namespace anvil {
 namespace {
+
+// The message of the Error that f throws, else "no error".
+template <class F>
+std::string thrown_by(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
 
 const char* kBase = R"({
   "architectures": ["LlamaForCausalLM"], "vocab_size": 100, "hidden_size": 64,
@@ -662,12 +674,7 @@ TEST(ModelConfig, MixtureOfExpertsFieldsAndDefaults) {
   EXPECT_FALSE(ol.output_norms_only);
 
   const auto error = [&](const std::string& arch, const std::string& extra) {
-    try {
-      config(arch, extra);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
+    return thrown_by([&] { config(arch, extra); });
   };
   EXPECT_NE(error("Qwen3MoeForCausalLM", R"(, "num_experts": 4, "num_experts_per_tok": 5)")
                 .find("num_experts_per_tok"),
@@ -727,12 +734,7 @@ TEST(ModelConfig, GraniteMultipliersAndExperts) {
   EXPECT_EQ(config("GraniteMoeSharedForCausalLM", "").shared_expert_intermediate_size, 0);
 
   const auto error = [&](const std::string& arch, const std::string& extra) {
-    try {
-      config(arch, extra);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
+    return thrown_by([&] { config(arch, extra); });
   };
   EXPECT_NE(error("GraniteForCausalLM", R"(, "logits_scaling": 0)").find("logits_scaling"),
             std::string::npos);
