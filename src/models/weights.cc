@@ -125,10 +125,6 @@ class Scope {
   Device device_;
 };
 
-}  // namespace
-
-namespace {
-
 // GraniteMoe's experts and shared MLP from their stacks: each expert's gate, up and down (and
 // the shared MLP's gate and up) as row views of the stack, gate rows first as the modules'
 // chunk(2) reads them.
@@ -342,15 +338,11 @@ ModelWeights load_weights(const WeightSource& source, const ModelConfig& c,
         l.expert_up.push_back(s.get(n.up(e), {mi, h}));
         l.expert_down.push_back(s.get(n.down(e), {h, mi}));
       }
-      if (si > 0 && !c.shared_expert_gated) {  // GraniteMoeShared from a GGUF
+      if (si > 0) {  // GraniteMoeShared's (from a GGUF) has no gate
         l.shared_gate_proj = s.get(n.shared_gate, {si, h});
         l.shared_up_proj = s.get(n.shared_up, {si, h});
         l.shared_down_proj = s.get(n.shared_down, {h, si});
-      } else if (si > 0) {
-        l.shared_gate_proj = s.get(n.shared_gate, {si, h});
-        l.shared_up_proj = s.get(n.shared_up, {si, h});
-        l.shared_down_proj = s.get(n.shared_down, {h, si});
-        l.shared_expert_gate = s.get(n.shared_expert_gate, {1, h});
+        if (c.shared_expert_gated) l.shared_expert_gate = s.get(n.shared_expert_gate, {1, h});
       }
       w.layers.push_back(std::move(l));
       continue;

@@ -196,7 +196,6 @@ void write_mask_column(const Tensor& mask, const Tensor& values, const Tensor& i
 // Fused ops. Each has a composed definition in terms of the ops above, which ops.cc runs when a
 // device registers no fused kernel, so a backend fuses only what pays for it.
 
-/// x += delta, then out = rms_norm(x) * weight: a block's residual add and the next norm.
 /// residual += rms_norm(y) * weight, the norm rounded to the activations' dtype as rms_norm
 /// rounds it, then the sum (Gemma 2 / 3's and OLMo 2's normalised block outputs). y is scratch:
 /// devices without a fused kernel normalise it in place. y, residual: [N, D]; weight: [D].
@@ -206,6 +205,7 @@ struct RmsNormAddArgs {
 };
 void rms_norm_add(const Tensor& y, const Tensor& weight, float eps, const Tensor& residual);
 
+/// x += delta, then out = rms_norm(x) * weight: a block's residual add and the next norm.
 struct AddRmsNormArgs {
   Tensor x, delta, weight, out;
   float eps;
@@ -367,9 +367,8 @@ struct DecodeLayersArgs {
 };
 /// Whether a stack uses anything past the Llama/Qwen layer (another activation, output norms,
 /// missing input norms, whole-projection q/k norms, per-layer RoPE, softcapping, a residual
-/// scale): a device's
-/// fused kernel takes such a stack only where the device registers kDecodeLayersExtended;
-/// elsewhere it runs composed.
+/// scale): a device's fused kernel takes such a stack only where the device registers
+/// kDecodeLayersExtended; elsewhere it runs composed.
 bool decode_layers_extended(const DecodeLayersArgs& args);
 void decode_layers(const DecodeLayersArgs& args);
 void composed_decode_layers(const DecodeLayersArgs& args);

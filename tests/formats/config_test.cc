@@ -24,6 +24,20 @@ std::string thrown_by(F&& f) {
   return "no error";
 }
 
+// A config.json of `arch` (4 layers of 4 heads, 2 kv heads, hidden 16, MLP 24) with `extra`
+// fields.
+ModelConfig arch_config(const std::string& arch, const std::string& extra) {
+  const std::string shape = R"("vocab_size": 10, "hidden_size": 16, "intermediate_size": 24,
+      "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2)";
+  return ModelConfig::from_json_text(
+      R"({"architectures": [")" + arch + R"("], )" + shape + extra + "}", "config.json");
+}
+
+// The message of the Error that arch_config(arch, extra) throws, else "no error".
+std::string arch_error(const std::string& arch, const std::string& extra) {
+  return thrown_by([&] { arch_config(arch, extra); });
+}
+
 const char* kBase = R"({
   "architectures": ["LlamaForCausalLM"], "vocab_size": 100, "hidden_size": 64,
   "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -627,13 +641,7 @@ TEST(ModelConfig, Olmo2NormsAndDefaults) {
 // The MoE configs: each class's defaults, the experts' count under its field or its
 // attribute_map alias, which layers are sparse, and malformed fields named.
 TEST(ModelConfig, MixtureOfExpertsFieldsAndDefaults) {
-  const std::string shape = R"("vocab_size": 10, "hidden_size": 16, "intermediate_size": 24,
-      "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2)";
-  const auto config = [&](const std::string& arch, const std::string& extra) {
-    return ModelConfig::from_json_text(
-        R"({"architectures": [")" + arch + R"("], )" + shape + extra + "}", "config.json");
-  };
-  const ModelConfig q3 = config("Qwen3MoeForCausalLM", "");
+  const ModelConfig q3 = arch_config("Qwen3MoeForCausalLM", "");
   EXPECT_EQ(q3.num_experts, 128);
   EXPECT_EQ(q3.num_experts_per_tok, 8);
   EXPECT_EQ(q3.moe_intermediate_size, 768);
@@ -641,24 +649,24 @@ TEST(ModelConfig, MixtureOfExpertsFieldsAndDefaults) {
   EXPECT_TRUE(q3.qk_norm);
   EXPECT_TRUE(q3.is_moe_layer(0) && q3.is_moe_layer(3));
   // The Hub's num_experts and transformers 5's num_local_experts both count the experts.
-  EXPECT_EQ(config("Qwen3MoeForCausalLM", R"(, "num_experts": 16)").num_experts, 16);
-  EXPECT_EQ(config("Qwen3MoeForCausalLM", R"(, "num_local_experts": 12)").num_experts, 12);
+  EXPECT_EQ(arch_config("Qwen3MoeForCausalLM", R"(, "num_experts": 16)").num_experts, 16);
+  EXPECT_EQ(arch_config("Qwen3MoeForCausalLM", R"(, "num_local_experts": 12)").num_experts, 12);
   const ModelConfig sparse =
-      config("Qwen3MoeForCausalLM", R"(, "decoder_sparse_step": 2, "mlp_only_layers": [3],
+      arch_config("Qwen3MoeForCausalLM", R"(, "decoder_sparse_step": 2, "mlp_only_layers": [3],
           "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8)");
   EXPECT_FALSE(sparse.is_moe_layer(0));
   EXPECT_TRUE(sparse.is_moe_layer(1));
   EXPECT_FALSE(sparse.is_moe_layer(2));
   EXPECT_FALSE(sparse.is_moe_layer(3));  // listed in mlp_only_layers
 
-  const ModelConfig q2 = config("Qwen2MoeForCausalLM", "");
+  const ModelConfig q2 = arch_config("Qwen2MoeForCausalLM", "");
   EXPECT_EQ(q2.num_experts, 60);
   EXPECT_EQ(q2.num_experts_per_tok, 4);
   EXPECT_EQ(q2.shared_expert_intermediate_size, 5632);
   EXPECT_TRUE(q2.qkv_bias);
-  EXPECT_FALSE(config("Qwen2MoeForCausalLM", R"(, "qkv_bias": false)").qkv_bias);
+  EXPECT_FALSE(arch_config("Qwen2MoeForCausalLM", R"(, "qkv_bias": false)").qkv_bias);
 
-  const ModelConfig mx = config("MixtralForCausalLM", "");
+  const ModelConfig mx = arch_config("MixtralForCausalLM", "");
   EXPECT_EQ(mx.num_experts, 8);
   EXPECT_EQ(mx.num_experts_per_tok, 2);
   EXPECT_EQ(mx.moe_intermediate_size, 24);  // intermediate_size
@@ -667,50 +675,44 @@ TEST(ModelConfig, MixtureOfExpertsFieldsAndDefaults) {
   EXPECT_FALSE(mx.sliding_window);
   EXPECT_DOUBLE_EQ(mx.rope.theta, 1e6);
 
-  const ModelConfig ol = config("OlmoeForCausalLM", "");
+  const ModelConfig ol = arch_config("OlmoeForCausalLM", "");
   EXPECT_EQ(ol.num_experts, 64);
   EXPECT_EQ(ol.num_experts_per_tok, 8);
   EXPECT_TRUE(ol.qk_norm_full);
   EXPECT_FALSE(ol.output_norms_only);
 
-  const auto error = [&](const std::string& arch, const std::string& extra) {
-    return thrown_by([&] { config(arch, extra); });
-  };
-  EXPECT_NE(error("Qwen3MoeForCausalLM", R"(, "num_experts": 4, "num_experts_per_tok": 5)")
+  EXPECT_NE(arch_error("Qwen3MoeForCausalLM", R"(, "num_experts": 4, "num_experts_per_tok": 5)")
                 .find("num_experts_per_tok"),
             std::string::npos);
+  EXPECT_NE(arch_error("Qwen3MoeForCausalLM", R"(, "moe_intermediate_size": 0)")
+                .find("moe_intermediate_size"),
+            std::string::npos);
+  EXPECT_NE(arch_error("Qwen3MoeForCausalLM", R"(, "decoder_sparse_step": 0)")
+                .find("decoder_sparse_step"),
+            std::string::npos);
+  EXPECT_NE(arch_error("Qwen3MoeForCausalLM", R"(, "num_experts": -1)").find("num_local_experts"),
+            std::string::npos);
   EXPECT_NE(
-      error("Qwen3MoeForCausalLM", R"(, "moe_intermediate_size": 0)").find("moe_intermediate_size"),
+      arch_error("MixtralForCausalLM", R"(, "num_local_experts": 0)").find("num_local_experts"),
       std::string::npos);
+  EXPECT_NE(arch_error("OlmoeForCausalLM", R"(, "clip_qkv": 8.0)").find("clip_qkv"),
+            std::string::npos);
   EXPECT_NE(
-      error("Qwen3MoeForCausalLM", R"(, "decoder_sparse_step": 0)").find("decoder_sparse_step"),
+      arch_error("Qwen3MoeForCausalLM", R"(, "mlp_only_layers": ["a"])").find("mlp_only_layers"),
       std::string::npos);
-  EXPECT_NE(error("Qwen3MoeForCausalLM", R"(, "num_experts": -1)").find("num_local_experts"),
-            std::string::npos);
-  EXPECT_NE(error("MixtralForCausalLM", R"(, "num_local_experts": 0)").find("num_local_experts"),
-            std::string::npos);
-  EXPECT_NE(error("OlmoeForCausalLM", R"(, "clip_qkv": 8.0)").find("clip_qkv"), std::string::npos);
-  EXPECT_NE(error("Qwen3MoeForCausalLM", R"(, "mlp_only_layers": ["a"])").find("mlp_only_layers"),
-            std::string::npos);
 }
 
 // Granite's multipliers (each defaulting to 1, as GraniteConfig's do: an absent
 // attention_multiplier scales scores by 1, not head_dim^-0.5), GraniteMoe's experts and
 // GraniteMoeShared's ungated shared MLP; a zero or non-numeric multiplier is refused by name.
 TEST(ModelConfig, GraniteMultipliersAndExperts) {
-  const std::string shape = R"("vocab_size": 10, "hidden_size": 16, "intermediate_size": 24,
-      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2)";
-  const auto config = [&](const std::string& arch, const std::string& extra) {
-    return ModelConfig::from_json_text(
-        R"({"architectures": [")" + arch + R"("], )" + shape + extra + "}", "config.json");
-  };
-  const ModelConfig plain = config("GraniteForCausalLM", "");
+  const ModelConfig plain = arch_config("GraniteForCausalLM", "");
   EXPECT_DOUBLE_EQ(plain.embedding_scale, 1.0);
   EXPECT_EQ(plain.attention_multiplier, 1.0);
   EXPECT_DOUBLE_EQ(plain.residual_multiplier, 1.0);
   EXPECT_DOUBLE_EQ(plain.logits_scaling, 1.0);
   EXPECT_FALSE(plain.embedding_scale_rounded);
-  const ModelConfig g = config("GraniteForCausalLM", R"(, "embedding_multiplier": 12,
+  const ModelConfig g = arch_config("GraniteForCausalLM", R"(, "embedding_multiplier": 12,
       "attention_multiplier": 0.015625, "residual_multiplier": 0.22, "logits_scaling": 8.0,
       "attention_bias": true, "mlp_bias": true)");
   EXPECT_DOUBLE_EQ(g.embedding_scale, 12.0);
@@ -720,7 +722,7 @@ TEST(ModelConfig, GraniteMultipliersAndExperts) {
   EXPECT_TRUE(g.qkv_bias && g.o_bias && g.mlp_bias);
   EXPECT_EQ(g.num_experts, 0);
 
-  const ModelConfig moe = config("GraniteMoeForCausalLM", R"(, "num_local_experts": 6)");
+  const ModelConfig moe = arch_config("GraniteMoeForCausalLM", R"(, "num_local_experts": 6)");
   EXPECT_EQ(moe.num_experts, 6);
   EXPECT_EQ(moe.num_experts_per_tok, 2);
   EXPECT_EQ(moe.moe_intermediate_size, 24);  // intermediate_size
@@ -728,22 +730,20 @@ TEST(ModelConfig, GraniteMultipliersAndExperts) {
   EXPECT_TRUE(moe.stacked_experts);
   EXPECT_EQ(moe.shared_expert_intermediate_size, 0);
   const ModelConfig shared =
-      config("GraniteMoeSharedForCausalLM", R"(, "shared_intermediate_size": 40)");
+      arch_config("GraniteMoeSharedForCausalLM", R"(, "shared_intermediate_size": 40)");
   EXPECT_EQ(shared.shared_expert_intermediate_size, 40);
   EXPECT_FALSE(shared.shared_expert_gated);
-  EXPECT_EQ(config("GraniteMoeSharedForCausalLM", "").shared_expert_intermediate_size, 0);
+  EXPECT_EQ(arch_config("GraniteMoeSharedForCausalLM", "").shared_expert_intermediate_size, 0);
 
-  const auto error = [&](const std::string& arch, const std::string& extra) {
-    return thrown_by([&] { config(arch, extra); });
-  };
-  EXPECT_NE(error("GraniteForCausalLM", R"(, "logits_scaling": 0)").find("logits_scaling"),
+  EXPECT_NE(arch_error("GraniteForCausalLM", R"(, "logits_scaling": 0)").find("logits_scaling"),
+            std::string::npos);
+  EXPECT_NE(arch_error("GraniteForCausalLM", R"(, "residual_multiplier": "x")")
+                .find("residual_multiplier"),
             std::string::npos);
   EXPECT_NE(
-      error("GraniteForCausalLM", R"(, "residual_multiplier": "x")").find("residual_multiplier"),
+      arch_error("GraniteMoeForCausalLM", R"(, "num_local_experts": 0)").find("num_local_experts"),
       std::string::npos);
-  EXPECT_NE(error("GraniteMoeForCausalLM", R"(, "num_local_experts": 0)").find("num_local_experts"),
-            std::string::npos);
-  EXPECT_NE(error("GraniteMoeSharedForCausalLM", R"(, "shared_intermediate_size": -1)")
+  EXPECT_NE(arch_error("GraniteMoeSharedForCausalLM", R"(, "shared_intermediate_size": -1)")
                 .find("shared_intermediate_size"),
             std::string::npos);
 }
