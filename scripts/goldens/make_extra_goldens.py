@@ -18,19 +18,9 @@ from safetensors.torch import save_file
 from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen3Config,
                           Qwen3ForCausalLM)
 
+from weight_scaling import scale_weights  # noqa: E402,F401  (re-exported to the other scripts)
+
 torch.manual_seed(0)
-
-
-def scale_weights(model):
-    """Random weights scaled so logits are far from uniform (as the shared fixtures do)."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.copy_(1.0 + 0.1 * torch.randn_like(p))
-            elif p.dim() == 2:
-                p.copy_(torch.randn_like(p) * (1.5 / p.shape[1] ** 0.5))
-            else:
-                p.copy_(0.2 * torch.randn_like(p))
 
 
 def inputs(vocab):

@@ -25,18 +25,7 @@ from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Ge
 sys.path.insert(0, os.path.dirname(__file__))
 import make_rope_goldens  # noqa: E402
 from make_extra_goldens import goldens  # noqa: E402
-
-
-def scale_gemma_weights(model):
-    """scale_weights with Gemma's norms: w of (1 + w) around 0."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.copy_(0.1 * torch.randn_like(p))
-            elif p.dim() == 2:
-                p.copy_(torch.randn_like(p) * (1.5 / p.shape[1] ** 0.5))
-            else:
-                p.copy_(0.2 * torch.randn_like(p))
+from weight_scaling import scale_gemma_weights  # noqa: E402
 
 
 def write_gemma_fixture(model, out, name, edit_config=None):

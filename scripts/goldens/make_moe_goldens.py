@@ -31,6 +31,7 @@ from transformers import (MixtralConfig, MixtralForCausalLM, OlmoeConfig, OlmoeF
 
 sys.path.insert(0, os.path.dirname(__file__))
 from make_extra_goldens import goldens, hub_style  # noqa: E402
+from weight_scaling import scale_moe  # noqa: E402
 from make_rope_goldens import with_gen_a, write_gguf_fixture  # noqa: E402
 from make_tiny_ggufs import (NAMES, add_placeholder_vocab, add_shape_keys, gguf_name,  # noqa: E402
                              load_tensors, permute)
@@ -82,19 +83,6 @@ def moe_gguf(arch, permuted=False, shared=False, own_width=True):
         w.write_tensors_to_file()
         w.close()
     return write
-
-
-def scale_moe(model):
-    """scale_weights for MoE models: transformers 5 holds the experts as 3D parameters
-    ([experts, out, in]), scaled by their fan-in like the 2D ones."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.copy_(1.0 + 0.1 * torch.randn_like(p))
-            elif p.dim() >= 2:
-                p.copy_(torch.randn_like(p) * (1.5 / p.shape[-1] ** 0.5))
-            else:
-                p.copy_(0.2 * torch.randn_like(p))
 
 
 def write(model, out, name, hub=False):
