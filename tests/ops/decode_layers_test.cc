@@ -4,7 +4,8 @@
 // kv heads, head sizes 32-128, an empty past, masked keys (whole splits of them), a past longer
 // than one round of the kernel's scores, the past read from device memory, blocks with few
 // but long rows, and few blocks with many rows (chunks of up to 60 rows); each in both of
-// the kernel's ways of handing a phase's outputs to the next (grid barriers, flagged words).
+// the kernel's ways of handing a phase's outputs to the next (grid barriers, flagged words);
+// Granite's residual multiplier and RoPE per layer (a NoPE layer, a layer's own table).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,11 +32,15 @@ using test::max_abs_diff;
 struct StackShape {
   int64_t hidden, inter, heads, kv_heads, dim, layers, past, cap;
   bool biases, qk_norm, past_on_device;
-  const char* splits;      // ANVIL_CUDA_DECODE_SPLITS, or nullptr for the kernel's choice
-  const char* split_keys;  // ANVIL_CUDA_DECODE_SPLIT_KEYS, or nullptr
-  const char* blocks;      // ANVIL_CUDA_DECODE_BLOCKS, or nullptr for one per SM
-  const char* items;       // ANVIL_CUDA_DECODE_ITEMS, or nullptr for the default placement
-  int64_t window = 0;      // the last layer's sliding window (0: none)
+  const char* splits;           // ANVIL_CUDA_DECODE_SPLITS, or nullptr for the kernel's choice
+  const char* split_keys;       // ANVIL_CUDA_DECODE_SPLIT_KEYS, or nullptr
+  const char* blocks;           // ANVIL_CUDA_DECODE_BLOCKS, or nullptr for one per SM
+  const char* items;            // ANVIL_CUDA_DECODE_ITEMS, or nullptr for the default placement
+  int64_t window = 0;           // the last layer's sliding window (0: none)
+  float residual_scale = 1.0f;  // Granite's residual multiplier
+  // Layer 0 without RoPE (SmolLM3's NoPE layers: frequencies all 0), layer 1 with its own
+  // frequencies and scaling (Gemma 3's sliding layers' table); the rest the model's.
+  bool layer_rope = false;
 };
 
 class DecodeLayers : public ::testing::TestWithParam<DeviceType> {
@@ -87,6 +92,11 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
       {128, 320, 4, 2, 32, 3, 37, 64, true, false, false, nullptr, "4", nullptr, nullptr, 9},
       {896, 4864, 14, 2, 64, 1, 2500, 2600, true, false, true, "1", nullptr, nullptr, nullptr, 700},
       {256, 512, 8, 4, 128, 2, 300, 512, false, true, true, nullptr, "8", nullptr, nullptr, 1},
+      // Granite's residual multiplier, and RoPE per layer (none, then a table of its own).
+      {128, 320, 4, 2, 32, 3, 37, 64, true, true, false, nullptr, "4", nullptr, nullptr, 0, 0.22f,
+       true},
+      {896, 4864, 14, 2, 64, 2, 300, 512, true, false, true, nullptr, nullptr, nullptr, nullptr, 0,
+       0.5f, true},
   };
   // Each shape in bf16 then f16: the two kernels ask for the same shared memory, which each must
   // be granted on its own. The caller's ANVIL_CUDA_DECODE_SYNC is restored afterwards.
@@ -95,11 +105,12 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
   for (const StackShape& c : shapes) {
     for (const char* sync : {"barrier", "flags"}) {
       for (DType dt : {DType::bf16, DType::f16}) {
-        const std::string what = std::string(sync) + " " + std::string(dtype_name(dt)) +
-                                 " hidden " + std::to_string(c.hidden) + " heads " +
-                                 std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
-                                 " dim " + std::to_string(c.dim) + " past " +
-                                 std::to_string(c.past) + " window " + std::to_string(c.window);
+        const std::string what =
+            std::string(sync) + " " + std::string(dtype_name(dt)) + " hidden " +
+            std::to_string(c.hidden) + " heads " + std::to_string(c.heads) + "/" +
+            std::to_string(c.kv_heads) + " dim " + std::to_string(c.dim) + " past " +
+            std::to_string(c.past) + " window " + std::to_string(c.window) + " residual scale " +
+            std::to_string(c.residual_scale) + (c.layer_rope ? " RoPE per layer" : "");
         const float wscale = 1.0f / std::sqrt(static_cast<float>(c.hidden));
         const int64_t nq = c.heads * c.dim, nkv = c.kv_heads * c.dim;
         std::vector<ops::DecoderLayerTensors> fused_layers, composed_layers;
@@ -130,6 +141,12 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
           L.k_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f, dt);
           L.v_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f, dt);
           L.window = l == c.layers - 1 ? c.window : 0;
+          if (c.layer_rope && l == 0) {
+            L.inv_freq = Tensor::zeros({c.dim / 2}, DType::f32).to(device_);
+          } else if (c.layer_rope && l == 1) {
+            L.inv_freq = random({c.dim / 2}, 0.3f, DType::f32);
+            L.rope_scaling = 1.25f;
+          }
           ops::DecoderLayerTensors C = L;
           C.k_cache = clone(L.k_cache);
           C.v_cache = clone(L.v_cache);
@@ -156,7 +173,11 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
                                         ? Tensor::from_i64({c.past}, {1}).to(DType::i32).to(device_)
                                         : Tensor()};
         const auto args = [&](const std::vector<ops::DecoderLayerTensors>& layers,
-                              const Tensor& xs) { return test::decode_args(xs, layers, step, dt); };
+                              const Tensor& xs) {
+          ops::DecodeLayersArgs a = test::decode_args(xs, layers, step, dt);
+          a.residual_scale = c.residual_scale;
+          return a;
+        };
         Tensor fused_x = clone(x), composed_x = clone(x);
         // The fused run must really be the one-launch kernel: "require" turns a fallback into an
         // error.
@@ -235,6 +256,29 @@ TEST_P(DecodeLayers, UnsupportedStacksRunComposedOrSayWhy) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("bf16/f16 activations only"), std::string::npos)
         << e.what();
+  }
+  // The CUDA kernel takes some extensions (the residual multiplier, RoPE per layer) and names
+  // the ones it hands back: GeGLU (Gemma) here.
+  if (GetParam() == DeviceType::cuda) {
+    ops::DecoderLayerTensors B = L;
+    for (Tensor* w : {&B.input_norm, &B.post_norm, &B.q, &B.k, &B.v, &B.o, &B.gate, &B.up, &B.down,
+                      &B.k_cache, &B.v_cache}) {
+      *w = random(w->shape(), 0.1f);
+    }
+    const std::vector<ops::DecoderLayerTensors> gemma_like{B};
+    ops::DecodeLayersArgs g =
+        test::decode_args(random({1, hidden}, 1.0f), gemma_like, step, DType::bf16);
+    g.act = ops::GluActivation::gelu_tanh;
+    ::unsetenv("ANVIL_CUDA_DECODE_KERNEL");
+    EXPECT_NO_THROW(ops::decode_layers(g));
+    ::setenv("ANVIL_CUDA_DECODE_KERNEL", "require", 1);
+    try {
+      get_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayersExtended, GetParam(), DType::bf16,
+                                        DType::bf16)(g);
+      ADD_FAILURE() << "a GeGLU stack was taken by the one-launch kernel";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("SwiGLU layers only"), std::string::npos) << e.what();
+    }
   }
   ::unsetenv("ANVIL_CUDA_DECODE_KERNEL");
 }

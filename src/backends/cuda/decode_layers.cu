@@ -77,14 +77,17 @@ struct LayerPointers {
   const void *post_norm, *wg, *bg, *wu, *bu, *wd, *bd;
   void *k_cache, *v_cache;
   long long window;  // sliding window (ops::AttentionArgs::window), 0 for none
+  // The layer's RoPE: its own frequencies (SmolLM3's NoPE layers: all 0) or the model's.
+  const float* inv_freq;
+  float rope_scaling;
 };
 
 struct Params {
   int layers, hidden, inter, heads, kv_heads, dim, group, splits;
   long long cap;
-  float eps, scale, rope_scaling;
+  float eps, scale;
+  float residual_scale;  // Granite's residual_multiplier: each block's output times it (else 1)
   const int* positions;
-  const float* inv_freq;
   const int* mask;
   const int* past_dev;  // graph replay: the past length in device memory (else past_host)
   long long past_host;
@@ -782,8 +785,8 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     const float pos = static_cast<float>(p.positions[0]);
     for (int j = tid - 96; j < half; j += kThreads - 96) {
       float sn, cs;
-      sincosf(pos * p.inv_freq[j], &sn, &cs);
-      const float scale = p.inv_freq[j] == 0.0f ? 1.0f : p.rope_scaling;  // 0: not rotated
+      sincosf(pos * L.inv_freq[j], &sn, &cs);
+      const float scale = L.inv_freq[j] == 0.0f ? 1.0f : L.rope_scaling;  // 0: not rotated
       sh.cs[j] = cs * scale;
       sh.sn[j] = sn * scale;
     }
@@ -1129,8 +1132,12 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     out[row < nq ? row : (row < nq + nk ? row - nq : row - nq - nk)] = value;
     return to_float(value);
   };
+  // The product rounded, then (Granite) scaled and rounded again as the scale op does, then
+  // added to the residual.
   const auto add_residual = [&](int row, float s, float bias) {
-    const T sum = from_float<T>(st.resid + to_float(from_float<T>(s + bias)));
+    float out = to_float(from_float<T>(s + bias));
+    if (p.residual_scale != 1.0f) out = to_float(from_float<T>(out * p.residual_scale));
+    const T sum = from_float<T>(st.resid + out);
     st.resid = to_float(sum);
     x[row] = sum;
     return st.resid;
@@ -1217,6 +1224,11 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   const DType t = a.x.dtype();
   if (major < 9) return "needs compute capability 9.0 (bulk copies)";
   if (a.batch * a.seq != 1) return "one token per step only";
+  // Of the extensions (ops::decode_layers_extended) it takes Granite's residual multiplier and
+  // per-layer RoPE; the output norms, whole-projection q/k norms, GeGLU and softcapped scores
+  // run composed.
+  if (a.act != ops::GluActivation::silu) return "SwiGLU layers only";
+  if (a.softcap != 0.0f) return "no softcapped attention scores";
   if (t != DType::bf16 && t != DType::f16) return "bf16/f16 activations only";
   if (static_cast<int>(a.layers.size()) > kMaxLayers) return "more than 128 layers";
   const int64_t hd = a.head_dim, nh = a.heads, nkv = a.kv_heads;
@@ -1270,10 +1282,13 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
         maybe(L.down_bias, hidden) && maybe(L.q_norm, hd) && maybe(L.k_norm, hd) &&
         L.q_norm.defined() == L.k_norm.defined() &&
         is(L.k_cache, {1, nkv, L.k_cache.size(2), hd}) && is(L.v_cache, L.k_cache.shape()) &&
-        L.k_cache.size(2) == a.layers[0].k_cache.size(2);
+        L.k_cache.size(2) == a.layers[0].k_cache.size(2) && !L.attn_out_norm.defined() &&
+        !L.mlp_out_norm.defined() && !L.q_full_norm.defined() &&
+        (!L.inv_freq.defined() || (L.inv_freq.dtype() == DType::f32 &&
+                                   L.inv_freq.numel() >= hd / 2 && L.inv_freq.is_contiguous()));
     if (!ok)
       return "a layer's weights or caches are not all " + std::string(dtype_name(t)) +
-             " and contiguous in the decoder's shapes";
+             " and contiguous in the decoder's shapes, or it has output norms";
   }
   const int64_t cap = a.layers[0].k_cache.size(2);
   if (a.past < 0 || a.past + 1 > cap || a.key_mask.size(1) < a.past + 1) return "past length";
@@ -1513,9 +1528,8 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   p.cap = a.layers[0].k_cache.size(2);
   p.eps = a.eps;
   p.scale = a.scale;
-  p.rope_scaling = a.rope_scaling;
+  p.residual_scale = a.residual_scale;
   p.positions = a.positions.data<int>();
-  p.inv_freq = a.inv_freq.data<float>();
   p.mask = a.key_mask.data<int>();
   p.past_dev = a.past_on_device.defined() ? a.past_on_device.data<int>() : nullptr;
   p.past_host = a.past;
@@ -1582,12 +1596,29 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   for (size_t i = 0; i < a.layers.size(); ++i) {
     const ops::DecoderLayerTensors& L = a.layers[i];
     const auto ptr = [](const Tensor& t) -> const void* { return t.defined() ? t.raw() : nullptr; };
-    p.layer[i] = LayerPointers{
-        ptr(L.input_norm), ptr(L.q),         ptr(L.k),         ptr(L.v),         ptr(L.q_bias),
-        ptr(L.k_bias),     ptr(L.v_bias),    ptr(L.q_norm),    ptr(L.k_norm),    ptr(L.o),
-        ptr(L.o_bias),     ptr(L.post_norm), ptr(L.gate),      ptr(L.gate_bias), ptr(L.up),
-        ptr(L.up_bias),    ptr(L.down),      ptr(L.down_bias), L.k_cache.raw(),  L.v_cache.raw(),
-        L.window};
+    p.layer[i] = LayerPointers{ptr(L.input_norm),
+                               ptr(L.q),
+                               ptr(L.k),
+                               ptr(L.v),
+                               ptr(L.q_bias),
+                               ptr(L.k_bias),
+                               ptr(L.v_bias),
+                               ptr(L.q_norm),
+                               ptr(L.k_norm),
+                               ptr(L.o),
+                               ptr(L.o_bias),
+                               ptr(L.post_norm),
+                               ptr(L.gate),
+                               ptr(L.gate_bias),
+                               ptr(L.up),
+                               ptr(L.up_bias),
+                               ptr(L.down),
+                               ptr(L.down_bias),
+                               L.k_cache.raw(),
+                               L.v_cache.raw(),
+                               L.window,
+                               (L.inv_freq.defined() ? L.inv_freq : a.inv_freq).data<float>(),
+                               L.inv_freq.defined() ? L.rope_scaling : a.rope_scaling};
   }
   const auto kernel = p.timeline ? (p.by_flags ? decode_layers_kernel<T, true, true>
                                                : decode_layers_kernel<T, false, true>)
@@ -1673,8 +1704,9 @@ namespace anvil {
 
 void register_cuda_decode_layers() {
   for (DType act : {DType::bf16, DType::f16}) {
-    register_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayers, DeviceType::cuda, act, act,
-                                           &cuda::decode_layers);
+    for (const char* op : {ops::kDecodeLayers, ops::kDecodeLayersExtended}) {
+      register_kernel<ops::DecodeLayersArgs>(op, DeviceType::cuda, act, act, &cuda::decode_layers);
+    }
   }
 }
 
