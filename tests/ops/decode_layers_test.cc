@@ -5,7 +5,8 @@
 // than one round of the kernel's scores, the past read from device memory, blocks with few
 // but long rows, and few blocks with many rows (chunks of up to 60 rows); each in both of
 // the kernel's ways of handing a phase's outputs to the next (grid barriers, flagged words);
-// Granite's residual multiplier and RoPE per layer (a NoPE layer, a layer's own table).
+// Granite's residual multiplier and RoPE per layer (a NoPE layer, a layer's own table);
+// Gemma's layers (heads of 256, GeGLU, softcapped scores, output norms).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -41,6 +42,11 @@ struct StackShape {
   // Layer 0 without RoPE (SmolLM3's NoPE layers: frequencies all 0), layer 1 with its own
   // frequencies and scaling (Gemma 3's sliding layers' table); the rest the model's.
   bool layer_rope = false;
+  // Gemma: GeGLU, softcapped scores, and the attention's and MLP's outputs through norms of
+  // their own before the residual add.
+  bool gelu = false;
+  float softcap = 0.0f;
+  bool out_norms = false;
 };
 
 class DecodeLayers : public ::testing::TestWithParam<DeviceType> {
@@ -97,6 +103,17 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
        true},
       {896, 4864, 14, 2, 64, 2, 300, 512, true, false, true, nullptr, nullptr, nullptr, nullptr, 0,
        0.5f, true},
+      // Gemma's layers (the wide kernel: heads of 256, output norms): Gemma 3's shape (q/k
+      // norms, RoPE per layer, a window), Gemma 2's (softcapped scores, splits of 8 keys),
+      // Gemma 1's (heads of 256, no output norms), output norms over heads of 64.
+      {1152,    6912,    4,       1,       256, 3,    300,  512,  false, true, true,
+       nullptr, nullptr, nullptr, nullptr, 9,   1.0f, true, true, 0.0f,  true},
+      {512,     1024, 4,       2,       256, 2,    37,    64,   false, false, false,
+       nullptr, "8",  nullptr, nullptr, 0,   1.0f, false, true, 2.0f,  true},
+      {256,     512,     2,       1,       256, 2,    37,    64,   true, false, false,
+       nullptr, nullptr, nullptr, nullptr, 0,   1.0f, false, true, 0.0f, false},
+      {256,     512,     8,       4,       64, 2,    40,    64,    true, false, false,
+       nullptr, nullptr, nullptr, nullptr, 0,  1.0f, false, false, 0.0f, true},
   };
   // Each shape in bf16 then f16: the two kernels ask for the same shared memory, which each must
   // be granted on its own. The caller's ANVIL_CUDA_DECODE_SYNC is restored afterwards.
@@ -110,7 +127,9 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
             std::to_string(c.hidden) + " heads " + std::to_string(c.heads) + "/" +
             std::to_string(c.kv_heads) + " dim " + std::to_string(c.dim) + " past " +
             std::to_string(c.past) + " window " + std::to_string(c.window) + " residual scale " +
-            std::to_string(c.residual_scale) + (c.layer_rope ? " RoPE per layer" : "");
+            std::to_string(c.residual_scale) + (c.layer_rope ? " RoPE per layer" : "") +
+            (c.gelu ? " GeGLU" : "") + (c.softcap > 0 ? " softcap" : "") +
+            (c.out_norms ? " output norms" : "");
         const float wscale = 1.0f / std::sqrt(static_cast<float>(c.hidden));
         const int64_t nq = c.heads * c.dim, nkv = c.kv_heads * c.dim;
         std::vector<ops::DecoderLayerTensors> fused_layers, composed_layers;
@@ -137,6 +156,10 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
           if (c.qk_norm) {
             L.q_norm = random({c.dim}, 1.0f, dt);
             L.k_norm = random({c.dim}, 1.0f, dt);
+          }
+          if (c.out_norms) {
+            L.attn_out_norm = random({c.hidden}, 1.0f, dt);
+            L.mlp_out_norm = random({c.hidden}, 1.0f, dt);
           }
           L.k_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f, dt);
           L.v_cache = random({1, c.kv_heads, c.cap, c.dim}, 1.0f, dt);
@@ -176,6 +199,8 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
                               const Tensor& xs) {
           ops::DecodeLayersArgs a = test::decode_args(xs, layers, step, dt);
           a.residual_scale = c.residual_scale;
+          a.softcap = c.softcap;
+          if (c.gelu) a.act = ops::GluActivation::gelu_tanh;
           return a;
         };
         Tensor fused_x = clone(x), composed_x = clone(x);
@@ -257,27 +282,29 @@ TEST_P(DecodeLayers, UnsupportedStacksRunComposedOrSayWhy) {
     EXPECT_NE(std::string(e.what()).find("bf16/f16 activations only"), std::string::npos)
         << e.what();
   }
-  // The CUDA kernel takes some extensions (the residual multiplier, RoPE per layer) and names
-  // the ones it hands back: GeGLU (Gemma) here.
+  // The CUDA kernel takes most extensions (the residual multiplier, RoPE per layer, Gemma's
+  // layers) and names the ones it hands back: OLMo 2's layers without input norms here.
   if (GetParam() == DeviceType::cuda) {
     ops::DecoderLayerTensors B = L;
     for (Tensor* w : {&B.input_norm, &B.post_norm, &B.q, &B.k, &B.v, &B.o, &B.gate, &B.up, &B.down,
                       &B.k_cache, &B.v_cache}) {
       *w = random(w->shape(), 0.1f);
     }
-    const std::vector<ops::DecoderLayerTensors> gemma_like{B};
-    ops::DecodeLayersArgs g =
-        test::decode_args(random({1, hidden}, 1.0f), gemma_like, step, DType::bf16);
-    g.act = ops::GluActivation::gelu_tanh;
+    B.input_norm = Tensor();
+    B.attn_out_norm = random({hidden}, 1.0f);
+    B.mlp_out_norm = random({hidden}, 1.0f);
+    const std::vector<ops::DecoderLayerTensors> olmo2_like{B};
+    const ops::DecodeLayersArgs g =
+        test::decode_args(random({1, hidden}, 1.0f), olmo2_like, step, DType::bf16);
     ::unsetenv("ANVIL_CUDA_DECODE_KERNEL");
     EXPECT_NO_THROW(ops::decode_layers(g));
     ::setenv("ANVIL_CUDA_DECODE_KERNEL", "require", 1);
     try {
       get_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayersExtended, GetParam(), DType::bf16,
                                         DType::bf16)(g);
-      ADD_FAILURE() << "a GeGLU stack was taken by the one-launch kernel";
+      ADD_FAILURE() << "a stack without input norms was taken by the one-launch kernel";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("SwiGLU layers only"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("without input norms"), std::string::npos) << e.what();
     }
   }
   ::unsetenv("ANVIL_CUDA_DECODE_KERNEL");

@@ -69,6 +69,18 @@ __device__ __forceinline__ float soft_capped(float score, float cap) {
   return cap > 0.0f ? tanhf(score / cap) * cap : score;
 }
 
+// The gated activation of gate value g: SiLU, or GELU's tanh approximation (GeGLU) written as
+// g * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3)), the form the elementwise GegluOp computes.
+template <bool Gelu>
+__device__ __forceinline__ float gated(float g) {
+  if constexpr (Gelu) {
+    const float a = g * (1.5957691216057308f + 1.5957691216057308f * 0.044715f * g * g);
+    return g / (1.0f + __expf(-a));
+  } else {
+    return g / (1.0f + __expf(-g));
+  }
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

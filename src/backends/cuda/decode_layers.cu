@@ -61,14 +61,23 @@ constexpr int kMaxLayers = 128;
 constexpr int kMaxChunkRows = 64;
 constexpr int kMaxSlots = 64;
 constexpr int kMinSlotBytes = 16 * 1024;
-constexpr int kMaxDim = 128;
-constexpr int kAttnScratch = (kWarps * kMaxDim + 511) / 512 * 512;  // floats: partial sums
+constexpr int kMaxDim = 256;
+// The attention item's arrays are laid out for head sizes up to 128, or (the wide kernels,
+// which also take output norms: Gemma) up to 256; the others keep the larger ring of weight
+// slots, and their layout's offsets as constants (computed at run time, they cost a spilled
+// register).
+__host__ __device__ constexpr int attn_dim(bool wide) {
+  return wide ? kMaxDim : 128;
+}
+__host__ __device__ constexpr int attn_scratch(bool wide) {  // floats: the warps' partial sums
+  return (kWarps * attn_dim(wide) + 511) / 512 * 512;
+}
 // Floats per (head, split) partial result: dim accumulators, then the running max and sum,
 // padded so that each one starts 16-byte aligned (read as float4).
 __host__ __device__ constexpr int partial_floats(int dim) {
   return dim + 4;
 }
-static_assert(kWarps * kMaxDim <= kAttnScratch);
+static_assert(kWarps * kMaxDim <= attn_scratch(true));
 
 enum Phase : int { kQkv = 0, kOut = 1, kGateUp = 2, kDown = 3, kPhases = 4 };
 
@@ -80,6 +89,9 @@ struct LayerPointers {
   // The layer's RoPE: its own frequencies (SmolLM3's NoPE layers: all 0) or the model's.
   const float* inv_freq;
   float rope_scaling;
+  // Output norms (Gemma 2/3: the attention's and the MLP's outputs normalised before the
+  // residual add), both or neither in every layer of a stack (Params::out_norms).
+  const void *attn_out_norm, *mlp_out_norm;
 };
 
 struct Params {
@@ -87,6 +99,14 @@ struct Params {
   long long cap;
   float eps, scale;
   float residual_scale;  // Granite's residual_multiplier: each block's output times it (else 1)
+  float softcap;         // Gemma 2's attention logit softcap (0: none)
+  bool gelu;             // GeGLU (GELU's tanh form) instead of SwiGLU
+  // Output norms: o_proj and down_proj write their products y (to y, mail_y) instead of adding
+  // them; the next staging adds rms_norm(y) * w to the residual it reads, publishes its rows of
+  // the new residual (after attention to x2 / mail_x2, after the MLP to x / mail_x) and
+  // normalises it for its phase; the last layer's MLP output is added by its down rows' blocks.
+  bool out_norms;
+  void *y, *x2;
   const int* positions;
   const int* mask;
   const int* past_dev;  // graph replay: the past length in device memory (else past_host)
@@ -100,7 +120,7 @@ struct Params {
   // output (one split) too; partials one float per word, (dim + 2) per (head, split).
   bool by_flags;
   unsigned poll_ns;  // flags mode: a poller's sleep between passes (ANVIL_CUDA_DECODE_POLL_NS)
-  MailWord *mail_x, *mail_act, *mail_qkv, *mail_attn, *mail_part;
+  MailWord *mail_x, *mail_act, *mail_qkv, *mail_attn, *mail_part, *mail_y, *mail_x2;
   unsigned long long* timeline;  // ANVIL_CUDA_DECODE_PROFILE: per layer, phase and block,
                                  // kStamps times (Stamp)
   int slot_bytes, slots, xs_bytes, norm_bytes, piece_bytes;
@@ -118,23 +138,26 @@ struct Params {
 // activation vector, then the ring of weight slots.
 constexpr int kBarBytes = 2 * kMaxSlots * 8;
 constexpr int kRedBytes = 2048;
-constexpr int kAttnBytes = (kAttnScratch + 6 * kMaxDim) * 4;
-constexpr int kFixedBytes = kBarBytes + kRedBytes + kAttnBytes;
-static_assert(kFixedBytes % 128 == 0);
+__host__ __device__ constexpr int fixed_bytes(bool wide) {
+  return kBarBytes + kRedBytes + (attn_scratch(wide) + 6 * attn_dim(wide)) * 4;
+}
+static_assert(fixed_bytes(false) % 128 == 0 && fixed_bytes(true) % 128 == 0);
 
 struct Shared {
   uint64_t* bars;   // per slot: its copies have landed
   uint64_t* empty;  // per slot: the consumers are done with it
   float* red;       // [2 buffers][2 sums][kMaxChunkRows]: a chunk's per-unit sums
   float* reduce;
-  int* slices;          // [kPhases][2]: this block's rows of each phase
+  int* slices;          // [kPhases + 1][2]: this block's rows of each phase, then of x it publishes
   unsigned* flag_base;  // flags mode: this launch's first flag
   float *scores, *qs, *kn, *vn, *rq, *rk, *cs, *sn;
   void* xs;
-  void* norm;  // the next norm's weight, copied in ahead of its use
+  void* norm;  // the next norm's weight, copied in ahead of its use (output norms: then the
+               // pending output norm's weight, norm_bytes further; see output_norm)
   char* ring;
 };
 
+template <bool kWide>
 __device__ Shared carve(const Params& p, char* smem) {
   Shared s;
   s.bars = reinterpret_cast<uint64_t*>(smem);
@@ -142,20 +165,27 @@ __device__ Shared carve(const Params& p, char* smem) {
   s.red = reinterpret_cast<float*>(smem + kBarBytes);
   s.reduce = s.red + 4 * kMaxChunkRows;
   s.slices = reinterpret_cast<int*>(s.reduce + kWarps);
-  s.flag_base = reinterpret_cast<unsigned*>(s.slices + 2 * kPhases);
+  s.flag_base = reinterpret_cast<unsigned*>(s.slices + 2 * (kPhases + 1));
   float* at = reinterpret_cast<float*>(smem + kBarBytes + kRedBytes);
+  constexpr int ad = attn_dim(kWide), fixed = fixed_bytes(kWide);
   s.scores = at;
-  s.qs = at + kAttnScratch;
-  s.kn = s.qs + kMaxDim;
-  s.vn = s.kn + kMaxDim;
-  s.rq = s.vn + kMaxDim;
-  s.rk = s.rq + kMaxDim;
-  s.cs = s.rk + kMaxDim;
-  s.sn = s.cs + kMaxDim / 2;
-  s.xs = smem + kFixedBytes;
-  s.norm = smem + kFixedBytes + p.xs_bytes;
-  s.ring = smem + kFixedBytes + p.xs_bytes + p.norm_bytes;
+  s.qs = at + attn_scratch(kWide);
+  s.kn = s.qs + ad;
+  s.vn = s.kn + ad;
+  s.rq = s.vn + ad;
+  s.rk = s.rq + ad;
+  s.cs = s.rk + ad;
+  s.sn = s.cs + ad / 2;
+  s.xs = smem + fixed;
+  s.norm = smem + fixed + p.xs_bytes;
+  s.ring = smem + fixed + p.xs_bytes + p.norm_bytes + (kWide && p.out_norms ? p.norm_bytes : 0);
   return s;
+}
+
+// Output norms: where the pending output norm's weight is copied (a pointer of its own in
+// Shared made the other kernels spill a register).
+__device__ __forceinline__ void* output_norm(const Params& p, const Shared& sh) {
+  return static_cast<char*>(sh.norm) + p.norm_bytes;
 }
 
 __device__ __forceinline__ void consumers_sync() {
@@ -269,12 +299,15 @@ __device__ __forceinline__ int first_item(const Params& p, int items) {
 
 // This block's rows of each phase: an even share in pairs of rows (flags mode sends two values
 // per word) among the grid, or for q/k/v in item_mode 2 among the blocks without an attention
-// item this step; the same in every layer (computed once a launch).
+// item this step; the same in every layer (computed once a launch). Then (index kPhases) the
+// rows of the residual it publishes after an MLP's output norm: a share of the hidden size
+// among the blocks with q/k/v rows, which compute the whole new residual in their staging.
 __device__ void compute_slices(const Params& p, int items, int* slices) {
-  if (threadIdx.x < kPhases) {
-    const long long pairs = phase_rows(p, static_cast<int>(threadIdx.x)) / 2;
+  if (threadIdx.x <= kPhases) {
+    const bool publish = threadIdx.x == kPhases;
+    const long long pairs = (publish ? p.hidden : phase_rows(p, static_cast<int>(threadIdx.x))) / 2;
     long long share = gridDim.x;
-    if (threadIdx.x == kQkv && p.item_mode == 2 && first_item_block(p, items) > 0) {
+    if ((threadIdx.x == kQkv || publish) && p.item_mode == 2 && first_item_block(p, items) > 0) {
       share = first_item_block(p, items);
     }
     const long long b = blockIdx.x < share ? blockIdx.x : share;
@@ -545,11 +578,14 @@ __device__ void consume_phase(const Params& p, Pipeline& pl, const Shared& sh, i
 // use in stage_normed, before the grid barrier that precedes the norm, so the copy's latency
 // hides behind the wait. Asynchronous copies hold no registers across the barrier (vectors
 // held in registers there were spilled, and a spill waits for its load).
-__device__ void copy_norm(const Shared& sh, const void* weight, int n) {
+__device__ void copy_norm_to(void* dst, const void* weight, int n) {
   for (int c = threadIdx.x; c < n / 8; c += kThreads) {
-    async_copy_16(static_cast<uint4*>(sh.norm) + c, static_cast<const uint4*>(weight) + c);
+    async_copy_16(static_cast<uint4*>(dst) + c, static_cast<const uint4*>(weight) + c);
   }
   async_copy_commit();
+}
+__device__ void copy_norm(const Shared& sh, const void* weight, int n) {
+  copy_norm_to(sh.norm, weight, n);
 }
 
 // xs = rms_norm(x) * weight over n values, rounded as the separate norm kernel rounds; x from
@@ -585,6 +621,103 @@ __device__ void stage_normed(const Params& p, const Shared& sh, const T* x, int 
     if (c >= vecs) break;
     float f[8], wf[8];
     widen8<T>(raw[i], f);
+    widen8<T>(static_cast<const uint4*>(sh.norm)[c], wf);
+    uint4 packed;
+    T* out = reinterpret_cast<T*>(&packed);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      out[j] = from_float<T>(wf[j] * to_float(from_float<T>(f[j] * scale)));
+    xs[c] = packed;
+  }
+  consumers_sync();
+}
+
+// Four vectors of eight values a thread (vector threadIdx.x + i * kThreads), from the mailbox
+// once flagged `flag` when one is given, else from src.
+template <class T>
+__device__ __forceinline__ void load_vectors(const Params& p, const T* src, const MailWord* mail,
+                                             unsigned flag, int vecs, uint4 (&raw)[4]) {
+  if (mail) {
+    mail_take_vectors<4>(mail, static_cast<int>(threadIdx.x), kThreads, vecs, flag, p.poll_ns, raw);
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+    raw[i] = c < vecs ? __ldcg(reinterpret_cast<const uint4*>(src) + c) : make_uint4(0, 0, 0, 0);
+  }
+}
+
+// Where a block output passes through an output norm: x_new = x + rms_norm(y) * w (w copied
+// ahead to output_norm), rounded as the separate rms_norm_add kernel rounds, over the hidden
+// size; x and y from their mailboxes (flags xf, yf) or plain. Rows [pub_begin, pub_end) of
+// x_new go to dst (and dst_mail, flagged df); then, where `stage`, xs = rms_norm(x_new) * the
+// next norm's weight (sh.norm), as stage_normed stages. `stage` is the same for every thread.
+template <class T>
+__device__ void stage_residual(const Params& p, const Shared& sh, const T* x,
+                               const MailWord* x_mail, unsigned xf, const MailWord* y_mail,
+                               unsigned yf, T* dst, MailWord* dst_mail, unsigned df, int pub_begin,
+                               int pub_end, bool stage) {
+  const int n = p.hidden, vecs = n / 8;
+  uint4* xs = static_cast<uint4*>(sh.xs);
+  // Each thread's vectors pass through xs (its own ones only, so no barrier): held in
+  // registers across the block sums, they made the kernel spill.
+  float ss = 0.0f;
+  {
+    uint4 yr[4];
+    load_vectors<T>(p, static_cast<const T*>(p.y), y_mail, yf, vecs, yr);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+      float f[8];
+      widen8<T>(yr[i], f);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) ss += f[j] * f[j];
+      if (c < vecs) xs[c] = yr[i];
+    }
+  }
+  uint4 xr[4];
+  load_vectors<T>(p, x, x_mail, xf, vecs, xr);
+  const float r = rsqrtf(block_sum(ss, sh.reduce) / static_cast<float>(n) + p.eps);
+  async_copy_wait();  // both norms' weights (copy_norm_to) have landed
+  float ss2 = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+    if (c >= vecs) break;
+    float xf8[8], yf8[8], wf[8];
+    widen8<T>(xr[i], xf8);
+    widen8<T>(xs[c], yf8);
+    widen8<T>(static_cast<const uint4*>(output_norm(p, sh))[c], wf);
+    uint4 packed;
+    T* out = reinterpret_cast<T*>(&packed);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const T normed =
+          from_float<T>(__fmul_rn(wf[j], to_float(from_float<T>(__fmul_rn(yf8[j], r)))));
+      out[j] = from_float<T>(__fadd_rn(xf8[j], to_float(normed)));
+      const float v = to_float(out[j]);
+      ss2 += v * v;
+    }
+    xs[c] = packed;
+  }
+  consumers_sync();
+  const T* xn = static_cast<const T*>(sh.xs);
+  for (int j = pub_begin / 2 + static_cast<int>(threadIdx.x); j < pub_end / 2; j += kThreads) {
+    const T a = xn[2 * j], b = xn[2 * j + 1];
+    dst[2 * j] = a;
+    dst[2 * j + 1] = b;
+    if (dst_mail) mail_put(dst_mail + j, df, pack_pair<T>(to_float(a), to_float(b)));
+  }
+  consumers_sync();  // xs is overwritten below
+  if (!stage) return;
+  const float scale = rsqrtf(block_sum(ss2, sh.reduce) / static_cast<float>(n) + p.eps);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+    if (c >= vecs) break;
+    float f[8], wf[8];
+    widen8<T>(xs[c], f);
     widen8<T>(static_cast<const uint4*>(sh.norm)[c], wf);
     uint4 packed;
     T* out = reinterpret_cast<T*>(&packed);
@@ -677,7 +810,7 @@ constexpr int kKeysPerThread = 2;
 // q/k/v come from their mailbox flagged lf (the layer's first flag), the result goes out
 // flagged lf + 1. kProfile: the item's times into `stamps` where not null (the profile's
 // kernel only: the stamps' checks cost 0.9% of decode when they were in every kernel).
-template <class T, bool kFlags, bool kProfile>
+template <class T, bool kFlags, bool kProfile, bool kWide>
 __device__ void attention_item(const Params& p, const LayerPointers& L, int h, int split,
                                int splits, long long past, const Shared& sh, unsigned lf,
                                unsigned long long* stamps) {
@@ -725,9 +858,11 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
   T* vc_new = static_cast<T*>(L.v_cache) + (static_cast<long long>(kh) * p.cap + past) * dim;
   // Warps 0 and 1 normalise the q head and the new key, warp 2 takes the new value, the rest
   // compute RoPE's angles: every load of the prologue is in flight at once.
-  // Flags mode: the head's q (or its kv head's k, v) as dim / 2 words, up to two per lane.
-  const auto take_head = [&](long long row, unsigned(&words)[2]) {
-    mail_take<2>(p.mail_qkv + row / 2, lane, 32, dim / 2, lf, p.poll_ns, words);
+  // Flags mode: the head's q (or its kv head's k, v) as dim / 2 words, up to two per lane
+  // (four in the wide kernel: heads of 256; four in every kernel cost 1% of decode).
+  constexpr int kWords = kWide ? 4 : 2;
+  const auto take_head = [&](long long row, unsigned(&words)[kWords]) {
+    mail_take<kWords>(p.mail_qkv + row / 2, lane, 32, dim / 2, lf, p.poll_ns, words);
   };
   const long long nq = static_cast<long long>(p.heads) * dim, nk = p.kv_heads * dim;
   if (warp < 2) {
@@ -736,10 +871,10 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     float* vals = warp == 0 ? sh.rq : sh.rk;
     float ss = 0.0f;
     if constexpr (kFlags) {
-      unsigned words[2];
+      unsigned words[kWords];
       take_head(warp == 0 ? h * dim : nq + kh * dim, words);
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
+      for (int i = 0; i < kWords; ++i) {
         const int w = lane + 32 * i;
         if (w >= dim / 2) break;
         const float a = low_half(words[i], T{}), b = high_half(words[i], T{});
@@ -764,10 +899,10 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     }
   } else if (warp == 2) {
     if constexpr (kFlags) {
-      unsigned words[2];
+      unsigned words[kWords];
       take_head(nq + nk + kh * dim, words);
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
+      for (int i = 0; i < kWords; ++i) {
         const int w = lane + 32 * i;
         if (w >= dim / 2) break;
         sh.vn[2 * w] = low_half(words[i], T{});
@@ -829,7 +964,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
 #pragma unroll
       for (int i = 0; i < 8; ++i) dot += qv[i] * kf[i];
       for (int o = chunks / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-      score[u] = visible[u] != 0 ? dot : -FLT_MAX;
+      score[u] = visible[u] != 0 ? (kWide ? soft_capped(dot, p.softcap) : dot) : -FLT_MAX;
       m_loc = fmaxf(m_loc, score[u]);
     }
     const float m_new = fmaxf(m_run, block_max(m_loc, sh.reduce));
@@ -1090,12 +1225,16 @@ __device__ __forceinline__ void end_phase(const Params& p, Pipeline& pl, int lay
 
 // kFlags: phases hand over through the mailboxes (flags mode) instead of grid barriers; a
 // kernel of its own, so that each mode gets its own register allocation. kProfile: the kernel
-// that ANVIL_CUDA_DECODE_PROFILE runs, with the attention items' stamps.
-template <class T, bool kFlags, bool kProfile>
+// that ANVIL_CUDA_DECODE_PROFILE runs, with the attention items' stamps. kWide: head sizes up
+// to 256, GeGLU, softcapped scores, and the output norms' staging where Params::out_norms
+// (Gemma's layers; in the other kernels that staging made them spill registers, and the rest
+// cost them 1% of decode).
+template <class T, bool kFlags, bool kProfile, bool kWide>
 __global__ void __launch_bounds__(kBlockThreads, 1)
     decode_layers_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(128) char smem[];
-  const Shared sh = carve(p, smem);
+  const Shared sh = carve<kWide>(p, smem);
+  const bool out_norms = kWide && p.out_norms;
   Pipeline pl;
   const long long past = p.past_dev ? *p.past_dev : p.past_host;
   const int splits = active_splits(p, past);
@@ -1142,12 +1281,22 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     x[row] = sum;
     return st.resid;
   };
-  const auto o_row = [&](int row, float s, float) { return add_residual(row, s, st.b_o); };
-  const auto down_row = [&](int row, float s, float) { return add_residual(row, s, st.b_down); };
+  // Output norms: the product (rounded, with its bias) goes out as y; the next staging adds it.
+  const auto put_y = [&](int row, float s, float bias) {
+    const T value = from_float<T>(s + bias);
+    static_cast<T*>(p.y)[row] = value;
+    return to_float(value);
+  };
+  const auto o_row = [&](int row, float s, float) {
+    return out_norms ? put_y(row, s, st.b_o) : add_residual(row, s, st.b_o);
+  };
+  const auto down_row = [&](int row, float s, float) {
+    return out_norms ? put_y(row, s, st.b_down) : add_residual(row, s, st.b_down);
+  };
   const auto swiglu_row = [&](int row, float g, float u) {
     const float gv = to_float(from_float<T>(g + st.b_gate));
     const float uv = to_float(from_float<T>(u + st.b_up));
-    const T value = from_float<T>(gv / (1.0f + __expf(-gv)) * uv);
+    const T value = from_float<T>((kWide && p.gelu ? gated<true>(gv) : gated<false>(gv)) * uv);
     static_cast<T*>(p.act)[row] = value;
     return to_float(value);
   };
@@ -1160,8 +1309,13 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     const LayerPointers& L = p.layer[l];
     const unsigned lf = base + 5u * static_cast<unsigned>(l);  // flags mode: lf + phase
     prefetch_kv<T>(p, L, past, splits);
-    // The first layer's input is the previous kernel's x; later ones the last down's words.
-    if (has_rows(kQkv)) {
+    // The first layer's input is the previous kernel's x; later ones the last down's words
+    // (output norms: the residual after attention and the MLP's output, added here).
+    if (out_norms && l > 0 && has_rows(kQkv)) {
+      stage_residual<T>(p, sh, static_cast<const T*>(p.x2), mail ? p.mail_x2 : nullptr, lf - 3,
+                        mail ? p.mail_y : nullptr, lf - 1, x, mail ? p.mail_x : nullptr, lf - 1,
+                        sh.slices[2 * kPhases], sh.slices[2 * kPhases + 1], true);
+    } else if (has_rows(kQkv)) {
       stage_normed<T>(p, sh, x, p.hidden, mail && l > 0 ? p.mail_x : nullptr, lf - 1);
     } else {
       async_copy_wait();  // the norm's copy: the next one goes to the same place
@@ -1170,8 +1324,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     consume_phase<T>(p, pl, sh, kQkv, qkv_row, mail ? p.mail_qkv : nullptr, lf);
     end_phase(p, pl, l, 0, !mail);
     for (int it = item0; it < items; it += gridDim.x) {
-      attention_item<T, kFlags, kProfile>(p, L, it / splits, it % splits, splits, past, sh, lf,
-                                          kProfile && it == item0 ? item_stamps(p, l) : nullptr);
+      attention_item<T, kFlags, kProfile, kWide>(
+          p, L, it / splits, it % splits, splits, past, sh, lf,
+          kProfile && it == item0 ? item_stamps(p, l) : nullptr);
     }
     end_phase(p, pl, l, 1, !mail);
     if (has_rows(kOut) && splits == 1) {
@@ -1181,10 +1336,17 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
       stage_attention<T, kFlags>(p, sh, splits, lf + 1);
     }
     mark_staged(p, pl);
-    consume_phase<T>(p, pl, sh, kOut, o_row, mail ? p.mail_x : nullptr, lf + 2);
+    MailWord* const residual_mail = out_norms ? p.mail_y : p.mail_x;
+    consume_phase<T>(p, pl, sh, kOut, o_row, mail ? residual_mail : nullptr, lf + 2);
     copy_norm(sh, L.post_norm, p.hidden);
+    if (out_norms) copy_norm_to(output_norm(p, sh), L.attn_out_norm, p.hidden);
     end_phase(p, pl, l, 2, !mail);
-    if (has_rows(kGateUp)) {
+    if (out_norms) {  // every block has gate/up rows (unfit_reason): all of them stage
+      stage_residual<T>(p, sh, x, mail && l > 0 ? p.mail_x : nullptr, lf - 1,
+                        mail ? p.mail_y : nullptr, lf + 2, static_cast<T*>(p.x2),
+                        mail ? p.mail_x2 : nullptr, lf + 2, sh.slices[2 * kOut],
+                        sh.slices[2 * kOut + 1], true);
+    } else if (has_rows(kGateUp)) {
       stage_normed<T>(p, sh, x, p.hidden, mail ? p.mail_x : nullptr, lf + 2);
     } else {
       async_copy_wait();
@@ -1197,12 +1359,22 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
                      lf + 3);
     }
     mark_staged(p, pl);
-    consume_phase<T>(p, pl, sh, kDown, down_row, mail ? p.mail_x : nullptr, lf + 4);
+    consume_phase<T>(p, pl, sh, kDown, down_row, mail ? residual_mail : nullptr, lf + 4);
     if (l + 1 < p.layers) {
       copy_norm(sh, p.layer[l + 1].input_norm, p.hidden);
       load_row_biases<T>(p, sh, p.layer[l + 1], st);
     }
-    end_phase(p, pl, l, 4, !mail && l + 1 < p.layers);
+    if (out_norms) copy_norm_to(output_norm(p, sh), L.mlp_out_norm, p.hidden);
+    end_phase(p, pl, l, 4, !mail && (l + 1 < p.layers || out_norms));
+  }
+  // Output norms: the last MLP output, added by the blocks that own the residual's rows.
+  if (out_norms && has_rows(kDown)) {
+    const unsigned lf = base + 5u * static_cast<unsigned>(p.layers - 1);
+    stage_residual<T>(p, sh, static_cast<const T*>(p.x2), mail ? p.mail_x2 : nullptr, lf + 2,
+                      mail ? p.mail_y : nullptr, lf + 4, x, nullptr, 0, sh.slices[2 * kDown],
+                      sh.slices[2 * kDown + 1], false);
+  } else if (out_norms) {
+    async_copy_wait();
   }
 }
 
@@ -1224,16 +1396,25 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   const DType t = a.x.dtype();
   if (major < 9) return "needs compute capability 9.0 (bulk copies)";
   if (a.batch * a.seq != 1) return "one token per step only";
-  // Of the extensions (ops::decode_layers_extended) it takes Granite's residual multiplier and
-  // per-layer RoPE; the output norms, whole-projection q/k norms, GeGLU and softcapped scores
-  // run composed.
-  if (a.act != ops::GluActivation::silu) return "SwiGLU layers only";
-  if (a.softcap != 0.0f) return "no softcapped attention scores";
+  // Of the extensions (ops::decode_layers_extended) it takes Granite's residual multiplier,
+  // per-layer RoPE, GeGLU, softcapped scores and output norms (Gemma); OLMo 2's layers (no
+  // input norms, whole-projection q/k norms) run composed.
+  for (const ops::DecoderLayerTensors& L : a.layers) {
+    if (L.q_full_norm.defined() || L.k_full_norm.defined())
+      return "whole-projection q/k norms (OLMo 2) run composed";
+    if (!L.input_norm.defined() || !L.post_norm.defined())
+      return "layers without input norms (OLMo 2) run composed";
+    if (L.attn_out_norm.defined() != a.layers[0].attn_out_norm.defined() ||
+        L.mlp_out_norm.defined() != L.attn_out_norm.defined())
+      return "output norms on some layers or blocks only";
+  }
+  const bool out_norms = !a.layers.empty() && a.layers[0].attn_out_norm.defined();
+  if (out_norms && a.residual_scale != 1.0f) return "output norms with a residual multiplier";
   if (t != DType::bf16 && t != DType::f16) return "bf16/f16 activations only";
   if (static_cast<int>(a.layers.size()) > kMaxLayers) return "more than 128 layers";
   const int64_t hd = a.head_dim, nh = a.heads, nkv = a.kv_heads;
   if (hd < 8 || hd % 8 != 0 || hd > kMaxDim || 32 % (hd / 8) != 0) {
-    return "head_dim must be 8-128, 2^k";
+    return "head_dim must be 8-256, 2^k";
   }
   if (nkv <= 0 || nh < nkv || nh % nkv != 0) {
     return "heads must be a multiple of kv_heads";
@@ -1261,6 +1442,11 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   const int64_t widest = std::max({(nh + 2 * nkv) * hd, hidden, inter});
   if (2 * ((widest / 2 + blocks - 1) / blocks) > kThreads)
     return "more rows per block than threads";
+  // Output norms: every block stages the new residual after attention, and every block that
+  // may stage q/k/v has rows of it to publish, so that no block's staging reads a mailbox the
+  // next writer could have moved on (each writer waits for every row of these phases).
+  if (out_norms && (inter / 2 < blocks || (nh + 2 * nkv) * hd / 2 < blocks))
+    return "output norms need gate/up and q/k/v rows for every block";
   if (!a.positions.defined() || a.positions.numel() != 1) return "one position";
   const auto aligned = [](const Tensor& x) {
     return !x.defined() || reinterpret_cast<uintptr_t>(x.raw()) % 16 == 0;
@@ -1282,13 +1468,13 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
         maybe(L.down_bias, hidden) && maybe(L.q_norm, hd) && maybe(L.k_norm, hd) &&
         L.q_norm.defined() == L.k_norm.defined() &&
         is(L.k_cache, {1, nkv, L.k_cache.size(2), hd}) && is(L.v_cache, L.k_cache.shape()) &&
-        L.k_cache.size(2) == a.layers[0].k_cache.size(2) && !L.attn_out_norm.defined() &&
-        !L.mlp_out_norm.defined() && !L.q_full_norm.defined() &&
+        L.k_cache.size(2) == a.layers[0].k_cache.size(2) && maybe(L.attn_out_norm, hidden) &&
+        maybe(L.mlp_out_norm, hidden) &&
         (!L.inv_freq.defined() || (L.inv_freq.dtype() == DType::f32 &&
                                    L.inv_freq.numel() >= hd / 2 && L.inv_freq.is_contiguous()));
     if (!ok)
       return "a layer's weights or caches are not all " + std::string(dtype_name(t)) +
-             " and contiguous in the decoder's shapes, or it has output norms";
+             " and contiguous in the decoder's shapes";
   }
   const int64_t cap = a.layers[0].k_cache.size(2);
   if (a.past < 0 || a.past + 1 > cap || a.key_mask.size(1) < a.past + 1) return "past length";
@@ -1302,8 +1488,9 @@ struct DeviceState {
   std::shared_ptr<Buffer> sync;  // zeroed once; the barrier count only grows
   int sync_grid = 0;             // the grid size the count has advanced by (0: none yet)
   std::shared_ptr<Buffer> timeline;
-  std::vector<std::shared_ptr<Buffer>> partials;  // outgrown ones kept: graphs may use them
-  std::vector<std::shared_ptr<Buffer>> mail;      // flags mode's mailboxes, zeroed; likewise
+  std::vector<std::shared_ptr<Buffer>> partials;   // outgrown ones kept: graphs may use them
+  std::vector<std::shared_ptr<Buffer>> mail;       // flags mode's mailboxes, zeroed; likewise
+  std::vector<std::shared_ptr<Buffer>> residuals;  // output norms' y and x2; likewise
   int smem_optin = 0, major = 0;
   bool cooperative = false;
   std::map<const void*, size_t> smem_set;  // per kernel (bf16, f16): its shared-memory limit
@@ -1462,6 +1649,13 @@ struct Layout {
   int chunk_rows[kPhases];
 };
 
+// The stack's kernel: the wide one (decode_layers_kernel's kWide) for heads over 128 values,
+// output norms, GeGLU or softcapped scores (Gemma's layers), the other for the rest.
+bool wide_kernel(const ops::DecodeLayersArgs& a) {
+  return a.head_dim > 128 || (!a.layers.empty() && a.layers[0].attn_out_norm.defined()) ||
+         a.act != ops::GluActivation::silu || a.softcap != 0.0f;
+}
+
 Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
   const int es = static_cast<int>(dtype_size(a.x.dtype()));
   const int hidden = static_cast<int>(a.x.size(1)), inter = static_cast<int>(a.gate.size(1));
@@ -1472,7 +1666,8 @@ Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
   const int slot_min = std::max(kMinSlotBytes, env_int("ANVIL_CUDA_DECODE_SLOT_KB", 64) * 1024);
   lay.xs_bytes = (std::max({hidden, inter, attn}) * es + 127) / 128 * 128;
   lay.norm_bytes = (hidden * es + 127) / 128 * 128;
-  const int ring = smem_optin - kFixedBytes - lay.xs_bytes - lay.norm_bytes;
+  const int norms = a.layers[0].attn_out_norm.defined() ? 2 : 1;  // output norms: a second
+  const int ring = smem_optin - fixed_bytes(wide_kernel(a)) - lay.xs_bytes - norms * lay.norm_bytes;
   // The slots as large as the ring allows at the count slot_min gives: a phase's slice that
   // just overflows a slot cost a chunk of its own (Qwen2.5-0.5B's down rows: 6 + 1 in 64 KB
   // slots, 7 in the 68 KB that three slots leave room for), a block barrier and a pass.
@@ -1490,13 +1685,17 @@ Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
 
 // The mailboxes of flags mode, in one zeroed buffer (a zero word carries no launch's flag):
 // x, act, q|k|v and the attention output at two values per word, the partials one float per
-// word; each region 16-byte aligned.
+// word, then (output norms) y and x2 at two values per word; each region 16-byte aligned.
 void set_mailboxes(const ops::DecodeLayersArgs& a, DeviceState& st, const Context& ctx, Params& p) {
   const auto even = [](int64_t words) { return (words + 1) / 2 * 2; };
   const int64_t nq = a.heads * a.head_dim, nk = a.kv_heads * a.head_dim;
-  const int64_t sizes[5] = {even(a.x.size(1) / 2), even(a.gate.size(1) / 2),
-                            even((nq + 2 * nk) / 2), even(nq / 2),
-                            even(a.heads * p.splits * (a.head_dim + 2))};
+  const int64_t sizes[7] = {even(a.x.size(1) / 2),
+                            even(a.gate.size(1) / 2),
+                            even((nq + 2 * nk) / 2),
+                            even(nq / 2),
+                            even(a.heads * p.splits * (a.head_dim + 2)),
+                            even(a.x.size(1) / 2),
+                            even(a.x.size(1) / 2)};
   int64_t total = 0;
   for (int64_t n : sizes) total += n;
   const size_t bytes = static_cast<size_t>(total) * sizeof(MailWord);
@@ -1506,8 +1705,9 @@ void set_mailboxes(const ops::DecodeLayersArgs& a, DeviceState& st, const Contex
     ANVIL_CUDA_CHECK(cudaMemsetAsync(st.mail.back()->data(), 0, bytes, ctx.stream));
   }
   MailWord* at = static_cast<MailWord*>(st.mail.back()->data());
-  MailWord** regions[5] = {&p.mail_x, &p.mail_act, &p.mail_qkv, &p.mail_attn, &p.mail_part};
-  for (int i = 0; i < 5; ++i) {
+  MailWord** regions[7] = {&p.mail_x,    &p.mail_act, &p.mail_qkv, &p.mail_attn,
+                           &p.mail_part, &p.mail_y,   &p.mail_x2};
+  for (int i = 0; i < 7; ++i) {
     *regions[i] = at;
     at += sizes[i];
   }
@@ -1529,6 +1729,9 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   p.eps = a.eps;
   p.scale = a.scale;
   p.residual_scale = a.residual_scale;
+  p.softcap = a.softcap;
+  p.gelu = a.act == ops::GluActivation::gelu_tanh;
+  p.out_norms = a.layers[0].attn_out_norm.defined();
   p.positions = a.positions.data<int>();
   p.mask = a.key_mask.data<int>();
   p.past_dev = a.past_on_device.defined() ? a.past_on_device.data<int>() : nullptr;
@@ -1553,6 +1756,16 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
     st.partials.push_back(allocate(a.x.device(), floats * sizeof(float)));
   }
   p.partials = static_cast<float*>(st.partials.back()->data());
+  // Output norms: y and x2, the hidden size each (plain copies; barrier mode reads them).
+  const size_t residual_bytes = 2 * static_cast<size_t>(hidden) * dtype_size(a.x.dtype());
+  if (p.out_norms) {
+    if (st.residuals.empty() || st.residuals.back()->nbytes() < residual_bytes) {
+      if (ctx.capturing) throw Error("decode_layers: workspace grown during graph capture");
+      st.residuals.push_back(allocate(a.x.device(), residual_bytes));
+    }
+    p.y = st.residuals.back()->data();
+    p.x2 = static_cast<char*>(p.y) + residual_bytes / 2;
+  }
   // The count numbers launches by its quotient by the grid size (barrier targets, flags), so a
   // new grid size (ANVIL_CUDA_DECODE_BLOCKS) starts it over, and the mailboxes with it: no
   // word may then carry a flag that a new launch's number reproduces.
@@ -1591,7 +1804,8 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   p.norm_bytes = lay.norm_bytes;
   for (int i = 0; i < kPhases; ++i) p.chunk_rows[i] = lay.chunk_rows[i];
   p.piece_bytes = std::max(1, env_int("ANVIL_CUDA_DECODE_PIECE_KB", 32)) * 1024;
-  const size_t smem = kFixedBytes + static_cast<size_t>(p.xs_bytes) + p.norm_bytes +
+  const size_t smem = fixed_bytes(wide_kernel(a)) + static_cast<size_t>(p.xs_bytes) +
+                      (p.out_norms ? 2 : 1) * static_cast<size_t>(p.norm_bytes) +
                       static_cast<size_t>(p.slots) * p.slot_bytes;
   for (size_t i = 0; i < a.layers.size(); ++i) {
     const ops::DecoderLayerTensors& L = a.layers[i];
@@ -1618,12 +1832,18 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
                                L.v_cache.raw(),
                                L.window,
                                (L.inv_freq.defined() ? L.inv_freq : a.inv_freq).data<float>(),
-                               L.inv_freq.defined() ? L.rope_scaling : a.rope_scaling};
+                               L.inv_freq.defined() ? L.rope_scaling : a.rope_scaling,
+                               ptr(L.attn_out_norm),
+                               ptr(L.mlp_out_norm)};
   }
-  const auto kernel = p.timeline ? (p.by_flags ? decode_layers_kernel<T, true, true>
-                                               : decode_layers_kernel<T, false, true>)
-                                 : (p.by_flags ? decode_layers_kernel<T, true, false>
-                                               : decode_layers_kernel<T, false, false>);
+  const auto pick = [&](auto wide) {
+    constexpr bool kWide = decltype(wide)::value;
+    return p.timeline ? (p.by_flags ? decode_layers_kernel<T, true, true, kWide>
+                                    : decode_layers_kernel<T, false, true, kWide>)
+                      : (p.by_flags ? decode_layers_kernel<T, true, false, kWide>
+                                    : decode_layers_kernel<T, false, false, kWide>);
+  };
+  const auto kernel = wide_kernel(a) ? pick(std::true_type{}) : pick(std::false_type{});
   size_t& smem_set = st.smem_set[reinterpret_cast<const void*>(kernel)];
   if (smem_set != smem) {
     ANVIL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -326,18 +326,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
-// The gated activation of gate value g: SiLU, or GELU's tanh approximation (GeGLU) written as
-// g * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3)), the form the elementwise GegluOp computes.
-template <bool Gelu>
-__device__ __forceinline__ float gated(float g) {
-  if constexpr (Gelu) {
-    const float a = g * (1.5957691216057308f + 1.5957691216057308f * 0.044715f * g * g);
-    return g / (1.0f + __expf(-a));
-  } else {
-    return g / (1.0f + __expf(-g));
-  }
-}
-
 template <class T, int R, int S, bool kStaged, bool Gelu>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemv_swiglu_kernel(const T* __restrict__ x_in, const T* __restrict__ gate,
