@@ -11,8 +11,14 @@
 //      half the grid), so an item starts waiting for its inputs as soon as the step's x does;
 //   3. every block combines the heads' partial results for itself, then its slice of o_proj
 //      rows, added to the residual;
-//   4. post-attention RMSNorm and its slice of gate/up rows with SwiGLU;
+//   4. post-attention RMSNorm and its slice of gate/up rows with SwiGLU (GeGLU for Gemma);
 //   5. its slice of down_proj rows, added to the residual.
+//
+// Gemma's output norms (the wide kernel, which also takes heads of 256): phases 3 and 5 send
+// their products instead of adding them, and the next phase's staging, which needs the whole
+// residual anyway, adds rms_norm(product) * w to it in every block and publishes its share of
+// the new residual (alternately in x2 and x, so that no block overwrites a residual another
+// may still be reading); after the last layer the down rows' blocks add the last product.
 //
 // The weights never wait for the activations: each block streams the rows of its slices, layer
 // after layer, into a ring of shared-memory slots with bulk copies issued by one thread as soon
