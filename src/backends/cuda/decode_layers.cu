@@ -594,39 +594,18 @@ __device__ void copy_norm(const Shared& sh, const void* weight, int n) {
   copy_norm_to(sh.norm, weight, n);
 }
 
-// xs = rms_norm(x) * weight over n values, rounded as the separate norm kernel rounds; x from
-// the mailbox once flagged `flag` when one is given.
-template <class T>
-__device__ void stage_normed(const Params& p, const Shared& sh, const T* x, int n,
-                             const MailWord* mail, unsigned flag) {
-  const int vecs = n / 8;
+// xs = v * scale * the norm's weight (sh.norm), rounded as the separate norm kernel rounds;
+// vec(i, c) is this thread's i-th vector of v (c its index: threadIdx.x + i * kThreads).
+template <class T, class Vec>
+__device__ __forceinline__ void write_normed(const Shared& sh, int vecs, float scale,
+                                             const Vec& vec) {
   uint4* xs = static_cast<uint4*>(sh.xs);
-  uint4 raw[4];
-  if (mail) {
-    mail_take_vectors<4>(mail, static_cast<int>(threadIdx.x), kThreads, vecs, flag, p.poll_ns, raw);
-  } else {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int c = static_cast<int>(threadIdx.x) + i * kThreads;
-      raw[i] = c < vecs ? __ldcg(reinterpret_cast<const uint4*>(x) + c) : make_uint4(0, 0, 0, 0);
-    }
-  }
-  float ss = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    float f[8];
-    widen8<T>(raw[i], f);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) ss += f[j] * f[j];
-  }
-  const float scale = rsqrtf(block_sum(ss, sh.reduce) / static_cast<float>(n) + p.eps);
-  async_copy_wait();  // this thread's vectors of the weight (copy_norm) have landed
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int c = static_cast<int>(threadIdx.x) + i * kThreads;
     if (c >= vecs) break;
     float f[8], wf[8];
-    widen8<T>(raw[i], f);
+    widen8<T>(vec(i, c), f);
     widen8<T>(static_cast<const uint4*>(sh.norm)[c], wf);
     uint4 packed;
     T* out = reinterpret_cast<T*>(&packed);
@@ -652,6 +631,27 @@ __device__ __forceinline__ void load_vectors(const Params& p, const T* src, cons
     const int c = static_cast<int>(threadIdx.x) + i * kThreads;
     raw[i] = c < vecs ? __ldcg(reinterpret_cast<const uint4*>(src) + c) : make_uint4(0, 0, 0, 0);
   }
+}
+
+// xs = rms_norm(x) * weight over n values, rounded as the separate norm kernel rounds; x from
+// the mailbox once flagged `flag` when one is given.
+template <class T>
+__device__ void stage_normed(const Params& p, const Shared& sh, const T* x, int n,
+                             const MailWord* mail, unsigned flag) {
+  const int vecs = n / 8;
+  uint4 raw[4];
+  load_vectors<T>(p, x, mail, flag, vecs, raw);
+  float ss = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float f[8];
+    widen8<T>(raw[i], f);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) ss += f[j] * f[j];
+  }
+  const float scale = rsqrtf(block_sum(ss, sh.reduce) / static_cast<float>(n) + p.eps);
+  async_copy_wait();  // this thread's vectors of the weight (copy_norm) have landed
+  write_normed<T>(sh, vecs, scale, [&](int i, int) { return raw[i]; });
 }
 
 // Where a block output passes through an output norm: x_new = x + rms_norm(y) * w (w copied
@@ -718,21 +718,7 @@ __device__ void stage_residual(const Params& p, const Shared& sh, const T* x,
   consumers_sync();  // xs is overwritten below
   if (!stage) return;
   const float scale = rsqrtf(block_sum(ss2, sh.reduce) / static_cast<float>(n) + p.eps);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
-    if (c >= vecs) break;
-    float f[8], wf[8];
-    widen8<T>(xs[c], f);
-    widen8<T>(static_cast<const uint4*>(sh.norm)[c], wf);
-    uint4 packed;
-    T* out = reinterpret_cast<T*>(&packed);
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-      out[j] = from_float<T>(wf[j] * to_float(from_float<T>(f[j] * scale)));
-    xs[c] = packed;
-  }
-  consumers_sync();
+  write_normed<T>(sh, vecs, scale, [&](int, int c) { return xs[c]; });
 }
 
 // xs = src over n values; from the mailbox once flagged `flag` when one is given.
