@@ -794,10 +794,15 @@ __device__ __forceinline__ void load_int_if(const int* at, bool take, int& v) {
 // A round's keys per thread: their key and value vectors are loaded together, before the
 // scores need them, so a round costs one memory latency (the item's first round is loaded
 // before its prologue, overlapping the q/k/v loads).
-constexpr int kKeysPerThread = 2;
+// The wide kernel's items take one: with two, its flags-mode kernel spilled registers, and its
+// items' RoPE step took 2.2 us a Gemma 3 1B item against 0.4 for Qwen2.5-0.5B's (a spill of a
+// key/value register waiting for its load, presumably); with one, 1.0 and decode 3.5% faster.
+__host__ __device__ constexpr int keys_per_thread(bool wide) {
+  return wide ? 1 : 2;
+}
 
 // One (q head, key split) item: rope_store's work for the head (as the fused decode attention
-// kernel does it), an online softmax over the split's keys in rounds of kKeysPerThread keys
+// kernel does it), an online softmax over the split's keys in rounds of keys_per_thread(kWide) keys
 // per thread, the partial result to global memory (stage_attention combines them). Flags mode:
 // q/k/v come from their mailbox flagged lf (the layer's first flag), the result goes out
 // flagged lf + 1. kProfile: the item's times into `stamps` where not null (the profile's
@@ -820,6 +825,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
   split_range(first_visible_key(past, L.window), past + 1, splits, split, t0, t1);
   const int chunks = dim / 8, per_pass = kThreads / chunks;
   const int sub = tid % chunks, slot = tid / chunks;
+  constexpr int kKeysPerThread = keys_per_thread(kWide);
   const long long round_keys = static_cast<long long>(per_pass) * kKeysPerThread;
   const uint4 zero = make_uint4(0, 0, 0, 0);
   // This thread's cached keys and values of the round starting at r0 (zeros past its end and
@@ -1739,7 +1745,7 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   p.splits = env_int("ANVIL_CUDA_DECODE_SPLITS", std::max(1, blocks / p.heads));
   p.splits = std::max(1, p.splits);
   // A split of one round of keys by default: its loads are all in flight together.
-  const int round_keys = kThreads / (p.dim / 8) * kKeysPerThread;
+  const int round_keys = kThreads / (p.dim / 8) * keys_per_thread(wide_kernel(a));
   p.split_keys = std::max(1, env_int("ANVIL_CUDA_DECODE_SPLIT_KEYS", round_keys));
   p.item_mode = std::clamp(env_int("ANVIL_CUDA_DECODE_ITEMS", 2), 0, 2);
   const size_t floats = static_cast<size_t>(p.heads) * p.splits * partial_floats(p.dim);
