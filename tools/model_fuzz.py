@@ -331,11 +331,17 @@ def make_case(i, folder):
             # layers amplify rounding, e.g. a router near a tie, is held to its own float32
             # error where that exceeds 1e-4), bf16 / f16 against float32
             t = {'f32': torch.float64, 'bf16': torch.bfloat16, 'f16': torch.float16}[dtype]
+            # (over finite values only: transformers' float64 run of a left-padded batch can
+            # give NaN logits, and a NaN had made the bound ignore its own error)
             low_b = fresh().to(t)(ids, attention_mask=mask).logits * mask[..., None]
             low_l = fresh().to(t)(long_ids).logits
-            ref['own'] = torch.tensor(
-                max((low_b.double() - ref['want_b']).abs().max().item(),
-                    (low_l.double() - ref['want_l']).abs().max().item()))
+
+            def finite_max(d):
+                d = d.abs()
+                d = d[torch.isfinite(d)]
+                return d.max().item() if d.numel() else 0.0
+            ref['own'] = torch.tensor(max(finite_max(low_b.double() - ref['want_b']),
+                                          finite_max(low_l.double() - ref['want_l'])))
     except Exception as e:
         return None, f"{desc:60} skipped: transformers fails ({str(e).splitlines()[-1][:80]})"
     ref.update(ids=ids, mask=mask, long_ids=long_ids, beams=torch.tensor(beams))
