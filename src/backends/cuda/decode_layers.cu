@@ -666,8 +666,8 @@ __device__ void stage_residual(const Params& p, const Shared& sh, const T* x,
                                int pub_end, bool stage) {
   const int n = p.hidden, vecs = n / 8;
   uint4* xs = static_cast<uint4*>(sh.xs);
-  // Each thread's vectors pass through xs (its own ones only, so no barrier): held in
-  // registers across the block sums, they made the kernel spill.
+  // y passes through xs (each thread its own vectors, so no barrier): held in registers
+  // beside x across the block sum, it made the kernel spill.
   float ss = 0.0f;
   {
     uint4 yr[4];
@@ -1389,6 +1389,12 @@ int grid_blocks(int sm_count) {
 
 // ---- Host side -------------------------------------------------------------------------
 
+// Whether the stack's layers normalise their blocks' outputs (Gemma 2/3); unfit_reason
+// requires all of them or none.
+bool output_norms(const ops::DecodeLayersArgs& a) {
+  return !a.layers.empty() && a.layers[0].attn_out_norm.defined();
+}
+
 // Why the stack cannot run as one launch (empty when it can).
 std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   const DType t = a.x.dtype();
@@ -1402,11 +1408,11 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
       return "whole-projection q/k norms (OLMo 2) run composed";
     if (!L.input_norm.defined() || !L.post_norm.defined())
       return "layers without input norms (OLMo 2) run composed";
-    if (L.attn_out_norm.defined() != a.layers[0].attn_out_norm.defined() ||
+    if (L.attn_out_norm.defined() != output_norms(a) ||
         L.mlp_out_norm.defined() != L.attn_out_norm.defined())
       return "output norms on some layers or blocks only";
   }
-  const bool out_norms = !a.layers.empty() && a.layers[0].attn_out_norm.defined();
+  const bool out_norms = output_norms(a);
   if (out_norms && a.residual_scale != 1.0f) return "output norms with a residual multiplier";
   if (t != DType::bf16 && t != DType::f16) return "bf16/f16 activations only";
   if (static_cast<int>(a.layers.size()) > kMaxLayers) return "more than 128 layers";
@@ -1650,8 +1656,8 @@ struct Layout {
 // The stack's kernel: the wide one (decode_layers_kernel's kWide) for heads over 128 values,
 // output norms, GeGLU or softcapped scores (Gemma's layers), the other for the rest.
 bool wide_kernel(const ops::DecodeLayersArgs& a) {
-  return a.head_dim > 128 || (!a.layers.empty() && a.layers[0].attn_out_norm.defined()) ||
-         a.act != ops::GluActivation::silu || a.softcap != 0.0f;
+  return a.head_dim > 128 || output_norms(a) || a.act != ops::GluActivation::silu ||
+         a.softcap != 0.0f;
 }
 
 Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
@@ -1664,7 +1670,7 @@ Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
   const int slot_min = std::max(kMinSlotBytes, env_int("ANVIL_CUDA_DECODE_SLOT_KB", 64) * 1024);
   lay.xs_bytes = (std::max({hidden, inter, attn}) * es + 127) / 128 * 128;
   lay.norm_bytes = (hidden * es + 127) / 128 * 128;
-  const int norms = a.layers[0].attn_out_norm.defined() ? 2 : 1;  // output norms: a second
+  const int norms = output_norms(a) ? 2 : 1;  // output norms: a second
   const int ring = smem_optin - fixed_bytes(wide_kernel(a)) - lay.xs_bytes - norms * lay.norm_bytes;
   // The slots as large as the ring allows at the count slot_min gives: a phase's slice that
   // just overflows a slot cost a chunk of its own (Qwen2.5-0.5B's down rows: 6 + 1 in 64 KB
@@ -1729,7 +1735,8 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   p.residual_scale = a.residual_scale;
   p.softcap = a.softcap;
   p.gelu = a.act == ops::GluActivation::gelu_tanh;
-  p.out_norms = a.layers[0].attn_out_norm.defined();
+  p.out_norms = output_norms(a);
+  const bool wide = wide_kernel(a);
   p.positions = a.positions.data<int>();
   p.mask = a.key_mask.data<int>();
   p.past_dev = a.past_on_device.defined() ? a.past_on_device.data<int>() : nullptr;
@@ -1745,7 +1752,7 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   p.splits = env_int("ANVIL_CUDA_DECODE_SPLITS", std::max(1, blocks / p.heads));
   p.splits = std::max(1, p.splits);
   // A split of one round of keys by default: its loads are all in flight together.
-  const int round_keys = kThreads / (p.dim / 8) * keys_per_thread(wide_kernel(a));
+  const int round_keys = kThreads / (p.dim / 8) * keys_per_thread(wide);
   p.split_keys = std::max(1, env_int("ANVIL_CUDA_DECODE_SPLIT_KEYS", round_keys));
   p.item_mode = std::clamp(env_int("ANVIL_CUDA_DECODE_ITEMS", 2), 0, 2);
   const size_t floats = static_cast<size_t>(p.heads) * p.splits * partial_floats(p.dim);
@@ -1802,7 +1809,7 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   p.norm_bytes = lay.norm_bytes;
   for (int i = 0; i < kPhases; ++i) p.chunk_rows[i] = lay.chunk_rows[i];
   p.piece_bytes = std::max(1, env_int("ANVIL_CUDA_DECODE_PIECE_KB", 32)) * 1024;
-  const size_t smem = fixed_bytes(wide_kernel(a)) + static_cast<size_t>(p.xs_bytes) +
+  const size_t smem = fixed_bytes(wide) + static_cast<size_t>(p.xs_bytes) +
                       (p.out_norms ? 2 : 1) * static_cast<size_t>(p.norm_bytes) +
                       static_cast<size_t>(p.slots) * p.slot_bytes;
   for (size_t i = 0; i < a.layers.size(); ++i) {
@@ -1841,7 +1848,7 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
                       : (p.by_flags ? decode_layers_kernel<T, true, false, kWide>
                                     : decode_layers_kernel<T, false, false, kWide>);
   };
-  const auto kernel = wide_kernel(a) ? pick(std::true_type{}) : pick(std::false_type{});
+  const auto kernel = wide ? pick(std::true_type{}) : pick(std::false_type{});
   size_t& smem_set = st.smem_set[reinterpret_cast<const void*>(kernel)];
   if (smem_set != smem) {
     ANVIL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
