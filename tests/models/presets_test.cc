@@ -30,6 +30,8 @@ TEST(Presets, EachParsesAsTheCheckpointItNames) {
       {"granite-3.1-2b", {"GraniteForCausalLM", 2048, 8192, 40, 32, 8, 64, 49155}},
       {"granite-3.0-1b-a400m", {"GraniteMoeForCausalLM", 1024, 512, 24, 16, 8, 64, 49155}},
       {"olmoe-1b-7b", {"OlmoeForCausalLM", 2048, 1024, 16, 16, 16, 128, 50304}},
+      {"phi-3-mini", {"Phi3ForCausalLM", 3072, 8192, 32, 32, 32, 96, 32064}},
+      {"olmo-2-1b", {"Olmo2ForCausalLM", 2048, 8192, 16, 16, 16, 128, 100352}},
   };
   size_t seen = 0;
   for (const EmbeddedConfig& e : embedded_configs()) {
@@ -55,6 +57,10 @@ TEST(Presets, EachParsesAsTheCheckpointItNames) {
     if (std::string(e.name) == "llama-3.2-1b") {
       EXPECT_EQ(c.rope.type, RopeType::llama3);
       EXPECT_TRUE(c.tie_word_embeddings);
+    }
+    if (std::string(e.name) == "phi-3-mini") {  // Phi-3-mini-4k: a window of 2,047 keys
+      EXPECT_EQ(c.sliding_window, 2047);
+      EXPECT_FALSE(c.tie_word_embeddings);
     }
     if (std::string(e.name) == "granite-3.1-2b") {
       EXPECT_DOUBLE_EQ(c.residual_multiplier, 0.22);

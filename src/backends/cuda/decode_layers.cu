@@ -84,6 +84,14 @@ __host__ __device__ constexpr int partial_floats(int dim) {
   return dim + 4;
 }
 static_assert(kWarps * kMaxDim <= attn_scratch(true));
+// Threads that share one key in the attention items: a head's 8-value chunks, rounded up to a
+// power of two so that a key's threads sit in one warp and reduce by shuffles (heads of 96 or
+// 80 values, Phi-3's and Phi-2's, leave a key's last threads idle).
+constexpr int key_lanes(int dim) {
+  int lanes = 1;
+  while (lanes < dim / 8) lanes *= 2;
+  return lanes;
+}
 
 enum Phase : int { kQkv = 0, kOut = 1, kGateUp = 2, kDown = 3, kPhases = 4 };
 
@@ -102,6 +110,7 @@ struct LayerPointers {
 
 struct Params {
   int layers, hidden, inter, heads, kv_heads, dim, group, splits;
+  int key_lanes;  // key_lanes(dim), computed once on the host
   long long cap;
   float eps, scale;
   float residual_scale;  // Granite's residual_multiplier: each block's output times it (else 1)
@@ -113,6 +122,9 @@ struct Params {
   // normalises it for its phase; the last layer's MLP output is added by its down rows' blocks.
   bool out_norms;
   void *y, *x2;
+  // OLMo 2 (the wide kernel only): no input norms (q/k/v and gate/up read the residual as it
+  // is) and q/k norms over the whole projection (every head's q, all of k) instead of per head.
+  bool plain_input, full_qk_norm;
   const int* positions;
   const int* mask;
   const int* past_dev;  // graph replay: the past length in device memory (else past_host)
@@ -634,13 +646,25 @@ __device__ __forceinline__ void load_vectors(const Params& p, const T* src, cons
 }
 
 // xs = rms_norm(x) * weight over n values, rounded as the separate norm kernel rounds; x from
-// the mailbox once flagged `flag` when one is given.
+// the mailbox once flagged `flag` when one is given. `plain`: xs = x (a layer without input
+// norms), the same for every thread.
 template <class T>
 __device__ void stage_normed(const Params& p, const Shared& sh, const T* x, int n,
-                             const MailWord* mail, unsigned flag) {
+                             const MailWord* mail, unsigned flag, bool plain) {
   const int vecs = n / 8;
   uint4 raw[4];
   load_vectors<T>(p, x, mail, flag, vecs, raw);
+  if (plain) {  // no norm (OLMo 2): x as it is
+    uint4* xs = static_cast<uint4*>(sh.xs);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+      if (c < vecs) xs[c] = raw[i];
+    }
+    async_copy_wait();  // the copy of the norm's stand-in lands before the next one is issued
+    consumers_sync();
+    return;
+  }
   float ss = 0.0f;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -658,12 +682,13 @@ __device__ void stage_normed(const Params& p, const Shared& sh, const T* x, int 
 // ahead to output_norm), rounded as the separate rms_norm_add kernel rounds, over the hidden
 // size; x and y from their mailboxes (flags xf, yf) or plain. Rows [pub_begin, pub_end) of
 // x_new go to dst (and dst_mail, flagged df); then, where `stage`, xs = rms_norm(x_new) * the
-// next norm's weight (sh.norm), as stage_normed stages. `stage` is the same for every thread.
+// next norm's weight (sh.norm), as stage_normed stages (or, `plain`, xs = x_new). `stage` and
+// `plain` are the same for every thread.
 template <class T>
 __device__ void stage_residual(const Params& p, const Shared& sh, const T* x,
                                const MailWord* x_mail, unsigned xf, const MailWord* y_mail,
                                unsigned yf, T* dst, MailWord* dst_mail, unsigned df, int pub_begin,
-                               int pub_end, bool stage) {
+                               int pub_end, bool stage, bool plain) {
   const int n = p.hidden, vecs = n / 8;
   uint4* xs = static_cast<uint4*>(sh.xs);
   // y passes through xs (each thread its own vectors, so no barrier): held in registers
@@ -715,8 +740,8 @@ __device__ void stage_residual(const Params& p, const Shared& sh, const T* x,
     dst[2 * j + 1] = b;
     if (dst_mail) mail_put(dst_mail + j, df, pack_pair<T>(to_float(a), to_float(b)));
   }
-  consumers_sync();  // xs is overwritten below
-  if (!stage) return;
+  consumers_sync();             // xs is overwritten below
+  if (!stage || plain) return;  // plain (OLMo 2): the next phase takes x_new as it is, in xs
   const float scale = rsqrtf(block_sum(ss2, sh.reduce) / static_cast<float>(n) + p.eps);
   write_normed<T>(sh, vecs, scale, [&](int, int c) { return xs[c]; });
 }
@@ -801,13 +826,51 @@ __host__ __device__ constexpr int keys_per_thread(bool wide) {
   return wide ? 1 : 2;
 }
 
+// OLMo 2's whole-projection q/k norms, one warp: the sum of squares of the n values of q or k
+// (starting at row `first` of q|k|v), whose values [own, own + dim) (the item's head) go to
+// vals. Flags mode: from the q/k/v mailbox, flagged lf.
+template <class T, bool kFlags>
+__device__ float take_projection(const Params& p, long long first, int n, int own, int dim,
+                                 unsigned lf, float* vals) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  float ss = 0.0f;
+  if constexpr (kFlags) {
+    constexpr int kWords = 4;
+    for (int w0 = 0; w0 < n / 2; w0 += 32 * kWords) {
+      unsigned words[kWords];
+      mail_take<kWords>(p.mail_qkv + first / 2 + w0, lane, 32, min(32 * kWords, n / 2 - w0), lf,
+                        p.poll_ns, words);
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) {
+        const int w = w0 + lane + 32 * i;
+        if (w >= n / 2) break;
+        const float a = low_half(words[i], T{}), b = high_half(words[i], T{});
+        ss += a * a + b * b;
+        const int d = 2 * w - own;
+        if (d >= 0 && d < dim) {
+          vals[d] = a;
+          vals[d + 1] = b;
+        }
+      }
+    }
+  } else {
+    const T* src = static_cast<const T*>(first == 0 ? p.q : p.k);
+    for (int i = lane; i < n; i += 32) {
+      const float x = to_float(load_cg(src + i));
+      ss += x * x;
+      if (i >= own && i < own + dim) vals[i - own] = x;
+    }
+  }
+  return ss;
+}
+
 // One (q head, key split) item: rope_store's work for the head (as the fused decode attention
 // kernel does it), an online softmax over the split's keys in rounds of keys_per_thread(kWide) keys
 // per thread, the partial result to global memory (stage_attention combines them). Flags mode:
 // q/k/v come from their mailbox flagged lf (the layer's first flag), the result goes out
 // flagged lf + 1. kProfile: the item's times into `stamps` where not null (the profile's
 // kernel only: the stamps' checks cost 0.9% of decode when they were in every kernel).
-template <class T, bool kFlags, bool kProfile, bool kWide>
+template <class T, bool kFlags, bool kProfile, bool kWide, bool kOlmo>
 __device__ void attention_item(const Params& p, const LayerPointers& L, int h, int split,
                                int splits, long long past, const Shared& sh, unsigned lf,
                                unsigned long long* stamps) {
@@ -823,8 +886,12 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
   const T* vc = static_cast<const T*>(L.v_cache) + static_cast<long long>(kh) * p.cap * dim;
   long long t0, t1;
   split_range(first_visible_key(past, L.window), past + 1, splits, split, t0, t1);
-  const int chunks = dim / 8, per_pass = kThreads / chunks;
-  const int sub = tid % chunks, slot = tid / chunks;
+  const int chunks = dim / 8, lanes = p.key_lanes, per_pass = kThreads / lanes;
+  const int sub = tid % lanes, slot = tid / lanes;
+  // A padding lane (sub >= chunks: heads of 96 values) loads its key's last chunk again, in
+  // bounds, and meets zeros in q's padding (sh.qs past dim), so its dot products add nothing
+  // and its sums are never written; a predicate instead held a register the hot kernel spilled.
+  const int chunk_at = min(sub, chunks - 1) * 8;
   constexpr int kKeysPerThread = keys_per_thread(kWide);
   const long long round_keys = static_cast<long long>(per_pass) * kKeysPerThread;
   const uint4 zero = make_uint4(0, 0, 0, 0);
@@ -841,8 +908,8 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     for (int u = 0; u < kKeysPerThread; ++u) {
       const long long t = r0 + slot + u * per_pass;
       const bool cached = t < r1 && t != past;
-      kraw[u] = cached ? *reinterpret_cast<const uint4*>(kc + t * dim + sub * 8) : zero;
-      vraw[u] = cached ? *reinterpret_cast<const uint4*>(vc + t * dim + sub * 8) : zero;
+      kraw[u] = cached ? *reinterpret_cast<const uint4*>(kc + t * dim + chunk_at) : zero;
+      vraw[u] = cached ? *reinterpret_cast<const uint4*>(vc + t * dim + chunk_at) : zero;
       load_int_if(p.mask + t, t < r1, visible[u]);
     }
   };
@@ -868,7 +935,16 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     const T* norm = static_cast<const T*>(warp == 0 ? L.q_norm : L.k_norm);
     float* vals = warp == 0 ? sh.rq : sh.rk;
     float ss = 0.0f;
-    if constexpr (kFlags) {
+    int norm_n = dim;  // the values the norm runs over
+    bool whole = false;
+    if constexpr (kOlmo) whole = p.full_qk_norm;
+    if (whole) {  // OLMo 2: the sum of squares over the whole projection, the head's values kept
+      const int own = (warp == 0 ? h : kh) * dim;
+      norm_n = warp == 0 ? static_cast<int>(nq) : static_cast<int>(nk);
+      norm += own;
+      ss = take_projection<T, kFlags>(p, warp == 0 ? 0 : nq, norm_n, own, dim, lf, vals);
+      __syncwarp();
+    } else if constexpr (kFlags) {
       unsigned words[kWords];
       take_head(warp == 0 ? h * dim : nq + kh * dim, words);
 #pragma unroll
@@ -889,7 +965,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
       }
     }
     if (norm) {
-      const float rs = rsqrtf(warp_sum(ss) / static_cast<float>(dim) + p.eps);
+      const float rs = rsqrtf(warp_sum(ss) / static_cast<float>(norm_n) + p.eps);
       for (int i = lane; i < dim; i += 32) {
         vals[i] =
             to_float(from_float<T>(to_float(norm[i]) * to_float(from_float<T>(vals[i] * rs))));
@@ -939,6 +1015,11 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     sh.kn[d] = to_float(kt);
     if (writes_cache) kc_new[d] = kt;
   }
+  for (int d = dim + tid; d < lanes * 8; d += kThreads) {  // the padding lanes' zeros
+    sh.qs[d] = 0.0f;
+    sh.kn[d] = 0.0f;
+    sh.vn[d] = 0.0f;
+  }
   consumers_sync();
   mark(kItemRoped);
 
@@ -961,7 +1042,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
       float dot = 0.0f;
 #pragma unroll
       for (int i = 0; i < 8; ++i) dot += qv[i] * kf[i];
-      for (int o = chunks / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      for (int o = lanes / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
       score[u] = visible[u] != 0 ? (kWide ? soft_capped(dot, p.softcap) : dot) : -FLT_MAX;
       m_loc = fmaxf(m_loc, score[u]);
     }
@@ -995,7 +1076,7 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
   }
   mark(kItemScored);
   // The threads of one dimension chunk: first within the warp, then across warps.
-  for (int o = chunks; o < 32; o <<= 1) {
+  for (int o = lanes; o < 32; o <<= 1) {
 #pragma unroll
     for (int i = 0; i < 8; ++i) acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], o);
   }
@@ -1226,13 +1307,16 @@ __device__ __forceinline__ void end_phase(const Params& p, Pipeline& pl, int lay
 // that ANVIL_CUDA_DECODE_PROFILE runs, with the attention items' stamps. kWide: head sizes up
 // to 256, GeGLU, softcapped scores, and the output norms' staging where Params::out_norms
 // (Gemma's layers; in the other kernels that staging made them spill registers, and the rest
-// cost them 1% of decode).
-template <class T, bool kFlags, bool kProfile, bool kWide>
+// cost them 1% of decode). kOlmo (with kWide): OLMo 2's layers, without input norms and with
+// whole-projection q/k norms (in Gemma's kernel that code cost Gemma 3 1B 6% of decode).
+template <class T, bool kFlags, bool kProfile, bool kWide, bool kOlmo>
 __global__ void __launch_bounds__(kBlockThreads, 1)
     decode_layers_kernel(const __grid_constant__ Params p) {
+  static_assert(kWide || !kOlmo, "OLMo 2's layers need the wide kernel's output norms");
   extern __shared__ __align__(128) char smem[];
   const Shared sh = carve<kWide>(p, smem);
   const bool out_norms = kWide && p.out_norms;
+  const bool plain = kOlmo && p.plain_input;
   Pipeline pl;
   const long long past = p.past_dev ? *p.past_dev : p.past_host;
   const int splits = active_splits(p, past);
@@ -1312,9 +1396,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     if (out_norms && l > 0 && has_rows(kQkv)) {
       stage_residual<T>(p, sh, static_cast<const T*>(p.x2), mail ? p.mail_x2 : nullptr, lf - 3,
                         mail ? p.mail_y : nullptr, lf - 1, x, mail ? p.mail_x : nullptr, lf - 1,
-                        sh.slices[2 * kPhases], sh.slices[2 * kPhases + 1], true);
+                        sh.slices[2 * kPhases], sh.slices[2 * kPhases + 1], true, plain);
     } else if (has_rows(kQkv)) {
-      stage_normed<T>(p, sh, x, p.hidden, mail && l > 0 ? p.mail_x : nullptr, lf - 1);
+      stage_normed<T>(p, sh, x, p.hidden, mail && l > 0 ? p.mail_x : nullptr, lf - 1, plain);
     } else {
       async_copy_wait();  // the norm's copy: the next one goes to the same place
     }
@@ -1322,7 +1406,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     consume_phase<T>(p, pl, sh, kQkv, qkv_row, mail ? p.mail_qkv : nullptr, lf);
     end_phase(p, pl, l, 0, !mail);
     for (int it = item0; it < items; it += gridDim.x) {
-      attention_item<T, kFlags, kProfile, kWide>(
+      attention_item<T, kFlags, kProfile, kWide, kOlmo>(
           p, L, it / splits, it % splits, splits, past, sh, lf,
           kProfile && it == item0 ? item_stamps(p, l) : nullptr);
     }
@@ -1343,9 +1427,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
       stage_residual<T>(p, sh, x, mail && l > 0 ? p.mail_x : nullptr, lf - 1,
                         mail ? p.mail_y : nullptr, lf + 2, static_cast<T*>(p.x2),
                         mail ? p.mail_x2 : nullptr, lf + 2, sh.slices[2 * kOut],
-                        sh.slices[2 * kOut + 1], true);
+                        sh.slices[2 * kOut + 1], true, plain);
     } else if (has_rows(kGateUp)) {
-      stage_normed<T>(p, sh, x, p.hidden, mail ? p.mail_x : nullptr, lf + 2);
+      stage_normed<T>(p, sh, x, p.hidden, mail ? p.mail_x : nullptr, lf + 2, plain);
     } else {
       async_copy_wait();
     }
@@ -1370,7 +1454,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     const unsigned lf = base + 5u * static_cast<unsigned>(p.layers - 1);
     stage_residual<T>(p, sh, static_cast<const T*>(p.x2), mail ? p.mail_x2 : nullptr, lf + 2,
                       mail ? p.mail_y : nullptr, lf + 4, x, nullptr, 0, sh.slices[2 * kDown],
-                      sh.slices[2 * kDown + 1], false);
+                      sh.slices[2 * kDown + 1], false, plain);
   } else if (out_norms) {
     async_copy_wait();
   }
@@ -1394,20 +1478,28 @@ int grid_blocks(int sm_count) {
 bool output_norms(const ops::DecodeLayersArgs& a) {
   return !a.layers.empty() && a.layers[0].attn_out_norm.defined();
 }
+bool plain_input(const ops::DecodeLayersArgs& a) {  // OLMo 2
+  return !a.layers.empty() && !a.layers[0].input_norm.defined();
+}
+bool full_qk_norm(const ops::DecodeLayersArgs& a) {  // OLMo 2
+  return !a.layers.empty() && a.layers[0].q_full_norm.defined();
+}
 
 // Why the stack cannot run as one launch (empty when it can).
 std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   const DType t = a.x.dtype();
   if (major < 9) return "needs compute capability 9.0 (bulk copies)";
   if (a.batch * a.seq != 1) return "one token per step only";
-  // Of the extensions (ops::decode_layers_extended) it takes Granite's residual multiplier,
-  // per-layer RoPE, GeGLU, softcapped scores and output norms (Gemma); OLMo 2's layers (no
-  // input norms, whole-projection q/k norms) run composed.
+  // Of the extensions (ops::decode_layers_extended) it takes them all: Granite's residual
+  // multiplier, per-layer RoPE, GeGLU, softcapped scores and output norms (Gemma), layers
+  // without input norms and with whole-projection q/k norms (OLMo 2); each on every layer.
   for (const ops::DecoderLayerTensors& L : a.layers) {
-    if (L.q_full_norm.defined() || L.k_full_norm.defined())
-      return "whole-projection q/k norms (OLMo 2) run composed";
-    if (!L.input_norm.defined() || !L.post_norm.defined())
-      return "layers without input norms (OLMo 2) run composed";
+    if (L.q_full_norm.defined() != full_qk_norm(a) || L.k_full_norm.defined() != full_qk_norm(a))
+      return "whole-projection q/k norms on some layers or of q or k only";
+    if (L.q_full_norm.defined() && L.q_norm.defined())
+      return "both whole-projection and per-head q/k norms";
+    if (L.input_norm.defined() == plain_input(a) || L.post_norm.defined() == plain_input(a))
+      return "input norms on some layers or blocks only";
     if (L.attn_out_norm.defined() != output_norms(a) ||
         L.mlp_out_norm.defined() != L.attn_out_norm.defined())
       return "output norms on some layers or blocks only";
@@ -1417,8 +1509,8 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   if (t != DType::bf16 && t != DType::f16) return "bf16/f16 activations only";
   if (static_cast<int>(a.layers.size()) > kMaxLayers) return "more than 128 layers";
   const int64_t hd = a.head_dim, nh = a.heads, nkv = a.kv_heads;
-  if (hd < 8 || hd % 8 != 0 || hd > kMaxDim || 32 % (hd / 8) != 0) {
-    return "head_dim must be 8-256, 2^k";
+  if (hd < 8 || hd % 8 != 0 || hd > kMaxDim) {
+    return "head_dim must be 8-256, a multiple of 8";
   }
   if (nkv <= 0 || nh < nkv || nh % nkv != 0) {
     return "heads must be a multiple of kv_heads";
@@ -1464,7 +1556,7 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
       return "caches of rank 4";
     }
     const bool ok =
-        is(L.input_norm, {hidden}) && is(L.post_norm, {hidden}) && is(L.q, {nh * hd, hidden}) &&
+        maybe(L.input_norm, hidden) && maybe(L.post_norm, hidden) && is(L.q, {nh * hd, hidden}) &&
         is(L.k, {nkv * hd, hidden}) && is(L.v, {nkv * hd, hidden}) && is(L.o, {hidden, nh * hd}) &&
         is(L.gate, {inter, hidden}) && is(L.up, {inter, hidden}) && is(L.down, {hidden, inter}) &&
         maybe(L.q_bias, nh * hd) && maybe(L.k_bias, nkv * hd) && maybe(L.v_bias, nkv * hd) &&
@@ -1473,7 +1565,8 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
         L.q_norm.defined() == L.k_norm.defined() &&
         is(L.k_cache, {1, nkv, L.k_cache.size(2), hd}) && is(L.v_cache, L.k_cache.shape()) &&
         L.k_cache.size(2) == a.layers[0].k_cache.size(2) && maybe(L.attn_out_norm, hidden) &&
-        maybe(L.mlp_out_norm, hidden) &&
+        maybe(L.mlp_out_norm, hidden) && maybe(L.q_full_norm, nh * hd) &&
+        maybe(L.k_full_norm, nkv * hd) &&
         (!L.inv_freq.defined() || (L.inv_freq.dtype() == DType::f32 &&
                                    L.inv_freq.numel() >= hd / 2 && L.inv_freq.is_contiguous()));
     if (!ok)
@@ -1654,10 +1747,14 @@ struct Layout {
 };
 
 // The stack's kernel: the wide one (decode_layers_kernel's kWide) for heads over 128 values,
-// output norms, GeGLU or softcapped scores (Gemma's layers), the other for the rest.
+// output norms, GeGLU or softcapped scores (Gemma's layers), its OLMo 2 variant (kOlmo) for
+// layers without input norms or with whole-projection q/k norms, the narrow one for the rest.
+bool olmo_kernel(const ops::DecodeLayersArgs& a) {
+  return plain_input(a) || full_qk_norm(a);
+}
 bool wide_kernel(const ops::DecodeLayersArgs& a) {
   return a.head_dim > 128 || output_norms(a) || a.act != ops::GluActivation::silu ||
-         a.softcap != 0.0f;
+         a.softcap != 0.0f || olmo_kernel(a);
 }
 
 Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
@@ -1728,6 +1825,7 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   p.heads = static_cast<int>(a.heads);
   p.kv_heads = static_cast<int>(a.kv_heads);
   p.dim = static_cast<int>(a.head_dim);
+  p.key_lanes = key_lanes(p.dim);
   p.group = p.heads / p.kv_heads;
   p.cap = a.layers[0].k_cache.size(2);
   p.eps = a.eps;
@@ -1736,6 +1834,8 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   p.softcap = a.softcap;
   p.gelu = a.act == ops::GluActivation::gelu_tanh;
   p.out_norms = output_norms(a);
+  p.plain_input = plain_input(a);
+  p.full_qk_norm = full_qk_norm(a);
   const bool wide = wide_kernel(a);
   p.positions = a.positions.data<int>();
   p.mask = a.key_mask.data<int>();
@@ -1752,7 +1852,7 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   p.splits = env_int("ANVIL_CUDA_DECODE_SPLITS", std::max(1, blocks / p.heads));
   p.splits = std::max(1, p.splits);
   // A split of one round of keys by default: its loads are all in flight together.
-  const int round_keys = kThreads / (p.dim / 8) * keys_per_thread(wide);
+  const int round_keys = kThreads / p.key_lanes * keys_per_thread(wide);
   p.split_keys = std::max(1, env_int("ANVIL_CUDA_DECODE_SPLIT_KEYS", round_keys));
   p.item_mode = std::clamp(env_int("ANVIL_CUDA_DECODE_ITEMS", 2), 0, 2);
   const size_t floats = static_cast<size_t>(p.heads) * p.splits * partial_floats(p.dim);
@@ -1815,18 +1915,24 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   for (size_t i = 0; i < a.layers.size(); ++i) {
     const ops::DecoderLayerTensors& L = a.layers[i];
     const auto ptr = [](const Tensor& t) -> const void* { return t.defined() ? t.raw() : nullptr; };
-    p.layer[i] = LayerPointers{ptr(L.input_norm),
+    // Without input norms the staging copies a stand-in it does not read (q's first values:
+    // any readable, aligned hidden-size run), so the copies' accounting stays the same.
+    const auto norm_or_stand_in = [&](const Tensor& t) {
+      return t.defined() ? t.raw() : L.q.raw();
+    };
+    const bool whole = L.q_full_norm.defined();
+    p.layer[i] = LayerPointers{norm_or_stand_in(L.input_norm),
                                ptr(L.q),
                                ptr(L.k),
                                ptr(L.v),
                                ptr(L.q_bias),
                                ptr(L.k_bias),
                                ptr(L.v_bias),
-                               ptr(L.q_norm),
-                               ptr(L.k_norm),
+                               whole ? ptr(L.q_full_norm) : ptr(L.q_norm),
+                               whole ? ptr(L.k_full_norm) : ptr(L.k_norm),
                                ptr(L.o),
                                ptr(L.o_bias),
-                               ptr(L.post_norm),
+                               norm_or_stand_in(L.post_norm),
                                ptr(L.gate),
                                ptr(L.gate_bias),
                                ptr(L.up),
@@ -1841,14 +1947,16 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
                                ptr(L.attn_out_norm),
                                ptr(L.mlp_out_norm)};
   }
-  const auto pick = [&](auto wide) {
-    constexpr bool kWide = decltype(wide)::value;
-    return p.timeline ? (p.by_flags ? decode_layers_kernel<T, true, true, kWide>
-                                    : decode_layers_kernel<T, false, true, kWide>)
-                      : (p.by_flags ? decode_layers_kernel<T, true, false, kWide>
-                                    : decode_layers_kernel<T, false, false, kWide>);
+  const auto pick = [&](auto wide, auto olmo) {
+    constexpr bool kWide = decltype(wide)::value, kOlmo = decltype(olmo)::value;
+    return p.timeline ? (p.by_flags ? decode_layers_kernel<T, true, true, kWide, kOlmo>
+                                    : decode_layers_kernel<T, false, true, kWide, kOlmo>)
+                      : (p.by_flags ? decode_layers_kernel<T, true, false, kWide, kOlmo>
+                                    : decode_layers_kernel<T, false, false, kWide, kOlmo>);
   };
-  const auto kernel = wide ? pick(std::true_type{}) : pick(std::false_type{});
+  const auto kernel = olmo_kernel(a) ? pick(std::true_type{}, std::true_type{})
+                      : wide         ? pick(std::true_type{}, std::false_type{})
+                                     : pick(std::false_type{}, std::false_type{});
   size_t& smem_set = st.smem_set[reinterpret_cast<const void*>(kernel)];
   if (smem_set != smem) {
     ANVIL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
