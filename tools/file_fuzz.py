@@ -2,7 +2,9 @@
 """Corrupted model folders against anvil's loaders: a fixture's config.json, model.safetensors
 or model.gguf mutated at random (truncated, bytes overwritten, the safetensors header's length,
 dtypes, shapes and offsets rewritten, config values made negative, huge, of the wrong type or
-removed), then `anvil logits` on it. Every run must end with a result or a clean error (exit
+removed), then `anvil logits` on it; or one of tests/data/tokenizers' tokenizer.json and
+tokenizer_config.json with a value anywhere in it replaced, removed or joined by junk, then
+`anvil tokenize` and `anvil detokenize` on it. Every run must end with a result or a clean error (exit
 status 1 or 2 and a message on stderr), never a signal, a sanitizer report or a hang; the
 script prints each case that does not, with the mutation that made it, and exits 1 if any.
 Run it with an ASan/UBSan build to catch reads out of bounds that happen not to crash.
@@ -14,6 +16,7 @@ import json, os, random, shutil, struct, subprocess, sys, tempfile
 here = os.path.dirname(os.path.abspath(__file__))
 anvil = os.environ.get('ANVIL') or os.path.join(here, '..', 'build', 'anvil')
 fixture = os.path.join(here, '..', 'tests', 'data', 'qwen3-tiny')
+tokenizers = os.path.join(here, '..', 'tests', 'data', 'tokenizers')
 rng = random.Random(int(sys.argv[1]))
 count = int(sys.argv[2]) if len(sys.argv) > 2 else 100
 
@@ -99,10 +102,44 @@ def mutate_config(text):
     return json.dumps(config), f'{kind} {key}'
 
 
+def mutate_json_anywhere(value):
+    """A random node of the JSON tree replaced, removed or (a list) joined by a junk element."""
+    path = []
+    node = value
+    while isinstance(node, (dict, list)) and node and rng.random() < 0.8:
+        key = rng.choice(sorted(node)) if isinstance(node, dict) else rng.randrange(len(node))
+        path.append(key)
+        parent, node = node, node[key]
+    if not path:
+        return weird_number(), 'whole file'
+    kind = rng.choice(['value', 'drop', 'junk'])
+    if kind == 'drop':
+        del parent[path[-1]]
+    elif kind == 'junk' and isinstance(node, list):
+        node.insert(rng.randrange(len(node) + 1), rng.choice([weird_number(), 'a b c', ['x'], {}]))
+    else:
+        parent[path[-1]] = weird_number() if rng.random() < 0.8 else rng.choice(['', 'ÿ', '\u0000'])
+    return value, f'{kind} at {"/".join(str(k) for k in path)[:120]}'
+
+
+def run_tokenizer(folder):
+    for args in (['tokenize', folder, 'Hello wörld 123 <|im_start|> 😀'],
+                 ['detokenize', folder, '--ids', '0,1,2,3,100'],
+                 ['detokenize', folder, '--ids', '5,150000']):
+        verdict, err = run_args(args)
+        if verdict:
+            return verdict, err
+    return None, err
+
+
 def run(folder_or_file, out):
+    return run_args(['logits', folder_or_file, '--input-ids', '1,2,3', '--out', out, '--threads',
+                     '1'])
+
+
+def run_args(args):
     try:
-        r = subprocess.run([anvil, 'logits', folder_or_file, '--input-ids', '1,2,3', '--out', out,
-                            '--threads', '1'], capture_output=True, timeout=60)
+        r = subprocess.run([anvil] + args, capture_output=True, timeout=60)
     except subprocess.TimeoutExpired:
         return 'hang (60 s)', ''
     err = r.stderr.decode('utf-8', errors='replace')
@@ -125,7 +162,26 @@ with tempfile.TemporaryDirectory() as tmp:
     for i in range(count):
         case = os.path.join(tmp, str(i))
         shutil.copytree(os.path.join(fixture, 'model'), case)
-        target = rng.choice(['safetensors', 'safetensors', 'gguf', 'config'])
+        target = rng.choice(['safetensors', 'safetensors', 'gguf', 'config', 'tokenizer',
+                             'tokenizer'])
+        if target == 'tokenizer':
+            shutil.rmtree(case)
+            source = rng.choice(sorted(d for d in os.listdir(tokenizers)
+                                       if os.path.isdir(os.path.join(tokenizers, d))))
+            shutil.copytree(os.path.join(tokenizers, source), case)
+            name = 'tokenizer_config.json' if rng.random() < 0.2 and os.path.exists(
+                os.path.join(case, 'tokenizer_config.json')) else 'tokenizer.json'
+            path = os.path.join(case, name)
+            value, what = mutate_json_anywhere(json.load(open(path, encoding='utf-8')))
+            open(path, 'w', encoding='utf-8').write(json.dumps(value, ensure_ascii=False))
+            what = f'{source}/{name} {what}'
+            verdict, err = run_tokenizer(case)
+            errors += bool(err.strip())
+            if verdict:
+                bad += 1
+                print(f'{i:3} {target} {what}: {verdict}\n    {err.strip()[-400:]}', flush=True)
+            shutil.rmtree(case)
+            continue
         if target == 'safetensors':
             path = os.path.join(case, 'model.safetensors')
             data, what = mutate_safetensors(open(path, 'rb').read())

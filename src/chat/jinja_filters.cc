@@ -294,13 +294,14 @@ Value f_indent(const Value& v, const CallArgs& args) {
   std::string rv;
   if (blank) {
     for (size_t i = 0; i < lines.size(); ++i) {
-      if (i) rv += "\n" + indention;
-      rv += lines[i];
+      if (i) pystr::append_bounded(rv, "\n" + indention, "indent's result");
+      pystr::append_bounded(rv, lines[i], "indent's result");
     }
   } else {
     rv = lines.empty() ? "" : lines[0];
     for (size_t i = 1; i < lines.size(); ++i)
-      rv += "\n" + (lines[i].empty() ? lines[i] : indention + lines[i]);
+      pystr::append_bounded(rv, "\n" + (lines[i].empty() ? lines[i] : indention + lines[i]),
+                            "indent's result");
   }
   if (first) rv = indention + rv;
   return Value::string(std::move(rv));
@@ -322,9 +323,11 @@ Value f_join(const Value& v, const CallArgs& args) {
   std::string out;
   bool first = true;
   for (const Value& item : iterate(v)) {
-    if (!first) out += sep;
+    if (!first) pystr::append_bounded(out, sep, "join's result");
     first = false;
-    out += to_str(a.has(1) && !a.get(1)->is_none() ? get_attribute_path(item, *a.get(1)) : item);
+    pystr::append_bounded(
+        out, to_str(a.has(1) && !a.get(1)->is_none() ? get_attribute_path(item, *a.get(1)) : item),
+        "join's result");
   }
   return Value::string(std::move(out));
 }

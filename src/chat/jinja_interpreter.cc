@@ -10,6 +10,7 @@
 
 #include "chat/jinja_builtins.h"
 #include "chat/jinja_error.h"
+#include "chat/jinja_strings.h"
 
 namespace anvil::jinja {
 
@@ -125,10 +126,10 @@ class Interpreter {
   Flow exec_inner(const Stmt& s, const FramePtr& frame, std::string& out) {
     switch (s.kind) {
       case StmtKind::kText:
-        out += s.text;
+        pystr::append_bounded(out, s.text, "the rendered text");
         return Flow::kNormal;
       case StmtKind::kOutput:
-        out += to_str(eval(*s.exprs[0], frame));
+        pystr::append_bounded(out, to_str(eval(*s.exprs[0], frame)), "the rendered text");
         return Flow::kNormal;
       case StmtKind::kIf:
         for (size_t i = 0; i < s.exprs.size(); ++i)
@@ -157,7 +158,9 @@ class Interpreter {
       case StmtKind::kFilterBlock: {
         std::string text;
         exec_body(s.bodies[0], child(frame), text);
-        out += to_str(apply_filter_chain(*s.exprs[0], Value::string(std::move(text)), frame));
+        pystr::append_bounded(
+            out, to_str(apply_filter_chain(*s.exprs[0], Value::string(std::move(text)), frame)),
+            "the rendered text");
         return Flow::kNormal;
       }
       case StmtKind::kWith: {
@@ -449,7 +452,8 @@ class Interpreter {
         return binary_op(e.name, eval(*e.children[0], frame), eval(*e.children[1], frame));
       case ExprKind::kConcat: {
         std::string out;
-        for (const auto& c : e.children) out += to_str(eval(*c, frame));
+        for (const auto& c : e.children)
+          pystr::append_bounded(out, to_str(eval(*c, frame)), "a string built by ~");
         return Value::string(std::move(out));
       }
       case ExprKind::kCompare: {

@@ -69,8 +69,15 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
       return Value::integer(r);
     }
     if (nums) return Value::number(a.as_double() + b.as_double());
-    if (a.is_string() && b.is_string()) return Value::string(a.as_string() + b.as_string());
+    if (a.is_string() && b.is_string()) {
+      std::string out = a.as_string();
+      pystr::append_bounded(out, b.as_string(), "a string built by +");
+      return Value::string(std::move(out));
+    }
     if (a.is_sequence_list() && b.is_list() && a.as_list().kind == b.as_list().kind) {
+      if (a.as_list().items.size() + b.as_list().items.size() > kMaxRepeat / 16)
+        throw TemplateError("a list built by + longer than " + std::to_string(kMaxRepeat / 16) +
+                            " items");
       std::vector<Value> items = a.as_list().items;
       items.insert(items.end(), b.as_list().items.begin(), b.as_list().items.end());
       return Value::list(std::move(items), a.as_list().kind);

@@ -9,6 +9,14 @@
 
 namespace anvil::jinja::pystr {
 
+void append_bounded(std::string& out, std::string_view piece, const char* what) {
+  if (piece.size() > kMaxStringBytes - std::min(out.size(), kMaxStringBytes)) {
+    throw TemplateError(std::string(what) + " would pass " + std::to_string(kMaxStringBytes >> 20) +
+                        " MiB");
+  }
+  out += piece;
+}
+
 namespace {
 
 using unicode::decode;
@@ -205,12 +213,12 @@ std::string replace(std::string_view s, std::string_view old, std::string_view r
     int64_t done = 0;
     for (char32_t c : cps) {
       if (count < 0 || done < count) {
-        out += repl;
+        append_bounded(out, repl, "replace's result");
         ++done;
       }
       unicode::append_utf8(out, c);
     }
-    if (count < 0 || done < count) out += repl;
+    if (count < 0 || done < count) append_bounded(out, repl, "replace's result");
     return out;
   }
   size_t pos = 0;
@@ -219,7 +227,7 @@ std::string replace(std::string_view s, std::string_view old, std::string_view r
     const size_t hit = s.find(old, pos);
     if (hit == std::string_view::npos) break;
     out += s.substr(pos, hit - pos);
-    out += repl;
+    append_bounded(out, repl, "replace's result");
     pos = hit + old.size();
     ++done;
   }

@@ -11,6 +11,13 @@
 
 namespace anvil::jinja::pystr {
 
+/// The longest string a template may build (Python's only limit is memory; a rendered prompt
+/// of 256 MiB is far beyond any model's context): the rendered text, `~`, `+`, join, replace and
+/// indent stop there with a TemplateError instead of exhausting memory.
+inline constexpr size_t kMaxStringBytes = size_t{1} << 28;
+/// out += piece, or a TemplateError saying `what` grew too long.
+void append_bounded(std::string& out, std::string_view piece, const char* what);
+
 /// str.strip/lstrip/rstrip; `chars` null means whitespace.
 std::string strip(std::string_view s, const std::string* chars, bool left, bool right);
 /// str.split / str.rsplit; `sep` null means runs of whitespace; maxsplit < 0 means no limit.

@@ -234,7 +234,11 @@ Tokenizer Tokenizer::from_json_text(const std::string& text, const std::string& 
     throw Error(source + ": not valid JSON: " + e.what());
   }
   Tokenizer t;
-  t.impl_ = std::make_shared<const TokenizerImpl>(j, source);
+  try {
+    t.impl_ = std::make_shared<const TokenizerImpl>(j, source);
+  } catch (const Json::exception& e) {  // a field of another JSON type than the format's
+    throw Error(source + ": not a tokenizers file of the expected structure: " + e.what());
+  }
   return t;
 }
 

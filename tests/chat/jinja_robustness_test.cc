@@ -170,6 +170,21 @@ TEST(JinjaRobustness, ResourceLimits) {
   expect_error([] { render("{{ range(200000)|length }}"); }, "Range too big");
   expect_error([] { render("{{ 2 ** 64 }}"); }, "integer overflow");
   expect_error([] { render("{{ 99999999999999999999 }}"); }, "integer literal too large");
+  // Strings and lists that double in a loop, and filters that multiply a string, stop at the
+  // 256 MiB a template may build instead of exhausting memory.
+  const std::string doubling = "{% set ns = namespace(s='a', l=[1]) %}{% for i in range(40) %}";
+  expect_error([&] { render(doubling + "{% set ns.s = ns.s ~ ns.s %}{% endfor %}"); },
+               "a string built by ~ would pass 256 MiB");
+  expect_error([&] { render(doubling + "{% set ns.s = ns.s + ns.s %}{% endfor %}"); },
+               "a string built by + would pass 256 MiB");
+  expect_error([&] { render(doubling + "{% set ns.l = ns.l + ns.l %}{% endfor %}"); },
+               "a list built by + longer than");
+  const std::string big = "{% set s = 'a' * 100000000 %}";
+  expect_error([&] { render(big + "{{ s|replace('a', 'bcd') }}"); }, "replace's result would pass");
+  expect_error([&] { render(big + "{{ [s, s, s]|join('') }}"); }, "join's result would pass");
+  expect_error([&] { render(big + "{% for i in range(3) %}{{ s }}{% endfor %}"); },
+               "the rendered text would pass");
+  EXPECT_EQ(render(big + "{{ (s ~ s)|length }}"), "200000000");
   // The largest range the sandbox allows still renders quickly.
   EXPECT_EQ(render("{% set ns = namespace(s=0) %}{% for i in range(100000) %}"
                    "{% set ns.s = ns.s + i %}{% endfor %}{{ ns.s }}"),

@@ -170,6 +170,15 @@ TEST(TokenizerErrors, MalformedTokenizerJsonNamesTheProblem) {
             std::string::npos);
   EXPECT_NE(load_error("{" + model + R"(, "added_tokens": [{"id": 5}]})").find("tok.json"),
             std::string::npos);
+  // A field of another JSON type (tools/file_fuzz.py found a number as model.type escaping as
+  // the JSON library's own exception).
+  const std::vector<std::string> wrong_types = {
+      R"({"model": {"type": 7, "vocab": {"a": 0}, "merges": []}})",
+      "{" + model + R"(, "pre_tokenizer": {"type": ["Split"]}})",
+      "{" + model + R"(, "decoder": {"type": {"x": 1}}})"};
+  for (const std::string& bad : wrong_types) {
+    EXPECT_NE(load_error(bad).find("tok.json: "), std::string::npos) << bad;
+  }
 }
 
 }  // namespace
