@@ -11,9 +11,6 @@ namespace anvil::jinja {
 
 namespace {
 
-// Largest string or list '*' may build (Python has no limit, but memory does).
-constexpr int64_t kMaxRepeat = int64_t{1} << 28;
-
 [[noreturn]] void unsupported(std::string_view op, const Value& a, const Value& b) {
   throw TemplateError("unsupported operand type(s) for " + std::string(op) + ": '" + type_name(a) +
                       "' and '" + type_name(b) + "'");
@@ -27,7 +24,8 @@ Value repeat(const Value& seq, int64_t times) {
   if (times < 0) times = 0;
   if (seq.is_string()) {
     const auto size = static_cast<int64_t>(seq.as_string().size());
-    if (size && times > kMaxRepeat / size) throw TemplateError("repeated string too long");
+    if (size && times > static_cast<int64_t>(pystr::kMaxStringBytes) / size)
+      throw TemplateError("repeated string too long");
     std::string out;
     out.reserve(static_cast<size_t>(size * times));
     for (int64_t i = 0; i < times; ++i) out += seq.as_string();
@@ -35,7 +33,8 @@ Value repeat(const Value& seq, int64_t times) {
   }
   const auto& items = seq.as_list().items;
   const auto size = static_cast<int64_t>(items.size());
-  if (size && times > kMaxRepeat / size / 16) throw TemplateError("repeated list too long");
+  if (size && times > static_cast<int64_t>(pystr::kMaxListItems) / size)
+    throw TemplateError("repeated list too long");
   std::vector<Value> out;
   for (int64_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());
   return Value::list(std::move(out), seq.as_list().kind);
@@ -75,9 +74,9 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
       return Value::string(std::move(out));
     }
     if (a.is_sequence_list() && b.is_list() && a.as_list().kind == b.as_list().kind) {
-      if (a.as_list().items.size() + b.as_list().items.size() > kMaxRepeat / 16)
-        throw TemplateError("a list built by + longer than " + std::to_string(kMaxRepeat / 16) +
-                            " items");
+      if (a.as_list().items.size() + b.as_list().items.size() > pystr::kMaxListItems)
+        throw TemplateError("a list built by + longer than " +
+                            std::to_string(pystr::kMaxListItems) + " items");
       std::vector<Value> items = a.as_list().items;
       items.insert(items.end(), b.as_list().items.begin(), b.as_list().items.end());
       return Value::list(std::move(items), a.as_list().kind);

@@ -12,9 +12,11 @@
 namespace anvil::jinja::pystr {
 
 /// The longest string a template may build (Python's only limit is memory; a rendered prompt
-/// of 256 MiB is far beyond any model's context): the rendered text, `~`, `+`, join, replace and
-/// indent stop there with a TemplateError instead of exhausting memory.
+/// of 256 MiB is far beyond any model's context): the rendered text, `~`, `+`, `*`, join,
+/// replace and indent stop there with a TemplateError instead of exhausting memory.
 inline constexpr size_t kMaxStringBytes = size_t{1} << 28;
+/// The longest list `*` and `+` may build (a Value is some tens of bytes).
+inline constexpr size_t kMaxListItems = kMaxStringBytes / 16;
 /// out += piece, or a TemplateError saying `what` grew too long.
 void append_bounded(std::string& out, std::string_view piece, const char* what);
 
