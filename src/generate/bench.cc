@@ -164,7 +164,7 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
   // ANVIL_NO_GREEDY_CHAIN=1: one step at a time, the host reading each token before queueing
   // the next (for measuring the chain).
   const bool chained =
-      StepChain::available(dec, false) && std::getenv("ANVIL_NO_GREEDY_CHAIN") == nullptr;
+      StepChain::available(dec, o.batch, false) && std::getenv("ANVIL_NO_GREEDY_CHAIN") == nullptr;
   for (int r = 0; r < o.repeats + 1; ++r) {  // the first run warms caches and allocations
     KvCache cache = dec.new_cache(o.batch, o.prompt_len + o.gen_len);
     kv_bytes_per_step = static_cast<double>(cache.bytes_per_position()) * positions_per_step;

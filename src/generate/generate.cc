@@ -316,7 +316,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
       recompute_past && prompt <= *recompute_past && prompt + max_new > *recompute_past + 1;
   const bool chains = std::getenv("ANVIL_NO_GREEDY_CHAIN") == nullptr && !recomputes;
   const bool chain_greedy = !sp.do_sample && sp.repetition_penalty == 1.0f && !host_edits &&
-                            StepChain::available(decoder, false) && chains;
+                            StepChain::available(decoder, rows, false) && chains;
   bool chain_sample = false;
   std::optional<StepChain> chain;
   std::vector<std::vector<double>> carried;  // draws of steps dropped ahead of one taken again
@@ -391,7 +391,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     if (t == 0) {
       chain_sample = sp.do_sample && sp.repetition_penalty == 1.0f && !host_edits && chains &&
                      reads_candidates(step_logits, sp.top_k) && samples_on_device(step_logits) &&
-                     StepChain::available(decoder, true);
+                     StepChain::available(decoder, rows, true);
     }
     const auto t_queued = now();
     if (chained) {

@@ -7,9 +7,9 @@
 
 namespace anvil {
 
-bool StepChain::available(const Decoder& decoder, bool sampling) {
+bool StepChain::available(const Decoder& decoder, int64_t rows, bool sampling) {
   const DeviceType d = decoder.device().type;
-  if (!decoder.queues_steps()) return false;
+  if (!decoder.queues_steps(rows)) return false;
   if (sampling) {
     return supports(ops::kTopK, d, DType::f32, DType::f32) &&
            supports(ops::kSampleCandidates, d, DType::f32, DType::f32);

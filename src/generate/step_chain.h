@@ -29,10 +29,10 @@ struct ChainSampling {
 
 class StepChain {
  public:
-  /// True when `decoder` queues one-token steps without the host waiting (graph replay) and its
-  /// device picks (the argmax, or with `sampling` top-k candidates and the draw) itself;
-  /// otherwise the picks are made one step at a time.
-  static bool available(const Decoder& decoder, bool sampling);
+  /// True when `decoder` queues one-token steps of `rows` rows without the host waiting (graph
+  /// replay) and its device picks (the argmax, or with `sampling` top-k candidates and the draw)
+  /// itself; otherwise the picks are made one step at a time.
+  static bool available(const Decoder& decoder, int64_t rows, bool sampling);
 
   StepChain(const Decoder& decoder, int64_t batch, std::optional<ChainSampling> sampling = {});
   ~StepChain();

@@ -133,6 +133,37 @@ Tensor Decoder::scratch(const std::string& slot, const Shape& shape) const {
   return buf.narrow(0, 0, need).view(shape);
 }
 
+Tensor Decoder::scratch_i32(const std::string& slot, const Shape& shape) const {
+  const int64_t need = shape_numel(shape);
+  Tensor& buf = scratch_i32_[slot];
+  if (!buf.defined() || buf.numel() < need) buf = Tensor::empty({need}, DType::i32, device_);
+  return buf.narrow(0, 0, need).view(shape);
+}
+
+ops::MoeScratch Decoder::moe_scratch(int64_t n) const {
+  ops::MoeScratch s;
+  const LayerWeights* L = first_moe_layer();
+  if (!L) return s;
+  const int64_t h = config_.hidden_size, experts = L->router.size(0);
+  s.logits = scratch("moe_logits", {n, experts});
+  s.sum = scratch("moe_sum", {n, h});
+  if (L->shared_gate_proj.defined()) {
+    const int64_t width = L->shared_gate_proj.size(0);
+    s.shared_gate = scratch("moe_shared_gate", {n, width});
+    s.shared_up = scratch("moe_shared_up", {n, width});
+    s.shared_y = scratch("moe_shared_y", {n, h});
+    if (L->shared_expert_gate.defined()) s.shared_logit = scratch("moe_shared_logit", {n, 1});
+  }
+  if (moe_on_device(n)) {
+    const int64_t top_k = config_.num_experts_per_tok, picks = n * top_k;
+    s.rows = scratch("moe_rows", {picks, h});
+    s.hidden = scratch("moe_hidden", {picks, L->expert_gate[0].size(0)});
+    s.y = scratch("moe_y", {picks, h});
+    s.plan = scratch_i32("moe_plan", {ops::moe_plan_words(n, experts, top_k)});
+  }
+  return s;
+}
+
 Tensor Decoder::scratch_f32(const std::string& slot, const Shape& shape) const {
   const int64_t need = shape_numel(shape);
   Tensor& buf = scratch_f32_[slot];
@@ -175,17 +206,31 @@ void Decoder::check_step(const StepInput& step, const KvCache& cache) const {
   }
 }
 
-bool Decoder::queues_steps() const {
-  // A MoE layer's picks go through the host, which a recorded step cannot do.
-  return device_.type != DeviceType::cpu && config_.num_experts == 0 &&
+bool Decoder::queues_steps(int64_t rows) const {
+  // A MoE layer whose picks go through the host cannot be recorded.
+  return device_.type != DeviceType::cpu && (config_.num_experts == 0 || moe_on_device(rows)) &&
          supports(ops::kMaskColumn, device_.type, DType::i32, DType::i32);
+}
+
+const LayerWeights* Decoder::first_moe_layer() const {
+  for (const LayerWeights& L : weights_.layers) {
+    if (L.router.defined() && !L.expert_gate.empty()) return &L;
+  }
+  return nullptr;
+}
+
+bool Decoder::moe_on_device(int64_t rows) const {
+  const LayerWeights* L = first_moe_layer();
+  return L && ops::moe_experts_on_device(device_.type, act_dtype_, L->expert_gate[0].dtype(), rows,
+                                         L->router.size(0), config_.num_experts_per_tok,
+                                         config_.hidden_size, L->expert_gate[0].size(0));
 }
 
 Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
   check_step(step, cache);
   follow_rope_length(step.positions);  // once, from the whole step's positions
   const int64_t b = step.batch, s = step.seq, n = b * s, past = cache.length;
-  if (s == 1 && !step.all_logits && queues_steps()) return forward_graph(step, cache);
+  if (s == 1 && !step.all_logits && queues_steps(b)) return forward_graph(step, cache);
   StepTensors in;
   in.ids =
       step.device_ids.defined() ? step.device_ids : Tensor::from_i64(step.ids, {n}).to(device_);
@@ -315,7 +360,8 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
                                           ? ops::GluActivation::gelu_tanh
                                           : ops::GluActivation::silu,
                                .softcap = static_cast<float>(c.attn_logit_softcapping),
-                               .residual_scale = static_cast<float>(c.residual_multiplier)};
+                               .residual_scale = static_cast<float>(c.residual_multiplier),
+                               .moe = moe_scratch(n)};
   ops::decode_layers(layers);
   for (ops::DecoderLayerTensors& L : layer_tensors_) L.k_cache = L.v_cache = Tensor();
 
@@ -423,6 +469,7 @@ Tensor Decoder::forward_graph(const StepInput& step, KvCache& cache) const {
       state->captured = true;
       state->graph = backend_for(device_).capture(device_, body);
       state->graph_scratch = scratch_;
+      for (const auto& [slot, t] : scratch_i32_) state->graph_scratch["i32/" + slot] = t;
     }
   }
   cache.length = past + 1;

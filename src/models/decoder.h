@@ -59,9 +59,12 @@ class Decoder {
   /// device), positions and the past length are read by the kernels from device memory.
   Tensor forward(const StepInput& step, KvCache& cache) const;
 
-  /// Whether one-token steps are queued without the host waiting for the device (graph
-  /// replay), so that a step can be queued before the previous one's tokens are read.
-  bool queues_steps() const;
+  /// Whether one-token steps of `rows` rows are queued without the host waiting for the device
+  /// (graph replay), so that a step can be queued before the previous one's tokens are read.
+  bool queues_steps(int64_t rows) const;
+  /// Whether the MoE layers of a step of `rows` rows make their picks on the device
+  /// (ops::moe_experts_on_device); false without MoE layers.
+  bool moe_on_device(int64_t rows) const;
 
  private:
   /// The device tensors of one step's inputs.
@@ -76,6 +79,12 @@ class Decoder {
   std::shared_ptr<const ops::MoeTensors> moe_tensors(const LayerWeights& layer) const;
   /// float32 scratch whatever the activation dtype (the logits handed back).
   Tensor scratch_f32(const std::string& slot, const Shape& shape) const;
+  /// i32 scratch (moe_experts' plan).
+  Tensor scratch_i32(const std::string& slot, const Shape& shape) const;
+  /// The MoE scratch of a step of n rows (empty for a dense model).
+  ops::MoeScratch moe_scratch(int64_t n) const;
+  /// The first layer with a sparse MoE MLP, or null.
+  const LayerWeights* first_moe_layer() const;
   Tensor upload_i32(const std::vector<int32_t>& v, const Shape& shape) const;
   void check_step(const StepInput& step, const KvCache& cache) const;
   /// The layers, final norm and head; writes float32 logits of the wanted rows to `logits`.
@@ -109,6 +118,7 @@ class Decoder {
   // a step sets the caches' fields for its call only.
   mutable std::vector<ops::DecoderLayerTensors> layer_tensors_;
   mutable std::map<std::string, Tensor> scratch_f32_;
+  mutable std::map<std::string, Tensor> scratch_i32_;
 };
 
 }  // namespace anvil

@@ -1,7 +1,8 @@
 // Sparse mixture-of-experts MLPs in the device-neutral ops: the row gather and weighted scatter
 // front ends, and the composed MoE block the decoder's layers call (Qwen2/3-MoE, Mixtral,
-// OLMoE, as their transformers modules compute it). The router's picks are made on the host
-// from the logits read back: a step with MoE layers syncs with its device once a layer.
+// OLMoE, as their transformers modules compute it). The router's picks are made by the device's
+// moe_experts kernel where it has one for the step's rows, else on the host from the logits
+// read back (a step then syncs with its device once a layer).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -73,13 +74,13 @@ Picks route(const std::vector<float>& logits, int64_t tokens, int64_t experts, c
   return p;
 }
 
-// One SwiGLU expert over the rows `in` (gate / up / down), into y.
-void expert_mlp(const DecodeLayersArgs& a, const Tensor& in, const Tensor& gate, const Tensor& up,
+// One gated-MLP expert over the rows `in` (gate / up / down), into y.
+void expert_mlp(GluActivation act, const Tensor& in, const Tensor& gate, const Tensor& up,
                 const Tensor& down, const Tensor& y) {
   const int64_t rows = in.size(0), width = gate.size(0);
   const Tensor g = Tensor::empty({rows, width}, in.dtype(), in.device());
   const Tensor u = Tensor::empty({rows, width}, in.dtype(), in.device());
-  linear_swiglu({in, gate, Tensor(), up, Tensor(), g, u, Tensor(), 0.0f, Tensor(), a.act});
+  linear_swiglu({in, gate, Tensor(), up, Tensor(), g, u, Tensor(), 0.0f, Tensor(), act});
   linear(g, down, Tensor(), y);
 }
 
@@ -120,6 +121,119 @@ void scatter_add_rows(const Tensor& y, const Tensor& index, const Tensor& weight
                                  y.dtype())({y, index, weight, out});
 }
 
+bool moe_experts_on_device(DeviceType device, DType act, DType weight, int64_t rows,
+                           int64_t experts, int64_t top_k, int64_t hidden, int64_t width) {
+  return hidden > 0 && hidden % 8 == 0 && width > 0 && width % 8 == 0 && rows >= 1 &&
+         rows <= kMoeDeviceMaxRows && experts >= 1 && experts <= kMoeDeviceMaxExperts &&
+         top_k >= 1 && top_k <= kMoeDeviceMaxTopK && top_k <= experts &&
+         find_kernel_raw(kMoeExperts, device, act, weight) != nullptr;
+}
+
+void moe_experts(const MoeExpertsArgs& a) {
+  OpTimer timer([&] { return "moe_experts " + shape_str(a.in.shape()); });
+  if (!a.moe) fail(kMoeExperts, "no MoE tensors");
+  const MoeTensors& m = *a.moe;
+  expect_rank(kMoeExperts, "in", a.in, 2);
+  expect_contiguous(kMoeExperts, "in", a.in);
+  const int64_t n = a.in.size(0), h = a.in.size(1), experts = m.router.size(0);
+  const DType act = a.in.dtype();
+  const Device device = a.in.device();
+  if (m.top_k < 1 || m.top_k > experts) {
+    fail(kMoeExperts,
+         "top_k " + std::to_string(m.top_k) + " of " + std::to_string(experts) + " experts");
+  }
+  if (static_cast<int64_t>(m.gate.size()) != experts ||
+      static_cast<int64_t>(m.up.size()) != experts ||
+      static_cast<int64_t>(m.down.size()) != experts) {
+    fail(kMoeExperts, "the router has " + std::to_string(experts) + " experts but there are " +
+                          std::to_string(m.gate.size()) + " / " + std::to_string(m.up.size()) +
+                          " / " + std::to_string(m.down.size()) + " gate / up / down weights");
+  }
+  const int64_t width = m.gate[0].size(0);
+  for (int64_t e = 0; e < experts; ++e) {
+    const auto i = static_cast<size_t>(e);
+    expect_shape(kMoeExperts, "gate", m.gate[i], {width, h});
+    expect_shape(kMoeExperts, "up", m.up[i], {width, h});
+    expect_shape(kMoeExperts, "down", m.down[i], {h, width});
+    expect_same_device(kMoeExperts, a.in, m.gate[i]);
+    expect_same_device(kMoeExperts, a.in, m.up[i]);
+    expect_same_device(kMoeExperts, a.in, m.down[i]);
+  }
+  expect_shape(kMoeExperts, "logits", a.logits, {n, experts});
+  expect_dtype(kMoeExperts, "logits", a.logits, act);
+  expect_contiguous(kMoeExperts, "logits", a.logits);
+  expect_same_device(kMoeExperts, a.in, a.logits);
+  expect_shape(kMoeExperts, "out", a.out, {n, h});
+  expect_dtype(kMoeExperts, "out", a.out, act);
+  expect_contiguous(kMoeExperts, "out", a.out);
+  expect_same_device(kMoeExperts, a.in, a.out);
+  if (a.shared.defined()) {
+    expect_shape(kMoeExperts, "shared", a.shared, {n, h});
+    expect_dtype(kMoeExperts, "shared", a.shared, act);
+    expect_contiguous(kMoeExperts, "shared", a.shared);
+    expect_same_device(kMoeExperts, a.in, a.shared);
+  }
+  if (a.shared_logit.defined()) {
+    if (!a.shared.defined()) fail(kMoeExperts, "a shared expert's gate logit without its output");
+    expect_shape(kMoeExperts, "shared_logit", a.shared_logit, {n, 1});
+    expect_dtype(kMoeExperts, "shared_logit", a.shared_logit, act);
+    expect_same_device(kMoeExperts, a.in, a.shared_logit);
+  }
+  const DType weight = m.gate[0].dtype();
+  if (moe_experts_on_device(device.type, act, weight, n, experts, m.top_k, h, width)) {
+    const int64_t picks = n * m.top_k;
+    for (int64_t e = 0; e < experts; ++e) {
+      const auto i = static_cast<size_t>(e);
+      for (const Tensor* w : {&m.gate[i], &m.up[i], &m.down[i]}) {
+        expect_dtype(kMoeExperts, "expert weight", *w, weight);
+        expect_contiguous(kMoeExperts, "expert weight", *w);
+      }
+    }
+    expect_shape(kMoeExperts, "rows", a.rows, {picks, h});
+    expect_shape(kMoeExperts, "hidden", a.hidden, {picks, width});
+    expect_shape(kMoeExperts, "y", a.y, {picks, h});
+    expect_shape(kMoeExperts, "plan", a.plan, {moe_plan_words(n, experts, m.top_k)});
+    expect_dtype(kMoeExperts, "plan", a.plan, DType::i32);
+    for (const Tensor* t : {&a.rows, &a.hidden, &a.y}) {
+      expect_dtype(kMoeExperts, "scratch", *t, act);
+      expect_contiguous(kMoeExperts, "scratch", *t);
+      expect_same_device(kMoeExperts, a.in, *t);
+    }
+    expect_same_device(kMoeExperts, a.in, a.plan);
+    get_kernel<MoeExpertsArgs>(kMoeExperts, device.type, act, weight)(a);
+    return;
+  }
+  // The picks on the host: the logits read back (a sync with the device).
+  const Picks picks = route(a.logits.to(Device::cpu()).to_f32_vector(), n, experts, m, act);
+  // The experts' sum as transformers' index_add_ builds it: zeros, then each expert's weighted
+  // rows in expert order, in the activations' dtype.
+  Tensor out = a.out;
+  out.copy_from(Tensor::zeros({n, h}, act));
+  for (int64_t e = 0; e < experts; ++e) {
+    const std::vector<int32_t>& rows = picks.rows[static_cast<size_t>(e)];
+    if (rows.empty()) continue;
+    const auto count = static_cast<int64_t>(rows.size());
+    const Tensor index = upload_rows(rows, device);
+    const Tensor gathered = Tensor::empty({count, h}, act, device);
+    gather_rows(a.in, index, gathered);
+    const Tensor y = Tensor::empty({count, h}, act, device);
+    expert_mlp(a.act, gathered, m.gate[static_cast<size_t>(e)], m.up[static_cast<size_t>(e)],
+               m.down[static_cast<size_t>(e)], y);
+    scatter_add_rows(y, index,
+                     Tensor::from_f32(picks.weights[static_cast<size_t>(e)], {count}).to(device),
+                     a.out);
+  }
+  if (!a.shared.defined()) return;
+  std::vector<float> w(static_cast<size_t>(n), 1.0f);
+  if (a.shared_logit.defined()) {
+    w = a.shared_logit.to(Device::cpu()).to_f32_vector();
+    for (float& v : w) v = round_to_dtype(1.0f / (1.0f + std::exp(-v)), act);
+  }
+  std::vector<int32_t> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  scatter_add_rows(a.shared, upload_rows(all, device), Tensor::from_f32(w, {n}).to(device), a.out);
+}
+
 void composed_moe_mlp(const DecodeLayersArgs& a, const DecoderLayerTensors& L) {
   const MoeTensors& m = *L.moe;
   const Tensor& x = a.x;
@@ -131,47 +245,48 @@ void composed_moe_mlp(const DecodeLayersArgs& a, const DecoderLayerTensors& L) {
   const int64_t n = x.size(0), h = x.size(1), experts = m.router.size(0);
   const DType act = x.dtype();
   const Device device = x.device();
+  // The step's scratch where the decoder gave it (a recorded step must allocate nothing),
+  // else buffers of this call.
+  const auto buffer = [&](const Tensor& given, const Shape& shape, DType dtype) {
+    return given.defined() ? given : Tensor::empty(shape, dtype, device);
+  };
   Tensor in = x;
   if (L.post_norm.defined()) {
     rms_norm(x, L.post_norm, a.eps, a.normed);
     in = a.normed;
   }
-  const Tensor logits = Tensor::empty({n, experts}, act, device);
-  linear(in, m.router, Tensor(), logits);
-  const Picks picks = route(logits.to(Device::cpu()).to_f32_vector(), n, experts, m, act);
-  // The experts' sum as transformers' index_add_ builds it: zeros, then each expert's weighted
-  // rows in expert order, in the activations' dtype.
-  const Tensor sum = Tensor::zeros({n, h}, act, device);
-  for (int64_t e = 0; e < experts; ++e) {
-    const std::vector<int32_t>& rows = picks.rows[static_cast<size_t>(e)];
-    if (rows.empty()) continue;
-    const auto count = static_cast<int64_t>(rows.size());
-    const Tensor index = upload_rows(rows, device);
-    const Tensor gathered = Tensor::empty({count, h}, act, device);
-    gather_rows(in, index, gathered);
-    const Tensor y = Tensor::empty({count, h}, act, device);
-    expert_mlp(a, gathered, m.gate[static_cast<size_t>(e)], m.up[static_cast<size_t>(e)],
-               m.down[static_cast<size_t>(e)], y);
-    scatter_add_rows(
-        y, index, Tensor::from_f32(picks.weights[static_cast<size_t>(e)], {count}).to(device), sum);
-  }
+  const MoeScratch& s = a.moe;
+  MoeExpertsArgs e{.in = in,
+                   .logits = buffer(s.logits, {n, experts}, act),
+                   .moe = &m,
+                   .act = a.act,
+                   .out = buffer(s.sum, {n, h}, act)};
+  linear(in, m.router, Tensor(), e.logits);
   // The shared expert: Qwen2-MoE's gated by sigmoid(x . g), GraniteMoeShared's not.
   if (m.shared_gate.defined()) {
-    const Tensor y = Tensor::empty({n, h}, act, device);
-    expert_mlp(a, in, m.shared_gate, m.shared_up, m.shared_down, y);
-    std::vector<float> w(static_cast<size_t>(n), 1.0f);
+    const int64_t width = m.shared_gate.size(0);
+    const Tensor g = buffer(s.shared_gate, {n, width}, act);
+    const Tensor u = buffer(s.shared_up, {n, width}, act);
+    e.shared = buffer(s.shared_y, {n, h}, act);
+    linear_swiglu({in, m.shared_gate, Tensor(), m.shared_up, Tensor(), g, u, Tensor(), 0.0f,
+                   Tensor(), a.act});
+    linear(g, m.shared_down, Tensor(), e.shared);
     if (m.shared_expert_gate.defined()) {
-      const Tensor gate_logit = Tensor::empty({n, 1}, act, device);
-      linear(in, m.shared_expert_gate, Tensor(), gate_logit);
-      w = gate_logit.to(Device::cpu()).to_f32_vector();
-      for (float& v : w) v = round_to_dtype(1.0f / (1.0f + std::exp(-v)), act);
+      e.shared_logit = buffer(s.shared_logit, {n, 1}, act);
+      linear(in, m.shared_expert_gate, Tensor(), e.shared_logit);
     }
-    std::vector<int32_t> all(static_cast<size_t>(n));
-    std::iota(all.begin(), all.end(), 0);
-    scatter_add_rows(y, upload_rows(all, device), Tensor::from_f32(w, {n}).to(device), sum);
   }
-  if (a.residual_scale != 1.0f) scale(sum, a.residual_scale);  // Granite
-  add(x, sum, x);
+  const int64_t width = m.gate[0].size(0);
+  if (moe_experts_on_device(device.type, act, m.gate[0].dtype(), n, experts, m.top_k, h, width)) {
+    const int64_t picks = n * m.top_k;
+    e.rows = buffer(s.rows, {picks, h}, act);
+    e.hidden = buffer(s.hidden, {picks, width}, act);
+    e.y = buffer(s.y, {picks, h}, act);
+    e.plan = buffer(s.plan, {moe_plan_words(n, experts, m.top_k)}, DType::i32);
+  }
+  moe_experts(e);
+  if (a.residual_scale != 1.0f) scale(e.out, a.residual_scale);  // Granite
+  add(x, e.out, x);
 }
 
 }  // namespace anvil::ops

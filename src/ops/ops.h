@@ -316,6 +316,49 @@ struct MoeTensors {
   Tensor shared_gate, shared_up, shared_down, shared_expert_gate;
 };
 
+/// The routed experts of a sparse MoE MLP with the router's picks made where the products run:
+/// for each row of `in`, the softmax of its router logits in float32, the top_k largest (ties to
+/// the lower expert), renormalised over them with norm_topk, rounded to the activations' dtype
+/// with weights_in_act_dtype; then out = zeros, each picked expert's gated MLP of the row
+/// (`act`, as linear_swiglu and linear compute it) weighted, rounded and added in ascending
+/// expert order (torch's index_add_), then `shared` (the shared expert's output; undefined for
+/// none) weighted by sigmoid(shared_logit) rounded to the activations' dtype (by 1 where
+/// shared_logit is undefined). in: [N, H]; logits: [N, E] (activations); shared, out: [N, H];
+/// shared_logit: [N, 1]. rows, y ([N * top_k, H]), hidden ([N * top_k, width]) and plan (i32
+/// [moe_plan_words(N, E, top_k)]) are the kernel's scratch for the call. Devices register it
+/// where the picks need not go through the host (so a decode step with MoE layers can be
+/// recorded); moe_experts_on_device says where it runs.
+struct MoeExpertsArgs {
+  Tensor in, logits;
+  const MoeTensors* moe = nullptr;
+  GluActivation act = GluActivation::silu;
+  Tensor shared = Tensor(), shared_logit = Tensor(), out = Tensor();
+  Tensor rows = Tensor(), hidden = Tensor(), y = Tensor(), plan = Tensor();
+};
+void moe_experts(const MoeExpertsArgs& args);
+/// The most rows, experts and picks a row that a device's moe_experts kernel takes.
+inline constexpr int64_t kMoeDeviceMaxRows = 32;
+inline constexpr int64_t kMoeDeviceMaxExperts = 256;
+inline constexpr int64_t kMoeDeviceMaxTopK = 16;
+/// Whether a MoE layer of these sizes runs moe_experts on `device` (a kernel registered for the
+/// activations and weights, the sizes within its limits, hidden and expert widths multiples of 8)
+/// rather than picking on the host.
+bool moe_experts_on_device(DeviceType device, DType act, DType weight, int64_t rows,
+                           int64_t experts, int64_t top_k, int64_t hidden, int64_t width);
+/// moe_experts' plan: the words its kernel keeps between its launches.
+inline int64_t moe_plan_words(int64_t rows, int64_t experts, int64_t top_k) {
+  return 1 + 3 * experts + 2 * rows * top_k;
+}
+
+/// A decode step's MoE scratch (decode_layers' composed MoE layers use what is defined and
+/// allocate the rest): the router's logits [N, E], moe_experts' rows / hidden / y / plan, the
+/// experts' sum [N, H], the shared expert's gate and up [N, width], output [N, H] and gate
+/// logit [N, 1].
+struct MoeScratch {
+  Tensor logits, rows, hidden, y, plan, sum;
+  Tensor shared_gate, shared_up, shared_y, shared_logit;
+};
+
 /// One decoder layer's weights (biases, q/k norms undefined where the architecture has none)
 /// and its KV caches, as decode_layers reads them.
 struct DecoderLayerTensors {
@@ -335,7 +378,8 @@ struct DecoderLayerTensors {
   /// RoPE (OLMo 2); undefined for the others (per-head norms are q_norm / k_norm).
   Tensor q_full_norm = Tensor(), k_full_norm = Tensor();
   /// A sparse MoE MLP in place of gate / up / down (then undefined), else null. Such a stack
-  /// runs the composed ops (the router's picks go through the host).
+  /// runs the composed ops (the router's picks on the device where moe_experts_on_device says
+  /// so, else through the host).
   std::shared_ptr<const MoeTensors> moe = nullptr;
 };
 
@@ -364,6 +408,7 @@ struct DecodeLayersArgs {
   /// Each block's output is multiplied by this (rounded to the activations' dtype) before its
   /// residual add (Granite's residual_multiplier); 1: none.
   float residual_scale = 1.0f;
+  MoeScratch moe = {};  // for stacks with MoE layers
 };
 /// Whether a stack uses anything past the Llama/Qwen layer (another activation, output norms,
 /// missing input norms, whole-projection q/k norms, per-layer RoPE, softcapping, a residual
@@ -373,9 +418,8 @@ bool decode_layers_extended(const DecodeLayersArgs& args);
 void decode_layers(const DecodeLayersArgs& args);
 void composed_decode_layers(const DecodeLayersArgs& args);
 /// A layer's sparse MoE MLP (layer.moe) over args.x, added into it: post-attention norm into
-/// args.normed, the router's logits read back to the host for the picks, then per picked
-/// expert (ascending) its tokens' rows gathered, the expert's SwiGLU MLP, the rows scattered
-/// back weighted; then the shared expert; then the residual add.
+/// args.normed, the router's logits, the shared expert's products, moe_experts (the picks on
+/// the device, or read back to the host where moe_experts_on_device says no), the residual add.
 void composed_moe_mlp(const DecodeLayersArgs& args, const DecoderLayerTensors& layer);
 
 /// Op names as registered in the kernel table.
@@ -407,6 +451,7 @@ inline constexpr const char* kRopeAttention = "rope_attention";
 inline constexpr const char* kDecodeLayers = "decode_layers";
 inline constexpr const char* kSoftcap = "softcap";
 inline constexpr const char* kScale = "scale";
+inline constexpr const char* kMoeExperts = "moe_experts";
 // Capabilities, registered (device, activations, weights) beside the kernel they describe; the
 // function is that kernel.
 inline constexpr const char* kGluGeluTanh = "swiglu/gelu_tanh";

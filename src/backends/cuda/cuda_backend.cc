@@ -203,6 +203,7 @@ std::unique_ptr<Backend> make_cuda_backend(std::string* reason) {
 void register_cuda_kernels() {
   register_cuda_linear();
   register_cuda_elementwise();
+  register_cuda_moe();
   register_cuda_norm();
   register_cuda_rope();
   register_cuda_attention();

@@ -19,6 +19,7 @@ void register_cuda_norm();
 void register_cuda_rope();
 void register_cuda_attention();
 void register_cuda_decode_layers();
+void register_cuda_moe();
 void register_cuda_sampling();
 
 }  // namespace anvil

@@ -16,6 +16,7 @@ target_sources(anvil PRIVATE
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/sampling.cu
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/small_copy.cu
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/decode_layers.cu
+  ${CMAKE_SOURCE_DIR}/src/backends/cuda/moe.cu
 )
 target_compile_definitions(anvil PRIVATE ANVIL_HAVE_CUDA)
 target_link_libraries(anvil PUBLIC CUDA::cudart_static CUDA::cublasLt)

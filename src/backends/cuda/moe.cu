@@ -1,0 +1,390 @@
+// The routed experts of a mixture-of-experts MLP over a few rows, with the router's picks made
+// on the GPU (ops::moe_experts): a routing kernel (softmax, top-k, the picked rows gathered in
+// expert order), the experts' gate/up and down products (a grid row per picked expert, whose
+// weights are read once for all the rows that picked it) and the weighted sum in expert order.
+// Nothing goes through the host, so a decode step with MoE layers is recorded as a graph like a
+// dense one.
+#include <algorithm>
+#include <cfloat>
+#include <cstdint>
+#include <type_traits>
+
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_context.h"
+#include "backends/cuda/cuda_types.cuh"
+#include "backends/cuda/gemv_rows.cuh"
+#include "backends/cuda/launch.cuh"
+#include "core/kernels.h"
+#include "ops/ops.h"
+
+namespace anvil::cuda {
+namespace {
+
+constexpr int kMaxExperts = static_cast<int>(ops::kMoeDeviceMaxExperts);
+constexpr int kMaxTopK = static_cast<int>(ops::kMoeDeviceMaxTopK);
+constexpr int kMaxRows = static_cast<int>(ops::kMoeDeviceMaxRows);
+constexpr int kRouteThreads = 32 * kMaxRows;  // a warp a row
+constexpr int kProductWarps = 8;              // a weight row a warp
+constexpr int kMaxRowsPerPass = 4;            // activation rows a product pass takes
+static_assert(kMaxExperts % 32 == 0);
+
+// The experts' weights as kernel parameters (a few KB: no table to keep on the device).
+struct GateUpWeights {
+  const void* gate[kMaxExperts];
+  const void* up[kMaxExperts];
+};
+struct DownWeights {
+  const void* down[kMaxExperts];
+};
+
+// The plan the routing kernel leaves for the others, in 32-bit words (ops::moe_plan_words):
+// [0] the picked experts' count S; for slot s < S its expert, first row and row count; per row
+// (the picks in expert order, rows of one expert by ascending token) its weight's bits; per
+// token its k rows by ascending expert.
+struct Plan {
+  int experts, picks;
+  template <class P>
+  __device__ P* slot_expert(P* p) const {
+    return p + 1;
+  }
+  template <class P>
+  __device__ P* slot_first(P* p) const {
+    return p + 1 + experts;
+  }
+  template <class P>
+  __device__ P* slot_count(P* p) const {
+    return p + 1 + 2 * experts;
+  }
+  template <class P>
+  __device__ P* row_weight(P* p) const {
+    return p + 1 + 3 * experts;
+  }
+  template <class P>
+  __device__ P* token_rows(P* p) const {
+    return p + 1 + 3 * experts + picks;
+  }
+};
+
+// The larger of two (probability, expert) candidates: ties go to the lower expert, as the
+// host's stable order does.
+__device__ __forceinline__ void keep_larger(float& v, int& e, float ov, int oe) {
+  if (ov > v || (ov == v && oe < e)) {
+    v = ov;
+    e = oe;
+  }
+}
+
+// One block: warp t routes token t (the softmax of its logits in float32, the top_k largest,
+// renormalised and rounded as the host's picks are); then the picked experts get slots in
+// ascending order and the picks rows in expert order, and each pick's input row is copied to
+// its row of `rows`.
+template <class T>
+__global__ void __launch_bounds__(kRouteThreads)
+    moe_route_kernel(const T* __restrict__ logits, const T* __restrict__ in, T* __restrict__ rows,
+                     int* __restrict__ plan, int n, int experts, int top_k, int hidden,
+                     bool norm_topk, bool round_weights) {
+  constexpr int kPerLane = kMaxExperts / 32;
+  __shared__ int pick[kMaxRows * kMaxTopK];
+  __shared__ float pick_weight[kMaxRows * kMaxTopK];
+  __shared__ int pick_row[kMaxRows * kMaxTopK];
+  __shared__ int count[kMaxExperts], first[kMaxExperts];
+  const Plan pl{experts, n * top_k};
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  for (int e = static_cast<int>(threadIdx.x); e < experts; e += blockDim.x) count[e] = 0;
+  pdl_wait();
+  __syncthreads();
+  if (warp < n) {
+    const T* l = logits + static_cast<long long>(warp) * experts;
+    float p[kPerLane];
+    float top = -FLT_MAX;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      p[i] = e < experts ? to_float(l[e]) : -FLT_MAX;
+      top = fmaxf(top, p[i]);
+    }
+    top = warp_max(top);
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      if (lane + 32 * i < experts) {
+        p[i] = expf(p[i] - top);
+        sum += p[i];
+      }
+    }
+    sum = warp_sum(sum);
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) p[i] = lane + 32 * i < experts ? p[i] / sum : -1.0f;
+    float picked = 0.0f;
+    for (int j = 0; j < top_k; ++j) {
+      float v = -2.0f;
+      int e = experts;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) keep_larger(v, e, p[i], lane + 32 * i);
+      for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+        const int oe = __shfl_xor_sync(0xffffffffu, e, o);
+        keep_larger(v, e, ov, oe);
+      }
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        if (lane + 32 * i == e) p[i] = -1.0f;  // probabilities are >= 0: never picked again
+      }
+      if (lane == 0) {
+        pick[warp * top_k + j] = e;
+        pick_weight[warp * top_k + j] = v;
+      }
+      picked += v;  // in pick order, as the host sums them
+    }
+    __syncwarp();
+    if (lane < top_k) {
+      float w = pick_weight[warp * top_k + lane];
+      if (norm_topk) w /= picked;
+      if (round_weights) w = to_float(from_float<T>(w));
+      pick_weight[warp * top_k + lane] = w;
+      atomicAdd(&count[pick[warp * top_k + lane]], 1);
+    }
+  }
+  __syncthreads();
+  if (warp == 0) {  // slots and first rows: a scan over the experts, a run of them a lane
+    const int per = (experts + 31) / 32, b = min(lane * per, experts), end = min(b + per, experts);
+    int used = 0, taken = 0;
+    for (int e = b; e < end; ++e) {
+      used += count[e] > 0;
+      taken += count[e];
+    }
+    int slot = used, row = taken;  // inclusive scans, made exclusive below
+    for (int o = 1; o < 32; o <<= 1) {
+      const int s = __shfl_up_sync(0xffffffffu, slot, o), r = __shfl_up_sync(0xffffffffu, row, o);
+      if (lane >= o) {
+        slot += s;
+        row += r;
+      }
+    }
+    if (lane == 31) plan[0] = slot;
+    slot -= used;
+    row -= taken;
+    for (int e = b; e < end; ++e) {
+      first[e] = row;
+      if (count[e] == 0) continue;
+      pl.slot_expert(plan)[slot] = e;
+      pl.slot_first(plan)[slot] = row;
+      pl.slot_count(plan)[slot] = count[e];
+      ++slot;
+      row += count[e];
+    }
+  }
+  __syncthreads();
+  for (int i = static_cast<int>(threadIdx.x); i < pl.picks; i += blockDim.x) {
+    const int t = i / top_k, e = pick[i];
+    int rank = 0;  // the tokens before t that picked e
+    for (int q = 0; q < t * top_k; ++q) rank += pick[q] == e;
+    int order = 0;  // this pick's place among the token's, by expert
+    for (int j = 0; j < top_k; ++j) order += pick[t * top_k + j] < e;
+    const int row = first[e] + rank;
+    pick_row[i] = row;
+    pl.row_weight(plan)[row] = __float_as_int(pick_weight[i]);
+    pl.token_rows(plan)[t * top_k + order] = row;
+  }
+  __syncthreads();
+  const int vecs = hidden / Vec<T>::kN;
+  for (int i = static_cast<int>(threadIdx.x); i < pl.picks * vecs; i += blockDim.x) {
+    const int p = i / vecs, c = i % vecs, t = p / top_k;
+    reinterpret_cast<uint4*>(rows + static_cast<long long>(pick_row[p]) * hidden)[c] =
+        __ldg(reinterpret_cast<const uint4*>(in + static_cast<long long>(t) * hidden) + c);
+  }
+}
+
+// The slot of this block (grid row) and its expert, first row and row count; false for a slot
+// past the picked experts.
+struct Slot {
+  int expert, first, count;
+};
+__device__ __forceinline__ bool slot_of_block(const int* plan, int experts, Slot& s) {
+  const int slot = static_cast<int>(blockIdx.y);
+  if (slot >= plan[0]) return false;
+  const Plan pl{experts, 0};
+  s.expert = pl.slot_expert(plan)[slot];
+  s.first = pl.slot_first(plan)[slot];
+  s.count = pl.slot_count(plan)[slot];
+  return true;
+}
+
+// Row `row` of gate and up times R rows of x, act(g) * u into hidden, each product rounded
+// first (as gemv_swiglu writes them).
+template <class T, int R, bool Gelu>
+__device__ __forceinline__ void gate_up_pass(const uint4* const (&w)[2], const T* x, int hidden,
+                                             T* out, int width, int row) {
+  float acc[2][R], scale[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    scale[r] = 1.0f;
+    acc[0][r] = acc[1][r] = 0.0f;
+  }
+  dot_rows<T, R, 2, false>(x, w, hidden, 0, hidden / Vec<T>::kN, nullptr, scale, acc);
+  if (threadIdx.x % 32 != 0) return;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const float g = to_float(from_float<T>(acc[0][r])), u = to_float(from_float<T>(acc[1][r]));
+    out[static_cast<long long>(r) * width + row] = from_float<T>(gated<Gelu>(g) * u);
+  }
+}
+
+template <class T, int R>
+__device__ __forceinline__ void down_pass(const uint4* const (&w)[1], const T* x, int width, T* out,
+                                          int hidden, int row) {
+  float acc[1][R], scale[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    scale[r] = 1.0f;
+    acc[0][r] = 0.0f;
+  }
+  dot_rows<T, R, 1, false>(x, w, width, 0, width / Vec<T>::kN, nullptr, scale, acc);
+  if (threadIdx.x % 32 != 0) return;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+    out[static_cast<long long>(r) * hidden + row] = from_float<T>(acc[0][r]);
+}
+
+// The slot's rows in passes of up to kMaxRowsPerPass, each pass's count a template argument.
+template <class F>
+__device__ __forceinline__ void by_passes(int count, F&& f) {
+  for (int r0 = 0; r0 < count; r0 += kMaxRowsPerPass) {
+    const int left = count - r0;
+    if (left >= 4) {
+      f(r0, std::integral_constant<int, 4>{});
+    } else if (left == 3) {
+      f(r0, std::integral_constant<int, 3>{});
+    } else if (left == 2) {
+      f(r0, std::integral_constant<int, 2>{});
+    } else {
+      f(r0, std::integral_constant<int, 1>{});
+    }
+  }
+}
+
+// Grid: (width / kProductWarps, slots); a warp takes one row of the slot's expert's gate and up
+// for all the slot's rows.
+template <class T, bool Gelu>
+__global__ void __launch_bounds__(kProductWarps * 32)
+    moe_gate_up_kernel(const __grid_constant__ GateUpWeights w, const T* __restrict__ rows,
+                       const int* __restrict__ plan, T* __restrict__ hidden_out, int hidden,
+                       int width, int experts) {
+  pdl_wait();
+  Slot s;
+  if (!slot_of_block(plan, experts, s)) return;
+  const int row = static_cast<int>(blockIdx.x) * kProductWarps + static_cast<int>(threadIdx.x / 32);
+  if (row >= width) return;
+  const long long at = static_cast<long long>(row) * hidden;
+  const uint4* const wr[2] = {
+      reinterpret_cast<const uint4*>(static_cast<const T*>(w.gate[s.expert]) + at),
+      reinterpret_cast<const uint4*>(static_cast<const T*>(w.up[s.expert]) + at)};
+  by_passes(s.count, [&](int r0, auto r) {
+    const long long first = s.first + r0;
+    gate_up_pass<T, decltype(r)::value, Gelu>(wr, rows + first * hidden, hidden,
+                                              hidden_out + first * width, width, row);
+  });
+}
+
+// Grid: (hidden / kProductWarps, slots); a warp takes one row of the slot's expert's down.
+template <class T>
+__global__ void __launch_bounds__(kProductWarps * 32)
+    moe_down_kernel(const __grid_constant__ DownWeights w, const T* __restrict__ hidden_in,
+                    const int* __restrict__ plan, T* __restrict__ y, int hidden, int width,
+                    int experts) {
+  pdl_wait();
+  Slot s;
+  if (!slot_of_block(plan, experts, s)) return;
+  const int row = static_cast<int>(blockIdx.x) * kProductWarps + static_cast<int>(threadIdx.x / 32);
+  if (row >= hidden) return;
+  const uint4* const wr[1] = {reinterpret_cast<const uint4*>(
+      static_cast<const T*>(w.down[s.expert]) + static_cast<long long>(row) * width)};
+  by_passes(s.count, [&](int r0, auto r) {
+    const long long first = s.first + r0;
+    down_pass<T, decltype(r)::value>(wr, hidden_in + first * width, width, y + first * hidden,
+                                     hidden, row);
+  });
+}
+
+// out[t] = zeros, + round(y[row] * w[row]) rounded for each of t's rows by ascending expert,
+// then + round(shared[t] * round(sigmoid(shared_logit[t]))) (1 without a logit): torch's
+// index_add_ of each expert's weighted rows, then the shared expert's.
+template <class T>
+__global__ void moe_combine_kernel(const T* __restrict__ y, const int* __restrict__ plan,
+                                   const T* __restrict__ shared, const T* __restrict__ shared_logit,
+                                   T* __restrict__ out, int n, int hidden, int experts, int top_k) {
+  pdl_wait();
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= static_cast<long long>(n) * hidden) return;
+  const int t = static_cast<int>(i / hidden), c = static_cast<int>(i % hidden);
+  const Plan pl{experts, n * top_k};
+  float acc = 0.0f;
+  for (int j = 0; j < top_k; ++j) {
+    const int row = pl.token_rows(plan)[t * top_k + j];
+    const float w = __int_as_float(pl.row_weight(plan)[row]);
+    const float term =
+        to_float(from_float<T>(to_float(y[static_cast<long long>(row) * hidden + c]) * w));
+    acc = to_float(from_float<T>(acc + term));
+  }
+  if (shared) {
+    float w = 1.0f;
+    if (shared_logit) w = to_float(from_float<T>(1.0f / (1.0f + expf(-to_float(shared_logit[t])))));
+    acc = to_float(from_float<T>(acc + to_float(from_float<T>(to_float(shared[i]) * w))));
+  }
+  out[i] = from_float<T>(acc);
+}
+
+void moe_experts(const ops::MoeExpertsArgs& a) {
+  const ops::MoeTensors& m = *a.moe;
+  const int n = static_cast<int>(a.in.size(0)), hidden = static_cast<int>(a.in.size(1));
+  const int experts = static_cast<int>(m.router.size(0)), top_k = static_cast<int>(m.top_k);
+  const int width = static_cast<int>(m.gate[0].size(0));
+  GateUpWeights gate_up{};
+  DownWeights down{};
+  for (int e = 0; e < experts; ++e) {
+    gate_up.gate[e] = m.gate[static_cast<size_t>(e)].raw();
+    gate_up.up[e] = m.up[static_cast<size_t>(e)].raw();
+    down.down[e] = m.down[static_cast<size_t>(e)].raw();
+  }
+  const cudaStream_t stream = stream_of(a.in.device());
+  const unsigned slots = static_cast<unsigned>(std::min(experts, n * top_k));
+  dispatch_float(a.in.dtype(), "moe_experts", [&](auto t) {
+    using T = decltype(t);
+    int* plan = a.plan.data<int>();
+    launch(moe_route_kernel<T>, 1, kRouteThreads, 0, stream, a.logits.data<T>(), a.in.data<T>(),
+           a.rows.data<T>(), plan, n, experts, top_k, hidden, m.norm_topk, m.weights_in_act_dtype);
+    const dim3 gate_up_grid((width + kProductWarps - 1) / kProductWarps, slots);
+    const auto gate_up_kernel = a.act == ops::GluActivation::gelu_tanh
+                                    ? moe_gate_up_kernel<T, true>
+                                    : moe_gate_up_kernel<T, false>;
+    launch(gate_up_kernel, gate_up_grid, kProductWarps * 32, 0, stream, gate_up,
+           static_cast<const T*>(a.rows.data<T>()), static_cast<const int*>(plan),
+           a.hidden.data<T>(), hidden, width, experts);
+    const dim3 down_grid((hidden + kProductWarps - 1) / kProductWarps, slots);
+    launch(moe_down_kernel<T>, down_grid, kProductWarps * 32, 0, stream, down,
+           static_cast<const T*>(a.hidden.data<T>()), static_cast<const int*>(plan), a.y.data<T>(),
+           hidden, width, experts);
+    const long long values = static_cast<long long>(n) * hidden;
+    launch(moe_combine_kernel<T>, blocks_for(values, 256), 256, 0, stream,
+           static_cast<const T*>(a.y.data<T>()), static_cast<const int*>(plan),
+           a.shared.defined() ? a.shared.data<T>() : static_cast<const T*>(nullptr),
+           a.shared_logit.defined() ? a.shared_logit.data<T>() : static_cast<const T*>(nullptr),
+           a.out.data<T>(), n, hidden, experts, top_k);
+  });
+  ANVIL_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+}  // namespace anvil::cuda
+
+namespace anvil {
+
+void register_cuda_moe() {
+  for (DType act : cuda::kFloatTypes) {
+    register_kernel<ops::MoeExpertsArgs>(ops::kMoeExperts, DeviceType::cuda, act, act,
+                                         &cuda::moe_experts);
+  }
+}
+
+}  // namespace anvil
