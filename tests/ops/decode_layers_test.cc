@@ -1,7 +1,7 @@
 // decode_layers on a device whose kernel runs a decoder's whole stack in one launch, against the
 // same device's composed ops (the op's definition) from identical inputs: the residual stream
 // and every layer's KV cache after the step. Shapes cover biases, Qwen3's q/k norms, grouped
-// kv heads, head sizes 32-256 (powers of two and not: 80, 96, 192), an empty past, masked keys
+// kv heads, head sizes 32-256 (powers of two and not: 80, 96), an empty past, masked keys
 // (whole splits of them), a past longer than one round of the kernel's scores, the past read
 // from device memory, blocks with few but long rows, and few blocks with many rows (chunks of
 // up to 60 rows); each in both of the kernel's ways of handing a phase's outputs to the next
@@ -118,11 +118,10 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
       {256,     512,     8,       4,       64, 2,    40,    64,    true, false, false,
        nullptr, nullptr, nullptr, nullptr, 0,  1.0f, false, false, 0.0f, true},
       // Heads whose chunks are not a power of two (a key's last threads idle): Phi-3's 96
-      // values (no grouping, a window), 80 over many rounds of one split, 192 in the wide kernel.
+      // values (no grouping, a window), 80 over many rounds of one split.
       {384, 1024, 4, 4, 96, 2, 300, 512, false, false, true, nullptr, nullptr, nullptr, nullptr,
        33},
       {320, 640, 4, 2, 80, 2, 700, 800, true, true, false, "1", nullptr, nullptr, nullptr},
-      {384, 768, 2, 1, 192, 2, 37, 64, false, true, true, nullptr, "8", nullptr, nullptr},
       // OLMo 2's layers: its 1B's heads (no grouping), and grouped heads over splits of 8 keys.
       {512,     1024,    4,       4,       128, 2,    300,   512,   false, false, true,
        nullptr, nullptr, nullptr, nullptr, 0,   1.0f, false, false, 0.0f,  true,  true},
@@ -326,6 +325,23 @@ TEST_P(DecodeLayers, UnsupportedStacksRunComposedOrSayWhy) {
       ADD_FAILURE() << "a stack with half its input norms was taken by the one-launch kernel";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("input norms on some layers or blocks only"),
+                std::string::npos)
+          << e.what();
+    }
+    // The wide kernel (Gemma's layers here) takes heads of a power of two of 8-value chunks
+    // only; the head size is refused before any shape is read.
+    ops::DecoderLayerTensors C = B;
+    C.input_norm = random({hidden}, 1.0f);
+    const std::vector<ops::DecoderLayerTensors> gemma_like{C};
+    ops::DecodeLayersArgs w =
+        test::decode_args(random({1, hidden}, 1.0f), gemma_like, step, DType::bf16);
+    w.head_dim = 192;
+    try {
+      get_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayersExtended, GetParam(), DType::bf16,
+                                        DType::bf16)(w);
+      ADD_FAILURE() << "heads of 192 values were taken by the wide kernel";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("need a power of two of 8-value chunks"),
                 std::string::npos)
           << e.what();
     }

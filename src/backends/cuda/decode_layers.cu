@@ -87,6 +87,17 @@ bool full_qk_norm(const ops::DecodeLayersArgs& a) {  // OLMo 2
   return !a.layers.empty() && a.layers[0].q_full_norm.defined();
 }
 
+// The stack's kernel: the wide one (decode_layers_kernel's kWide) for heads over 128 values,
+// output norms, GeGLU or softcapped scores (Gemma's layers), its OLMo 2 variant (kOlmo) for
+// layers without input norms or with whole-projection q/k norms, the narrow one for the rest.
+bool olmo_kernel(const ops::DecodeLayersArgs& a) {
+  return plain_input(a) || full_qk_norm(a);
+}
+bool wide_kernel(const ops::DecodeLayersArgs& a) {
+  return a.head_dim > 128 || output_norms(a) || a.act != ops::GluActivation::silu ||
+         a.softcap != 0.0f || olmo_kernel(a);
+}
+
 // Why the stack cannot run as one launch (empty when it can).
 std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   const DType t = a.x.dtype();
@@ -113,6 +124,10 @@ std::string unfit_reason(const ops::DecodeLayersArgs& a, int major) {
   const int64_t hd = a.head_dim, nh = a.heads, nkv = a.kv_heads;
   if (hd < 8 || hd % 8 != 0 || hd > kMaxDim) {
     return "head_dim must be 8-256, a multiple of 8";
+  }
+  if (wide_kernel(a) && ((hd / 8) & (hd / 8 - 1)) != 0) {
+    return "heads over 128 values, and Gemma's or OLMo 2's layers, need a power of two of "
+           "8-value chunks";
   }
   if (nkv <= 0 || nh < nkv || nh % nkv != 0) {
     return "heads must be a multiple of kv_heads";
@@ -347,17 +362,6 @@ struct Layout {
   int slot_bytes, xs_bytes, norm_bytes, slots;
   int chunk_rows[kPhases];
 };
-
-// The stack's kernel: the wide one (decode_layers_kernel's kWide) for heads over 128 values,
-// output norms, GeGLU or softcapped scores (Gemma's layers), its OLMo 2 variant (kOlmo) for
-// layers without input norms or with whole-projection q/k norms, the narrow one for the rest.
-bool olmo_kernel(const ops::DecodeLayersArgs& a) {
-  return plain_input(a) || full_qk_norm(a);
-}
-bool wide_kernel(const ops::DecodeLayersArgs& a) {
-  return a.head_dim > 128 || output_norms(a) || a.act != ops::GluActivation::silu ||
-         a.softcap != 0.0f || olmo_kernel(a);
-}
 
 Layout layout_for(const ops::DecodeLayersArgs& a, int smem_optin) {
   const int es = static_cast<int>(dtype_size(a.x.dtype()));

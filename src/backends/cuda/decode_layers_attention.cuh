@@ -127,12 +127,15 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
   const T* vc = static_cast<const T*>(L.v_cache) + static_cast<long long>(kh) * p.cap * dim;
   long long t0, t1;
   split_range(first_visible_key(past, L.window), past + 1, splits, split, t0, t1);
-  const int chunks = dim / 8, lanes = p.key_lanes, per_pass = kThreads / lanes;
+  // Padding lanes (the narrow kernel only: in the wide one their code cost Gemma 3 1B 3% of
+  // decode, and its heads' chunks are a power of two, unfit_reason says so).
+  constexpr bool kPadded = !kWide;
+  const int chunks = dim / 8, lanes = kPadded ? p.key_lanes : chunks, per_pass = kThreads / lanes;
   const int sub = tid % lanes, slot = tid / lanes;
   // A padding lane (sub >= chunks: heads of 96 values) loads its key's last chunk again, in
   // bounds, and meets zeros in q's padding (sh.qs past dim), so its dot products add nothing
   // and its sums are never written; a predicate instead held a register the hot kernel spilled.
-  const int chunk_at = min(sub, chunks - 1) * 8;
+  const int chunk_at = (kPadded ? min(sub, chunks - 1) : sub) * 8;
   constexpr int kKeysPerThread = keys_per_thread(kWide);
   const long long round_keys = static_cast<long long>(per_pass) * kKeysPerThread;
   const uint4 zero = make_uint4(0, 0, 0, 0);
@@ -256,10 +259,12 @@ __device__ void attention_item(const Params& p, const LayerPointers& L, int h, i
     sh.kn[d] = to_float(kt);
     if (writes_cache) kc_new[d] = kt;
   }
-  for (int d = dim + tid; d < lanes * 8; d += kThreads) {  // the padding lanes' zeros
-    sh.qs[d] = 0.0f;
-    sh.kn[d] = 0.0f;
-    sh.vn[d] = 0.0f;
+  if constexpr (kPadded) {
+    for (int d = dim + tid; d < lanes * 8; d += kThreads) {  // the padding lanes' zeros
+      sh.qs[d] = 0.0f;
+      sh.kn[d] = 0.0f;
+      sh.vn[d] = 0.0f;
+    }
   }
   consumers_sync();
   mark(kItemRoped);
