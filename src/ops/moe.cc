@@ -173,6 +173,12 @@ void moe_experts(const MoeExpertsArgs& a) {
     expect_contiguous(kMoeExperts, "shared", a.shared);
     expect_same_device(kMoeExperts, a.in, a.shared);
   }
+  if (a.residual.defined()) {
+    expect_shape(kMoeExperts, "residual", a.residual, {n, h});
+    expect_dtype(kMoeExperts, "residual", a.residual, act);
+    expect_contiguous(kMoeExperts, "residual", a.residual);
+    expect_same_device(kMoeExperts, a.in, a.residual);
+  }
   if (a.shared_logit.defined()) {
     if (!a.shared.defined()) fail(kMoeExperts, "a shared expert's gate logit without its output");
     expect_shape(kMoeExperts, "shared_logit", a.shared_logit, {n, 1});
@@ -223,15 +229,19 @@ void moe_experts(const MoeExpertsArgs& a) {
                      Tensor::from_f32(picks.weights[static_cast<size_t>(e)], {count}).to(device),
                      a.out);
   }
-  if (!a.shared.defined()) return;
-  std::vector<float> w(static_cast<size_t>(n), 1.0f);
-  if (a.shared_logit.defined()) {
-    w = a.shared_logit.to(Device::cpu()).to_f32_vector();
-    for (float& v : w) v = round_to_dtype(1.0f / (1.0f + std::exp(-v)), act);
+  if (a.shared.defined()) {
+    std::vector<float> w(static_cast<size_t>(n), 1.0f);
+    if (a.shared_logit.defined()) {
+      w = a.shared_logit.to(Device::cpu()).to_f32_vector();
+      for (float& v : w) v = round_to_dtype(1.0f / (1.0f + std::exp(-v)), act);
+    }
+    std::vector<int32_t> all(static_cast<size_t>(n));
+    std::iota(all.begin(), all.end(), 0);
+    scatter_add_rows(a.shared, upload_rows(all, device), Tensor::from_f32(w, {n}).to(device),
+                     a.out);
   }
-  std::vector<int32_t> all(static_cast<size_t>(n));
-  std::iota(all.begin(), all.end(), 0);
-  scatter_add_rows(a.shared, upload_rows(all, device), Tensor::from_f32(w, {n}).to(device), a.out);
+  if (a.residual_scale != 1.0f) scale(a.out, a.residual_scale);
+  if (a.residual.defined()) add(a.residual, a.out, a.residual);
 }
 
 void composed_moe_mlp(const DecodeLayersArgs& a, const DecoderLayerTensors& L) {
@@ -260,7 +270,9 @@ void composed_moe_mlp(const DecodeLayersArgs& a, const DecoderLayerTensors& L) {
                    .logits = buffer(s.logits, {n, experts}, act),
                    .moe = &m,
                    .act = a.act,
-                   .out = buffer(s.sum, {n, h}, act)};
+                   .out = buffer(s.sum, {n, h}, act),
+                   .residual = x,
+                   .residual_scale = a.residual_scale};
   linear(in, m.router, Tensor(), e.logits);
   // The shared expert: Qwen2-MoE's gated by sigmoid(x . g), GraniteMoeShared's not.
   if (m.shared_gate.defined()) {
@@ -284,9 +296,7 @@ void composed_moe_mlp(const DecodeLayersArgs& a, const DecoderLayerTensors& L) {
     e.y = buffer(s.y, {picks, h}, act);
     e.plan = buffer(s.plan, {moe_plan_words(n, experts, m.top_k)}, DType::i32);
   }
-  moe_experts(e);
-  if (a.residual_scale != 1.0f) scale(e.out, a.residual_scale);  // Granite
-  add(x, e.out, x);
+  moe_experts(e);  // with the residual add (Granite's multiplier first)
 }
 
 }  // namespace anvil::ops

@@ -323,17 +323,21 @@ struct MoeTensors {
 /// (`act`, as linear_swiglu and linear compute it) weighted, rounded and added in ascending
 /// expert order (torch's index_add_), then `shared` (the shared expert's output; undefined for
 /// none) weighted by sigmoid(shared_logit) rounded to the activations' dtype (by 1 where
-/// shared_logit is undefined). in: [N, H]; logits: [N, E] (activations); shared, out: [N, H];
-/// shared_logit: [N, 1]. rows, y ([N * top_k, H]), hidden ([N * top_k, width]) and plan (i32
-/// [moe_plan_words(N, E, top_k)]) are the kernel's scratch for the call. Devices register it
-/// where the picks need not go through the host (so a decode step with MoE layers can be
-/// recorded); moe_experts_on_device says where it runs.
+/// shared_logit is undefined); then out times residual_scale where it is not 1 (rounded, as
+/// ops::scale) and, where `residual` is defined, residual += out (rounded, as ops::add): the
+/// layer's residual add in the same launch. in: [N, H]; logits: [N, E] (activations); shared,
+/// out, residual: [N, H]; shared_logit: [N, 1]. rows, y ([N * top_k, H]), hidden ([N * top_k,
+/// width]) and plan (i32 [moe_plan_words(N, E, top_k)]) are the kernel's scratch for the call.
+/// Devices register it where the picks need not go through the host (so a decode step with MoE
+/// layers can be recorded); moe_experts_on_device says where it runs.
 struct MoeExpertsArgs {
   Tensor in, logits;
   const MoeTensors* moe = nullptr;
   GluActivation act = GluActivation::silu;
   Tensor shared = Tensor(), shared_logit = Tensor(), out = Tensor();
   Tensor rows = Tensor(), hidden = Tensor(), y = Tensor(), plan = Tensor();
+  Tensor residual = Tensor();
+  float residual_scale = 1.0f;
 };
 void moe_experts(const MoeExpertsArgs& args);
 /// The most rows, experts and picks a row that a device's moe_experts kernel takes.

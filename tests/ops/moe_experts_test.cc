@@ -29,7 +29,8 @@ using test::random_tensor;
 struct MoeCase {
   int64_t rows, experts, top_k, hidden, width;
   bool norm_topk, shared, shared_gated, gelu;
-  int tied_rows;  // rows whose logits are all equal (the picks are then experts 0..top_k-1)
+  int tied_rows;         // rows whose logits are all equal (the picks are then experts 0..top_k-1)
+  float residual_scale;  // 0: no residual add; else the sum times it, added into a residual
 };
 
 std::string describe(const MoeCase& c) {
@@ -37,7 +38,9 @@ std::string describe(const MoeCase& c) {
          std::to_string(c.experts) + " experts, hidden " + std::to_string(c.hidden) + ", width " +
          std::to_string(c.width) + (c.norm_topk ? ", norm_topk" : "") +
          (c.shared ? (c.shared_gated ? ", gated shared expert" : ", shared expert") : "") +
-         (c.gelu ? ", GeGLU" : "");
+         (c.gelu ? ", GeGLU" : "") +
+         (c.residual_scale != 0.0f ? ", residual add times " + std::to_string(c.residual_scale)
+                                   : "");
 }
 
 std::vector<float> rounded(const std::vector<float>& v, DType dtype) {
@@ -123,6 +126,13 @@ class MoeExperts : public ::testing::TestWithParam<DeviceType> {
                           .out = Tensor::empty({n, h}, act, device_)};
     if (c.shared) a.shared = shared.to(act).to(device_);
     if (c.shared && c.shared_gated) a.shared_logit = shared_logit.to(act).to(device_);
+    const Tensor residual = held({n, h}, 1.0f);
+    // Read now: on the CPU in float32 the argument may be this very tensor, updated in place.
+    std::vector<float> want_residual = residual.to_f32_vector();
+    if (c.residual_scale != 0.0f) {
+      a.residual = residual.to(act).to(device_);
+      a.residual_scale = c.residual_scale;
+    }
     const DType weight = act;
     const bool on_device =
         ops::moe_experts_on_device(device_.type, act, weight, n, e_count, c.top_k, h, w);
@@ -138,6 +148,7 @@ class MoeExperts : public ::testing::TestWithParam<DeviceType> {
     const auto x = in.to_f32_vector(), shared_v = shared.to_f32_vector();
     const auto shared_l = shared_logit.to_f32_vector();
     std::vector<float> want(static_cast<size_t>(n * h));
+    const double scale = c.residual_scale != 0.0f ? c.residual_scale : 1.0;
     double largest = 1.0;
     for (int64_t t = 0; t < n; ++t) {
       std::vector<double> p(static_cast<size_t>(e_count));
@@ -165,7 +176,8 @@ class MoeExperts : public ::testing::TestWithParam<DeviceType> {
         for (int64_t i = 0; i < h; ++i) acc[i] += sw * shared_v[t * h + i];
       }
       for (int64_t i = 0; i < h; ++i) {
-        want[t * h + i] = static_cast<float>(acc[i]);
+        want[t * h + i] = static_cast<float>(acc[i] * scale);
+        want_residual[t * h + i] += static_cast<float>(acc[i] * scale);
         largest = std::max(largest, std::fabs(acc[i]));
       }
     }
@@ -173,6 +185,11 @@ class MoeExperts : public ::testing::TestWithParam<DeviceType> {
     const double tol = act == DType::f32 ? 2e-5 : (act == DType::bf16 ? 3e-2 : 6e-3);
     EXPECT_LE(test::max_abs_diff(a.out, Tensor::from_f32(want, {n, h})), tol * largest)
         << (on_device ? "picks on the device" : "picks on the host");
+    if (c.residual_scale != 0.0f) {
+      EXPECT_LE(test::max_abs_diff(a.residual, Tensor::from_f32(want_residual, {n, h})),
+                tol * (largest + 4.0))
+          << "the residual add";
+    }
   }
 
   Device device_;
@@ -180,14 +197,14 @@ class MoeExperts : public ::testing::TestWithParam<DeviceType> {
 };
 
 const MoeCase kCases[] = {
-    // rows, experts, top_k, hidden, width, norm_topk, shared, gated, gelu, tied rows
-    {1, 8, 2, 64, 32, true, false, false, false, 0},     // Mixtral's routing
-    {1, 60, 4, 64, 48, false, true, true, false, 0},     // Qwen2-MoE: a gated shared expert
-    {3, 64, 8, 32, 16, false, false, false, false, 1},   // OLMoE, one row of tied logits
-    {5, 40, 8, 64, 24, true, true, false, false, 2},     // GraniteMoeShared: ungated shared
-    {32, 128, 8, 64, 32, true, false, false, true, 3},   // the most rows the device takes
-    {4, 256, 16, 32, 16, true, false, false, false, 0},  // the most experts and picks
-    {40, 16, 4, 32, 16, true, true, true, false, 1},     // too many rows: the host's picks
+    // rows, experts, top_k, hidden, width, norm_topk, shared, gated, gelu, tied rows, residual
+    {1, 8, 2, 64, 32, true, false, false, false, 0, 0.0f},     // Mixtral's routing
+    {1, 60, 4, 64, 48, false, true, true, false, 0, 1.0f},     // Qwen2-MoE: gated shared expert
+    {3, 64, 8, 32, 16, false, false, false, false, 1, 1.0f},   // OLMoE, a row of tied logits
+    {5, 40, 8, 64, 24, true, true, false, false, 2, 0.22f},    // GraniteMoeShared
+    {32, 128, 8, 64, 32, true, false, false, true, 3, 0.22f},  // the most rows the device takes
+    {4, 256, 16, 32, 16, true, false, false, false, 0, 0.0f},  // the most experts and picks
+    {40, 16, 4, 32, 16, true, true, true, false, 1, 0.5f},     // too many rows: host's picks
 };
 
 TEST_P(MoeExperts, MatchTheReference) {

@@ -309,11 +309,15 @@ __global__ void __launch_bounds__(kProductWarps * 32)
 
 // out[t] = zeros, + round(y[row] * w[row]) rounded for each of t's rows by ascending expert,
 // then + round(shared[t] * round(sigmoid(shared_logit[t]))) (1 without a logit): torch's
-// index_add_ of each expert's weighted rows, then the shared expert's.
+// index_add_ of each expert's weighted rows, then the shared expert's; then times
+// residual_scale (rounded, as ops::scale) where it is not 1, and added into residual (rounded,
+// as ops::add) where given.
 template <class T>
 __global__ void moe_combine_kernel(const T* __restrict__ y, const int* __restrict__ plan,
                                    const T* __restrict__ shared, const T* __restrict__ shared_logit,
-                                   T* __restrict__ out, int n, int hidden, int experts, int top_k) {
+                                   T* __restrict__ out, T* __restrict__ residual,
+                                   float residual_scale, int n, int hidden, int experts,
+                                   int top_k) {
   pdl_wait();
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i >= static_cast<long long>(n) * hidden) return;
@@ -332,7 +336,9 @@ __global__ void moe_combine_kernel(const T* __restrict__ y, const int* __restric
     if (shared_logit) w = to_float(from_float<T>(1.0f / (1.0f + expf(-to_float(shared_logit[t])))));
     acc = to_float(from_float<T>(acc + to_float(from_float<T>(to_float(shared[i]) * w))));
   }
+  if (residual_scale != 1.0f) acc = to_float(from_float<T>(acc * residual_scale));
   out[i] = from_float<T>(acc);
+  if (residual) residual[i] = from_float<T>(to_float(residual[i]) + acc);
 }
 
 void moe_experts(const ops::MoeExpertsArgs& a) {
@@ -370,7 +376,8 @@ void moe_experts(const ops::MoeExpertsArgs& a) {
            static_cast<const T*>(a.y.data<T>()), static_cast<const int*>(plan),
            a.shared.defined() ? a.shared.data<T>() : static_cast<const T*>(nullptr),
            a.shared_logit.defined() ? a.shared_logit.data<T>() : static_cast<const T*>(nullptr),
-           a.out.data<T>(), n, hidden, experts, top_k);
+           a.out.data<T>(), a.residual.defined() ? a.residual.data<T>() : static_cast<T*>(nullptr),
+           a.residual_scale, n, hidden, experts, top_k);
   });
   ANVIL_CUDA_CHECK_LAUNCH();
 }
