@@ -183,6 +183,7 @@ void moe_experts(const MoeExpertsArgs& a) {
     if (!a.shared.defined()) fail(kMoeExperts, "a shared expert's gate logit without its output");
     expect_shape(kMoeExperts, "shared_logit", a.shared_logit, {n, 1});
     expect_dtype(kMoeExperts, "shared_logit", a.shared_logit, act);
+    expect_contiguous(kMoeExperts, "shared_logit", a.shared_logit);
     expect_same_device(kMoeExperts, a.in, a.shared_logit);
   }
   const DType weight = m.gate[0].dtype();

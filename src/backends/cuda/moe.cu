@@ -29,7 +29,8 @@ constexpr int kProductWarps = 8;              // a weight row a warp
 constexpr int kMaxRowsPerPass = 4;            // activation rows a product pass takes
 static_assert(kMaxExperts % 32 == 0);
 
-// The experts' weights as kernel parameters (a few KB: no table to keep on the device).
+// The experts' weights as kernel parameters (a few KB, which CUDA 12.1+ allows on Volta and
+// newer: no table to keep on the device).
 struct GateUpWeights {
   const void* gate[kMaxExperts];
   const void* up[kMaxExperts];
