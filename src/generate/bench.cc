@@ -237,6 +237,7 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
     }
   }
   BenchResult res;
+  res.decode_steps_queued = chained;
   res.prefill_tokens_per_s = static_cast<double>(o.batch * o.prompt_len) / median(prefill_s);
   res.decode_tokens_per_s = static_cast<double>(o.batch * o.gen_len) / median(decode_s);
   res.time_to_first_token_s = median(ttft_s);

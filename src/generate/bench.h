@@ -41,6 +41,10 @@ struct BenchResult {
   /// floor above counts the weights alone, as the table does).
   double decode_floor_with_kv_tokens_per_s = 0;
   double decode_fraction_of_floor_with_kv = 0;
+  /// Whether decode steps were queued ahead, each replaying a recorded device graph
+  /// (StepChain), rather than taken one at a time with the host waiting for each (the CPU, a
+  /// device without graphs, a MoE step whose picks go through the host).
+  bool decode_steps_queued = false;
 };
 
 /// A streaming read of a buffer larger than the caches, allocated and touched once, measured as

@@ -24,6 +24,7 @@ TEST(Bench, CountsTheKvCacheBytesEachStepReads) {
   const BenchResult r = run_bench(model, o);
 
   EXPECT_EQ(r.weight_bytes, dec.decode_weight_bytes());
+  EXPECT_FALSE(r.decode_steps_queued);  // the CPU takes one step at a time
   // Per position: keys and values of every layer, kv head and row, in the cache's dtype. The
   // three steps attend to 6, 7 and 8 positions.
   const DType cache_dtype = dec.new_cache(1, 1).keys.at(0).dtype();

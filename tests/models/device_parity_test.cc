@@ -96,6 +96,20 @@ void decode_and_compare(const Decoder& cpu, const Decoder& dev, const Batch& bat
   }
 }
 
+// On CUDA every fixture's one-token steps are recorded as graphs, the mixtures of experts' too
+// (their picks made on the device) for up to ops::kMoeDeviceMaxRows rows; more rows of a MoE
+// take the host's picks, one step at a time.
+TEST_P(DeviceDecode, CudaRecordsOneTokenSteps) {
+  if (device_.type != DeviceType::cuda) GTEST_SKIP() << "graphs are checked on cuda";
+  const CausalLM dev = load(test::device_name(std::get<1>(GetParam())));
+  const Decoder& d = dev.decoder();
+  const bool moe = d.config().num_experts > 0;
+  EXPECT_TRUE(d.queues_steps(1));
+  EXPECT_TRUE(d.queues_steps(ops::kMoeDeviceMaxRows));
+  EXPECT_EQ(d.queues_steps(ops::kMoeDeviceMaxRows + 1), !moe);
+  EXPECT_EQ(d.moe_on_device(1), moe);
+}
+
 TEST_P(DeviceDecode, OnePromptStepByStep) {
   const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
   const CausalLM cpu = load("cpu"), dev = load(test::device_name(std::get<1>(GetParam())));

@@ -75,6 +75,7 @@ void add_bench(CLI::App& app) {
       j["kv_bytes_per_step"] = r.kv_bytes_per_step;
       j["decode_floor_with_kv_tok_s"] = r.decode_floor_with_kv_tokens_per_s;
       j["decode_fraction_of_floor_with_kv"] = r.decode_fraction_of_floor_with_kv;
+      j["decode_steps_queued"] = r.decode_steps_queued;
       std::printf("%s\n", j.dump().c_str());
       return;
     }
@@ -86,6 +87,9 @@ void add_bench(CLI::App& app) {
                 static_cast<long long>(f->bench.prompt_len));
     std::printf("decode     %.1f tok/s (batch %lld, %lld tokens)\n", r.decode_tokens_per_s,
                 static_cast<long long>(f->bench.batch), static_cast<long long>(f->bench.gen_len));
+    std::printf("steps      %s\n", r.decode_steps_queued
+                                       ? "queued ahead, each a recorded device graph replayed"
+                                       : "one at a time, the host waiting for each");
     std::printf("first tok  %.3f s\n", r.time_to_first_token_s);
     std::printf("peak RSS   %.1f MB\n", static_cast<double>(r.peak_rss_bytes) / 1e6);
     std::printf("floor      %.1f tok/s (%.1f MB per step at %.1f GB/s); decode is %.0f%% of it\n",
