@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "anvil/backend.h"
 #include "anvil/model.h"
 #include "anvil/safetensors.h"
 
@@ -26,6 +27,14 @@ inline std::string cli_path() {
 inline std::string device_name(const std::string& type) {
   const char* env = std::getenv("ANVIL_TEST_OPENCL_DEVICE");
   return type == "opencl" && env && *env ? env : type;
+}
+/// Why `type`'s backend cannot run tests here ("" when it can): a parameterised test skips
+/// with "<type> tests skipped: <reason>".
+inline std::string unavailable_reason(DeviceType type) {
+  for (const BackendReport& r : report_backends()) {
+    if (r.type == type && !r.available) return r.reason;
+  }
+  return "";
 }
 inline std::string model_dir(const std::string& name) {
   return data_dir() + "/" + name + "/model";

@@ -30,10 +30,8 @@ class DeviceDecode : public ::testing::TestWithParam<std::tuple<std::string, std
  protected:
   void SetUp() override {
     device_ = Device::parse(test::device_name(std::get<1>(GetParam())));
-    for (const auto& r : report_backends()) {
-      if (r.type == device_.type && !r.available) {
-        GTEST_SKIP() << device_type_name(device_.type) << " tests skipped: " << r.reason;
-      }
+    if (const std::string why = test::unavailable_reason(device_.type); !why.empty()) {
+      GTEST_SKIP() << device_type_name(device_.type) << " tests skipped: " << why;
     }
   }
   CausalLM load(const std::string& device) const {

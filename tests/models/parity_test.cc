@@ -50,10 +50,8 @@ class Parity : public ::testing::TestWithParam<std::tuple<std::string, std::stri
  protected:
   void SetUp() override {
     const Device d = Device::parse(test::device_name(std::get<2>(GetParam())));
-    for (const auto& r : report_backends()) {
-      if (r.type == d.type && !r.available) {
-        GTEST_SKIP() << device_type_name(d.type) << " tests skipped: " << r.reason;
-      }
+    if (const std::string why = test::unavailable_reason(d.type); !why.empty()) {
+      GTEST_SKIP() << device_type_name(d.type) << " tests skipped: " << why;
     }
   }
   std::string name() const { return std::get<0>(GetParam()); }

@@ -55,10 +55,8 @@ struct StackShape {
 class DecodeLayers : public ::testing::TestWithParam<DeviceType> {
  protected:
   void SetUp() override {
-    for (const auto& r : report_backends()) {
-      if (r.type == GetParam() && !r.available) {
-        GTEST_SKIP() << device_type_name(GetParam()) << " tests skipped: " << r.reason;
-      }
+    if (const std::string why = test::unavailable_reason(GetParam()); !why.empty()) {
+      GTEST_SKIP() << device_type_name(GetParam()) << " tests skipped: " << why;
     }
     if (!supports(ops::kDecodeLayers, GetParam(), DType::bf16, DType::bf16)) {
       GTEST_SKIP() << device_type_name(GetParam())

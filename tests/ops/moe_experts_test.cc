@@ -78,10 +78,8 @@ std::vector<double> mlp(const std::vector<float>& gate, const std::vector<float>
 class MoeExperts : public ::testing::TestWithParam<DeviceType> {
  protected:
   void SetUp() override {
-    for (const auto& r : report_backends()) {
-      if (r.type == GetParam() && !r.available) {
-        GTEST_SKIP() << device_type_name(GetParam()) << " tests skipped: " << r.reason;
-      }
+    if (const std::string why = test::unavailable_reason(GetParam()); !why.empty()) {
+      GTEST_SKIP() << device_type_name(GetParam()) << " tests skipped: " << why;
     }
     device_ = Device::parse(test::device_name(std::string(device_type_name(GetParam()))));
   }

@@ -40,10 +40,8 @@ constexpr DType kWeightTypes[] = {DType::f32, DType::bf16, DType::f16};
 class Ops : public ::testing::TestWithParam<DeviceType> {
  protected:
   void SetUp() override {
-    for (const auto& r : report_backends()) {
-      if (r.type == GetParam() && !r.available) {
-        GTEST_SKIP() << device_type_name(GetParam()) << " tests skipped: " << r.reason;
-      }
+    if (const std::string why = test::unavailable_reason(GetParam()); !why.empty()) {
+      GTEST_SKIP() << device_type_name(GetParam()) << " tests skipped: " << why;
     }
     device_ = Device::parse(test::device_name(std::string(device_type_name(GetParam()))));
     act_ = backend_for(device_).activation_dtype(DType::f32);
