@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "anvil/dtype.h"
@@ -149,63 +150,43 @@ void moe_experts(const MoeExpertsArgs& a) {
                           std::to_string(m.gate.size()) + " / " + std::to_string(m.up.size()) +
                           " / " + std::to_string(m.down.size()) + " gate / up / down weights");
   }
-  const int64_t width = m.gate[0].size(0);
-  for (int64_t e = 0; e < experts; ++e) {
-    const auto i = static_cast<size_t>(e);
-    expect_shape(kMoeExperts, "gate", m.gate[i], {width, h});
-    expect_shape(kMoeExperts, "up", m.up[i], {width, h});
-    expect_shape(kMoeExperts, "down", m.down[i], {h, width});
-    expect_same_device(kMoeExperts, a.in, m.gate[i]);
-    expect_same_device(kMoeExperts, a.in, m.up[i]);
-    expect_same_device(kMoeExperts, a.in, m.down[i]);
-  }
-  expect_shape(kMoeExperts, "logits", a.logits, {n, experts});
-  expect_dtype(kMoeExperts, "logits", a.logits, act);
-  expect_contiguous(kMoeExperts, "logits", a.logits);
-  expect_same_device(kMoeExperts, a.in, a.logits);
-  expect_shape(kMoeExperts, "out", a.out, {n, h});
-  expect_dtype(kMoeExperts, "out", a.out, act);
-  expect_contiguous(kMoeExperts, "out", a.out);
-  expect_same_device(kMoeExperts, a.in, a.out);
-  if (a.shared.defined()) {
-    expect_shape(kMoeExperts, "shared", a.shared, {n, h});
-    expect_dtype(kMoeExperts, "shared", a.shared, act);
-    expect_contiguous(kMoeExperts, "shared", a.shared);
-    expect_same_device(kMoeExperts, a.in, a.shared);
-  }
-  if (a.residual.defined()) {
-    expect_shape(kMoeExperts, "residual", a.residual, {n, h});
-    expect_dtype(kMoeExperts, "residual", a.residual, act);
-    expect_contiguous(kMoeExperts, "residual", a.residual);
-    expect_same_device(kMoeExperts, a.in, a.residual);
-  }
+  // An activation-shaped argument: its shape, the activations' dtype, contiguous, on in's device.
+  const auto expect_activations = [&](const char* name, const Tensor& t, const Shape& shape) {
+    expect_shape(kMoeExperts, name, t, shape);
+    expect_dtype(kMoeExperts, name, t, act);
+    expect_contiguous(kMoeExperts, name, t);
+    expect_same_device(kMoeExperts, a.in, t);
+  };
+  expect_activations("logits", a.logits, {n, experts});
+  expect_activations("out", a.out, {n, h});
+  if (a.shared.defined()) expect_activations("shared", a.shared, {n, h});
+  if (a.residual.defined()) expect_activations("residual", a.residual, {n, h});
   if (a.shared_logit.defined()) {
     if (!a.shared.defined()) fail(kMoeExperts, "a shared expert's gate logit without its output");
-    expect_shape(kMoeExperts, "shared_logit", a.shared_logit, {n, 1});
-    expect_dtype(kMoeExperts, "shared_logit", a.shared_logit, act);
-    expect_contiguous(kMoeExperts, "shared_logit", a.shared_logit);
-    expect_same_device(kMoeExperts, a.in, a.shared_logit);
+    expect_activations("shared_logit", a.shared_logit, {n, 1});
   }
+  const int64_t width = m.gate[0].size(0);
   const DType weight = m.gate[0].dtype();
   if (moe_experts_on_device(device.type, act, weight, n, experts, m.top_k, h, width)) {
-    const int64_t picks = n * m.top_k;
-    for (int64_t e = 0; e < experts; ++e) {
-      const auto i = static_cast<size_t>(e);
-      for (const Tensor* w : {&m.gate[i], &m.up[i], &m.down[i]}) {
+    // The kernel reads whichever experts the router picks: every one is checked here (once a
+    // recorded step, which replays without this). The host's path checks the picked ones in
+    // their products.
+    for (size_t e = 0; e < m.gate.size(); ++e) {
+      const std::pair<const Tensor*, Shape> weights[] = {
+          {&m.gate[e], {width, h}}, {&m.up[e], {width, h}}, {&m.down[e], {h, width}}};
+      for (const auto& [w, shape] : weights) {
+        expect_shape(kMoeExperts, "expert weight", *w, shape);
         expect_dtype(kMoeExperts, "expert weight", *w, weight);
         expect_contiguous(kMoeExperts, "expert weight", *w);
+        expect_same_device(kMoeExperts, a.in, *w);
       }
     }
-    expect_shape(kMoeExperts, "rows", a.rows, {picks, h});
-    expect_shape(kMoeExperts, "hidden", a.hidden, {picks, width});
-    expect_shape(kMoeExperts, "y", a.y, {picks, h});
+    const int64_t picks = n * m.top_k;
+    expect_activations("rows", a.rows, {picks, h});
+    expect_activations("hidden", a.hidden, {picks, width});
+    expect_activations("y", a.y, {picks, h});
     expect_shape(kMoeExperts, "plan", a.plan, {moe_plan_words(n, experts, m.top_k)});
     expect_dtype(kMoeExperts, "plan", a.plan, DType::i32);
-    for (const Tensor* t : {&a.rows, &a.hidden, &a.y}) {
-      expect_dtype(kMoeExperts, "scratch", *t, act);
-      expect_contiguous(kMoeExperts, "scratch", *t);
-      expect_same_device(kMoeExperts, a.in, *t);
-    }
     expect_same_device(kMoeExperts, a.in, a.plan);
     get_kernel<MoeExpertsArgs>(kMoeExperts, device.type, act, weight)(a);
     return;

@@ -257,6 +257,19 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
   }
 }
 
+// Under ANVIL_CUDA_DECODE_KERNEL=require (the caller sets it), the one-launch kernel refuses
+// `a` with an error naming `reason`; `stack` says what was offered.
+template <class Kernel>
+void expect_refused(const Kernel& kernel, const ops::DecodeLayersArgs& a, const std::string& reason,
+                    const std::string& stack) {
+  try {
+    kernel(a);
+    ADD_FAILURE() << stack << " was taken by the one-launch kernel";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+  }
+}
+
 // The stack's shapes are checked before any launch: one the kernel cannot take (f32 here) runs
 // composed, and "require" names the reason instead.
 TEST_P(DecodeLayers, UnsupportedStacksRunComposedOrSayWhy) {
@@ -292,13 +305,7 @@ TEST_P(DecodeLayers, UnsupportedStacksRunComposedOrSayWhy) {
   auto kernel =
       get_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayers, GetParam(), DType::bf16, DType::bf16);
   ::setenv("ANVIL_CUDA_DECODE_KERNEL", "require", 1);
-  try {
-    kernel(a);
-    ADD_FAILURE() << "an f32 stack was taken by the one-launch kernel";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("bf16/f16 activations only"), std::string::npos)
-        << e.what();
-  }
+  expect_refused(kernel, a, "bf16/f16 activations only", "an f32 stack");
   // The CUDA kernel takes every extension on every layer (the residual multiplier, RoPE per
   // layer, Gemma's and OLMo 2's layers) and names what it hands back: a layer with an MLP
   // input norm but no attention input norm here.
@@ -317,15 +324,10 @@ TEST_P(DecodeLayers, UnsupportedStacksRunComposedOrSayWhy) {
     ::unsetenv("ANVIL_CUDA_DECODE_KERNEL");
     EXPECT_NO_THROW(ops::decode_layers(g));
     ::setenv("ANVIL_CUDA_DECODE_KERNEL", "require", 1);
-    try {
-      get_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayersExtended, GetParam(), DType::bf16,
-                                        DType::bf16)(g);
-      ADD_FAILURE() << "a stack with half its input norms was taken by the one-launch kernel";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("input norms on some layers or blocks only"),
-                std::string::npos)
-          << e.what();
-    }
+    const auto extended = get_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayersExtended, GetParam(),
+                                                            DType::bf16, DType::bf16);
+    expect_refused(extended, g, "input norms on some layers or blocks only",
+                   "a stack with half its input norms");
     // The wide kernel (Gemma's layers here) takes heads of a power of two of 8-value chunks
     // only; the head size is refused before any shape is read.
     ops::DecoderLayerTensors C = B;
@@ -334,15 +336,7 @@ TEST_P(DecodeLayers, UnsupportedStacksRunComposedOrSayWhy) {
     ops::DecodeLayersArgs w =
         test::decode_args(random({1, hidden}, 1.0f), gemma_like, step, DType::bf16);
     w.head_dim = 192;
-    try {
-      get_kernel<ops::DecodeLayersArgs>(ops::kDecodeLayersExtended, GetParam(), DType::bf16,
-                                        DType::bf16)(w);
-      ADD_FAILURE() << "heads of 192 values were taken by the wide kernel";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("need a power of two of 8-value chunks"),
-                std::string::npos)
-          << e.what();
-    }
+    expect_refused(extended, w, "need a power of two of 8-value chunks", "heads of 192 values");
   }
   ::unsetenv("ANVIL_CUDA_DECODE_KERNEL");
 }
