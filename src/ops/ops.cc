@@ -476,12 +476,17 @@ void linear_add(const LinearAddArgs& a) {
       [&] { return "linear_add " + shape_str(a.x.shape()) + " x " + shape_str(a.weight.shape()); });
   const bool same =
       (!a.bias.defined() || a.bias.dtype() == a.x.dtype()) && a.residual.dtype() == a.x.dtype();
+  const char* name = a.scale == 1.0f ? kLinearAdd : kLinearScaleAdd;
   auto k = same && !a.out_norm.defined()
-               ? find_kernel_raw(kLinearAdd, a.x.device().type, a.x.dtype(), a.weight.dtype())
+               ? find_kernel_raw(name, a.x.device().type, a.x.dtype(), a.weight.dtype())
                : nullptr;
   if (!k) {
     linear(a.x, a.weight, a.bias, a.scratch);
-    if (a.out_norm.defined()) {
+    if (a.scale != 1.0f) {
+      if (a.out_norm.defined()) rms_norm(a.scratch, a.out_norm, a.eps, a.scratch);
+      scale(a.scratch, a.scale);
+      add(a.residual, a.scratch, a.residual);
+    } else if (a.out_norm.defined()) {
       rms_norm_add(a.scratch, a.out_norm, a.eps, a.residual);
     } else {
       add(a.residual, a.scratch, a.residual);
@@ -619,19 +624,10 @@ void rope_attention(const RopeAttentionArgs& a) {
   reinterpret_cast<void (*)(const RopeAttentionArgs&)>(k)(a);
 }
 
-// x += in @ w^T + bias, through out_norm where defined, times the residual scale where it is
-// not 1 (Granite: the product rounded, scaled and rounded, then added, as torch computes
-// `residual + h * m`).
+// x += in @ w^T + bias, through out_norm where defined, times the residual scale (Granite).
 void add_block_output(const DecodeLayersArgs& a, const Tensor& in, const Tensor& w,
                       const Tensor& bias, const Tensor& out_norm) {
-  if (a.residual_scale == 1.0f) {
-    linear_add({in, w, bias, a.x, a.proj, out_norm, a.eps});
-    return;
-  }
-  linear(in, w, bias, a.proj);
-  if (out_norm.defined()) rms_norm(a.proj, out_norm, a.eps, a.proj);
-  scale(a.proj, a.residual_scale);
-  add(a.x, a.proj, a.x);
+  linear_add({in, w, bias, a.x, a.proj, out_norm, a.eps, a.residual_scale});
 }
 
 void composed_decode_layers(const DecodeLayersArgs& a) {

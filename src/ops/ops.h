@@ -250,11 +250,15 @@ void composed_linear_swiglu(const LinearSwigluArgs& args);
 /// block's output projection and its residual connection). `scratch` ([N, O]) holds the product
 /// where the op is composed. With out_norm defined the product is RMS-normalised with it first
 /// (Gemma 2 / 3's and OLMo 2's post-attention and post-feedforward norms): residual +=
-/// rms_norm(x @ weight^T + bias) * out_norm, always composed (no kernel sees out_norm).
+/// rms_norm(x @ weight^T + bias) * out_norm, always composed (no kernel sees out_norm). With
+/// scale other than 1 the (normalised) product is multiplied by it and rounded again before the
+/// add (Granite's residual multiplier, torch's `residual + h * m`); a device's kernel takes that
+/// where it registers kLinearScaleAdd, elsewhere the op runs composed.
 struct LinearAddArgs {
   Tensor x, weight, bias, residual, scratch;
   Tensor out_norm = Tensor();
   float eps = 0.0f;
+  float scale = 1.0f;
 };
 void linear_add(const LinearAddArgs& args);
 
@@ -446,6 +450,7 @@ inline constexpr const char* kRmsNormAdd = "rms_norm_add";
 inline constexpr const char* kLinearGroup = "linear_group";
 inline constexpr const char* kLinearSwiglu = "linear_swiglu";
 inline constexpr const char* kLinearAdd = "linear_add";
+inline constexpr const char* kLinearScaleAdd = "linear_add/scaled";
 inline constexpr const char* kRopeStore = "rope_store";
 // Registered (device, activations, cache dtype) where a device's rope_store kernel also writes
 // caches of another dtype than the activations' (the CPU's f16 cache); the function is the same

@@ -705,6 +705,41 @@ TEST_P(Ops, LinearAddWithOutputNorm) {
   }
 }
 
+// Granite's residual multiplier: residual += round(round(x @ W^T + b) * m), through the output
+// norm where one is given; the fused epilogue (CUDA's GEMV, up to its row limit) must round
+// exactly as the ops one by one do, and both must match the float32 reference.
+TEST_P(Ops, LinearAddScaledMatchesSeparateOps) {
+  const float m = 0.22f;
+  for (int64_t n : {1, 3, 7}) {
+    for (bool norm : {false, true}) {
+      const Tensor x = random_tensor({n, 64}, rng_), w = random_tensor({48, 64}, rng_, 0.2f);
+      const Tensor b = random_tensor({48}, rng_), nw = random_tensor({48}, rng_);
+      const Tensor resid = random_tensor({n, 48}, rng_);
+      const Tensor out_norm = norm ? on_device(nw, act_) : Tensor();
+      Tensor got = on_device(Tensor::from_f32(resid.to_f32_vector(), resid.shape()), act_);
+      Tensor scratch = empty({n, 48});
+      ops::linear_add({on_device(x, act_), on_device(w, act_), on_device(b, act_), got, scratch,
+                       out_norm, 1e-6f, m});
+
+      Tensor prod = Tensor::empty({n, 48}, DType::f32), want = Tensor::empty({n, 48}, DType::f32);
+      ops::reference::linear({x, w, b, prod});
+      if (norm) ops::reference::rms_norm({prod, nw, prod, 1e-6f});
+      std::vector<float> scaled = prod.to_f32_vector();
+      for (float& v : scaled) v *= m;
+      ops::reference::add({resid, Tensor::from_f32(scaled, {n, 48}), want});
+      EXPECT_LE(max_abs_diff(got, want), tolerance(2e-5f)) << "rows " << n << " norm " << norm;
+
+      Tensor sep = on_device(Tensor::from_f32(resid.to_f32_vector(), resid.shape()), act_);
+      Tensor p = empty({n, 48});
+      ops::linear(on_device(x, act_), on_device(w, act_), on_device(b, act_), p);
+      if (norm) ops::rms_norm(p, out_norm, 1e-6f, p);
+      ops::scale(p, m);
+      ops::add(sep, p, sep);
+      EXPECT_LE(max_abs_diff(got, sep), 0.0f) << "rows " << n << " norm " << norm;
+    }
+  }
+}
+
 // Half precision over the prefill tiles with a window (the CUDA flash kernel skips the tiles
 // before every query's window).
 TEST_P(Ops, HalfPrecisionPrefillAttentionSlidingWindow) {

@@ -117,6 +117,12 @@ __device__ __forceinline__ const T* prepare_x(const T* x, int k, const T*& norm_
   }
 }
 
+// A rounded product times Granite's residual multiplier, rounded again (torch's `h * m`).
+template <class T>
+__device__ __forceinline__ T scaled(T product, float factor) {
+  return factor == 1.0f ? product : from_float<T>(to_float(product) * factor);
+}
+
 // S warps share a row, each taking 1/S of k, when rows alone give too few warps to keep enough
 // loads in flight; their sums meet in shared memory. The grid is at most a few waves, each block
 // walking row groups, so short-lived blocks do not dominate the large products (the head).
@@ -210,7 +216,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         T& dst = out[static_cast<long long>(r) * o + row];
-        const T product = from_float<T>(acc[0][r] + b);
+        const T product = scaled(from_float<T>(acc[0][r] + b), seg.out_scale);
         dst = seg.accumulate ? from_float<T>(to_float(dst) + to_float(product)) : product;
       }
     }
@@ -252,7 +258,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     for (int m = 0; m < 2; ++m) {
       const int r = row + m;
       if (m == 1 && second == row) break;
-      const T product = from_float<T>(acc[m][0] + (bias ? to_float(bias[r]) : 0.0f));
+      const T product =
+          scaled(from_float<T>(acc[m][0] + (bias ? to_float(bias[r]) : 0.0f)), seg.out_scale);
       out[r] = seg.accumulate ? from_float<T>(to_float(out[r]) + to_float(product)) : product;
     }
   }

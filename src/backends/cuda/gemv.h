@@ -22,6 +22,9 @@ struct GemvSegments {
   const void* norm_w = nullptr;  ///< x is RMS-normalised with this weight first (when set)
   float eps = 0.0f;
   bool accumulate = false;  ///< out[0] += product (a residual add) instead of out[0] = product
+  /// The rounded product times this, rounded again, before it is stored or added (Granite's
+  /// residual multiplier); 1: none.
+  float out_scale = 1.0f;
 };
 
 /// True when x and every weight suit the kernels: 1..kGemvMaxRows rows, rows of a multiple of

@@ -187,12 +187,14 @@ void linear_swiglu(const ops::LinearSwigluArgs& a) {
               context(a.x.device()).stream);
 }
 
-// The output projection with its residual add in the GEMV's epilogue; composed otherwise.
+// The output projection with its residual add (and Granite's multiplier) in the GEMV's
+// epilogue; composed otherwise.
 void linear_add(const ops::LinearAddArgs& a) {
   const int64_t n = a.x.size(0), k = a.x.size(1);
   const void* w = a.weight.raw();
   if (!gemv_fits(a.x.dtype(), a.x.raw(), &w, 1, static_cast<int>(n), static_cast<int>(k))) {
     linear({a.x, a.weight, a.bias, a.scratch});
+    if (a.scale != 1.0f) ops::scale(a.scratch, a.scale);
     ops::add(a.residual, a.scratch, a.residual);
     return;
   }
@@ -203,6 +205,7 @@ void linear_add(const ops::LinearAddArgs& a) {
   seg.rows[0] = static_cast<int>(a.weight.size(0));
   seg.count = 1;
   seg.accumulate = true;
+  seg.out_scale = a.scale;
   const Context& ctx = context(a.x.device());
   gemv(a.x.dtype(), a.x.raw(), seg, static_cast<int>(n), static_cast<int>(k), ctx.sm_count,
        ctx.stream);
@@ -223,6 +226,8 @@ void register_cuda_linear() {
     register_kernel<ops::LinearSwigluArgs>(ops::kLinearSwigluGeluTanh, DeviceType::cuda, act, act,
                                            &cuda::linear_swiglu);
     register_kernel<ops::LinearAddArgs>(ops::kLinearAdd, DeviceType::cuda, act, act,
+                                        &cuda::linear_add);
+    register_kernel<ops::LinearAddArgs>(ops::kLinearScaleAdd, DeviceType::cuda, act, act,
                                         &cuda::linear_add);
   }
 }
