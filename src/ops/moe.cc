@@ -242,11 +242,7 @@ void composed_moe_mlp(const DecodeLayersArgs& a, const DecoderLayerTensors& L) {
   const auto buffer = [&](const Tensor& given, const Shape& shape, DType dtype) {
     return given.defined() ? given : Tensor::empty(shape, dtype, device);
   };
-  Tensor in = x;
-  if (L.post_norm.defined()) {
-    rms_norm(x, L.post_norm, a.eps, a.normed);
-    in = a.normed;
-  }
+  const Tensor in = L.post_norm.defined() ? a.normed : x;
   const MoeScratch& s = a.moe;
   MoeExpertsArgs e{.in = in,
                    .logits = buffer(s.logits, {n, experts}, act),
@@ -255,7 +251,24 @@ void composed_moe_mlp(const DecodeLayersArgs& a, const DecoderLayerTensors& L) {
                    .out = buffer(s.sum, {n, h}, act),
                    .residual = x,
                    .residual_scale = a.residual_scale};
-  linear(in, m.router, Tensor(), e.logits);
+  // The post-attention norm, the router and Qwen2-MoE's shared-expert gate logit as one group
+  // (one launch where a device fuses it), the normalised rows kept for the experts.
+  LinearGroupArgs router{.x = x,
+                         .weights = {m.router},
+                         .biases = {},
+                         .outs = {e.logits},
+                         .count = 1,
+                         .norm_weight = L.post_norm,
+                         .eps = a.eps,
+                         .normed = a.normed,
+                         .keep_normed = true};
+  if (m.shared_gate.defined() && m.shared_expert_gate.defined()) {
+    e.shared_logit = buffer(s.shared_logit, {n, 1}, act);
+    router.weights[1] = m.shared_expert_gate;
+    router.outs[1] = e.shared_logit;
+    router.count = 2;
+  }
+  linear_group(router);
   // The shared expert: Qwen2-MoE's gated by sigmoid(x . g), GraniteMoeShared's not.
   if (m.shared_gate.defined()) {
     const int64_t width = m.shared_gate.size(0);
@@ -265,10 +278,6 @@ void composed_moe_mlp(const DecodeLayersArgs& a, const DecoderLayerTensors& L) {
     linear_swiglu({in, m.shared_gate, Tensor(), m.shared_up, Tensor(), g, u, Tensor(), 0.0f,
                    Tensor(), a.act});
     linear(g, m.shared_down, Tensor(), e.shared);
-    if (m.shared_expert_gate.defined()) {
-      e.shared_logit = buffer(s.shared_logit, {n, 1}, act);
-      linear(in, m.shared_expert_gate, Tensor(), e.shared_logit);
-    }
   }
   const int64_t width = m.gate[0].size(0);
   if (moe_experts_on_device(device.type, act, m.gate[0].dtype(), n, experts, m.top_k, h, width)) {

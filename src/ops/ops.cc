@@ -435,6 +435,11 @@ void linear_group(const LinearGroupArgs& a) {
     expect_same_device(kLinearGroup, x, a.biases[i]);
     expect_same_device(kLinearGroup, x, a.outs[i]);
   }
+  if (a.keep_normed && a.norm_weight.defined()) {
+    expect_dtype(kLinearGroup, "normed", a.normed, x.dtype());
+    expect_contiguous(kLinearGroup, "normed", a.normed);
+    expect_same_device(kLinearGroup, x, a.normed);
+  }
   reinterpret_cast<void (*)(const LinearGroupArgs&)>(k)(a);
 }
 

@@ -215,7 +215,8 @@ void add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& weight, fl
 
 /// outs[i] = x' @ weights[i]^T + biases[i] for up to three products of one input (q, k, v),
 /// where x' = rms_norm(x) * norm_weight when norm_weight is defined (the block's input norm,
-/// written to `normed` where the op is composed), else x itself.
+/// written to `normed` where the op is composed), else x itself. With keep_normed, `normed`
+/// holds x' afterwards on every device (a later op reads it: the experts after their router).
 struct LinearGroupArgs {
   Tensor x;
   Tensor weights[3], biases[3], outs[3];
@@ -223,6 +224,7 @@ struct LinearGroupArgs {
   Tensor norm_weight = Tensor();
   float eps = 0.0f;
   Tensor normed = Tensor();
+  bool keep_normed = false;
 };
 void linear_group(const LinearGroupArgs& args);
 

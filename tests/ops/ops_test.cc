@@ -740,6 +740,43 @@ TEST_P(Ops, LinearAddScaledMatchesSeparateOps) {
   }
 }
 
+// A router's group (its norm, its E rows and a one-row shared-expert gate) that keeps the
+// normalised rows for the experts: `normed` must hold them on every device, whether a kernel
+// fused the norm (CUDA's GEMV, staged in shared memory for k = 64, read in place for k = 12800)
+// or the op ran composed (7 rows).
+TEST_P(Ops, LinearGroupKeepsNormedRows) {
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 64}, {3, 64}, {7, 64}, {1, 12800}}) {
+    const Tensor x = random_tensor({n, k}, rng_), nw = random_tensor({k}, rng_);
+    const Tensor router = random_tensor({8, k}, rng_, 0.1f),
+                 gate = random_tensor({1, k}, rng_, 0.1f);
+    Tensor logits = empty({n, 8}), gate_logit = empty({n, 1}), normed = empty({n, k});
+    ops::LinearGroupArgs g{.x = on_device(x, act_),
+                           .weights = {on_device(router, act_), on_device(gate, act_)},
+                           .biases = {},
+                           .outs = {logits, gate_logit},
+                           .count = 2,
+                           .norm_weight = on_device(nw, act_),
+                           .eps = 1e-6f,
+                           .normed = normed,
+                           .keep_normed = true};
+    ops::linear_group(g);
+    Tensor want_normed = Tensor::empty({n, k}, DType::f32);
+    ops::reference::rms_norm({x, nw, want_normed, 1e-6f});
+    EXPECT_LE(max_abs_diff(normed, want_normed), tolerance(1e-5f)) << n << " rows, k " << k;
+    const float product_tol = k > 1000 ? tolerance(1e-3f) : tolerance(1e-4f);
+    Tensor want = Tensor::empty({n, 8}, DType::f32), want_gate = Tensor::empty({n, 1}, DType::f32);
+    ops::reference::linear({want_normed, router, Tensor(), want});
+    ops::reference::linear({want_normed, gate, Tensor(), want_gate});
+    EXPECT_LE(max_abs_diff(logits, want), product_tol) << n << " rows, k " << k;
+    EXPECT_LE(max_abs_diff(gate_logit, want_gate), product_tol) << n << " rows, k " << k;
+    // The kept rows are the ones the products read: multiplied again, the same logits.
+    Tensor again = empty({n, 8});
+    ops::linear(normed, on_device(router, act_), Tensor(), again);
+    EXPECT_LE(max_abs_diff(again, logits), act_ == DType::f32 ? 1e-5f : 0.0f)
+        << n << " rows, k " << k;
+  }
+}
+
 // Half precision over the prefill tiles with a window (the CUDA flash kernel skips the tiles
 // before every query's window).
 TEST_P(Ops, HalfPrecisionPrefillAttentionSlidingWindow) {

@@ -117,6 +117,39 @@ __device__ __forceinline__ const T* prepare_x(const T* x, int k, const T*& norm_
   }
 }
 
+// The normalised rows as the products read them, stored by block 0 when the caller keeps them
+// (seg.normed): from the staged copy, or normalised again from x with the warp's scales.
+template <class T, int R, bool kStaged>
+__device__ __forceinline__ void store_normed(const T* __restrict__ x_in, const T* x, int k,
+                                             const GemvSegments& seg, const float (&scale)[R]) {
+  if (!seg.normed || !seg.norm_w || blockIdx.x != 0) return;
+  constexpr int V = Vec<T>::kN;
+  const int chunks = k / V;
+  const uint4* nw = reinterpret_cast<const uint4*>(seg.norm_w);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    uint4* dst =
+        reinterpret_cast<uint4*>(static_cast<T*>(seg.normed) + static_cast<long long>(r) * k);
+    for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+      if constexpr (kStaged) {
+        dst[c] = reinterpret_cast<const uint4*>(x + static_cast<long long>(r) * k)[c];
+      } else {
+        float f[V], nf[V];
+        widen<T>(__ldg(reinterpret_cast<const uint4*>(x_in + static_cast<long long>(r) * k) + c),
+                 f);
+        widen<T>(__ldg(nw + c), nf);
+        uint4 packed;
+        T* out = reinterpret_cast<T*>(&packed);
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          out[i] = from_float<T>(nf[i] * to_float(from_float<T>(f[i] * scale[r])));
+        }
+        dst[c] = packed;
+      }
+    }
+  }
+}
+
 // A rounded product times Granite's residual multiplier, rounded again (torch's `h * m`).
 template <class T>
 __device__ __forceinline__ T scaled(T product, float factor) {
@@ -201,6 +234,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   pdl_wait();
   float scale[R];
   const T* x = prepare_x<T, R, kStaged>(x_in, k, norm_w, seg.eps, scale);
+  store_normed<T, R, kStaged>(x_in, x, k, seg, scale);
   for (int g = blockIdx.x; g < groups; g += gridDim.x) {
     int row = g * kRowsPerBlock + static_cast<int>(threadIdx.x / 32) / S;
     const bool active = row < total;
@@ -241,6 +275,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   pdl_wait();
   float scale[1];
   const T* x = prepare_x<T, 1, kStaged>(x_in, k, norm_w, seg.eps, scale);
+  store_normed<T, 1, kStaged>(x_in, x, k, seg, scale);
   const int chunks = k / Vec<T>::kN;
   const T* bias = static_cast<const T*>(seg.bias[0]);
   T* out = static_cast<T*>(seg.out[0]);

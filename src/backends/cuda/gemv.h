@@ -25,6 +25,9 @@ struct GemvSegments {
   /// The rounded product times this, rounded again, before it is stored or added (Granite's
   /// residual multiplier); 1: none.
   float out_scale = 1.0f;
+  /// Where set (with norm_w), the normalised rows [n, k] the products read are stored here too,
+  /// for a later op that reads them (the experts after their router).
+  void* normed = nullptr;
 };
 
 /// True when x and every weight suit the kernels: 1..kGemvMaxRows rows, rows of a multiple of

@@ -164,6 +164,7 @@ void linear_group(const ops::LinearGroupArgs& a) {
   seg.count = a.count;
   seg.norm_w = a.norm_weight.defined() ? a.norm_weight.raw() : nullptr;
   seg.eps = a.eps;
+  if (a.keep_normed && a.norm_weight.defined()) seg.normed = a.normed.raw();
   const Context& ctx = context(a.x.device());
   gemv(a.x.dtype(), a.x.raw(), seg, static_cast<int>(n), static_cast<int>(k), ctx.sm_count,
        ctx.stream);

@@ -270,7 +270,9 @@ bool fused_products(Device device) {
 void linear_group(const ops::LinearGroupArgs& a) {
   const long long n = a.x.size(0), k = a.x.size(1);
   const DType w = a.weights[0].dtype();
+  // The fused kernel does not store the normalised rows: a caller that keeps them runs composed.
   if (n > kMaxTeamRows || !fused_products(a.x.device()) ||
+      (a.keep_normed && norm_mode(a.norm_weight) != 0) ||
       (norm_mode(a.norm_weight) == 2 && a.norm_weight.dtype() != w)) {
     ops::composed_linear_group(a);
     return;
