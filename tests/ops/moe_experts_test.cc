@@ -203,6 +203,10 @@ const MoeCase kCases[] = {
     {32, 128, 8, 64, 32, true, false, false, true, 3, 0.22f},  // the most rows the device takes
     {4, 256, 16, 32, 16, true, false, false, false, 0, 0.0f},  // the most experts and picks
     {40, 16, 4, 32, 16, true, true, true, false, 1, 0.5f},     // too many rows: host's picks
+    // One token (CUDA's down and combine in one launch): Granite's shared expert and multiplier
+    // with GeGLU and tied logits, and the most picks (the kernel's wider variant).
+    {1, 40, 8, 64, 24, true, true, false, true, 1, 0.22f},
+    {1, 256, 16, 32, 16, false, false, false, false, 0, 1.0f},
 };
 
 TEST_P(MoeExperts, MatchTheReference) {

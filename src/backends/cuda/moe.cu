@@ -308,11 +308,31 @@ __global__ void __launch_bounds__(kProductWarps * 32)
   });
 }
 
+// The rest of the combine for value i of token t, after the experts' weighted sum `acc`: the
+// shared expert's output, gated where it has a logit, residual_scale, the store and the
+// residual add, each rounded as the ops one by one are.
+template <class T>
+__device__ __forceinline__ void finish_combine(float acc, long long i, int t,
+                                               const T* __restrict__ shared,
+                                               const T* __restrict__ shared_logit,
+                                               T* __restrict__ out, T* __restrict__ residual,
+                                               float residual_scale) {
+  if (shared) {
+    float w = 1.0f;
+    if (shared_logit) w = to_float(from_float<T>(1.0f / (1.0f + expf(-to_float(shared_logit[t])))));
+    acc = to_float(from_float<T>(acc + to_float(from_float<T>(to_float(shared[i]) * w))));
+  }
+  if (residual_scale != 1.0f) acc = to_float(from_float<T>(acc * residual_scale));
+  out[i] = from_float<T>(acc);
+  if (residual) residual[i] = from_float<T>(to_float(residual[i]) + acc);
+}
+
 // out[t] = zeros, + round(y[row] * w[row]) rounded for each of t's rows by ascending expert,
 // then + round(shared[t] * round(sigmoid(shared_logit[t]))) (1 without a logit): torch's
 // index_add_ of each expert's weighted rows, then the shared expert's; then times
 // residual_scale (rounded, as ops::scale) where it is not 1, and added into residual (rounded,
-// as ops::add) where given.
+// as ops::add) where given. A thread's rows and weights are all loaded before the ordered sum:
+// one after another they were a chain of dependent loads as long as the whole kernel.
 template <class T>
 __global__ void moe_combine_kernel(const T* __restrict__ y, const int* __restrict__ plan,
                                    const T* __restrict__ shared, const T* __restrict__ shared_logit,
@@ -324,22 +344,82 @@ __global__ void moe_combine_kernel(const T* __restrict__ y, const int* __restric
   if (i >= static_cast<long long>(n) * hidden) return;
   const int t = static_cast<int>(i / hidden), c = static_cast<int>(i % hidden);
   const Plan pl{experts, n * top_k};
+  int row[kMaxTopK];
+#pragma unroll
+  for (int j = 0; j < kMaxTopK; ++j) row[j] = j < top_k ? pl.token_rows(plan)[t * top_k + j] : 0;
+  float yv[kMaxTopK], wv[kMaxTopK];
+#pragma unroll
+  for (int j = 0; j < kMaxTopK; ++j) {
+    if (j >= top_k) continue;
+    wv[j] = __int_as_float(pl.row_weight(plan)[row[j]]);
+    yv[j] = to_float(y[static_cast<long long>(row[j]) * hidden + c]);
+  }
   float acc = 0.0f;
-  for (int j = 0; j < top_k; ++j) {
-    const int row = pl.token_rows(plan)[t * top_k + j];
-    const float w = __int_as_float(pl.row_weight(plan)[row]);
-    const float term =
-        to_float(from_float<T>(to_float(y[static_cast<long long>(row) * hidden + c]) * w));
-    acc = to_float(from_float<T>(acc + term));
+#pragma unroll
+  for (int j = 0; j < kMaxTopK; ++j) {
+    if (j < top_k) acc = to_float(from_float<T>(acc + to_float(from_float<T>(yv[j] * wv[j]))));
   }
-  if (shared) {
-    float w = 1.0f;
-    if (shared_logit) w = to_float(from_float<T>(1.0f / (1.0f + expf(-to_float(shared_logit[t])))));
-    acc = to_float(from_float<T>(acc + to_float(from_float<T>(to_float(shared[i]) * w))));
+  finish_combine<T>(acc, i, t, shared, shared_logit, out, residual, residual_scale);
+}
+
+// One token (a batch-1 decode step): down's products and the combine in one launch. A warp owns
+// hidden value c: the picked experts' down rows c, by ascending expert (the plan's slots, one
+// row each), each dotted with its pick's hidden row in dot_rows' order, so each y is the
+// separate kernel's to the bit, all of them in flight at once; then the combine's ordered sum.
+// The y rows stay in registers and the combine's launch and its wait are gone. K bounds top_k.
+template <class T, int K>
+__global__ void __launch_bounds__(kProductWarps * 32)
+    moe_down_combine_kernel(const __grid_constant__ DownWeights w, const T* __restrict__ hidden_in,
+                            const int* __restrict__ plan, const T* __restrict__ shared,
+                            const T* __restrict__ shared_logit, T* __restrict__ out,
+                            T* __restrict__ residual, float residual_scale, int hidden, int width,
+                            int experts, int top_k) {
+  constexpr int V = Vec<T>::kN;
+  pdl_wait();
+  const int c = static_cast<int>(blockIdx.x) * kProductWarps + static_cast<int>(threadIdx.x / 32);
+  if (c >= hidden) return;
+  const int lane = static_cast<int>(threadIdx.x % 32), chunks = width / V;
+  const Plan pl{experts, top_k};
+  const uint4* wr[K];
+  const uint4* xr[K];
+  float acc[K];
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    acc[j] = 0.0f;
+    const int slot = j < top_k ? j : 0;
+    const T* down = static_cast<const T*>(w.down[pl.slot_expert(plan)[slot]]);
+    wr[j] = reinterpret_cast<const uint4*>(down + static_cast<long long>(c) * width);
+    xr[j] = reinterpret_cast<const uint4*>(
+        hidden_in + static_cast<long long>(pl.slot_first(plan)[slot]) * width);
   }
-  if (residual_scale != 1.0f) acc = to_float(from_float<T>(acc * residual_scale));
-  out[i] = from_float<T>(acc);
-  if (residual) residual[i] = from_float<T>(to_float(residual[i]) + acc);
+  for (int ch = lane; ch < chunks; ch += 32) {
+    uint4 wv[K], xv[K];
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      if (j < top_k) {
+        wv[j] = __ldg(wr[j] + ch);
+        xv[j] = __ldg(xr[j] + ch);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      if (j >= top_k) continue;
+      float wf[V], xf[V];
+      widen<T>(wv[j], wf);
+      widen<T>(xv[j], xf);
+#pragma unroll
+      for (int i = 0; i < V; ++i) acc[j] = fmaf(wf[i], xf[i], acc[j]);
+    }
+  }
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    if (j >= top_k) continue;
+    const float y = to_float(from_float<T>(warp_sum(acc[j])));
+    const float weight = __int_as_float(pl.row_weight(plan)[pl.slot_first(plan)[j]]);
+    sum = to_float(from_float<T>(sum + to_float(from_float<T>(y * weight))));
+  }
+  if (lane == 0) finish_combine<T>(sum, c, 0, shared, shared_logit, out, residual, residual_scale);
 }
 
 void moe_experts(const ops::MoeExpertsArgs& a) {
@@ -368,17 +448,26 @@ void moe_experts(const ops::MoeExpertsArgs& a) {
     launch(gate_up_kernel, gate_up_grid, kProductWarps * 32, 0, stream, gate_up,
            static_cast<const T*>(a.rows.data<T>()), static_cast<const int*>(plan),
            a.hidden.data<T>(), hidden, width, experts);
+    const T* shared = a.shared.defined() ? a.shared.data<T>() : nullptr;
+    const T* shared_logit = a.shared_logit.defined() ? a.shared_logit.data<T>() : nullptr;
+    T* residual = a.residual.defined() ? a.residual.data<T>() : nullptr;
+    if (n == 1) {  // one token: down and the combine as one launch
+      const auto kernel =
+          top_k <= 8 ? moe_down_combine_kernel<T, 8> : moe_down_combine_kernel<T, kMaxTopK>;
+      launch(kernel, (hidden + kProductWarps - 1) / kProductWarps, kProductWarps * 32, 0, stream,
+             down, static_cast<const T*>(a.hidden.data<T>()), static_cast<const int*>(plan), shared,
+             shared_logit, a.out.data<T>(), residual, a.residual_scale, hidden, width, experts,
+             top_k);
+      return;
+    }
     const dim3 down_grid((hidden + kProductWarps - 1) / kProductWarps, slots);
     launch(moe_down_kernel<T>, down_grid, kProductWarps * 32, 0, stream, down,
            static_cast<const T*>(a.hidden.data<T>()), static_cast<const int*>(plan), a.y.data<T>(),
            hidden, width, experts);
     const long long values = static_cast<long long>(n) * hidden;
     launch(moe_combine_kernel<T>, blocks_for(values, 256), 256, 0, stream,
-           static_cast<const T*>(a.y.data<T>()), static_cast<const int*>(plan),
-           a.shared.defined() ? a.shared.data<T>() : static_cast<const T*>(nullptr),
-           a.shared_logit.defined() ? a.shared_logit.data<T>() : static_cast<const T*>(nullptr),
-           a.out.data<T>(), a.residual.defined() ? a.residual.data<T>() : static_cast<T*>(nullptr),
-           a.residual_scale, n, hidden, experts, top_k);
+           static_cast<const T*>(a.y.data<T>()), static_cast<const int*>(plan), shared,
+           shared_logit, a.out.data<T>(), residual, a.residual_scale, n, hidden, experts, top_k);
   });
   ANVIL_CUDA_CHECK_LAUNCH();
 }
