@@ -46,35 +46,11 @@ __device__ __forceinline__ float* partial_at(float* ws, long long item, int spli
   return ws + (item * splits + split) * (dim + 2);
 }
 
-// Item `item`'s output from its splits' partials, in split order; threads [first, dim) by
-// `stride`. The partials were written by other blocks: read past L1.
-template <class T>
-__device__ __forceinline__ void combine_splits(const float* ws, T* __restrict__ out, long long item,
-                                               int splits, int dim, int first, int stride) {
-  float m = -FLT_MAX;
-  for (int s = 0; s < splits; ++s) {
-    const float* p = partial_at(const_cast<float*>(ws), item, s, splits, dim);
-    if (__ldcg(p + 1) > 0.0f) m = fmaxf(m, __ldcg(p));
-  }
-  for (int d = first; d < dim; d += stride) {
-    float l = 0.0f, a = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-      const float* p = partial_at(const_cast<float*>(ws), item, s, splits, dim);
-      const float pl = __ldcg(p + 1);
-      if (pl == 0.0f) continue;
-      const float c = __expf(__ldcg(p) - m);
-      l += pl * c;
-      a += __ldcg(p + 2 + d) * c;
-    }
-    out[item * dim + d] = from_float<T>(l > 0.0f ? a / l : 0.0f);
-  }
-}
-
 template <class T>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(const T* __restrict__ q, const T* __restrict__ kc, const T* __restrict__ vc,
                      const int* __restrict__ mask, T* __restrict__ out, float* __restrict__ ws,
-                     int* __restrict__ arrived, Geometry g) {
+                     Geometry g) {
   pdl_wait();
   const int h = blockIdx.x;
   const int bs = blockIdx.y;  // b * seq + s
@@ -177,17 +153,29 @@ __global__ void __launch_bounds__(kWarps * 32)
     const int d = lane + 32 * j;
     if (j < per_lane && d < g.dim) part[2 + d] = bacc[j];
   }
-  // The item's last split to finish combines them all (in split order, whichever block it is,
-  // so the result does not depend on arrival) and sets the item's count back to 0 for the next
-  // step: no second launch, whose wait for this one's last block cost as much as its work.
-  __threadfence();
-  __syncwarp();
-  int last = 0;
-  if (lane == 0) last = atomicAdd(arrived + item, 1) == g.splits - 1;
-  if (!__shfl_sync(0xffffffffu, last, 0)) return;
-  __threadfence();
-  combine_splits(ws, out, item, g.splits, g.dim, lane, 32);
-  if (lane == 0) arrived[item] = 0;
+}
+
+template <class T>
+__global__ void combine_kernel(const float* __restrict__ ws, T* __restrict__ out, int splits,
+                               int dim) {
+  pdl_wait();
+  const long long item = blockIdx.x;
+  float m = -FLT_MAX;
+  for (int s = 0; s < splits; ++s) {
+    const float* p = partial_at(const_cast<float*>(ws), item, s, splits, dim);
+    if (p[1] > 0.0f) m = fmaxf(m, p[0]);
+  }
+  for (int d = threadIdx.x; d < dim; d += blockDim.x) {
+    float l = 0.0f, a = 0.0f;
+    for (int s = 0; s < splits; ++s) {
+      const float* p = partial_at(const_cast<float*>(ws), item, s, splits, dim);
+      if (p[1] == 0.0f) continue;
+      const float c = __expf(p[0] - m);
+      l += p[1] * c;
+      a += p[2 + d] * c;
+    }
+    out[item * dim + d] = from_float<T>(l > 0.0f ? a / l : 0.0f);
+  }
 }
 
 // Split scratch, grown outside graph capture (the first, eager step of a shape sizes it).
@@ -199,18 +187,6 @@ float* split_workspace(Device device, size_t floats) {
     list.push_back(allocate(device, floats * sizeof(float)));
   }
   return static_cast<float*>(list.back()->data());
-}
-
-// The split kernel's per-item arrival counts, zero between launches (each item's last block
-// resets its own); grown, and zeroed, outside graph capture like the scratch above.
-int* split_arrivals(Device device, size_t items, cudaStream_t stream) {
-  static std::map<int, std::vector<std::shared_ptr<Buffer>>> buffers;
-  auto& list = buffers[device.ordinal()];
-  if (list.empty() || list.back()->nbytes() < items * sizeof(int)) {
-    list.push_back(allocate(device, items * sizeof(int)));
-    ANVIL_CUDA_CHECK(cudaMemsetAsync(list.back()->data(), 0, items * sizeof(int), stream));
-  }
-  return static_cast<int*>(list.back()->data());
 }
 
 constexpr int kSoftmaxThreads = 256;
@@ -582,15 +558,18 @@ void attention(const ops::AttentionArgs& a) {
                   ? split_workspace(a.q.device(), static_cast<size_t>(items) * splits * (g.dim + 2))
                   : nullptr;
   const cudaStream_t stream = stream_of(a.q.device());
-  int* arrived =
-      splits > 1 ? split_arrivals(a.q.device(), static_cast<size_t>(items), stream) : nullptr;
   dispatch_float(a.q.dtype(), "attention", [&](auto t) {
     using T = decltype(t);
     const dim3 grid(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch * g.seq),
                     static_cast<unsigned>(splits));
     launch(attention_kernel<T>, grid, kWarps * 32, 0, stream, a.q.data<T>(), a.k_cache.data<T>(),
-           a.v_cache.data<T>(), a.key_mask.data<int>(), a.out.data<T>(), ws, arrived, g);
+           a.v_cache.data<T>(), a.key_mask.data<int>(), a.out.data<T>(), ws, g);
     ANVIL_CUDA_CHECK_LAUNCH();
+    if (splits > 1) {
+      launch(combine_kernel<T>, static_cast<unsigned>(items), 128, 0, stream, ws, a.out.data<T>(),
+             splits, g.dim);
+      ANVIL_CUDA_CHECK_LAUNCH();
+    }
   });
 }
 
