@@ -3,7 +3,8 @@
 // expert order), the experts' gate/up and down products (a grid row per picked expert, whose
 // weights are read once for all the rows that picked it) and the weighted sum in expert order.
 // Nothing goes through the host, so a decode step with MoE layers is recorded as a graph like a
-// dense one.
+// dense one. One token (batch-1 decode) takes two launches: gate/up with the routing done in
+// every block, then down with the weighted sum.
 #include <algorithm>
 #include <cfloat>
 #include <cstdint>
@@ -76,6 +77,67 @@ __device__ __forceinline__ void keep_larger(float& v, int& e, float ov, int oe) 
   }
 }
 
+// One warp routes one token: the softmax of its logits in float32, the top_k largest in
+// descending order (ties to the lower expert), renormalised and rounded as the host's picks
+// are. Lane j < top_k leaves pick j in pick[j] / weight[j] (shared memory; the warp is in step
+// afterwards).
+template <class T>
+__device__ __forceinline__ void route_token(const T* __restrict__ l, int experts, int top_k,
+                                            bool norm_topk, bool round_weights, int* pick,
+                                            float* weight) {
+  constexpr int kPerLane = kMaxExperts / 32;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  float p[kPerLane];
+  float top = -FLT_MAX;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    p[i] = e < experts ? to_float(l[e]) : -FLT_MAX;
+    top = fmaxf(top, p[i]);
+  }
+  top = warp_max(top);
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    if (lane + 32 * i < experts) {
+      p[i] = expf(p[i] - top);
+      sum += p[i];
+    }
+  }
+  sum = warp_sum(sum);
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) p[i] = lane + 32 * i < experts ? p[i] / sum : -1.0f;
+  float picked = 0.0f;
+  for (int j = 0; j < top_k; ++j) {
+    float v = -2.0f;
+    int e = experts;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) keep_larger(v, e, p[i], lane + 32 * i);
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+      const int oe = __shfl_xor_sync(0xffffffffu, e, o);
+      keep_larger(v, e, ov, oe);
+    }
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      if (lane + 32 * i == e) p[i] = -1.0f;  // probabilities are >= 0: never picked again
+    }
+    if (lane == 0) {
+      pick[j] = e;
+      weight[j] = v;
+    }
+    picked += v;  // in pick order, as the host sums them
+  }
+  __syncwarp();
+  if (lane < top_k) {
+    float w = weight[lane];
+    if (norm_topk) w /= picked;
+    if (round_weights) w = to_float(from_float<T>(w));
+    weight[lane] = w;
+  }
+  __syncwarp();
+}
+
 // One block: warp t routes token t (the softmax of its logits in float32, the top_k largest,
 // renormalised and rounded as the host's picks are); then the picked experts get slots in
 // ascending order and the picks rows in expert order, and each pick's input row is copied to
@@ -85,7 +147,6 @@ __global__ void __launch_bounds__(kRouteThreads)
     moe_route_kernel(const T* __restrict__ logits, const T* __restrict__ in, T* __restrict__ rows,
                      int* __restrict__ plan, int n, int experts, int top_k, int hidden,
                      bool norm_topk, bool round_weights) {
-  constexpr int kPerLane = kMaxExperts / 32;
   __shared__ int pick[kMaxRows * kMaxTopK];
   __shared__ float pick_weight[kMaxRows * kMaxTopK];
   __shared__ int pick_row[kMaxRows * kMaxTopK];
@@ -96,56 +157,9 @@ __global__ void __launch_bounds__(kRouteThreads)
   pdl_wait();
   __syncthreads();
   if (warp < n) {
-    const T* l = logits + static_cast<long long>(warp) * experts;
-    float p[kPerLane];
-    float top = -FLT_MAX;
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const int e = lane + 32 * i;
-      p[i] = e < experts ? to_float(l[e]) : -FLT_MAX;
-      top = fmaxf(top, p[i]);
-    }
-    top = warp_max(top);
-    float sum = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      if (lane + 32 * i < experts) {
-        p[i] = expf(p[i] - top);
-        sum += p[i];
-      }
-    }
-    sum = warp_sum(sum);
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) p[i] = lane + 32 * i < experts ? p[i] / sum : -1.0f;
-    float picked = 0.0f;
-    for (int j = 0; j < top_k; ++j) {
-      float v = -2.0f;
-      int e = experts;
-#pragma unroll
-      for (int i = 0; i < kPerLane; ++i) keep_larger(v, e, p[i], lane + 32 * i);
-      for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, v, o);
-        const int oe = __shfl_xor_sync(0xffffffffu, e, o);
-        keep_larger(v, e, ov, oe);
-      }
-#pragma unroll
-      for (int i = 0; i < kPerLane; ++i) {
-        if (lane + 32 * i == e) p[i] = -1.0f;  // probabilities are >= 0: never picked again
-      }
-      if (lane == 0) {
-        pick[warp * top_k + j] = e;
-        pick_weight[warp * top_k + j] = v;
-      }
-      picked += v;  // in pick order, as the host sums them
-    }
-    __syncwarp();
-    if (lane < top_k) {
-      float w = pick_weight[warp * top_k + lane];
-      if (norm_topk) w /= picked;
-      if (round_weights) w = to_float(from_float<T>(w));
-      pick_weight[warp * top_k + lane] = w;
-      atomicAdd(&count[pick[warp * top_k + lane]], 1);
-    }
+    route_token<T>(logits + static_cast<long long>(warp) * experts, experts, top_k, norm_topk,
+                   round_weights, pick + warp * top_k, pick_weight + warp * top_k);
+    if (lane < top_k) atomicAdd(&count[pick[warp * top_k + lane]], 1);
   }
   __syncthreads();
   if (warp == 0) {  // slots and first rows: a scan over the experts, a run of them a lane
@@ -286,6 +300,53 @@ __global__ void __launch_bounds__(kProductWarps * 32)
     gate_up_pass<T, decltype(r)::value, Gelu>(wr, rows + first * hidden, hidden,
                                               hidden_out + first * width, width, row);
   });
+}
+
+// One token (a batch-1 decode step): every block routes the token itself (route_token: the
+// routing kernel's order and roundings) and takes gate/up rows of its slot's expert, the slots
+// being the picks by ascending expert; block (0, 0) leaves the plan for the down-and-combine
+// launch. The routing kernel's launch, with its wait and its copy of the input row, is gone.
+// Grid: (width / kProductWarps, top_k).
+template <class T, bool Gelu>
+__global__ void __launch_bounds__(kProductWarps * 32)
+    moe_route_gate_up_kernel(const __grid_constant__ GateUpWeights w, const T* __restrict__ logits,
+                             const T* __restrict__ in, int* __restrict__ plan,
+                             T* __restrict__ hidden_out, int hidden, int width, int experts,
+                             int top_k, bool norm_topk, bool round_weights) {
+  __shared__ int pick[kMaxTopK];
+  __shared__ float weight[kMaxTopK];
+  __shared__ int by_expert[kMaxTopK];  // slot s: the index in pick of the s-th smallest expert
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  pdl_wait();
+  if (warp == 0) {
+    route_token<T>(logits, experts, top_k, norm_topk, round_weights, pick, weight);
+    if (lane < top_k) {
+      int order = 0;
+      for (int j = 0; j < top_k; ++j) order += pick[j] < pick[lane];
+      by_expert[order] = lane;
+    }
+  }
+  __syncthreads();
+  const int slot = static_cast<int>(blockIdx.y);
+  if (blockIdx.x == 0 && slot == 0 && static_cast<int>(threadIdx.x) < top_k) {
+    const Plan pl{experts, top_k};
+    const int s = static_cast<int>(threadIdx.x), j = by_expert[s];
+    if (s == 0) plan[0] = top_k;
+    pl.slot_expert(plan)[s] = pick[j];
+    pl.slot_first(plan)[s] = s;
+    pl.slot_count(plan)[s] = 1;
+    pl.row_weight(plan)[s] = __float_as_int(weight[j]);
+    pl.token_rows(plan)[s] = s;
+  }
+  const int row = static_cast<int>(blockIdx.x) * kProductWarps + warp;
+  if (slot >= top_k || row >= width) return;
+  const int expert = pick[by_expert[slot]];
+  const long long at = static_cast<long long>(row) * hidden;
+  const uint4* const wr[2] = {
+      reinterpret_cast<const uint4*>(static_cast<const T*>(w.gate[expert]) + at),
+      reinterpret_cast<const uint4*>(static_cast<const T*>(w.up[expert]) + at)};
+  gate_up_pass<T, 1, Gelu>(wr, in, hidden, hidden_out + static_cast<long long>(slot) * width, width,
+                           row);
 }
 
 // Grid: (hidden / kProductWarps, slots); a warp takes one row of the slot's expert's down.
@@ -439,15 +500,26 @@ void moe_experts(const ops::MoeExpertsArgs& a) {
   dispatch_float(a.in.dtype(), "moe_experts", [&](auto t) {
     using T = decltype(t);
     int* plan = a.plan.data<int>();
-    launch(moe_route_kernel<T>, 1, kRouteThreads, 0, stream, a.logits.data<T>(), a.in.data<T>(),
-           a.rows.data<T>(), plan, n, experts, top_k, hidden, m.norm_topk, m.weights_in_act_dtype);
-    const dim3 gate_up_grid((width + kProductWarps - 1) / kProductWarps, slots);
-    const auto gate_up_kernel = a.act == ops::GluActivation::gelu_tanh
-                                    ? moe_gate_up_kernel<T, true>
-                                    : moe_gate_up_kernel<T, false>;
-    launch(gate_up_kernel, gate_up_grid, kProductWarps * 32, 0, stream, gate_up,
-           static_cast<const T*>(a.rows.data<T>()), static_cast<const int*>(plan),
-           a.hidden.data<T>(), hidden, width, experts);
+    if (n == 1) {  // one token: the routing in every gate/up block, down and combine as one
+      const auto kernel = a.act == ops::GluActivation::gelu_tanh
+                              ? moe_route_gate_up_kernel<T, true>
+                              : moe_route_gate_up_kernel<T, false>;
+      launch(kernel, dim3((width + kProductWarps - 1) / kProductWarps, slots), kProductWarps * 32,
+             0, stream, gate_up, static_cast<const T*>(a.logits.data<T>()),
+             static_cast<const T*>(a.in.data<T>()), plan, a.hidden.data<T>(), hidden, width,
+             experts, top_k, m.norm_topk, m.weights_in_act_dtype);
+    } else {
+      launch(moe_route_kernel<T>, 1, kRouteThreads, 0, stream, a.logits.data<T>(), a.in.data<T>(),
+             a.rows.data<T>(), plan, n, experts, top_k, hidden, m.norm_topk,
+             m.weights_in_act_dtype);
+      const dim3 gate_up_grid((width + kProductWarps - 1) / kProductWarps, slots);
+      const auto gate_up_kernel = a.act == ops::GluActivation::gelu_tanh
+                                      ? moe_gate_up_kernel<T, true>
+                                      : moe_gate_up_kernel<T, false>;
+      launch(gate_up_kernel, gate_up_grid, kProductWarps * 32, 0, stream, gate_up,
+             static_cast<const T*>(a.rows.data<T>()), static_cast<const int*>(plan),
+             a.hidden.data<T>(), hidden, width, experts);
+    }
     const T* shared = a.shared.defined() ? a.shared.data<T>() : nullptr;
     const T* shared_logit = a.shared_logit.defined() ? a.shared_logit.data<T>() : nullptr;
     T* residual = a.residual.defined() ? a.residual.data<T>() : nullptr;
