@@ -1269,14 +1269,18 @@ TEST_P(Ops, SampleCandidatesRejectsBadArguments) {
 // and ctest forces the fused kernels on PoCL): one decode token per row over a cache with keys
 // already in it, with and without q/k norms, GQA, a padded row, the past from the host or from
 // device memory (graph replay), against the reference ops composed on the CPU. 8 heads a row
-// (CUDA: rope_store and the split kernel) and 80 (160 blocks: CUDA's one-pass fused kernel).
+// over a few keys (CUDA: fewer blocks than SMs, but few key passes: the one-pass fused kernel)
+// and over 400 (rope_store and the split kernel), and 80 (160 blocks: the one-pass kernel).
 TEST_P(Ops, RopeAttentionDecode) {
   const float eps = 1e-6f;
-  for (const auto& [dim, heads] : {std::pair<int64_t, int64_t>{64, 8}, {128, 8}, {64, 80}}) {
+  for (const auto& [dim, heads, past] : {std::tuple<int64_t, int64_t, int64_t>{64, 8, 37},
+                                         {128, 8, 37},
+                                         {64, 8, 400},
+                                         {64, 80, 37}}) {
     for (bool norms : {false, true}) {
       for (bool past_on_device : {false, true}) {
         if (past_on_device && device_.type == DeviceType::cpu) continue;
-        const int64_t b = 2, kv = 2, past = 37, cap = past + 5;
+        const int64_t b = 2, kv = 2, cap = past + 5;
         const Tensor q = random_tensor({b, heads, dim}, rng_);
         const Tensor k = random_tensor({b, 1, kv, dim}, rng_),
                      v = random_tensor({b, 1, kv, dim}, rng_);
@@ -1329,7 +1333,7 @@ TEST_P(Ops, RopeAttentionDecode) {
                                    mask.narrow(1, 0, past + 1).contiguous(), want, past, scale,
                                    ops::AttentionImpl::eager});
         const std::string what = "dim " + std::to_string(dim) + " heads " + std::to_string(heads) +
-                                 (norms ? " norms" : "") +
+                                 " past " + std::to_string(past) + (norms ? " norms" : "") +
                                  (past_on_device ? " past on device" : "");
         EXPECT_LE(max_abs_diff(out, want), tolerance(5e-5f)) << what;
         EXPECT_LE(max_abs_diff(kc, kw), tolerance(3e-5f)) << what;

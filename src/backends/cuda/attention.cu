@@ -399,17 +399,32 @@ __global__ void __launch_bounds__(kDecodeThreads)
 
 // `keys`: the most a step may have (the cache's capacity under graph replay); a window bounds
 // the scores a query keeps (indexed from its first visible key). The one-pass kernel runs a
-// block per (head, row): with fewer than the GPU has SMs it leaves most of them idle on one
-// long chain of key passes, and the split kernel, which spreads the keys over blocks, is
-// faster (an H200, bs1: Gemma 3 1B's 4 heads 543 against 427 tok/s, Gemma 2 2B's 8 heads 336
-// against 291, with the separate rope_store and combine launches it costs).
+// block per (head, row), each walking its keys in passes of kDecodeThreads / chunks. With at
+// least one block per SM it is the faster kernel (and takes rope_store into the same launch).
+// With fewer, each block's chain of passes is the step's path, and the split kernel, which
+// spreads the keys over blocks at the price of rope_store and combine launches of their own,
+// wins once there are many passes: an H200 at bs1, Gemma 3 1B's 4 heads of 256 values (32
+// passes for 256 keys) 543 against 427 tok/s split, Gemma 2 2B's 8 heads 336 against 291;
+// an H100, granite-3.0-1b-a400m's 16 heads of 64 values (8 passes for 256 keys) 767 split
+// against 832 one-pass, but for 2,128 keys (67 passes) 579 against 419; composed
+// Qwen2.5-0.5B's 14 heads, 256 keys, 879 against 980. The crossover there was ~14 passes.
+constexpr long long kFewItemsMaxPasses = 12;
+
+// ANVIL_CUDA_ONE_PASS_MIN_ITEMS=N takes the one-pass kernel from N (head, row) items on
+// whatever the keys (default: one per SM; for measuring).
 bool decode_kernel_fits(const Geometry& g, long long keys, size_t esize, int sm_count) {
-  if (static_cast<long long>(g.heads) * g.batch < sm_count) return false;
+  static const int forced = [] {
+    const char* v = std::getenv("ANVIL_CUDA_ONE_PASS_MIN_ITEMS");
+    return v ? std::atoi(v) : 0;
+  }();
   if (g.window > 0 && g.window < keys) keys = g.window;
   const int v = static_cast<int>(16 / esize);
   if (g.seq != 1 || keys > kDecodeMaxKeys || (g.dim * esize) % 16 != 0) return false;
   const int chunks = g.dim / v;
-  return chunks <= 32 && 32 % chunks == 0;
+  if (chunks > 32 || 32 % chunks != 0) return false;
+  if (static_cast<long long>(g.heads) * g.batch >= (forced > 0 ? forced : sm_count)) return true;
+  const long long passes = (keys * chunks + kDecodeThreads - 1) / kDecodeThreads;
+  return passes <= kFewItemsMaxPasses;
 }
 
 size_t decode_smem_bytes(const Geometry& g, size_t esize) {
