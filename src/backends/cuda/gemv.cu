@@ -219,8 +219,9 @@ __device__ __forceinline__ void prefetch_share(const T* w, int row, int k) {
 }
 
 // kRare: the multiplier (out_scale) and the kept normalised rows (normed), which only Granite's
-// block outputs and the MoE routers use: the plain products compile without them (their checks
-// in every product's epilogue measured 1.4% of a composed Qwen2.5-0.5B step).
+// block outputs and the MoE routers use: the plain products compile without them, as before
+// 896a824. (Composed Qwen2.5-0.5B measured 1.5% slower since 896a824; compiling the checks out
+// did not bring it back, so their cost is not the cause: docs/perf.md, forty-third session.)
 template <class T, int R, int S, bool kStaged, bool kRare>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemv_kernel(const T* __restrict__ x_in, GemvSegments seg, int k, int groups) {
