@@ -7,6 +7,8 @@
 
 #include <cuda_runtime.h>
 
+#include <string>
+
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
 
@@ -26,7 +28,18 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaS
   config.stream = stream;
   config.attrs = attr;
   config.numAttrs = pdl_enabled() ? 1 : 0;
-  ANVIL_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...));
+  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+  if (err != cudaSuccess) {  // say which kernel and with what, not only that a launch failed
+    const char* name = nullptr;
+    if (cudaFuncGetName(&name, reinterpret_cast<const void*>(kernel)) != cudaSuccess) {
+      name = "a kernel";
+    }
+    const std::string what = std::string("launching ") + name + " (grid " + std::to_string(grid.x) +
+                             "x" + std::to_string(grid.y) + "x" + std::to_string(grid.z) +
+                             ", block " + std::to_string(block.x) + ", dynamic shared memory " +
+                             std::to_string(smem) + " bytes)";
+    throw_cuda_error(err, what.c_str(), __FILE__, __LINE__);
+  }
 }
 
 /// Waits until the kernels this one depends on have finished and their writes are visible (a
