@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "anvil/error.h"
+#include "backends/cuda/async_copy.cuh"
 #include "backends/cuda/batched_gemm.h"
 #include "backends/cuda/cuda_allocator.h"
 #include "backends/cuda/cuda_backend.h"
@@ -38,6 +39,9 @@ struct Geometry {
   int splits;
   long long window;  // sliding window (ops::AttentionArgs::window), 0 for none
   float softcap;     // ops::AttentionArgs::softcap, 0 for none
+  // The one-pass decode kernel: keys of the cached K/V copied into shared memory before the
+  // wait (room for this many rows of each), 0 for reading them from memory in the passes.
+  long long stage_keys;
 };
 
 // Partial result of one split: running max, running sum, then `dim` accumulators.
@@ -239,23 +243,35 @@ __global__ void __launch_bounds__(kDecodeThreads)
                             const int* __restrict__ mask, T* __restrict__ out, Geometry g,
                             RopeInputs<T, W> r) {
   constexpr int V = 16 / sizeof(T);
+  extern __shared__ float smem[];
+  float* scores = smem;                    // [keys from the first visible]
+  float* qs = smem + kDecodeMaxKeys;       // [dim]
+  float* part = qs + 32 * kMaxDimPerLane;  // [rows per pass][dim]
+  const int chunks = g.dim / V, per_pass = kDecodeThreads / chunks;
+  // stage_keys: [stage_keys][dim] of K, then of V (16-byte aligned: part holds 256 x V floats)
+  T* k_staged = reinterpret_cast<T*>(part + per_pass * g.dim);
+  T* v_staged = k_staged + g.stage_keys * g.dim;
   {  // the cached keys and values before this step's, before waiting for the step's kernels
     const long long past = g.past_dev ? *g.past_dev : g.past;
     const long long first = first_visible_key(past, g.window);
     const long long base =
         ((static_cast<long long>(blockIdx.y) * g.kv_heads + blockIdx.x / g.group) * g.cap + first) *
         g.dim;
-    const long long bytes = (past - first) * g.dim * static_cast<long long>(sizeof(T));
-    prefetch_l2(kc + base, bytes, threadIdx.x, kDecodeThreads);
-    prefetch_l2(vc + base, bytes, threadIdx.x, kDecodeThreads);
+    if (g.stage_keys > 0) {  // into shared memory: the passes then wait on no memory latency
+      const long long n = (past - first) * chunks;
+      for (long long i = threadIdx.x; i < n; i += kDecodeThreads) {
+        copy_async16(k_staged + i * V, kc + base + i * V);
+        copy_async16(v_staged + i * V, vc + base + i * V);
+      }
+      copy_async_commit();
+    } else {
+      const long long bytes = (past - first) * g.dim * static_cast<long long>(sizeof(T));
+      prefetch_l2(kc + base, bytes, threadIdx.x, kDecodeThreads);
+      prefetch_l2(vc + base, bytes, threadIdx.x, kDecodeThreads);
+    }
   }
   pdl_wait();
-  extern __shared__ float smem[];
-  float* scores = smem;                    // [keys from the first visible]
-  float* qs = smem + kDecodeMaxKeys;       // [dim]
-  float* part = qs + 32 * kMaxDimPerLane;  // [rows per pass][dim]
   const int h = blockIdx.x, b = blockIdx.y, kh = h / g.group;
-  const int chunks = g.dim / V, per_pass = kDecodeThreads / chunks;
   const int sub = threadIdx.x % chunks, slot = threadIdx.x / chunks;
   const long long past = g.past_dev ? *g.past_dev : g.past;
   const long long keys = past + 1, first = first_visible_key(past, g.window);
@@ -318,6 +334,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   } else {
     for (int d = threadIdx.x; d < g.dim; d += kDecodeThreads) qs[d] = to_float(qrow[d]) * g.scale;
   }
+  if (g.stage_keys > 0) copy_async_wait<0>();
   __syncthreads();
   const int* mrow = mask + static_cast<long long>(b) * g.mask_width;
   float qv[V];
@@ -334,9 +351,10 @@ __global__ void __launch_bounds__(kDecodeThreads)
     for (int u = 0; u < kUnroll; ++u) {
       const long long t = t0 + slot + u * per_pass;
       const bool fresh = Rope && t == past;
-      raw[u] = t < keys && !fresh
-                   ? *reinterpret_cast<const uint4*>(kc + (head_base + t) * g.dim + sub * V)
-                   : zero;
+      raw[u] = t >= keys || fresh ? zero
+               : g.stage_keys > 0 && t < past
+                   ? *reinterpret_cast<const uint4*>(k_staged + (t - first) * g.dim + sub * V)
+                   : *reinterpret_cast<const uint4*>(kc + (head_base + t) * g.dim + sub * V);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -372,9 +390,10 @@ __global__ void __launch_bounds__(kDecodeThreads)
       const long long t = t0 + u * per_pass;
       p[u] = t < keys ? scores[t - first] : 0.0f;
       fresh[u] = Rope && t == past;
-      raw[u] = p[u] != 0.0f && !fresh[u]
-                   ? *reinterpret_cast<const uint4*>(vc + (head_base + t) * g.dim + sub * V)
-                   : zero;
+      raw[u] = p[u] == 0.0f || fresh[u] ? zero
+               : g.stage_keys > 0 && t < past
+                   ? *reinterpret_cast<const uint4*>(v_staged + (t - first) * g.dim + sub * V)
+                   : *reinterpret_cast<const uint4*>(vc + (head_base + t) * g.dim + sub * V);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -431,7 +450,37 @@ size_t decode_smem_bytes(const Geometry& g, size_t esize) {
   const int chunks = g.dim / static_cast<int>(16 / esize);
   const int per_pass = kDecodeThreads / chunks;
   return (kDecodeMaxKeys + 32 * kMaxDimPerLane + static_cast<size_t>(per_pass) * g.dim) *
-         sizeof(float);
+             sizeof(float) +
+         2 * static_cast<size_t>(g.stage_keys) * g.dim * esize;
+}
+
+// With fewer (head, row) items than SMs each block's chain of key passes is the step's path,
+// and each pass waited on a memory latency (the keys, then the values, from L2 at best). The
+// cached rows then go to shared memory before the wait, where they are at most kFewItemsMaxPasses
+// passes (96 KB of K and V). ANVIL_CUDA_NO_KV_STAGE=1 reads them in the passes (for measuring).
+// A kernel's larger shared-memory limit is set outside graph capture (the eager first step).
+template <class Kernel>
+void stage_cached_rows(Geometry& g, long long keys, size_t esize, Kernel kernel, Device device) {
+  static const bool off = std::getenv("ANVIL_CUDA_NO_KV_STAGE") != nullptr;
+  static std::map<const void*, size_t> limit;  // per kernel: the shared memory allowed so far
+  Context& ctx = context(device);
+  if (g.window > 0 && g.window < keys) keys = g.window;
+  if (off || static_cast<long long>(g.heads) * g.batch >= ctx.sm_count) return;
+  constexpr size_t kMaxStagedBytes = 96 * 1024;  // kFewItemsMaxPasses passes of K and V
+  if (2 * static_cast<size_t>(keys) * g.dim * esize > kMaxStagedBytes) return;
+  g.stage_keys = keys;
+  const size_t bytes = decode_smem_bytes(g, esize);
+  size_t& allowed = limit[reinterpret_cast<const void*>(kernel)];
+  // Set whatever the size: the default 48 KB counts the kernel's static shared memory too.
+  if (bytes > allowed) {
+    if (ctx.capturing) {
+      g.stage_keys = 0;
+      return;
+    }
+    ANVIL_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    allowed = bytes;
+  }
 }
 
 // Prefill of many queries: scores and the value product on the tensor cores through cuBLASLt,
@@ -545,6 +594,7 @@ void attention(const ops::AttentionArgs& a) {
   if (!force_split && decode_kernel_fits(g, all_keys, esize, context(a.q.device()).sm_count)) {
     dispatch_float(a.q.dtype(), "attention", [&](auto t) {
       using T = decltype(t);
+      stage_cached_rows(g, all_keys, esize, decode_attention_kernel<T, T, false>, a.q.device());
       launch(decode_attention_kernel<T, T, false>,
              dim3(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch)), kDecodeThreads,
              decode_smem_bytes(g, esize), stream_of(a.q.device()), a.q.data<T>(),
@@ -619,6 +669,7 @@ void rope_attention(const ops::RopeAttentionArgs& a) {
       in.scaling = r.scaling;
       in.k_cache = r.k_cache.data<T>();
       in.v_cache = r.v_cache.data<T>();
+      stage_cached_rows(g, all_keys, esize, decode_attention_kernel<T, W, true>, t.q.device());
       launch(decode_attention_kernel<T, W, true>,
              dim3(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch)), kDecodeThreads,
              decode_smem_bytes(g, esize), stream_of(t.q.device()), r.q.data<T>(),

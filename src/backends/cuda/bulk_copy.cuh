@@ -7,11 +7,9 @@
 
 #include <cstdint>
 
-namespace anvil::cuda {
+#include "backends/cuda/async_copy.cuh"
 
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
+namespace anvil::cuda {
 
 /// Makes `bar` an mbarrier expecting one arrival per phase (the thread that issues the copies).
 __device__ __forceinline__ void mbarrier_init(uint64_t* bar) {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <type_traits>
 
+#include "backends/cuda/async_copy.cuh"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_types.cuh"
@@ -48,25 +49,6 @@ constexpr size_t flash_smem_bytes(size_t esize) {
 template <int D>
 __device__ __forceinline__ int swizzled(int r, int c) {
   return r * D + ((c ^ (r & 7)) << 3);
-}
-
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared without passing through registers; zero-fills when !valid (then
-// nothing is read from `src`).
-__device__ __forceinline__ void copy_async16(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
-               "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void copy_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int Pending>
-__device__ __forceinline__ void copy_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
 }
 
 __device__ __forceinline__ void load_matrix_x4(unsigned (&r)[4], const void* p) {
