@@ -207,6 +207,10 @@ const MoeCase kCases[] = {
     // with GeGLU and tied logits, and the most picks (the kernel's wider variant).
     {1, 40, 8, 64, 24, true, true, false, true, 1, 0.22f},
     {1, 256, 16, 32, 16, false, false, false, false, 0, 1.0f},
+    // One token's down rows loaded ahead of the gate/up launch's end: two rounds of chunks a lane
+    // in registers (bf16, f16; f32 through L2), then more than two (through L2 for every type).
+    {1, 16, 8, 48, 512, true, false, false, false, 0, 1.0f},
+    {1, 12, 3, 32, 520, false, true, true, true, 0, 0.22f},
 };
 
 TEST_P(MoeExperts, MatchTheReference) {

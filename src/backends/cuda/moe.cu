@@ -68,19 +68,12 @@ struct Plan {
   }
 };
 
-// The larger of two (probability, expert) candidates: ties go to the lower expert, as the
-// host's stable order does.
-__device__ __forceinline__ void keep_larger(float& v, int& e, float ov, int oe) {
-  if (ov > v || (ov == v && oe < e)) {
-    v = ov;
-    e = oe;
-  }
-}
-
 // One warp routes one token: the softmax of its logits in float32, the top_k largest in
 // descending order (ties to the lower expert), renormalised and rounded as the host's picks
 // are. Lane j < top_k leaves pick j in pick[j] / weight[j] (shared memory; the warp is in step
-// afterwards).
+// afterwards). Each probability's place is counted against all the others at once (a shuffle
+// per expert, no dependence between them) rather than found by top_k rounds of warp arg-max,
+// whose reductions were a chain of ~1 us on the decode step's path.
 template <class T>
 __device__ __forceinline__ void route_token(const T* __restrict__ l, int experts, int top_k,
                                             bool norm_topk, bool round_weights, int* pick,
@@ -105,29 +98,37 @@ __device__ __forceinline__ void route_token(const T* __restrict__ l, int experts
     }
   }
   sum = warp_sum(sum);
+  // Probabilities are >= 0, so the -1 of the lanes past the experts is never picked.
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) p[i] = lane + 32 * i < experts ? p[i] / sum : -1.0f;
-  float picked = 0.0f;
-  for (int j = 0; j < top_k; ++j) {
-    float v = -2.0f;
-    int e = experts;
+  int rank[kPerLane];  // how many experts come before each of the lane's
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) keep_larger(v, e, p[i], lane + 32 * i);
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, v, o);
-      const int oe = __shfl_xor_sync(0xffffffffu, e, o);
-      keep_larger(v, e, ov, oe);
-    }
+  for (int i = 0; i < kPerLane; ++i) rank[i] = 0;
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      if (lane + 32 * i == e) p[i] = -1.0f;  // probabilities are >= 0: never picked again
+  for (int i2 = 0; i2 < kPerLane; ++i2) {
+    if (32 * i2 >= experts) break;
+    for (int src = 0; src < 32; ++src) {
+      const float q = __shfl_sync(0xffffffffu, p[i2], src);
+      const int f = src + 32 * i2;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        if (32 * i >= experts) break;
+        const int e = lane + 32 * i;
+        rank[i] += q > p[i] || (q == p[i] && f < e);
+      }
     }
-    if (lane == 0) {
-      pick[j] = e;
-      weight[j] = v;
-    }
-    picked += v;  // in pick order, as the host sums them
   }
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    if (e < experts && rank[i] < top_k) {
+      pick[rank[i]] = e;
+      weight[rank[i]] = p[i];
+    }
+  }
+  __syncwarp();
+  float picked = 0.0f;  // in pick order, as the host sums them
+  for (int j = 0; j < top_k; ++j) picked += weight[j];
   __syncwarp();
   if (lane < top_k) {
     float w = weight[lane];
