@@ -251,9 +251,27 @@ __global__ void __launch_bounds__(kDecodeThreads)
   // stage_keys: [stage_keys][dim] of K, then of V (16-byte aligned: part holds 256 x V floats)
   T* k_staged = reinterpret_cast<T*>(part + per_pass * g.dim);
   T* v_staged = k_staged + g.stage_keys * g.dim;
-  {  // the cached keys and values before this step's, before waiting for the step's kernels
+  int* mask_staged = reinterpret_cast<int*>(v_staged + g.stage_keys * g.dim);  // [stage_keys]
+  // Rope: cos and sin of the step's position (each table 16 x kMaxDimPerLane)
+  __shared__ float rope_table[Rope ? 32 * kMaxDimPerLane : 1];
+  float* cos_t = rope_table;
+  float* sin_t = rope_table + (Rope ? 16 * kMaxDimPerLane : 0);
+  // Before waiting for the step's kernels, what they do not write: the cached keys and values
+  // before this step's, the mask (written at the step's start), RoPE's table from the step's
+  // position and the frequencies (updated, where they follow the length, before the step).
+  {
     const long long past = g.past_dev ? *g.past_dev : g.past;
     const long long first = first_visible_key(past, g.window);
+    if constexpr (Rope) {
+      const float pos = static_cast<float>(r.positions[blockIdx.y]);
+      for (int j = threadIdx.x; j < g.dim / 2; j += kDecodeThreads) {
+        float sn, cs;
+        sincosf(pos * r.inv_freq[j], &sn, &cs);
+        const float scale = r.inv_freq[j] == 0.0f ? 1.0f : r.scaling;  // 0: a pair not rotated
+        cos_t[j] = cs * scale;
+        sin_t[j] = sn * scale;
+      }
+    }
     const long long base =
         ((static_cast<long long>(blockIdx.y) * g.kv_heads + blockIdx.x / g.group) * g.cap + first) *
         g.dim;
@@ -264,6 +282,10 @@ __global__ void __launch_bounds__(kDecodeThreads)
         copy_async16(v_staged + i * V, vc + base + i * V);
       }
       copy_async_commit();
+      const int* mrow = mask + static_cast<long long>(blockIdx.y) * g.mask_width;
+      for (long long t = first + threadIdx.x; t <= past; t += kDecodeThreads) {
+        mask_staged[t - first] = mrow[t];
+      }
     } else {
       const long long bytes = (past - first) * g.dim * static_cast<long long>(sizeof(T));
       prefetch_l2(kc + base, bytes, threadIdx.x, kDecodeThreads);
@@ -282,18 +304,9 @@ __global__ void __launch_bounds__(kDecodeThreads)
   if constexpr (Rope) {
     __shared__ float rq[32 * kMaxDimPerLane], rk[32 * kMaxDimPerLane];
     __shared__ float kn[32 * kMaxDimPerLane], vn[32 * kMaxDimPerLane];
-    __shared__ float cos_t[16 * kMaxDimPerLane], sin_t[16 * kMaxDimPerLane];
     knew = kn;
     vnew = vn;
     const int half = g.dim / 2;
-    const float pos = static_cast<float>(r.positions[b]);
-    for (int j = threadIdx.x; j < half; j += kDecodeThreads) {
-      float sn, cs;
-      sincosf(pos * r.inv_freq[j], &sn, &cs);
-      const float scale = r.inv_freq[j] == 0.0f ? 1.0f : r.scaling;  // 0: a pair not rotated
-      cos_t[j] = cs * scale;
-      sin_t[j] = sn * scale;
-    }
     const long long new_row = (static_cast<long long>(b) * g.kv_heads + kh) * g.dim;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (warp < 2) {  // warp 0 normalises q's head, warp 1 the new key's
@@ -366,7 +379,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
       for (int i = 0; i < V; ++i) dot += qv[i] * (fresh ? knew[sub * V + i] : to_float(kv[i]));
       for (int o = chunks / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
       if (t < keys) {
-        const float score = mrow[t] != 0 ? soft_capped(dot, g.softcap) : -FLT_MAX;
+        const int visible = g.stage_keys > 0 ? mask_staged[t - first] : mrow[t];
+        const float score = visible != 0 ? soft_capped(dot, g.softcap) : -FLT_MAX;
         if (sub == 0) scores[t - first] = score;
         m = fmaxf(m, score);
       }
@@ -451,7 +465,7 @@ size_t decode_smem_bytes(const Geometry& g, size_t esize) {
   const int per_pass = kDecodeThreads / chunks;
   return (kDecodeMaxKeys + 32 * kMaxDimPerLane + static_cast<size_t>(per_pass) * g.dim) *
              sizeof(float) +
-         2 * static_cast<size_t>(g.stage_keys) * g.dim * esize;
+         static_cast<size_t>(g.stage_keys) * (2 * g.dim * esize + sizeof(int));
 }
 
 // With fewer (head, row) items than SMs each block's chain of key passes is the step's path,
