@@ -55,7 +55,6 @@ __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(const T* __restrict__ q, const T* __restrict__ kc, const T* __restrict__ vc,
                      const int* __restrict__ mask, T* __restrict__ out, float* __restrict__ ws,
                      Geometry g) {
-  pdl_wait();
   const int h = blockIdx.x;
   const int bs = blockIdx.y;  // b * seq + s
   const int split = blockIdx.z;
@@ -69,6 +68,29 @@ __global__ void __launch_bounds__(kWarps * 32)
   const long long t0 = first + split * per_split;
   const long long t1 = t0 + per_split < limit ? t0 + per_split : limit;
   const int per_lane = (g.dim + 31) / 32;
+  const long long head_base = (static_cast<long long>(b) * g.kv_heads + kh) * g.cap;
+  const int* mrow = mask + static_cast<long long>(b) * g.mask_width;
+  // stage_keys > 0: the split's cached rows (those before the step's) and its mask words go to
+  // shared memory before the wait: the kernels it waits for write neither, and in the loop
+  // below each key's loads were a memory latency on the path.
+  extern __shared__ float stage[];
+  T* k_staged = reinterpret_cast<T*>(stage);
+  T* v_staged = k_staged + g.stage_keys * g.dim;
+  int* mask_staged = reinterpret_cast<int*>(v_staged + g.stage_keys * g.dim);
+  const long long cached_end = t1 < past ? t1 : past;
+  if (g.stage_keys > 0) {
+    const int chunks = g.dim * static_cast<int>(sizeof(T)) / 16;
+    constexpr int V = 16 / sizeof(T);
+    const long long n = (cached_end > t0 ? cached_end - t0 : 0) * chunks;
+    const long long base = (head_base + t0) * g.dim;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+      copy_async16(k_staged + i * V, kc + base + i * V);
+      copy_async16(v_staged + i * V, vc + base + i * V);
+    }
+    copy_async_commit();
+    for (long long t = t0 + threadIdx.x; t < t1; t += blockDim.x) mask_staged[t - t0] = mrow[t];
+  }
+  pdl_wait();
 
   float qv[kMaxDimPerLane], acc[kMaxDimPerLane];
   const T* qrow = q + (static_cast<long long>(bs) * g.heads + h) * g.dim;
@@ -79,15 +101,23 @@ __global__ void __launch_bounds__(kWarps * 32)
     acc[j] = 0.0f;
   }
   float m = -FLT_MAX, l = 0.0f;
-  const long long head_base = (static_cast<long long>(b) * g.kv_heads + kh) * g.cap;
-  const int* mrow = mask + static_cast<long long>(b) * g.mask_width;
+  if (g.stage_keys > 0) {
+    copy_async_wait<0>();
+    __syncthreads();
+  }
+  const bool staged = g.stage_keys > 0;
+  const auto key_row = [&](const T* cache, const T* staged_rows, long long t) {
+    return staged && t < cached_end ? staged_rows + (t - t0) * g.dim
+                                    : cache + (head_base + t) * g.dim;
+  };
   // Two keys per iteration, so each warp has two independent loads and reductions in flight.
   for (long long t = t0 + warp; t < t1; t += 2 * kWarps) {
     const long long t2 = t + kWarps;
     const bool has2 = t2 < t1;
-    const bool use1 = mrow[t] != 0, use2 = has2 && mrow[t2] != 0;
-    const T* k1 = kc + (head_base + t) * g.dim;
-    const T* k2 = kc + (head_base + (has2 ? t2 : t)) * g.dim;
+    const bool use1 = (staged ? mask_staged[t - t0] : mrow[t]) != 0;
+    const bool use2 = has2 && (staged ? mask_staged[t2 - t0] : mrow[t2]) != 0;
+    const T* k1 = key_row(kc, k_staged, t);
+    const T* k2 = key_row(kc, k_staged, has2 ? t2 : t);
     float d1 = 0.0f, d2 = 0.0f;
 #pragma unroll
     for (int j = 0; j < kMaxDimPerLane; ++j) {
@@ -104,8 +134,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     const float corr = __expf(m - m_new);
     const float p1 = use1 ? __expf(s1 - m_new) : 0.0f, p2 = use2 ? __expf(s2 - m_new) : 0.0f;
     l = l * corr + p1 + p2;
-    const T* v1 = vc + (head_base + t) * g.dim;
-    const T* v2 = vc + (head_base + (has2 ? t2 : t)) * g.dim;
+    const T* v1 = key_row(vc, v_staged, t);
+    const T* v2 = key_row(vc, v_staged, has2 ? t2 : t);
 #pragma unroll
     for (int j = 0; j < kMaxDimPerLane; ++j) {
       const int d = lane + 32 * j;
@@ -497,6 +527,39 @@ void stage_cached_rows(Geometry& g, long long keys, size_t esize, Kernel kernel,
   }
 }
 
+size_t split_smem_bytes(const Geometry& g, size_t esize) {
+  return static_cast<size_t>(g.stage_keys) * (2 * g.dim * esize + sizeof(int));
+}
+
+// The split kernel's blocks stage their cached rows when a split's rows fit in 64 KB (a
+// split is 32 keys until the split count's cap; ANVIL_CUDA_NO_KV_STAGE=1 keeps them in memory).
+void stage_split_rows(Geometry& g, long long keys, size_t esize, DType dtype, Device device) {
+  static const bool off = std::getenv("ANVIL_CUDA_NO_KV_STAGE") != nullptr;
+  static std::map<std::pair<int, DType>, size_t> limit;  // per device and type: the set size
+  constexpr size_t kMaxSplitStageBytes = 64 * 1024;
+  if (off || (g.dim * esize) % 16 != 0) return;
+  g.stage_keys = (keys + g.splits - 1) / g.splits;
+  const size_t bytes = split_smem_bytes(g, esize);
+  if (bytes > kMaxSplitStageBytes) {
+    g.stage_keys = 0;
+    return;
+  }
+  size_t& allowed = limit[{device.ordinal(), dtype}];
+  if (bytes > allowed) {  // the 48 KB default counts the kernel's static shared memory too
+    Context& ctx = context(device);
+    if (ctx.capturing) {
+      g.stage_keys = 0;
+      return;
+    }
+    dispatch_float(dtype, "attention", [&](auto t) {
+      ANVIL_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<decltype(t)>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(bytes)));
+    });
+    allowed = bytes;
+  }
+}
+
 // Prefill of many queries: scores and the value product on the tensor cores through cuBLASLt,
 // one kv head group member at a time (GQA without repeating K/V: the query heads that share a
 // kv head are batched against it), the masked softmax in between. The score matrix of one
@@ -633,6 +696,7 @@ void attention(const ops::AttentionArgs& a) {
     splits = splits < 1 ? 1 : (splits > kMaxSplits ? kMaxSplits : splits);
   }
   g.splits = splits;
+  stage_split_rows(g, keys, esize, a.q.dtype(), a.q.device());
   float* ws = splits > 1
                   ? split_workspace(a.q.device(), static_cast<size_t>(items) * splits * (g.dim + 2))
                   : nullptr;
@@ -641,8 +705,9 @@ void attention(const ops::AttentionArgs& a) {
     using T = decltype(t);
     const dim3 grid(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch * g.seq),
                     static_cast<unsigned>(splits));
-    launch(attention_kernel<T>, grid, kWarps * 32, 0, stream, a.q.data<T>(), a.k_cache.data<T>(),
-           a.v_cache.data<T>(), a.key_mask.data<int>(), a.out.data<T>(), ws, g);
+    launch(attention_kernel<T>, grid, kWarps * 32, split_smem_bytes(g, esize), stream,
+           a.q.data<T>(), a.k_cache.data<T>(), a.v_cache.data<T>(), a.key_mask.data<int>(),
+           a.out.data<T>(), ws, g);
     ANVIL_CUDA_CHECK_LAUNCH();
     if (splits > 1) {
       launch(combine_kernel<T>, static_cast<unsigned>(items), 128, 0, stream, ws, a.out.data<T>(),

@@ -13,13 +13,17 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// One thread per (token, head, i < half): rotates the pair (i, i + half).
+// One thread per (token, head, i < half): rotates the pair (i, i + half). The angle is computed
+// before the wait: positions and frequencies are the step's inputs, copied in before its kernels
+// (or, for dynamic RoPE, updated then), never written by the kernel this one waits for.
 template <class T>
 __global__ void rope_kernel(T* x, const int* positions, const float* inv_freq, long long tokens,
                             int heads, int half, float scaling) {
-  pdl_wait();
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (i >= tokens * heads * half) return;
+  if (i >= tokens * heads * half) {
+    pdl_wait();
+    return;
+  }
   const int j = static_cast<int>(i % half);
   const long long th = i / half;  // token * heads + head
   const long long n = th / heads;
@@ -29,6 +33,7 @@ __global__ void rope_kernel(T* x, const int* positions, const float* inv_freq, l
   const float scale = inv_freq[j] == 0.0f ? 1.0f : scaling;  // 0: a pair that does not rotate
   c *= scale;
   s *= scale;
+  pdl_wait();
   T* v = x + th * 2 * half;
   const float a = to_float(v[j]), b = to_float(v[j + half]);
   v[j] = from_float<T>(a * c - b * s);
@@ -62,7 +67,6 @@ __global__ void __launch_bounds__(kRopeWarps * 32)
                       const int* positions, const float* inv_freq, float scaling, T* k_cache,
                       T* v_cache, int seq, int heads, int kv_heads, int dim, long long cap,
                       long long start, const int* start_dev) {
-  pdl_wait();
   __shared__ float buf[kRopeWarps][kMaxHeadDim];
   // cos/sin of this token's angles, once per block rather than once per head: at prefill the
   // per-element sincosf was most of the kernel's time.
@@ -79,6 +83,7 @@ __global__ void __launch_bounds__(kRopeWarps * 32)
     cos_t[j] = cs * scale;
     sin_t[j] = sn * scale;
   }
+  pdl_wait();  // the table above reads only the step's inputs (rope_kernel says why)
   __syncthreads();
   if (head >= heads + kv_heads) return;
   const bool is_q = head < heads;
