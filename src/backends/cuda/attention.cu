@@ -50,7 +50,7 @@ __device__ __forceinline__ float* partial_at(float* ws, long long item, int spli
   return ws + (item * splits + split) * (dim + 2);
 }
 
-template <class T>
+template <class T, bool Staged>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(const T* __restrict__ q, const T* __restrict__ kc, const T* __restrict__ vc,
                      const int* __restrict__ mask, T* __restrict__ out, float* __restrict__ ws,
@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   T* v_staged = k_staged + g.stage_keys * g.dim;
   int* mask_staged = reinterpret_cast<int*>(v_staged + g.stage_keys * g.dim);
   const long long cached_end = t1 < past ? t1 : past;
-  if (g.stage_keys > 0) {
+  if constexpr (Staged) {
     const int chunks = g.dim * static_cast<int>(sizeof(T)) / 16;
     constexpr int V = 16 / sizeof(T);
     const long long n = (cached_end > t0 ? cached_end - t0 : 0) * chunks;
@@ -101,30 +101,32 @@ __global__ void __launch_bounds__(kWarps * 32)
     acc[j] = 0.0f;
   }
   float m = -FLT_MAX, l = 0.0f;
-  if (g.stage_keys > 0) {
+  if constexpr (Staged) {
     copy_async_wait<0>();
     __syncthreads();
   }
-  const bool staged = g.stage_keys > 0;
-  const auto key_row = [&](const T* cache, const T* staged_rows, long long t) {
-    return staged && t < cached_end ? staged_rows + (t - t0) * g.dim
-                                    : cache + (head_base + t) * g.dim;
+  // Value d of key (or value) row t: from shared memory where staged, else from the cache (a
+  // kernel of its own for each, so the unstaged one keeps its global loads, not generic ones).
+  const auto at = [&](const T* cache, const T* staged_rows, long long t, int d) {
+    if constexpr (Staged) {
+      if (t < cached_end) return to_float(staged_rows[(t - t0) * g.dim + d]);
+    }
+    return to_float(cache[(head_base + t) * g.dim + d]);
   };
   // Two keys per iteration, so each warp has two independent loads and reductions in flight.
   for (long long t = t0 + warp; t < t1; t += 2 * kWarps) {
     const long long t2 = t + kWarps;
     const bool has2 = t2 < t1;
-    const bool use1 = (staged ? mask_staged[t - t0] : mrow[t]) != 0;
-    const bool use2 = has2 && (staged ? mask_staged[t2 - t0] : mrow[t2]) != 0;
-    const T* k1 = key_row(kc, k_staged, t);
-    const T* k2 = key_row(kc, k_staged, has2 ? t2 : t);
+    const bool use1 = (Staged ? mask_staged[t - t0] : mrow[t]) != 0;
+    const bool use2 = has2 && (Staged ? mask_staged[t2 - t0] : mrow[t2]) != 0;
+    const long long u2 = has2 ? t2 : t;
     float d1 = 0.0f, d2 = 0.0f;
 #pragma unroll
     for (int j = 0; j < kMaxDimPerLane; ++j) {
       const int d = lane + 32 * j;
       if (j < per_lane && d < g.dim) {
-        d1 += qv[j] * to_float(k1[d]);
-        d2 += qv[j] * to_float(k2[d]);
+        d1 += qv[j] * at(kc, k_staged, t, d);
+        d2 += qv[j] * at(kc, k_staged, u2, d);
       }
     }
     const float s1 = use1 ? soft_capped(warp_sum(d1), g.softcap) : -FLT_MAX;
@@ -134,13 +136,12 @@ __global__ void __launch_bounds__(kWarps * 32)
     const float corr = __expf(m - m_new);
     const float p1 = use1 ? __expf(s1 - m_new) : 0.0f, p2 = use2 ? __expf(s2 - m_new) : 0.0f;
     l = l * corr + p1 + p2;
-    const T* v1 = key_row(vc, v_staged, t);
-    const T* v2 = key_row(vc, v_staged, has2 ? t2 : t);
+
 #pragma unroll
     for (int j = 0; j < kMaxDimPerLane; ++j) {
       const int d = lane + 32 * j;
       if (j < per_lane && d < g.dim) {
-        acc[j] = acc[j] * corr + p1 * to_float(v1[d]) + p2 * to_float(v2[d]);
+        acc[j] = acc[j] * corr + p1 * at(vc, v_staged, t, d) + p2 * at(vc, v_staged, u2, d);
       }
     }
     m = m_new;
@@ -552,7 +553,7 @@ void stage_split_rows(Geometry& g, long long keys, size_t esize, DType dtype, De
       return;
     }
     dispatch_float(dtype, "attention", [&](auto t) {
-      ANVIL_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<decltype(t)>,
+      ANVIL_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<decltype(t), true>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(bytes)));
     });
@@ -705,9 +706,9 @@ void attention(const ops::AttentionArgs& a) {
     using T = decltype(t);
     const dim3 grid(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch * g.seq),
                     static_cast<unsigned>(splits));
-    launch(attention_kernel<T>, grid, kWarps * 32, split_smem_bytes(g, esize), stream,
-           a.q.data<T>(), a.k_cache.data<T>(), a.v_cache.data<T>(), a.key_mask.data<int>(),
-           a.out.data<T>(), ws, g);
+    launch(g.stage_keys > 0 ? attention_kernel<T, true> : attention_kernel<T, false>, grid,
+           kWarps * 32, split_smem_bytes(g, esize), stream, a.q.data<T>(), a.k_cache.data<T>(),
+           a.v_cache.data<T>(), a.key_mask.data<int>(), a.out.data<T>(), ws, g);
     ANVIL_CUDA_CHECK_LAUNCH();
     if (splits > 1) {
       launch(combine_kernel<T>, static_cast<unsigned>(items), 128, 0, stream, ws, a.out.data<T>(),
