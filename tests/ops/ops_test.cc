@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -1339,6 +1340,80 @@ TEST_P(Ops, RopeAttentionDecode) {
         EXPECT_LE(max_abs_diff(kc, kw), tolerance(3e-5f)) << what;
         EXPECT_LE(max_abs_diff(vc, vw), tolerance(0.0f)) << what;
       }
+    }
+  }
+}
+
+// CUDA's decode attention copies the cached rows and mask words into shared memory before its
+// wait (the one-pass kernel with few items, the split kernel); reading them from memory instead
+// (ANVIL_CUDA_NO_KV_STAGE=1) must give the same bits, with and without a sliding window.
+TEST_P(Ops, DecodeAttentionStagedRowsAreTheUnstagedBits) {
+  if (device_.type != DeviceType::cuda) GTEST_SKIP() << "CUDA's staging; " << device_.str();
+  for (const auto& [dim, heads, past, window] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{64, 8, 37, 0},
+        {128, 8, 90, 0},
+        {64, 8, 400, 0},
+        {64, 8, 1500, 0},
+        {64, 8, 400, 100},
+        {32, 4, 60, 17}}) {
+    for (bool past_on_device : {false, true}) {
+      const int64_t b = 2, kv = 2, cap = past + 5;
+      const Tensor q = random_tensor({b, heads, dim}, rng_);
+      const Tensor k = random_tensor({b, 1, kv, dim}, rng_),
+                   v = random_tensor({b, 1, kv, dim}, rng_);
+      const Tensor k0 = random_tensor({b, kv, cap, dim}, rng_, 0.3f);
+      const Tensor v0 = random_tensor({b, kv, cap, dim}, rng_);
+      std::vector<float> freq(static_cast<size_t>(dim / 2));
+      for (size_t i = 0; i < freq.size(); ++i)
+        freq[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(dim));
+      const Tensor inv = Tensor::from_f32(freq, {dim / 2});
+      const Tensor pos = Tensor::from_i64({past, past + 3}, {b}).to(DType::i32);
+      const int64_t width = past_on_device ? cap : past + 1;
+      Tensor mask = Tensor::empty({b, width}, DType::i32);
+      for (int64_t r = 0; r < b; ++r) {
+        for (int64_t t = 0; t < width; ++t) {
+          mask.data<int32_t>()[r * width + t] = (r == 1 && t % 7 == 3) || t > past ? 0 : 1;
+        }
+      }
+      const auto fresh = [&](const Tensor& t) {
+        return on_device(Tensor::from_f32(t.to_f32_vector(), t.shape()), act_);
+      };
+      const auto run = [&](bool staged, Tensor& kc, Tensor& vc) {
+        if (staged) {
+          ::unsetenv("ANVIL_CUDA_NO_KV_STAGE");
+        } else {
+          ::setenv("ANVIL_CUDA_NO_KV_STAGE", "1", 1);
+        }
+        Tensor qd = fresh(q);
+        kc = fresh(k0);
+        vc = fresh(v0);
+        Tensor out = empty({b, 1, heads, dim});
+        const Tensor past_dev =
+            past_on_device ? Tensor::from_i64({past}, {1}).to(DType::i32).to(device_) : Tensor();
+        ops::AttentionArgs att{qd.view({b, 1, heads, dim}),
+                               kc,
+                               vc,
+                               mask.to(device_),
+                               out,
+                               past,
+                               1.0f / std::sqrt(static_cast<float>(dim)),
+                               ops::AttentionImpl::sdpa,
+                               past_dev};
+        att.window = window;
+        ops::rope_attention({{qd, fresh(k), fresh(v), Tensor(), Tensor(), 1e-6f, pos.to(device_),
+                              inv.to(device_), 1.0f, kc, vc, past, past_dev},
+                             att});
+        ::unsetenv("ANVIL_CUDA_NO_KV_STAGE");
+        return out;
+      };
+      Tensor kc1, vc1, kc2, vc2;
+      const Tensor staged = run(true, kc1, vc1), unstaged = run(false, kc2, vc2);
+      const std::string what = "dim " + std::to_string(dim) + " heads " + std::to_string(heads) +
+                               " past " + std::to_string(past) + " window " +
+                               std::to_string(window) + (past_on_device ? " past on device" : "");
+      EXPECT_EQ(max_abs_diff(staged, unstaged), 0.0) << what;
+      EXPECT_EQ(max_abs_diff(kc1, kc2), 0.0) << what;
+      EXPECT_EQ(max_abs_diff(vc1, vc2), 0.0) << what;
     }
   }
 }

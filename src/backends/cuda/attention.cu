@@ -506,7 +506,7 @@ size_t decode_smem_bytes(const Geometry& g, size_t esize) {
 // A kernel's larger shared-memory limit is set outside graph capture (the eager first step).
 template <class Kernel>
 void stage_cached_rows(Geometry& g, long long keys, size_t esize, Kernel kernel, Device device) {
-  static const bool off = std::getenv("ANVIL_CUDA_NO_KV_STAGE") != nullptr;
+  const bool off = std::getenv("ANVIL_CUDA_NO_KV_STAGE") != nullptr;  // per call: tests set it
   static std::map<const void*, size_t> limit;  // per kernel: the shared memory allowed so far
   Context& ctx = context(device);
   if (g.window > 0 && g.window < keys) keys = g.window;
@@ -535,7 +535,7 @@ size_t split_smem_bytes(const Geometry& g, size_t esize) {
 // The split kernel's blocks stage their cached rows when a split's rows fit in 64 KB (a
 // split is 32 keys until the split count's cap; ANVIL_CUDA_NO_KV_STAGE=1 keeps them in memory).
 void stage_split_rows(Geometry& g, long long keys, size_t esize, DType dtype, Device device) {
-  static const bool off = std::getenv("ANVIL_CUDA_NO_KV_STAGE") != nullptr;
+  const bool off = std::getenv("ANVIL_CUDA_NO_KV_STAGE") != nullptr;  // per call: tests set it
   static std::map<std::pair<int, DType>, size_t> limit;  // per device and type: the set size
   constexpr size_t kMaxSplitStageBytes = 64 * 1024;
   if (off || (g.dim * esize) % 16 != 0) return;
