@@ -38,6 +38,27 @@ using test::random_tensor;
 constexpr DeviceType kDeviceTypes[] = {DeviceType::cpu, DeviceType::cuda, DeviceType::opencl};
 constexpr DType kWeightTypes[] = {DType::f32, DType::bf16, DType::f16};
 
+// RoPE's default inverse frequencies (base 10000) for heads of `dim` values.
+Tensor rope_inverse_frequencies(int64_t dim) {
+  std::vector<float> freq(static_cast<size_t>(dim / 2));
+  for (size_t i = 0; i < freq.size(); ++i)
+    freq[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(dim));
+  return Tensor::from_f32(freq, {dim / 2});
+}
+
+// A decode step's key mask [rows, width]: keys past `past` hidden, and row 1's keys where
+// `hidden_in_row1` says so (a left-padded row).
+template <class F>
+Tensor decode_mask(int64_t rows, int64_t width, int64_t past, F hidden_in_row1) {
+  Tensor mask = Tensor::empty({rows, width}, DType::i32);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t t = 0; t < width; ++t) {
+      mask.data<int32_t>()[r * width + t] = (r == 1 && hidden_in_row1(t)) || t > past ? 0 : 1;
+    }
+  }
+  return mask;
+}
+
 class Ops : public ::testing::TestWithParam<DeviceType> {
  protected:
   void SetUp() override {
@@ -1014,10 +1035,7 @@ TEST_P(Ops, FusedOpsMatchTheirComposition) {
       const Tensor k = random_tensor({b, s, kv, dim}, rng_),
                    v = random_tensor({b, s, kv, dim}, rng_);
       const Tensor qn = random_tensor({dim}, rng_), kn = random_tensor({dim}, rng_);
-      std::vector<float> freq(static_cast<size_t>(dim / 2));
-      for (size_t i = 0; i < freq.size(); ++i)
-        freq[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(dim));
-      const Tensor inv = Tensor::from_f32(freq, {dim / 2});
+      const Tensor inv = rope_inverse_frequencies(dim);
       Tensor pos = Tensor::empty({b * s}, DType::i32);
       for (int i = 0; i < b * s; ++i) pos.data<int32_t>()[i] = 5 + 7 * i;
       Tensor qd = on_device(Tensor::from_f32(q.to_f32_vector(), q.shape()), act_),
@@ -1288,19 +1306,11 @@ TEST_P(Ops, RopeAttentionDecode) {
         const Tensor qn = random_tensor({dim}, rng_), kn = random_tensor({dim}, rng_);
         const Tensor k0 = random_tensor({b, kv, cap, dim}, rng_, 0.3f);
         const Tensor v0 = random_tensor({b, kv, cap, dim}, rng_);
-        std::vector<float> freq(static_cast<size_t>(dim / 2));
-        for (size_t i = 0; i < freq.size(); ++i)
-          freq[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(dim));
-        const Tensor inv = Tensor::from_f32(freq, {dim / 2});
+        const Tensor inv = rope_inverse_frequencies(dim);
         const Tensor pos = Tensor::from_i64({past, past + 3}, {b}).to(DType::i32);
         // Graph replay keeps a mask as wide as the cache; otherwise one column per key so far.
         const int64_t width = past_on_device ? cap : past + 1;
-        Tensor mask = Tensor::empty({b, width}, DType::i32);
-        for (int64_t r = 0; r < b; ++r) {
-          for (int64_t t = 0; t < width; ++t) {
-            mask.data<int32_t>()[r * width + t] = (r == 1 && t < 3) || t > past ? 0 : 1;
-          }
-        }
+        const Tensor mask = decode_mask(b, width, past, [](int64_t t) { return t < 3; });
         const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
 
         // Copies: on the CPU a tensor already in place is not copied, and the op writes q and k.
@@ -1363,18 +1373,10 @@ TEST_P(Ops, DecodeAttentionStagedRowsAreTheUnstagedBits) {
                    v = random_tensor({b, 1, kv, dim}, rng_);
       const Tensor k0 = random_tensor({b, kv, cap, dim}, rng_, 0.3f);
       const Tensor v0 = random_tensor({b, kv, cap, dim}, rng_);
-      std::vector<float> freq(static_cast<size_t>(dim / 2));
-      for (size_t i = 0; i < freq.size(); ++i)
-        freq[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(dim));
-      const Tensor inv = Tensor::from_f32(freq, {dim / 2});
+      const Tensor inv = rope_inverse_frequencies(dim);
       const Tensor pos = Tensor::from_i64({past, past + 3}, {b}).to(DType::i32);
       const int64_t width = past_on_device ? cap : past + 1;
-      Tensor mask = Tensor::empty({b, width}, DType::i32);
-      for (int64_t r = 0; r < b; ++r) {
-        for (int64_t t = 0; t < width; ++t) {
-          mask.data<int32_t>()[r * width + t] = (r == 1 && t % 7 == 3) || t > past ? 0 : 1;
-        }
-      }
+      const Tensor mask = decode_mask(b, width, past, [](int64_t t) { return t % 7 == 3; });
       const auto fresh = [&](const Tensor& t) {
         return on_device(Tensor::from_f32(t.to_f32_vector(), t.shape()), act_);
       };

@@ -39,8 +39,8 @@ struct Geometry {
   int splits;
   long long window;  // sliding window (ops::AttentionArgs::window), 0 for none
   float softcap;     // ops::AttentionArgs::softcap, 0 for none
-  // The one-pass decode kernel: keys of the cached K/V copied into shared memory before the
-  // wait (room for this many rows of each), 0 for reading them from memory in the passes.
+  // Decode kernels: rows of the cached K/V (and their mask words) copied into shared memory
+  // before the wait (room for this many of each), 0 for reading them from memory.
   long long stage_keys;
 };
 
@@ -48,6 +48,19 @@ struct Geometry {
 __device__ __forceinline__ float* partial_at(float* ws, long long item, int split, int splits,
                                              int dim) {
   return ws + (item * splits + split) * (dim + 2);
+}
+
+// `chunks` 16-byte chunks of K and of V, global to shared memory by cp.async as one group; the
+// decode kernels stage their cached rows this way before their wait.
+template <class T>
+__device__ __forceinline__ void stage_rows_async(T* k_dst, T* v_dst, const T* k_src, const T* v_src,
+                                                 long long chunks, int threads) {
+  constexpr int V = 16 / sizeof(T);
+  for (long long i = threadIdx.x; i < chunks; i += threads) {
+    copy_async16(k_dst + i * V, k_src + i * V);
+    copy_async16(v_dst + i * V, v_src + i * V);
+  }
+  copy_async_commit();
 }
 
 template <class T, bool Staged>
@@ -80,14 +93,10 @@ __global__ void __launch_bounds__(kWarps * 32)
   const long long cached_end = t1 < past ? t1 : past;
   if constexpr (Staged) {
     const int chunks = g.dim * static_cast<int>(sizeof(T)) / 16;
-    constexpr int V = 16 / sizeof(T);
-    const long long n = (cached_end > t0 ? cached_end - t0 : 0) * chunks;
     const long long base = (head_base + t0) * g.dim;
-    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
-      copy_async16(k_staged + i * V, kc + base + i * V);
-      copy_async16(v_staged + i * V, vc + base + i * V);
-    }
-    copy_async_commit();
+    stage_rows_async(k_staged, v_staged, kc + base, vc + base,
+                     (cached_end > t0 ? cached_end - t0 : 0) * chunks,
+                     static_cast<int>(blockDim.x));
     for (long long t = t0 + threadIdx.x; t < t1; t += blockDim.x) mask_staged[t - t0] = mrow[t];
   }
   pdl_wait();
@@ -136,7 +145,6 @@ __global__ void __launch_bounds__(kWarps * 32)
     const float corr = __expf(m - m_new);
     const float p1 = use1 ? __expf(s1 - m_new) : 0.0f, p2 = use2 ? __expf(s2 - m_new) : 0.0f;
     l = l * corr + p1 + p2;
-
 #pragma unroll
     for (int j = 0; j < kMaxDimPerLane; ++j) {
       const int d = lane + 32 * j;
@@ -307,12 +315,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
         ((static_cast<long long>(blockIdx.y) * g.kv_heads + blockIdx.x / g.group) * g.cap + first) *
         g.dim;
     if (g.stage_keys > 0) {  // into shared memory: the passes then wait on no memory latency
-      const long long n = (past - first) * chunks;
-      for (long long i = threadIdx.x; i < n; i += kDecodeThreads) {
-        copy_async16(k_staged + i * V, kc + base + i * V);
-        copy_async16(v_staged + i * V, vc + base + i * V);
-      }
-      copy_async_commit();
+      stage_rows_async(k_staged, v_staged, kc + base, vc + base, (past - first) * chunks,
+                       kDecodeThreads);
       const int* mrow = mask + static_cast<long long>(blockIdx.y) * g.mask_width;
       for (long long t = first + threadIdx.x; t <= past; t += kDecodeThreads) {
         mask_staged[t - first] = mrow[t];
@@ -499,32 +503,42 @@ size_t decode_smem_bytes(const Geometry& g, size_t esize) {
          static_cast<size_t>(g.stage_keys) * (2 * g.dim * esize + sizeof(int));
 }
 
-// With fewer (head, row) items than SMs each block's chain of key passes is the step's path,
-// and each pass waited on a memory latency (the keys, then the values, from L2 at best). The
-// cached rows then go to shared memory before the wait, where they are at most kFewItemsMaxPasses
-// passes (96 KB of K and V). ANVIL_CUDA_NO_KV_STAGE=1 reads them in the passes (for measuring).
-// A kernel's larger shared-memory limit is set outside graph capture (the eager first step).
+// Whether the decode kernels stage their cached rows (ANVIL_CUDA_NO_KV_STAGE=1 reads them from
+// memory, for measuring; read at every call so that a test can set it).
+bool kv_staging_on() {
+  return std::getenv("ANVIL_CUDA_NO_KV_STAGE") == nullptr;
+}
+
+// Raises `kernel`'s dynamic shared-memory limit on the context's device to `bytes` where it is
+// lower, whatever the size (the 48 KB default counts the kernel's static shared memory too).
+// False during a graph capture, which cannot set it: the caller then stages nothing (the eager
+// first step of a shape sets it).
+bool allow_shared_memory(const void* kernel, size_t bytes, const Context& ctx) {
+  static std::map<std::pair<int, const void*>, size_t> allowed;
+  size_t& now = allowed[{ctx.ordinal, kernel}];
+  if (bytes <= now) return true;
+  if (ctx.capturing) return false;
+  ANVIL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(bytes)));
+  now = bytes;
+  return true;
+}
+
+// The one-pass kernel: with fewer (head, row) items than SMs each block's chain of key passes is
+// the step's path, and each pass waited on a memory latency (the keys, then the values, from L2
+// at best). The cached rows then go to shared memory before the wait, where they are at most
+// kFewItemsMaxPasses passes (96 KB of K and V).
 template <class Kernel>
 void stage_cached_rows(Geometry& g, long long keys, size_t esize, Kernel kernel, Device device) {
-  const bool off = std::getenv("ANVIL_CUDA_NO_KV_STAGE") != nullptr;  // per call: tests set it
-  static std::map<const void*, size_t> limit;  // per kernel: the shared memory allowed so far
-  Context& ctx = context(device);
+  const Context& ctx = context(device);
   if (g.window > 0 && g.window < keys) keys = g.window;
-  if (off || static_cast<long long>(g.heads) * g.batch >= ctx.sm_count) return;
+  if (!kv_staging_on() || static_cast<long long>(g.heads) * g.batch >= ctx.sm_count) return;
   constexpr size_t kMaxStagedBytes = 96 * 1024;  // kFewItemsMaxPasses passes of K and V
   if (2 * static_cast<size_t>(keys) * g.dim * esize > kMaxStagedBytes) return;
   g.stage_keys = keys;
-  const size_t bytes = decode_smem_bytes(g, esize);
-  size_t& allowed = limit[reinterpret_cast<const void*>(kernel)];
-  // Set whatever the size: the default 48 KB counts the kernel's static shared memory too.
-  if (bytes > allowed) {
-    if (ctx.capturing) {
-      g.stage_keys = 0;
-      return;
-    }
-    ANVIL_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    allowed = bytes;
+  if (!allow_shared_memory(reinterpret_cast<const void*>(kernel), decode_smem_bytes(g, esize),
+                           ctx)) {
+    g.stage_keys = 0;
   }
 }
 
@@ -532,32 +546,17 @@ size_t split_smem_bytes(const Geometry& g, size_t esize) {
   return static_cast<size_t>(g.stage_keys) * (2 * g.dim * esize + sizeof(int));
 }
 
-// The split kernel's blocks stage their cached rows when a split's rows fit in 64 KB (a
-// split is 32 keys until the split count's cap; ANVIL_CUDA_NO_KV_STAGE=1 keeps them in memory).
-void stage_split_rows(Geometry& g, long long keys, size_t esize, DType dtype, Device device) {
-  const bool off = std::getenv("ANVIL_CUDA_NO_KV_STAGE") != nullptr;  // per call: tests set it
-  static std::map<std::pair<int, DType>, size_t> limit;  // per device and type: the set size
+// The split kernel's blocks stage their cached rows when a split's rows fit in 64 KB (a split is
+// 32 keys until the split count's cap).
+template <class Kernel>
+void stage_split_rows(Geometry& g, long long keys, size_t esize, Kernel kernel, Device device) {
   constexpr size_t kMaxSplitStageBytes = 64 * 1024;
-  if (off || (g.dim * esize) % 16 != 0) return;
+  if (!kv_staging_on() || (g.dim * esize) % 16 != 0) return;
   g.stage_keys = (keys + g.splits - 1) / g.splits;
   const size_t bytes = split_smem_bytes(g, esize);
-  if (bytes > kMaxSplitStageBytes) {
+  if (bytes > kMaxSplitStageBytes ||
+      !allow_shared_memory(reinterpret_cast<const void*>(kernel), bytes, context(device))) {
     g.stage_keys = 0;
-    return;
-  }
-  size_t& allowed = limit[{device.ordinal(), dtype}];
-  if (bytes > allowed) {  // the 48 KB default counts the kernel's static shared memory too
-    Context& ctx = context(device);
-    if (ctx.capturing) {
-      g.stage_keys = 0;
-      return;
-    }
-    dispatch_float(dtype, "attention", [&](auto t) {
-      ANVIL_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<decltype(t), true>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(bytes)));
-    });
-    allowed = bytes;
   }
 }
 
@@ -697,7 +696,6 @@ void attention(const ops::AttentionArgs& a) {
     splits = splits < 1 ? 1 : (splits > kMaxSplits ? kMaxSplits : splits);
   }
   g.splits = splits;
-  stage_split_rows(g, keys, esize, a.q.dtype(), a.q.device());
   float* ws = splits > 1
                   ? split_workspace(a.q.device(), static_cast<size_t>(items) * splits * (g.dim + 2))
                   : nullptr;
@@ -706,6 +704,7 @@ void attention(const ops::AttentionArgs& a) {
     using T = decltype(t);
     const dim3 grid(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch * g.seq),
                     static_cast<unsigned>(splits));
+    stage_split_rows(g, keys, esize, attention_kernel<T, true>, a.q.device());
     launch(g.stage_keys > 0 ? attention_kernel<T, true> : attention_kernel<T, false>, grid,
            kWarps * 32, split_smem_bytes(g, esize), stream, a.q.data<T>(), a.k_cache.data<T>(),
            a.v_cache.data<T>(), a.key_mask.data<int>(), a.out.data<T>(), ws, g);
