@@ -44,14 +44,14 @@ __device__ __forceinline__ void mbarrier_expect_bytes(uint64_t* bar, unsigned by
 }
 
 /// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to shared
-/// memory, completing on `bar`.
+/// memory, completing on `bar`; the lines it brings into L2 take `l2_policy` (createpolicy).
 __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, unsigned bytes,
-                                                    uint64_t* bar) {
+                                                    uint64_t* bar, uint64_t l2_policy) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-          "r"(shared_address(dst)),
-      "l"(src), "r"(bytes), "r"(shared_address(bar))
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], "
+      "[%1], %2, [%3], %4;" ::"r"(shared_address(dst)),
+      "l"(src), "r"(bytes), "r"(shared_address(bar)), "l"(l2_policy)
       : "memory");
 #endif
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "backends/cuda/decode_layers_params.cuh"
+#include "backends/cuda/weight_stream.cuh"
 
 namespace anvil::cuda {
 namespace {
@@ -113,7 +114,8 @@ __device__ bool next_chunk(const Params& p, const int* slices, Cursor& c, Chunk&
 }
 
 template <class T>
-__device__ void issue_chunk(const Params& p, const Chunk& ch, char* dst, uint64_t* bar) {
+__device__ void issue_chunk(const Params& p, const Chunk& ch, char* dst, uint64_t* bar,
+                            uint64_t l2_policy) {
   const LayerPointers& L = p.layer[ch.layer];
   const int k = phase_k(p, ch.phase);
   const unsigned bytes = static_cast<unsigned>(ch.rows) * k * sizeof(T);
@@ -123,7 +125,7 @@ __device__ void issue_chunk(const Params& p, const Chunk& ch, char* dst, uint64_
     const char* src = reinterpret_cast<const char*>(from);
     for (unsigned off = 0; off < n; off += p.piece_bytes) {
       bulk_copy_to_shared(to + off, src + off, min(n - off, static_cast<unsigned>(p.piece_bytes)),
-                          bar);
+                          bar, l2_policy);
     }
   };
   if (ch.phase == kGateUp) {  // gate rows, then the same up rows
@@ -188,6 +190,7 @@ __device__ __forceinline__ unsigned long long global_ns() {
 template <class T>
 __device__ void produce(const Params& p, const Shared& sh) {
   if (threadIdx.x % 32 != 0) return;
+  const uint64_t l2_policy = weight_stream_policy();
   Cursor c;
   Chunk ch;
   for (int i = 0; next_chunk(p, sh.slices, c, ch); ++i) {
@@ -196,7 +199,8 @@ __device__ void produce(const Params& p, const Shared& sh) {
       mbarrier_wait(&sh.empty[slot], static_cast<unsigned>(i / p.slots - 1) & 1u);
     }
     async_proxy_fence();
-    issue_chunk<T>(p, ch, sh.ring + static_cast<long long>(slot) * p.slot_bytes, &sh.bars[slot]);
+    issue_chunk<T>(p, ch, sh.ring + static_cast<long long>(slot) * p.slot_bytes, &sh.bars[slot],
+                   l2_policy);
   }
 }
 

@@ -208,14 +208,24 @@ __device__ __forceinline__ bool row_products(const T* __restrict__ x, const T* c
 }
 
 // This warp's share (1/S of k) of weight row `row`, brought into L2 while the kernel that
-// produces x may still be running: the weights never depend on it.
+// produces x may still be running: the weights never depend on it. Evict-first like the loads
+// that read it (weight_stream.cuh); one bulk request where the row's bytes allow.
 template <class T, int S>
 __device__ __forceinline__ void prefetch_share(const T* w, int row, int k) {
   const int part = static_cast<int>(threadIdx.x / 32) % S;
   const long long bytes = static_cast<long long>(k) * sizeof(T);
+  const char* at = reinterpret_cast<const char*>(w + static_cast<long long>(row) * k);
+  if (bytes % 16 == 0 && reinterpret_cast<uintptr_t>(at) % 16 == 0) {
+    if (threadIdx.x % 32 == 0) {
+      const long long begin = bytes * part / S / 16 * 16, end = bytes * (part + 1) / S / 16 * 16;
+      if (end > begin) {
+        prefetch_weights_l2(at + begin, static_cast<unsigned>(end - begin), weight_stream_policy());
+      }
+    }
+    return;
+  }
   const long long begin = bytes * part / S, end = bytes * (part + 1) / S;
-  prefetch_l2(reinterpret_cast<const char*>(w + static_cast<long long>(row) * k) + begin,
-              end - begin, static_cast<int>(threadIdx.x % 32), 32);
+  prefetch_l2(at + begin, end - begin, static_cast<int>(threadIdx.x % 32), 32);
 }
 
 // kRare: the multiplier (out_scale) and the kept normalised rows (normed), which only Granite's

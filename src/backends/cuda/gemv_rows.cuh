@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_types.cuh"
+#include "backends/cuda/weight_stream.cuh"
 
 namespace anvil::cuda {
 
@@ -33,6 +34,7 @@ __device__ __forceinline__ void dot_rows(const T* __restrict__ x, const uint4* c
   constexpr int kLoad = R * W * (sizeof(T) == 4 ? 2 : 1);
   constexpr int kUnroll = kLoad > 10 ? 1 : (kLoad > 6 ? 2 : kMaxUnroll);
   const int lane = threadIdx.x % 32;
+  const uint64_t policy = weight_stream_policy();
   // All of a lane's loads of one round are issued before any is used; the last round is
   // predicated rather than run one chunk at a time.
   for (int c0 = cb + lane; c0 < ce; c0 += 32 * kUnroll) {
@@ -42,7 +44,7 @@ __device__ __forceinline__ void dot_rows(const T* __restrict__ x, const uint4* c
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int c = c0 + 32 * u;
-        wv[m][u] = c < ce ? __ldg(w[m] + c) : make_uint4(0, 0, 0, 0);
+        wv[m][u] = c < ce ? load_weight(w[m] + c, policy) : make_uint4(0, 0, 0, 0);
       }
     }
 #pragma unroll

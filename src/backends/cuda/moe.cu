@@ -442,6 +442,7 @@ __global__ void __launch_bounds__(kProductWarps * 32)
   if (c >= hidden) return;
   const int lane = static_cast<int>(threadIdx.x % 32), chunks = width / V;
   const Plan pl{experts, top_k};
+  const uint64_t policy = weight_stream_policy();
   const uint4* wr[K];
   const uint4* xr[K];
   float acc[K];
@@ -459,7 +460,7 @@ __global__ void __launch_bounds__(kProductWarps * 32)
 #pragma unroll
     for (int j = 0; j < K; ++j) {
       if (j < top_k) {
-        wv[j] = __ldg(wr[j] + ch);
+        wv[j] = load_weight(wr[j] + ch, policy);
         xv[j] = __ldg(xr[j] + ch);
       }
     }
