@@ -12,7 +12,7 @@
 # Prints one line per (model, prompt, setting): the decode tok/s of each round. Writes
 # $OUT/context_sweep.txt (or out/).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 out="${OUT:-out}"
 anvil="${ANVIL:-$PWD/.gpu/anvil}"
 device="${DEVICE:-cuda}"
@@ -29,11 +29,11 @@ for like in ${MODELS:-qwen2.5-0.5b qwen3-0.6b}; do
     "$anvil" init-model --like "$like" --dtype bf16 --seed 1 --out "$models_dir/$like" >/dev/null ||
     { echo "init-model $like failed" >&2; exit 1; }
 done
-for round in $(seq "$rounds"); do
+for _ in $(seq "$rounds"); do
   for like in ${MODELS:-qwen2.5-0.5b qwen3-0.6b}; do
     for prompt in ${PROMPTS:-128 256 384 600 1000}; do
       for s in "${settings[@]}"; do
-        tok=$(env $s "$anvil" bench "$models_dir/$like" --device "$device" --dtype bf16 \
+        tok=$(env ${s:+"$s"} "$anvil" bench "$models_dir/$like" --device "$device" --dtype bf16 \
           --prompt-len "$prompt" --gen-len "$gen" --json 2>/dev/null |
           python3 -c 'import json,sys; print(round(json.load(sys.stdin)["decode_tok_s"], 1))' ||
           echo failed)
