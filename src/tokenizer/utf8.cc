@@ -4,11 +4,33 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 
 #include "anvil/error.h"
 
 namespace anvil::utf8 {
+namespace {
+
+struct CodeRange {
+  char32_t first, last;
+};
+
+// Hugging Face tokenizers' own classes above ASCII (tools/hf_char_classes.py asks tokenizers
+// for them): its punctuation is Unicode 8.0's, its digits 16.0's and its combining marks those
+// of another table still, none of them the Unicode 15.0 of utf8proc (Debian 12), which had
+// split U+09FD as punctuation where tokenizers keeps it in its word.
+#include "tokenizer/hf_char_classes.inc"
+
+template <size_t N>
+bool in_ranges(const CodeRange (&table)[N], char32_t cp) {
+  const auto* it = std::upper_bound(std::begin(table), std::end(table), cp,
+                                    [](char32_t c, const CodeRange& r) { return c < r.first; });
+  return it != std::begin(table) && cp <= std::prev(it)->last;
+}
+
+}  // namespace
 
 size_t find_invalid(std::string_view s) {
   size_t i = 0;
@@ -158,28 +180,15 @@ bool is_punctuation(char32_t cp) {
     return (cp >= 0x21 && cp <= 0x2f) || (cp >= 0x3a && cp <= 0x40) || (cp >= 0x5b && cp <= 0x60) ||
            (cp >= 0x7b && cp <= 0x7e);
   }
-  switch (category(cp)) {
-    case UTF8PROC_CATEGORY_PC:
-    case UTF8PROC_CATEGORY_PD:
-    case UTF8PROC_CATEGORY_PS:
-    case UTF8PROC_CATEGORY_PE:
-    case UTF8PROC_CATEGORY_PI:
-    case UTF8PROC_CATEGORY_PF:
-    case UTF8PROC_CATEGORY_PO:
-      return true;
-    default:
-      return false;
-  }
+  return in_ranges(kHfPunctuation, cp);
 }
 
 bool is_digit(char32_t cp) {
-  const auto c = category(cp);
-  return c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO;
+  return cp < 0x80 ? cp >= '0' && cp <= '9' : in_ranges(kHfDigits, cp);
 }
 
 bool is_combining_mark(char32_t cp) {
-  const auto c = category(cp);
-  return c == UTF8PROC_CATEGORY_MN || c == UTF8PROC_CATEGORY_MC || c == UTF8PROC_CATEGORY_ME;
+  return cp >= 0x80 && in_ranges(kHfCombiningMarks, cp);
 }
 
 std::string normalize(std::string_view s, NormalForm form) {

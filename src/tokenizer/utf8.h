@@ -34,11 +34,16 @@ std::vector<std::string_view> chars(std::string_view s);
 /// subsequence becomes U+FFFD.
 std::string from_bytes_lossy(std::string_view bytes);
 
-// Unicode properties (utf8proc).
+// Unicode properties: utf8proc's, or where Hugging Face tokenizers classifies by tables of its
+// own, tokenizers' (tools/hf_char_classes.py).
 bool is_whitespace(char32_t cp);  ///< Rust's char::is_whitespace (White_Space property)
 bool is_alphanumeric(char32_t cp);
-bool is_punctuation(char32_t cp);  ///< ASCII punctuation or a Unicode P* category
-bool is_digit(char32_t cp);        ///< Rust's char::is_numeric subset used by Digits: Nd, Nl, No
+/// ASCII punctuation, or what tokenizers' Punctuation and BertPreTokenizer split on above ASCII
+/// (the unicode_categories crate: Unicode 8.0's P* categories).
+bool is_punctuation(char32_t cp);
+/// What tokenizers' Digits pre-tokenizer splits on (Rust's char::is_numeric: Nd, Nl, No).
+bool is_digit(char32_t cp);
+/// What tokenizers' StripAccents normalizer removes.
 bool is_combining_mark(char32_t cp);
 
 enum class NormalForm { nfc, nfd, nfkc, nfkd };
