@@ -1,5 +1,6 @@
 // UTF-8 validation/iteration and Unicode properties through utf8proc, a small, well-kept C
-// library that tracks the current Unicode version (see docs/dependencies.md).
+// library that tracks the current Unicode version (see docs/dependencies.md), except where
+// Hugging Face tokenizers classifies by tables of its own (hf_char_classes.inc).
 #include "tokenizer/utf8.h"
 
 #include <utf8proc.h>
