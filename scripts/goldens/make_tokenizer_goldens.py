@@ -993,6 +993,12 @@ ADDED_TEXTS = [
     "New York new york NewYork New  York", "foobar foo foobaz fo foofoobar", "abcd bcd abc ab",
     "CaseKept casekept CASEKEPT", "MiXeD mixed MIXED", "a\t\tb\t\t\tc\t", "x <nl> y", "x<nl>y",
     "<nl>", "the then other the", "THE The",
+    # single_word asks regex \w of the neighbours: a mark or joiner blocks the token, a
+    # superscript digit does not.
+    "a <nl>\u0301 b", "a <nl>\u00b2 b", "a <nl>\u0903 b", "a\u0301 <nl> b", "a <nl>\u200d b",
+    "word\u203f word\u00bd",
+    # Lowercase is Unicode 16.0's (Garay capitals lowercase), character by character.
+    "\u0259\U00010d56 \U00010d50\U00010d65", "\u0130stanbul \u212a \u0391\u03a3",
 ]
 
 ADDED_PIECES = ["[MASK]", "<rs>", "<both>", "<Norm>", "<x>", "<x><y>", "word", "Hello World",

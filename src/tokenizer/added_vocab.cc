@@ -7,10 +7,6 @@
 namespace anvil::tok {
 namespace {
 
-bool is_word_char(char32_t c) {
-  return utf8::is_alphanumeric(c) || c == '_';
-}
-
 char32_t last_char(std::string_view s) {
   if (s.empty()) return 0;
   size_t i = s.size() - 1;
@@ -68,9 +64,9 @@ std::vector<TextSegment> AddedTokenMatcher::split(const std::string& text, bool 
     size_t start = pos, stop = found_end;
     if (tok.single_word) {
       const bool left_ok =
-          start == 0 || !is_word_char(last_char(std::string_view(text).substr(0, start)));
-      const bool right_ok =
-          stop == text.size() || !is_word_char(first_char(std::string_view(text).substr(stop)));
+          start == 0 || !utf8::is_word_char(last_char(std::string_view(text).substr(0, start)));
+      const bool right_ok = stop == text.size() ||
+                            !utf8::is_word_char(first_char(std::string_view(text).substr(stop)));
       if (!left_ok || !right_ok) {
         pos += utf8::seq_len(static_cast<unsigned char>(text[pos]));
         continue;

@@ -18,6 +18,12 @@ struct CodeRange {
   char32_t first, last;
 };
 
+// Every stride-th code point from first to last lowercases to itself plus delta.
+struct LowercaseRun {
+  char32_t first, last;
+  int stride, delta;
+};
+
 // Hugging Face tokenizers' own classes above ASCII (tools/hf_char_classes.py asks tokenizers
 // for them): its punctuation is Unicode 8.0's, its digits 16.0's and its combining marks those
 // of another table still, none of them the Unicode 15.0 of utf8proc (Debian 12), which had
@@ -29,6 +35,15 @@ bool in_ranges(const CodeRange (&table)[N], char32_t cp) {
   const auto* it = std::upper_bound(std::begin(table), std::end(table), cp,
                                     [](char32_t c, const CodeRange& r) { return c < r.first; });
   return it != std::begin(table) && cp <= std::prev(it)->last;
+}
+
+char32_t lowercase_char(char32_t cp) {
+  const auto* it = std::upper_bound(std::begin(kHfLowercase), std::end(kHfLowercase), cp,
+                                    [](char32_t c, const LowercaseRun& r) { return c < r.first; });
+  if (it == std::begin(kHfLowercase)) return cp;
+  const LowercaseRun& run = *std::prev(it);
+  if (cp > run.last || (cp - run.first) % static_cast<char32_t>(run.stride) != 0) return cp;
+  return static_cast<char32_t>(static_cast<int32_t>(cp) + run.delta);
 }
 
 }  // namespace
@@ -131,12 +146,6 @@ std::string from_bytes_lossy(std::string_view b) {
   return out;
 }
 
-namespace {
-utf8proc_category_t category(char32_t cp) {
-  return utf8proc_category(static_cast<utf8proc_int32_t>(cp));
-}
-}  // namespace
-
 bool is_whitespace(char32_t cp) {
   // The White_Space property, which Rust's char::is_whitespace uses.
   switch (cp) {
@@ -160,20 +169,8 @@ bool is_whitespace(char32_t cp) {
   }
 }
 
-bool is_alphanumeric(char32_t cp) {
-  switch (category(cp)) {
-    case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LL:
-    case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO:
-    case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_NO:
-      return true;
-    default:
-      return false;
-  }
+bool is_word_char(char32_t cp) {
+  return in_ranges(kHfWordChars, cp);
 }
 
 bool is_punctuation(char32_t cp) {
@@ -219,8 +216,8 @@ std::string normalize(std::string_view s, NormalForm form) {
 }
 
 std::string lowercase(std::string_view s) {
-  // Rust's str::to_lowercase: full case mapping per code point (utf8proc's simple mapping, plus
-  // the one context-free special case, U+0130, which lowercases to "i\u0307").
+  // Rust's char::to_lowercase per code point: the generated one-character mappings plus the
+  // one multi-character mapping, U+0130 (tools/hf_char_classes.py checks there is no other).
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
@@ -229,7 +226,7 @@ std::string lowercase(std::string_view s) {
       out += "i\xcc\x87";
       continue;
     }
-    append(out, static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp))));
+    append(out, lowercase_char(cp));
   }
   return out;
 }

@@ -37,7 +37,10 @@ std::string from_bytes_lossy(std::string_view bytes);
 // Unicode properties: utf8proc's, or where Hugging Face tokenizers classifies by tables of its
 // own, tokenizers' (tools/hf_char_classes.py).
 bool is_whitespace(char32_t cp);  ///< Rust's char::is_whitespace (White_Space property)
-bool is_alphanumeric(char32_t cp);
+/// What a single_word added token may not touch: tokenizers asks regex `\w` (letters, marks,
+/// decimal digits, connector punctuation), so a combining accent after the token blocks it and
+/// a superscript digit does not.
+bool is_word_char(char32_t cp);
 /// ASCII punctuation, or what tokenizers' Punctuation and BertPreTokenizer split on above ASCII
 /// (the unicode_categories crate: Unicode 8.0's P* categories).
 bool is_punctuation(char32_t cp);
@@ -48,6 +51,8 @@ bool is_combining_mark(char32_t cp);
 
 enum class NormalForm { nfc, nfd, nfkc, nfkd };
 std::string normalize(std::string_view s, NormalForm form);
+/// tokenizers' Lowercase normalizer: Rust's char::to_lowercase character by character (Unicode
+/// 16.0 in tokenizers 0.23; no final-sigma context, U+0130 becomes "i\u0307").
 std::string lowercase(std::string_view s);
 
 }  // namespace anvil::utf8

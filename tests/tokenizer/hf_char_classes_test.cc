@@ -1,7 +1,8 @@
-// Hugging Face tokenizers classifies punctuation, digits and combining marks by tables of its
-// own, none of them the Unicode version of utf8proc: the Punctuation and BERT pre-tokenizers,
-// Digits and StripAccents must split and strip exactly where tokenizers 0.23 does (the expected
-// values below were asked of it, as tools/hf_char_classes.py asks).
+// Hugging Face tokenizers classifies punctuation, digits, combining marks and word characters
+// and lowercases by tables of its own, none of them the Unicode version of utf8proc: the
+// Punctuation and BERT pre-tokenizers, Digits, StripAccents, Lowercase and single_word added
+// tokens must split, strip and map exactly where tokenizers 0.23 does (the expected values below
+// were asked of it, as tools/hf_char_classes.py asks).
 #include <gtest/gtest.h>
 
 #include "tokenizer/utf8.h"
@@ -37,6 +38,35 @@ TEST(HfCharClasses, CombiningMarksAreWhatStripAccentsRemoves) {
       utf8::is_combining_mark(U'\u1cf2'));  // tokenizers strips it; a letter (Lo) in Unicode 15.0
   EXPECT_FALSE(utf8::is_combining_mark(U'\u07fd'));  // NKo dantayalan, Unicode 11.0
   EXPECT_FALSE(utf8::is_combining_mark(U'e'));
+}
+
+TEST(HfCharClasses, WordCharsAreRegexWordOnes) {
+  EXPECT_TRUE(utf8::is_word_char(U'_'));
+  EXPECT_TRUE(utf8::is_word_char(U'a'));
+  EXPECT_TRUE(utf8::is_word_char(U'9'));
+  EXPECT_TRUE(utf8::is_word_char(U'\u0301'));      // a combining mark is part of a word
+  EXPECT_TRUE(utf8::is_word_char(U'\u0903'));      // Devanagari visarga (Mc)
+  EXPECT_TRUE(utf8::is_word_char(U'\u200d'));      // zero-width joiner (Join_Control)
+  EXPECT_TRUE(utf8::is_word_char(U'\u2160'));      // Roman numeral one (Nl)
+  EXPECT_TRUE(utf8::is_word_char(U'\u203f'));      // undertie (Pc)
+  EXPECT_TRUE(utf8::is_word_char(U'\U00010d40'));  // Garay digit zero, Unicode 16.0
+  EXPECT_FALSE(utf8::is_word_char(U'\u00b2'));     // superscript two (No): not \w
+  EXPECT_FALSE(utf8::is_word_char(U'\u00bd'));
+  EXPECT_FALSE(utf8::is_word_char(U'-'));
+  EXPECT_FALSE(utf8::is_word_char(U' '));
+}
+
+TEST(HfCharClasses, LowercaseIsRustsToLowercaseCharByChar) {
+  EXPECT_EQ(utf8::lowercase("ABC\u00c9"), "abc\u00e9");
+  EXPECT_EQ(utf8::lowercase("\U00010d56"), "\U00010d76");      // Garay, Unicode 16.0
+  EXPECT_EQ(utf8::lowercase("\u1c89"), "\u1c8a");              // Cyrillic TJE, Unicode 16.0
+  EXPECT_EQ(utf8::lowercase("\ua7cb"), "\u0264");              // Unicode 16.0
+  EXPECT_EQ(utf8::lowercase("\u0130"), "i\u0307");             // the one multi-character mapping
+  EXPECT_EQ(utf8::lowercase("\u212a"), "k");                   // Kelvin sign
+  EXPECT_EQ(utf8::lowercase("\u01c5"), "\u01c6");              // a title-case digraph
+  EXPECT_EQ(utf8::lowercase("\u0391\u03a3"), "\u03b1\u03c3");  // no final sigma
+  EXPECT_EQ(utf8::lowercase("\u0100\u0102\u0101"), "\u0101\u0103\u0101");  // a stride-2 run
+  EXPECT_EQ(utf8::lowercase("\U0001e900 \u4e2d"), "\U0001e922 \u4e2d");
 }
 
 }  // namespace
