@@ -189,7 +189,10 @@ bool is_combining_mark(char32_t cp) {
   return cp >= 0x80 && in_ranges(kHfCombiningMarks, cp);
 }
 
-std::string normalize(std::string_view s, NormalForm form) {
+namespace {
+
+std::string normalize_known(std::string_view s, NormalForm form) {
+  if (s.empty()) return {};
   int options = UTF8PROC_STABLE;
   switch (form) {
     case NormalForm::nfc:
@@ -213,6 +216,26 @@ std::string normalize(std::string_view s, NormalForm form) {
   std::string result(reinterpret_cast<char*>(out), static_cast<size_t>(n));
   std::free(out);
   return result;
+}
+
+}  // namespace
+
+std::string normalize(std::string_view s, NormalForm form) {
+  // tokenizers normalizes by older Unicode tables than utf8proc's: the characters they lack
+  // (kHfNormalizationOpaque) pass through as starters that neither decompose, reorder nor
+  // compose, so the text is normalized piece by piece between them.
+  std::string out;
+  size_t piece = 0;
+  for (size_t i = 0; i < s.size();) {
+    const size_t at = i;
+    const char32_t cp = next(s, i);
+    if (cp < kHfNormalizationOpaque[0].first || !in_ranges(kHfNormalizationOpaque, cp)) continue;
+    out += normalize_known(s.substr(piece, at - piece), form);
+    out.append(s.substr(at, i - at));
+    piece = i;
+  }
+  if (piece == 0) return normalize_known(s, form);
+  return out + normalize_known(s.substr(piece), form);
 }
 
 std::string lowercase(std::string_view s) {

@@ -69,5 +69,20 @@ TEST(HfCharClasses, LowercaseIsRustsToLowercaseCharByChar) {
   EXPECT_EQ(utf8::lowercase("\U0001e900 \u4e2d"), "\U0001e922 \u4e2d");
 }
 
+TEST(HfCharClasses, NormalizationLeavesWhatTokenizersTablesLack) {
+  using utf8::NormalForm;
+  EXPECT_EQ(utf8::normalize("\u32ff", NormalForm::nfkc), "\u32ff");  // Unicode 12.1 square era name
+  EXPECT_EQ(utf8::normalize("\ua7f2", NormalForm::nfkd), "\ua7f2");  // Unicode 14.0
+  EXPECT_EQ(utf8::normalize("\U00011938", NormalForm::nfd), "\U00011938");
+  // Dives Akuru's canonical pair stays two characters.
+  EXPECT_EQ(utf8::normalize("\U00011935\U00011930", NormalForm::nfc), "\U00011935\U00011930");
+  // U+07FD (class 220) is no mark to tokenizers: no reordering around it; U+0316 (220) is.
+  EXPECT_EQ(utf8::normalize("a\u0345\u07fd", NormalForm::nfd), "a\u0345\u07fd");
+  EXPECT_EQ(utf8::normalize("a\u0345\u0316", NormalForm::nfd), "a\u0316\u0345");
+  // Known characters around an unknown one still normalize.
+  EXPECT_EQ(utf8::normalize("x\u0345\u07fd\u0316e\u0301\ufb01", NormalForm::nfkc),
+            "x\u0345\u07fd\u0316\u00e9fi");
+}
+
 }  // namespace
 }  // namespace anvil
