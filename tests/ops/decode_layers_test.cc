@@ -82,6 +82,9 @@ TEST_P(DecodeLayers, OneLaunchMatchesTheComposedOps) {
       {128, 320, 4, 2, 32, 3, 37, 64, true, false, false, nullptr, "4", nullptr, nullptr},
       {256, 512, 8, 4, 128, 2, 300, 512, false, true, true, nullptr, nullptr, nullptr, nullptr},
       {64, 128, 2, 1, 64, 2, 0, 16, false, true, true, nullptr, nullptr, nullptr, nullptr},
+      // 151 keys at head size 64 (the default split of one round is 120 keys): one split of two
+      // rounds, written without a combine.
+      {256, 512, 4, 2, 64, 2, 150, 256, true, false, true, nullptr, nullptr, nullptr, nullptr},
       // One split over 2,501 keys: many rounds of the kernel's keys.
       {896, 4864, 14, 2, 64, 1, 2500, 2600, true, false, true, "1", nullptr, nullptr, nullptr},
       // Few rows per block (down_proj's 2 or 4) of 2,048 values: chunks shared out in part rows.

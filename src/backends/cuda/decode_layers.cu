@@ -460,6 +460,10 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   // A split of one round of keys by default: its loads are all in flight together.
   const int round_keys = kThreads / p.key_lanes * keys_per_thread(wide);
   p.split_keys = std::max(1, env_int("ANVIL_CUDA_DECODE_SPLIT_KEYS", round_keys));
+  // A head whose keys fit two splits (two rounds) takes one: its item writes the output itself
+  // and no combine follows (+1.8-2.8% on an H100 at head sizes 64 and 128; three rounds in one
+  // item cost 3% more than the combine saves; docs/perf.md, forty-sixth session).
+  p.single_split_keys = env_int("ANVIL_CUDA_DECODE_SINGLE_SPLIT_KEYS", 2 * p.split_keys);
   p.item_mode = std::clamp(env_int("ANVIL_CUDA_DECODE_ITEMS", 2), 0, 2);
   const size_t floats = static_cast<size_t>(p.heads) * p.splits * partial_floats(p.dim);
   if (st.partials.empty() || st.partials.back()->nbytes() < floats * sizeof(float)) {

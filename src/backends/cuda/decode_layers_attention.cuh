@@ -14,8 +14,9 @@ namespace {
 // ---- Attention -------------------------------------------------------------------------
 
 // Splits of a head's keys this step: about split_keys keys each, at most p.splits (the
-// workspace's), one for short contexts so that no combine is needed.
+// workspace's), one for short contexts (up to single_split_keys) so that no combine is needed.
 __device__ __forceinline__ int active_splits(const Params& p, long long past) {
+  if (past + 1 <= p.single_split_keys) return 1;
   const long long want = (past + 1 + p.split_keys - 1) / p.split_keys;
   return static_cast<int>(want < p.splits ? (want < 1 ? 1 : want) : p.splits);
 }

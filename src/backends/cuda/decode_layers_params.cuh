@@ -103,7 +103,8 @@ struct Params {
   unsigned long long* timeline;  // ANVIL_CUDA_DECODE_PROFILE: per layer, phase and block,
                                  // kStamps times (Stamp)
   int slot_bytes, slots, xs_bytes, norm_bytes, piece_bytes;
-  int split_keys;  // keys per attention split to aim for
+  int split_keys;         // keys per attention split to aim for
+  int single_split_keys;  // up to this many keys a head takes one split: no combine
   // Where the attention items run (ANVIL_CUDA_DECODE_ITEMS): 0 on the first blocks, 1 on the
   // last ones, 2 (the default) on the last ones with the q/k/v rows shared among the others
   // only: the item blocks had been the q/k/v phase's stragglers (docs/perf.md, thirty-second
