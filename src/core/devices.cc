@@ -6,10 +6,9 @@
 namespace anvil {
 
 int device_count(DeviceType type) {
-  for (const BackendReport& r : report_backends()) {
-    if (r.type == type) return r.available ? static_cast<int>(r.devices.size()) : 0;
-  }
-  return 0;
+  // Only this type's backend is made (a CPU query must not start CUDA or load OpenCL).
+  const Backend* backend = find_backend(type);
+  return backend ? backend->device_count() : 0;
 }
 
 bool is_available(DeviceType type) {
