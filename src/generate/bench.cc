@@ -38,6 +38,14 @@ int64_t peak_rss() {
   return 0;
 }
 
+// Starts the peak RSS over from the current RSS (Linux's clear_refs, value 5), so that a bench
+// run reports its own peak and not an earlier one of the process (a previous bench's probe).
+// Best effort: where /proc/self/clear_refs cannot be written the peak keeps its history.
+void reset_peak_rss() {
+  std::ofstream out("/proc/self/clear_refs");
+  if (out) out << "5";
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -153,7 +161,12 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
   // a state it did not see. (A GPU's copy bandwidth is steady; it is measured once.)
   const bool cpu = dec.device().type == DeviceType::cpu;
   std::unique_ptr<ReadBandwidthProbe> probe;
-  if (cpu) probe = std::make_unique<ReadBandwidthProbe>(int64_t{512} << 20);
+  // The probe's buffer stays resident through the runs (every page touched); the peak RSS
+  // reported is the model's: the peak before the probe, or the peak after it less its bytes.
+  reset_peak_rss();
+  const int64_t rss_before_probe = peak_rss();
+  constexpr int64_t kProbeBytes = int64_t{512} << 20;
+  if (cpu) probe = std::make_unique<ReadBandwidthProbe>(kProbeBytes);
   std::vector<double> prefill_s, decode_s, ttft_s, run_bw, run_fraction, run_fraction_kv,
       bw_samples;
   const double bytes_per_step = static_cast<double>(dec.decode_weight_bytes());
@@ -241,7 +254,7 @@ BenchResult run_bench(const CausalLM& model, const BenchOptions& o) {
   res.prefill_tokens_per_s = static_cast<double>(o.batch * o.prompt_len) / median(prefill_s);
   res.decode_tokens_per_s = static_cast<double>(o.batch * o.gen_len) / median(decode_s);
   res.time_to_first_token_s = median(ttft_s);
-  res.peak_rss_bytes = peak_rss();
+  res.peak_rss_bytes = probe ? std::max(rss_before_probe, peak_rss() - kProbeBytes) : peak_rss();
   res.weight_bytes = dec.decode_weight_bytes();
   res.kv_bytes_per_step = static_cast<int64_t>(kv_bytes_per_step + 0.5);
   if (probe) {

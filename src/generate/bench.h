@@ -24,6 +24,8 @@ struct BenchResult {
   double prefill_tokens_per_s = 0;  ///< batch * prompt_len / prefill time
   double decode_tokens_per_s = 0;   ///< batch * gen_len / decode time (all rows)
   double time_to_first_token_s = 0;
+  /// The process's peak resident memory over the runs (the model, its caches and workspaces;
+  /// not loading, not the CPU's bandwidth probe).
   int64_t peak_rss_bytes = 0;
   int64_t weight_bytes = 0;  ///< bytes a decode step reads from weights
   /// Bytes a decode step reads from the KV cache, on average over the timed steps: the keys
