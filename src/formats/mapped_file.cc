@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "anvil/error.h"
+#include "core/file_pages.h"
 
 namespace anvil {
 
@@ -39,13 +40,17 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
       throw Error(path + ": cannot map: " + std::strerror(err));
     }
     f->data_ = static_cast<uint8_t*>(p);
+    register_readonly_mapping(p, f->size_);
   }
   ::close(fd);
   return f;
 }
 
 MappedFile::~MappedFile() {
-  if (data_) ::munmap(data_, size_);
+  if (data_) {
+    unregister_readonly_mapping(data_);
+    ::munmap(data_, size_);
+  }
 }
 
 std::string read_text_file(const std::string& path) {

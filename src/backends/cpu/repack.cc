@@ -12,6 +12,7 @@
 #include "anvil/error.h"
 #include "backends/cpu/cpu_threads.h"
 #include "backends/cpu/huge_pages.h"
+#include "core/file_pages.h"
 #include "formats/ggml_quants.h"
 
 namespace anvil::cpu {
@@ -255,6 +256,9 @@ std::shared_ptr<const PackedWeights> packed_weights(const Tensor& w) {
   std::erase_if(g_cache, [](const auto& kv) { return kv.second.owner.expired(); });
   Entry e{w.nbytes(), w.dtype(), w.shape(), w.owner(), repack(w)};
   auto packed = e.packed;
+  // The kernels read the copy; the original, where it is a read-only file mapping (GGUF), is
+  // given back to the page cache rather than kept resident twice (-96 MB for SmolLM2-135M Q4_1).
+  drop_mapped_pages(w.raw(), w.nbytes());
   g_cache[w.raw()] = std::move(e);
   return packed;
 }

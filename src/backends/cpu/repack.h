@@ -3,9 +3,9 @@
 // reduced, one per lane (3x fewer instructions per weight byte than one row at a time, which left
 // Q4 decode compute-bound at ~15 GB/s per core). Repacked once, on first use, and cached.
 //
-// The cache is keyed by the weight's address, size, type and shape, and checked against a sample
-// of its bytes at every use: weights must not be modified in place once a CPU kernel has read
-// them (model weights never are). A load-time hook would remove the check; see docs/perf.md.
+// The cache is keyed by the weight's address, size, type, shape and owning allocation: weights
+// must not be modified in place once a CPU kernel has read them (model weights never are). An
+// original in a read-only file mapping (GGUF) gives its pages back once repacked.
 #pragma once
 
 #include <cstddef>
