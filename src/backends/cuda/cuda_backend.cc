@@ -12,6 +12,7 @@
 #include <string>
 
 #include "anvil/error.h"
+#include "backends/cuda/cublaslt_loader.h"
 #include "backends/cuda/cuda_allocator.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
@@ -197,6 +198,7 @@ std::unique_ptr<Backend> make_cuda_backend(std::string* reason) {
     *reason = cuda::unavailable_reason();
     return nullptr;
   }
+  if (!cuda::load_cublaslt(reason)) return nullptr;
   return std::make_unique<CudaBackend>();
 }
 

@@ -3,6 +3,7 @@
 target_sources(anvil PRIVATE
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/cuda_backend.cc
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/cuda_context.cc
+  ${CMAKE_SOURCE_DIR}/src/backends/cuda/cublaslt_loader.cc
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/cuda_allocator.cc
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/pinned_staging.cc
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/linear_cuda.cc
@@ -19,4 +20,8 @@ target_sources(anvil PRIVATE
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/moe.cu
 )
 target_compile_definitions(anvil PRIVATE ANVIL_HAVE_CUDA)
-target_link_libraries(anvil PUBLIC CUDA::cudart_static CUDA::cublasLt)
+# cuBLASLt is opened at run time (cublaslt_loader.h): its headers here, its library not linked.
+set_source_files_properties(${CMAKE_SOURCE_DIR}/src/backends/cuda/cublaslt_loader.cc PROPERTIES
+  COMPILE_DEFINITIONS
+  "ANVIL_CUBLASLT_SONAME=\"libcublasLt.so.${CUDAToolkit_VERSION_MAJOR}\";ANVIL_CUBLASLT_DIR=\"${CUDAToolkit_LIBRARY_DIR}\"")
+target_link_libraries(anvil PUBLIC CUDA::cudart_static ${CMAKE_DL_LIBS})
