@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 
 #include <mutex>
+#include <string>
 
 namespace anvil::cuda {
 namespace {
@@ -41,10 +42,8 @@ void open_library() {
     if (g_error.empty()) g_error = dlerror();
   }
   if (!g_library) {
-    g_error = "cannot load " ANVIL_CUBLASLT_SONAME
-              " (cuBLASLt; CUDA's toolkit or the "
-              "nvidia-cublas wheel, on LD_LIBRARY_PATH): " +
-              g_error;
+    g_error = std::string("cannot load " ANVIL_CUBLASLT_SONAME " (cuBLASLt: CUDA's toolkit or ") +
+              "the nvidia-cublas wheel, on LD_LIBRARY_PATH): " + g_error;
     return;
   }
   g_error.clear();
