@@ -1,24 +1,23 @@
 #!/usr/bin/env python3
-"""Writes src/tokenizer/hf_char_classes.inc: the code points at or above U+0080 that Hugging Face
+r"""Writes src/tokenizer/hf_char_classes.inc: the code points at or above U+0080 that Hugging Face
 tokenizers' Punctuation pre-tokenizer (and BertPreTokenizer) treats as punctuation, those its
 Digits pre-tokenizer treats as digits, and those its StripAccents normalizer removes, as sorted
 ranges; the characters a single_word added token may not touch (regex `\w`); what its
 Lowercase normalizer maps each character to; and the characters its NFC/NFD/NFKC/NFKD do not know
 (older Unicode tables: they pass through untouched). All asked of tokenizers itself.
 
-The three follow no one Unicode version: punctuation comes from the unicode_categories crate
+None of them follows one Unicode version: punctuation comes from the unicode_categories crate
 (Unicode 8.0: U+09FD, added in 10.0, is not punctuation, U+166D, a symbol since 12.0, still is),
 digits from Rust's char::is_numeric (Unicode 16.0 in tokenizers 0.23) and combining marks from
 unicode-normalization-alignments' tables, while anvil's utf8proc (Debian 12: 2.8, Unicode 15.0)
 is none of them. Lowercase is Rust's char::to_lowercase (Unicode 16.0: Garay capitals, U+10D50
 on, lowercase; utf8proc 2.8 leaves them) and single_word's word characters are the regex crate's
 Unicode `\w` (letters, marks, decimal digits, connector punctuation), not is_alphanumeric.
-Its normalization forms (unicode-normalization-alignments) predate Unicode 12.1: what they do not
-know is found by comparing them with unicodedata2 (a newer Unicode than utf8proc's).
+Its normalization forms (unicode-normalization-alignments) predate Unicode 11.0 (U+07FD is no
+mark to them): what they do not know is found by comparing them with unicodedata2, whose Unicode
+must be at least utf8proc's.
 
-  /tmp/t/bin/pip install unicodedata2   (any version at or above utf8proc's Unicode)
-
-  python3 -m venv /tmp/t && /tmp/t/bin/pip install tokenizers
+  python3 -m venv /tmp/t && /tmp/t/bin/pip install tokenizers unicodedata2
   /tmp/t/bin/python tools/hf_char_classes.py > src/tokenizer/hf_char_classes.inc
 """
 import sys
@@ -65,7 +64,7 @@ def stripped_by(normalizer):
 
 
 def word_chars():
-    """Code points after which a single_word added token does not match: tokenizers asks regex
+    r"""Code points after which a single_word added token does not match: tokenizers asks regex
     `\w` of the character that follows (and precedes) the token."""
     tok = Tokenizer(WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
     tok.add_tokens([AddedToken("q", single_word=True, normalized=False)])

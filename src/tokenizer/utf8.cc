@@ -38,6 +38,7 @@ bool in_ranges(const CodeRange (&table)[N], char32_t cp) {
 }
 
 char32_t lowercase_char(char32_t cp) {
+  if (cp < 0x80) return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;  // most text: no table search
   const auto* it = std::upper_bound(std::begin(kHfLowercase), std::end(kHfLowercase), cp,
                                     [](char32_t c, const LowercaseRun& r) { return c < r.first; });
   if (it == std::begin(kHfLowercase)) return cp;
@@ -170,6 +171,10 @@ bool is_whitespace(char32_t cp) {
 }
 
 bool is_word_char(char32_t cp) {
+  if (cp < 0x80) {
+    return (cp >= '0' && cp <= '9') || (cp >= 'A' && cp <= 'Z') || (cp >= 'a' && cp <= 'z') ||
+           cp == '_';
+  }
   return in_ranges(kHfWordChars, cp);
 }
 
