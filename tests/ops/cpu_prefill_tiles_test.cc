@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -17,6 +18,7 @@
 #include "backends/cpu/aligned_vector.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/kernels_amx.h"
+#include "backends/cpu/kernels_bf16dot.h"
 #include "backends/cpu/repack.h"
 #include "ops/ops.h"
 #include "ops/reference.h"
@@ -76,12 +78,37 @@ TEST(CpuPrefillTiles, Bf16WeightsMatchTheReference) {
     const Tensor bias = test::random_tensor({o}, rng);
     Tensor out = Tensor::empty({n, o}, DType::f32);
     ops::linear(x, weight, bias, out);
-    // From avx512bf16 up the activations are rounded to bf16 before the pair products.
-    const Tensor x_used = cpu::isa() >= cpu::Isa::avx512bf16 ? x.to(DType::bf16).to(DType::f32) : x;
+    // From avx512bf16 up the activations are rounded to bf16 before the pair products, which
+    // prefill's rows take unless this CPU widens the weights instead (bf16_pair_prefill).
+    const bool pairs = cpu::isa() >= cpu::Isa::avx512bf16 && (n < 16 || cpu::bf16_pair_prefill());
+    const Tensor x_used = pairs ? x.to(DType::bf16).to(DType::f32) : x;
     Tensor want = Tensor::empty({n, o}, DType::f32);
     ops::reference::linear({x_used, weight, bias, want});
     EXPECT_LE(test::max_abs_diff(out, want), 1e-5f * test::product_magnitude(weight, x) + 1e-5f)
         << n << "x" << k << "x" << o << " at " << cpu::isa_name(cpu::isa());
+  }
+}
+
+// The choice between the pair products and the widened panels for bf16 prefill: the one
+// ANVIL_CPU_BF16_PREFILL names, else the one the timing favours (a measure near the threshold,
+// where two timings may disagree, is not held to it).
+TEST(CpuPrefillTiles, Bf16ProductsFollowTheSettingOrTheTiming) {
+  if (cpu::isa() < cpu::Isa::avx512bf16) {
+    GTEST_SKIP() << "no AVX512_BF16 at " << cpu::isa_name(cpu::isa()) << ": bf16 prefill widens";
+  }
+  const char* env = std::getenv("ANVIL_CPU_BF16_PREFILL");
+  if (env && std::strcmp(env, "pairs") == 0) {
+    EXPECT_TRUE(cpu::bf16_pair_prefill());
+    return;
+  }
+  if (env && std::strcmp(env, "widened") == 0) {
+    EXPECT_FALSE(cpu::bf16_pair_prefill());
+    return;
+  }
+  const double speedup = cpu::bf16_pair_speedup();
+  ASSERT_TRUE(speedup > 0.05 && speedup < 20) << "pair products " << speedup << "x float32 FMA";
+  if (std::fabs(speedup - 0.8) > 0.15) {
+    EXPECT_EQ(cpu::bf16_pair_prefill(), speedup >= 0.8) << speedup;
   }
 }
 

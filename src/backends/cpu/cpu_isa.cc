@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/cpu/kernels_bf16dot.h"
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -94,6 +96,23 @@ bool attention_window_reads() {
   static const bool windows =
       switch_from_env("ANVIL_CPU_ATTENTION_READS", "window", "prefetch", amd_family_19h());
   return windows;
+}
+
+bool bf16_pair_prefill() {
+  static const bool pairs = [] {
+    if (isa() < Isa::avx512bf16) return false;
+    const char* env = std::getenv("ANVIL_CPU_BF16_PREFILL");
+    if (env && *env) {
+      if (std::strcmp(env, "pairs") == 0) return true;
+      if (std::strcmp(env, "widened") == 0) return false;
+      std::fprintf(stderr,
+                   "anvil: ANVIL_CPU_BF16_PREFILL=%s is neither pairs nor widened; timing this "
+                   "CPU to choose\n",
+                   env);
+    }
+    return bf16_pair_speedup() >= 0.8;
+  }();
+  return pairs;
 }
 
 Isa isa() {

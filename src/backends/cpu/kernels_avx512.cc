@@ -209,18 +209,23 @@ void pack_dense_panel(const W* w, int nr, int64_t k, float* panel) {
   }
 }
 
-// A panel against activation rows [j0, j0 + nx), nx <= kDenseTileRows: out[(j0 + j) * ldo + i]
-// for the panel's rows i < nr.
-void dense_panel_tile(const float* panel, int nr, const float* x, int64_t j0, int nx, int64_t k,
-                      const float* bias, float* out, int64_t ldo) {
-  constexpr int J = kDenseTileRows;
+// A panel against the J activation rows from j0 (J <= kDenseTileRows; J below it takes a
+// prompt's last tile without multiplying rows it does not have): out[(j0 + j) * ldo + i] for the
+// panel's rows i < nr. Lines [0, ahead_lines) from `ahead` are requested into L2, one per
+// column step, so that the requests never queue up behind each other.
+template <int J>
+void dense_panel_tile(const float* panel, int nr, const float* x, int64_t j0, int64_t k,
+                      const float* bias, float* out, int64_t ldo, const char* ahead,
+                      int64_t ahead_lines) {
+  static_assert(J <= kDenseTileRows);
   const float* xr[J];
-  for (int j = 0; j < J; ++j) xr[j] = x + (j0 + std::min(j, nx - 1)) * k;
+  for (int j = 0; j < J; ++j) xr[j] = x + (j0 + j) * k;
   __m512 acc[kDenseVectors][J];
   for (auto& row : acc) {
     for (auto& a : row) a = _mm512_setzero_ps();
   }
   for (int64_t c = 0; c < k; ++c) {
+    if (c < ahead_lines) _mm_prefetch(ahead + 64 * c, _MM_HINT_T1);
     __m512 w[kDenseVectors];
     for (int v = 0; v < kDenseVectors; ++v) {
       w[v] = _mm512_loadu_ps(panel + c * kDensePanelRows + 16 * v);
@@ -230,8 +235,20 @@ void dense_panel_tile(const float* panel, int nr, const float* x, int64_t j0, in
       for (int v = 0; v < kDenseVectors; ++v) acc[v][j] = _mm512_fmadd_ps(w[v], xv, acc[v][j]);
     }
   }
-  store_panel_tile(acc, nr, nx, j0, bias, out, ldo);
+  store_panel_tile(acc, nr, J, j0, bias, out, ldo);
 }
+
+// dense_panel_tile for a tile of n real rows, n = 1 .. kDenseTileRows.
+using DensePanelTile = void (*)(const float*, int, const float*, int64_t, int64_t, const float*,
+                                float*, int64_t, const char*, int64_t);
+constexpr DensePanelTile kDensePanelTiles[kDenseTileRows + 1] = {nullptr,
+                                                                 &dense_panel_tile<1>,
+                                                                 &dense_panel_tile<2>,
+                                                                 &dense_panel_tile<3>,
+                                                                 &dense_panel_tile<4>,
+                                                                 &dense_panel_tile<5>,
+                                                                 &dense_panel_tile<6>};
+static_assert(kDenseTileRows == 6, "kDensePanelTiles lists one kernel per tile height");
 
 template <class W>
 void dense_gemm_panels(const W* w, int64_t rows, const float* x, int64_t nx, int64_t k,
@@ -241,13 +258,25 @@ void dense_gemm_panels(const W* w, int64_t rows, const float* x, int64_t nx, int
     panel_store.resize(static_cast<size_t>(k * kDensePanelRows));
   }
   float* panel = panel_store.data();
+  const int64_t tiles = (nx + kDenseTileRows - 1) / kDenseTileRows;
   for (int64_t r0 = 0; r0 < rows; r0 += kDensePanelRows) {
     const int nr = static_cast<int>(std::min<int64_t>(kDensePanelRows, rows - r0));
     pack_dense_panel<W>(w + r0 * k, nr, k, panel);
+    // The next panel's rows (contiguous) requested into L2, a slice during each tile, as the
+    // bf16 pair tiles do (kernels_bf16dot.cc): else packing reads them from DRAM at the pace of
+    // its misses.
+    const char* next = reinterpret_cast<const char*>(w + (r0 + nr) * k);
+    const size_t next_bytes =
+        static_cast<size_t>(std::min<int64_t>(kDensePanelRows, rows - r0 - nr) * k) * sizeof(W);
+    const size_t slice = (next_bytes / static_cast<size_t>(tiles) + 63) / 64 * 64;
+    size_t fetched = 0;
     for (int64_t j0 = 0; j0 < nx; j0 += kDenseTileRows) {
-      dense_panel_tile(panel, nr, x, j0,
-                       static_cast<int>(std::min<int64_t>(kDenseTileRows, nx - j0)), k,
-                       bias ? bias + r0 : nullptr, out + r0, ldo);
+      const int n = static_cast<int>(std::min<int64_t>(kDenseTileRows, nx - j0));
+      const int64_t lines = std::min<int64_t>(
+          k, static_cast<int64_t>((std::min(next_bytes, fetched + slice) - fetched) / 64));
+      kDensePanelTiles[n](panel, nr, x, j0, k, bias ? bias + r0 : nullptr, out + r0, ldo,
+                          next + fetched, lines);
+      fetched += static_cast<size_t>(lines) * 64;
     }
   }
 }

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "backends/cpu/aligned_vector.h"
@@ -323,6 +324,50 @@ void gemm_bf16dot_avx512(const uint16_t* w, int64_t rows, const uint16_t* xb, in
            bias ? bias + r0 : nullptr, out + r0, ldo);
     }
   }
+}
+
+namespace {
+
+// Seconds for `steps` rounds of 12 independent chains of `op` on this core: enough chains to
+// cover either instruction's latency, so the time is the issue rate.
+template <class Op>
+double chain_seconds(int steps, Op op) {
+  __m512 acc[12];  // distinct starts, or the compiler merges identical chains into one
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const auto start = std::chrono::steady_clock::now();
+  for (int s = 0; s < steps; ++s) {
+#pragma GCC unroll 12
+    for (auto& a : acc) a = op(a);
+  }
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  __m512 sum = acc[0];
+  for (int i = 1; i < 12; ++i) sum = _mm512_add_ps(sum, acc[i]);
+  // Kept observable so the chains are not removed.
+  volatile float sink = _mm512_reduce_add_ps(sum);
+  (void)sink;
+  return took.count();
+}
+
+}  // namespace
+
+double bf16_pair_speedup() {
+  // Operands the compiler cannot see through (zeros, so the sums stay finite).
+  volatile int16_t zero = 0;
+  const __m512bh w = as_bf16(_mm512_set1_epi16(zero));
+  const __m512 f = _mm512_set1_ps(zero);
+  constexpr int kSteps = 2000;  // 24,000 instructions: 10-60 us a chain
+  double pairs = 1e30, fmas = 1e30;
+  // The first round wakes the 512-bit units (Intel's cores run them slowly for some
+  // microseconds after idling); the best of the alternated rounds after it counts.
+  for (int round = 0; round < 6; ++round) {
+    const double p = chain_seconds(kSteps, [&](__m512 a) { return _mm512_dpbf16_ps(a, w, w); });
+    const double m = chain_seconds(kSteps, [&](__m512 a) { return _mm512_fmadd_ps(f, f, a); });
+    if (round == 0) continue;
+    pairs = std::min(pairs, p);
+    fmas = std::min(fmas, m);
+  }
+  // Multiply-adds: 32 per pair product, 16 per FMA.
+  return (32.0 / pairs) / (16.0 / fmas);
 }
 
 }  // namespace anvil::cpu

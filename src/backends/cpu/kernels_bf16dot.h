@@ -10,6 +10,13 @@
 
 namespace anvil::cpu {
 
+/// Multiply-adds per second of the pair dot product (vdpbf16ps) over those of float32 FMA on the
+/// calling core, from a few alternated chains of each (~0.3 ms). About 2 where the pair products
+/// issue as fast as FMA (Zen 4); 0.5 on a Sapphire Rapids-class Xeon guest, whose vdpbf16ps
+/// issues once every two cycles against FMA's two a cycle: there widening bf16 weights to
+/// float32 multiplies twice as fast (cpu_isa.h: bf16_pair_prefill).
+double bf16_pair_speedup();
+
 /// Rounds n rows of k float32 values (row stride k) to bf16, round to nearest even.
 void round_rows_bf16_avx512(const float* x, int64_t n, int64_t k, uint16_t* out);
 

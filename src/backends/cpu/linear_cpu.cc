@@ -371,10 +371,13 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
   const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
   const float* x = a.x.data<float>();
   float* out = a.out.data<float>();
-  if (wt == DType::bf16 && isa() >= Isa::avx512bf16) {
+  // Prefill's bf16 products go to the widened panels below where the pair products are the
+  // slower way to multiply on this core (cpu_isa.h: bf16_pair_prefill).
+  const bool prefill = n >= kBf16TilesMinRows;
+  if (wt == DType::bf16 && isa() >= Isa::avx512bf16 && (!prefill || bf16_pair_prefill())) {
     const float* bias = bias_f32(a);
     const auto* w = static_cast<const uint16_t*>(a.weight.raw());
-    if (n >= kBf16TilesMinRows) {
+    if (prefill) {
       // Prefill: the activations rounded to bf16 straight into their tiles, once per op; the
       // threads split panels of weight rows.
       thread_local AlignedVector<uint32_t> tiles_store;
@@ -676,17 +679,20 @@ bool swiglu_prefill(const Tensor& x_in, const ops::LinearSwigluArgs& a) {
   return true;
 }
 
-// Prefill's q/k/v, or gate and up, of bf16 weights as pair products (avx512bf16 without AMX):
-// the rows packed into tiles once for all the products and one parallel region over all their
-// 64-row panels (run_group, SwiGLU included). False when a weight is not bf16 or the rows are
-// decode's.
-bool group_bf16dot(const Tensor& x_in, const Tensor* weights, const Tensor* biases,
-                   const Tensor* outs, int count, SwigluRows swiglu = nullptr) {
+// Prefill's q/k/v, or gate and up, of bf16 weights without AMX: one parallel region over all
+// their 64-row panels (run_group, SwiGLU included), as pair products against the rows packed
+// into tiles once for all the products, or where those multiply slower (cpu_isa.h:
+// bf16_pair_prefill; always below avx512bf16) as the widened float32 panels against the rows
+// as they are. False below avx512 (the products then run one by one), when a weight is not bf16
+// or the rows are decode's.
+bool group_bf16(const Tensor& x_in, const Tensor* weights, const Tensor* biases, const Tensor* outs,
+                int count, SwigluRows swiglu = nullptr) {
   const int64_t n = x_in.size(0), k = x_in.size(1);
-  if (isa() < Isa::avx512bf16 || n < kBf16TilesMinRows) return false;
+  if (isa() < Isa::avx512 || n < kBf16TilesMinRows) return false;
   for (int i = 0; i < count; ++i) {
     if (weights[i].dtype() != DType::bf16) return false;
   }
+  static_assert(kBf16PanelRows == kDensePanelRows, "both kernels split the rows in one unit");
   thread_local std::vector<float> bias_slots[3];
   const float* bias[3] = {};
   int64_t first[4] = {0, 0, 0, 0};  // first[i]: the panel where product i starts
@@ -695,29 +701,38 @@ bool group_bf16dot(const Tensor& x_in, const Tensor* weights, const Tensor* bias
     first[i + 1] = first[i] + (weights[i].size(0) + kBf16PanelRows - 1) / kBf16PanelRows;
   }
   const float* x = x_in.data<float>();
-  thread_local AlignedVector<uint32_t> tiles_store;
-  uint32_t* xt = grow(tiles_store, static_cast<size_t>(bf16_tile_words(n, k)));
-  cpu::parallel_for((n + kBf16TileRows - 1) / kBf16TileRows, 1,
-                    [&](int64_t t0, int64_t t1) { pack_bf16_tiles(x, n, k, t0, t1, xt); });
+  const bool pairs = bf16_pair_prefill();
+  uint32_t* xt = nullptr;  // the rows in the pair products' tiles
+  if (pairs) {
+    thread_local AlignedVector<uint32_t> tiles_store;
+    xt = grow(tiles_store, static_cast<size_t>(bf16_tile_words(n, k)));
+    cpu::parallel_for((n + kBf16TileRows - 1) / kBf16TileRows, 1,
+                      [&](int64_t t0, int64_t t1) { pack_bf16_tiles(x, n, k, t0, t1, xt); });
+  }
   run_group(first, count, swiglu, kBf16PanelRows, n, outs, [&](int i, int64_t u0, int64_t u1) {
     const int64_t o = weights[i].size(0), r0 = u0 * kBf16PanelRows,
                   r1 = std::min(o, u1 * kBf16PanelRows);
-    const auto* w = static_cast<const uint16_t*>(weights[i].raw());
-    gemm_bf16dot_tiles_avx512(w + r0 * k, r1 - r0, xt, n, k, bias[i] ? bias[i] + r0 : nullptr,
-                              outs[i].data<float>() + r0, o);
+    const auto* w = static_cast<const uint16_t*>(weights[i].raw()) + r0 * k;
+    const float* b = bias[i] ? bias[i] + r0 : nullptr;
+    float* out = outs[i].data<float>() + r0;
+    if (pairs) {
+      gemm_bf16dot_tiles_avx512(w, r1 - r0, xt, n, k, b, out, o);
+    } else {
+      gemm_bf16_avx512(w, r1 - r0, x, n, k, b, out, o);
+    }
   });
   return true;
 }
 
 // linear_group and linear_swiglu: the input norm, then the products in one region where the
-// weights allow (group_avx512 for decode's rows; group_amx, group_bf16dot, group_prefill and
+// weights allow (group_avx512 for decode's rows; group_amx, group_bf16, group_prefill and
 // swiglu_prefill for a prompt's), else one by one.
 void linear_group_kernel(const ops::LinearGroupArgs& a) {
   const Tensor& in = a.norm_weight.defined() ? a.normed : a.x;
   if (a.norm_weight.defined()) ops::rms_norm(a.x, a.norm_weight, a.eps, a.normed);
   if (group_avx512(in, a.weights, a.biases, a.outs, a.count)) return;
   if (group_amx(in, a.weights, a.biases, a.outs, a.count)) return;
-  if (group_bf16dot(in, a.weights, a.biases, a.outs, a.count)) return;
+  if (group_bf16(in, a.weights, a.biases, a.outs, a.count)) return;
   if (group_prefill(in, a.weights, a.biases, a.outs, a.count)) return;
   for (int i = 0; i < a.count; ++i) ops::linear(in, a.weights[i], a.biases[i], a.outs[i]);
 }
@@ -729,7 +744,7 @@ void linear_swiglu_kernel(const ops::LinearSwigluArgs& a) {
   const Tensor outs[2] = {a.out, a.scratch};
   if (group_avx512(in, weights, biases, outs, 2, glu_rows(a.act))) return;
   if (group_amx(in, weights, biases, outs, 2, glu_rows(a.act))) return;
-  if (group_bf16dot(in, weights, biases, outs, 2, glu_rows(a.act))) return;
+  if (group_bf16(in, weights, biases, outs, 2, glu_rows(a.act))) return;
   if (swiglu_prefill(in, a)) return;
   ops::linear(in, a.gate, a.gate_bias, a.out);
   ops::linear(in, a.up, a.up_bias, a.scratch);
