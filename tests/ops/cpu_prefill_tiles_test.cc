@@ -79,8 +79,9 @@ TEST(CpuPrefillTiles, Bf16WeightsMatchTheReference) {
     Tensor out = Tensor::empty({n, o}, DType::f32);
     ops::linear(x, weight, bias, out);
     // From avx512bf16 up the activations are rounded to bf16 before the pair products, which
-    // prefill's rows take unless this CPU widens the weights instead (bf16_pair_prefill).
-    const bool pairs = cpu::isa() >= cpu::Isa::avx512bf16 && (n < 16 || cpu::bf16_pair_prefill());
+    // products of several rows take unless this CPU widens the weights instead
+    // (bf16_pair_products).
+    const bool pairs = cpu::isa() >= cpu::Isa::avx512bf16 && (n == 1 || cpu::bf16_pair_products());
     const Tensor x_used = pairs ? x.to(DType::bf16).to(DType::f32) : x;
     Tensor want = Tensor::empty({n, o}, DType::f32);
     ops::reference::linear({x_used, weight, bias, want});
@@ -89,26 +90,26 @@ TEST(CpuPrefillTiles, Bf16WeightsMatchTheReference) {
   }
 }
 
-// The choice between the pair products and the widened panels for bf16 prefill: the one
-// ANVIL_CPU_BF16_PREFILL names, else the one the timing favours (a measure near the threshold,
+// The choice between the pair products and the widened weights for bf16 rows: the one
+// ANVIL_CPU_BF16_PRODUCTS names, else the one the timing favours (a measure near the threshold,
 // where two timings may disagree, is not held to it).
 TEST(CpuPrefillTiles, Bf16ProductsFollowTheSettingOrTheTiming) {
   if (cpu::isa() < cpu::Isa::avx512bf16) {
     GTEST_SKIP() << "no AVX512_BF16 at " << cpu::isa_name(cpu::isa()) << ": bf16 prefill widens";
   }
-  const char* env = std::getenv("ANVIL_CPU_BF16_PREFILL");
+  const char* env = std::getenv("ANVIL_CPU_BF16_PRODUCTS");
   if (env && std::strcmp(env, "pairs") == 0) {
-    EXPECT_TRUE(cpu::bf16_pair_prefill());
+    EXPECT_TRUE(cpu::bf16_pair_products());
     return;
   }
   if (env && std::strcmp(env, "widened") == 0) {
-    EXPECT_FALSE(cpu::bf16_pair_prefill());
+    EXPECT_FALSE(cpu::bf16_pair_products());
     return;
   }
   const double speedup = cpu::bf16_pair_speedup();
   ASSERT_TRUE(speedup > 0.05 && speedup < 20) << "pair products " << speedup << "x float32 FMA";
   if (std::fabs(speedup - 0.8) > 0.15) {
-    EXPECT_EQ(cpu::bf16_pair_prefill(), speedup >= 0.8) << speedup;
+    EXPECT_EQ(cpu::bf16_pair_products(), speedup >= 0.8) << speedup;
   }
 }
 

@@ -80,12 +80,12 @@ class Ops : public ::testing::TestWithParam<DeviceType> {
 };
 
 // True when this device multiplies bf16 weights by `rows` bf16-rounded activation rows (the CPU
-// with AVX512_BF16's pair dot products, which prefill's 16 and more rows take unless the CPU
+// with AVX512_BF16's pair dot products, which products of several rows take unless the CPU
 // widens the weights instead); the reference then takes the rounded activations, so the test
 // still checks every product and sum.
 bool bf16_activations(DeviceType d, DType weight, int64_t rows) {
   return d == DeviceType::cpu && weight == DType::bf16 && cpu::isa() >= cpu::Isa::avx512bf16 &&
-         (rows < 16 || cpu::bf16_pair_prefill());
+         (rows == 1 || cpu::bf16_pair_products());
 }
 
 TEST_P(Ops, Linear) {
@@ -93,9 +93,11 @@ TEST_P(Ops, Linear) {
     if (!has(ops::kLinear, w)) continue;
     // Decode shapes (up to four rows) with k not a multiple of 4 and odd o, long rows (which
     // a GPU kernel may split across teams, with a tail), then larger ones; one row against
-    // many outputs, an odd count (a head: the GPU takes two rows per warp there).
+    // many outputs, an odd count (a head: the GPU takes two rows per warp there); two rows (the
+    // CPU's two-row tiles) against a partial tile of outputs.
     for (auto [n, k, o] : {std::tuple{1, 64, 96},
                            {1, 96, 32771},
+                           {2, 37, 23},
                            {3, 7, 10},
                            {4, 70, 9},
                            {1, 4864, 37},

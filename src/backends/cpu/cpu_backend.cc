@@ -119,8 +119,8 @@ class CpuBackend : public Backend {
       info.details += cpu::wide_decode_rows() ? ", 512-bit decode rows" : ", 256-bit decode rows";
     }
     if (cpu::isa() == cpu::Isa::avx512bf16) {
-      info.details += cpu::bf16_pair_prefill() ? ", bf16 prefill on pair products"
-                                               : ", bf16 prefill on widened FMA";
+      info.details += cpu::bf16_pair_products() ? ", bf16 batches on pair products"
+                                                : ", bf16 batches on widened FMA";
     }
     return {info};
   }

@@ -98,15 +98,15 @@ bool attention_window_reads() {
   return windows;
 }
 
-bool bf16_pair_prefill() {
+bool bf16_pair_products() {
   static const bool pairs = [] {
     if (isa() < Isa::avx512bf16) return false;
-    const char* env = std::getenv("ANVIL_CPU_BF16_PREFILL");
+    const char* env = std::getenv("ANVIL_CPU_BF16_PRODUCTS");
     if (env && *env) {
       if (std::strcmp(env, "pairs") == 0) return true;
       if (std::strcmp(env, "widened") == 0) return false;
       std::fprintf(stderr,
-                   "anvil: ANVIL_CPU_BF16_PREFILL=%s is neither pairs nor widened; timing this "
+                   "anvil: ANVIL_CPU_BF16_PRODUCTS=%s is neither pairs nor widened; timing this "
                    "CPU to choose\n",
                    env);
     }

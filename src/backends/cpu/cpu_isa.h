@@ -56,19 +56,20 @@ bool attention_window_reads();
 /// ANVIL_CPU_DECODE_READ_AHEAD=BYTES chooses (0 turns it off).
 long decode_read_ahead();
 
-/// Whether prefill's products of bf16 weights (16 and more activation rows, without AMX) take
-/// AVX512_BF16's pair dot products (the activations rounded to bf16) rather than the weights
-/// widened to float32 in packed panels and float32 FMA (the activations as they are). Only at
-/// avx512bf16 and above, and decided by which multiplies faster on this core, timed once
-/// (kernels_bf16dot.h: bf16_pair_speedup, ~0.3 ms): the pair products where they reach at least
-/// 0.8 of FMA's multiply-adds per second (the pair tiles keep ~95% of theirs, the widened panels
-/// ~80% of FMA's after the packing). Zen 4 issues vdpbf16ps as fast as FMA (twice its
-/// multiply-adds); a Sapphire Rapids-class Xeon guest without AMX issues it once every two
-/// cycles (0.49 of FMA's rate), where widening made a Qwen2.5-0.5B bf16 prefill of 128 tokens
-/// 1.55x faster (docs/perf.md, forty-seventh session). ANVIL_CPU_BF16_PREFILL=pairs|widened
-/// chooses, so both are tested on any avx512bf16 machine. Decode (fewer rows) keeps the pair
-/// products either way: it is bound by the weights' bytes, not by the multiplies.
-bool bf16_pair_prefill();
+/// Whether products of bf16 weights with two or more activation rows (prefill, batched decode;
+/// without AMX) take AVX512_BF16's pair dot products (the activations rounded to bf16) rather
+/// than the weights widened to float32 and float32 FMA (the activations as they are: packed
+/// panels from 16 rows, 4 x 4 tiles below). Only at avx512bf16 and above, and decided by which
+/// multiplies faster on this core, timed once (kernels_bf16dot.h: bf16_pair_speedup, ~0.3 ms):
+/// the pair products where they reach at least 0.8 of FMA's multiply-adds per second (the pair
+/// tiles keep ~95% of theirs, the widened panels ~80% of FMA's after the packing). Zen 4 issues
+/// vdpbf16ps as fast as FMA (twice its multiply-adds); a Sapphire Rapids-class Xeon guest
+/// without AMX issues it once every two cycles (0.49 of FMA's rate), where widening made a
+/// Qwen2.5-0.5B bf16 prefill of 128 tokens 1.6x faster and batched decode of 2-8 rows 1.5x
+/// (docs/perf.md, forty-seventh session). ANVIL_CPU_BF16_PRODUCTS=pairs|widened chooses, so
+/// both are tested on any avx512bf16 machine. Batch-1 decode keeps the pair products either
+/// way: it is bound by the weights' bytes, not by the multiplies.
+bool bf16_pair_products();
 
 /// Why the CPU runs below amx although it has AMX (the OS refused the tile state), else empty.
 const char* amx_refusal();

@@ -87,9 +87,12 @@ inline __m512 load_w16(const F16* p, __mmask16 m) {
 // 4 weight rows x 4 activation rows. The 16 accumulators are named variables: as an array GCC 12
 // kept a memory copy of all of them updated every iteration (a store per FMA: 3-9 GMAC/s per
 // core instead of ~30).
+// `ahead` (elements; 0 for none) requests each row's line that far ahead into L2 as the tile
+// reaches a new line of it: the four rows are four streams from DRAM, which the hardware
+// prefetchers alone left at ~10 GB/s (decode_read_ahead's reason, cpu_isa.h).
 template <class W>
 void dense_tile(const W* w, int nr, const float* x, int64_t j0, int nx, int64_t k,
-                const float* bias, float* out, int64_t ldo) {
+                const float* bias, float* out, int64_t ldo, int64_t ahead) {
   const W* w0 = w;
   const W* w1 = w + std::min(1, nr - 1) * k;
   const W* w2 = w + std::min(2, nr - 1) * k;
@@ -101,9 +104,13 @@ void dense_tile(const W* w, int nr, const float* x, int64_t j0, int nx, int64_t 
   __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00,
          a12 = a00, a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00,
          a32 = a00, a33 = a00;
+  constexpr int64_t kLine = 64 / sizeof(W);  // elements a cache line
   for (int64_t c = 0; c < k; c += 16) {
     const auto m =
         k - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (k - c)) - 1);
+    if (ahead && c % kLine == 0) {  // past a row's end: the rows after it, read next
+      for (const W* row : {w0, w1, w2, w3}) _mm_prefetch(row + c + ahead, _MM_HINT_T1);
+    }
     const __m512 v0 = load_w16(w0 + c, m), v1 = load_w16(w1 + c, m), v2 = load_w16(w2 + c, m),
                  v3 = load_w16(w3 + c, m);
     __m512 xv = _mm512_maskz_loadu_ps(m, x0 + c);
@@ -133,6 +140,38 @@ void dense_tile(const W* w, int nr, const float* x, int64_t j0, int nx, int64_t 
                             {hsum512(a30), hsum512(a31), hsum512(a32), hsum512(a33)}};
   for (int j = 0; j < nx; ++j) {
     for (int i = 0; i < nr; ++i) out[(j0 + j) * ldo + i] = sums[i][j] + (bias ? bias[i] : 0.0f);
+  }
+}
+
+// dense_tile for two activation rows (a batch of two, or the last two of three): the 4 x 4
+// tile would multiply each of them twice.
+template <class W>
+void dense_tile2(const W* w, int nr, const float* x, int64_t j0, int nx, int64_t k,
+                 const float* bias, float* out, int64_t ldo, int64_t ahead) {
+  const W* rows[4];
+  for (int i = 0; i < 4; ++i) rows[i] = w + std::min(i, nr - 1) * k;
+  const float* x0 = x + j0 * k;
+  const float* x1 = x + (j0 + std::min(1, nx - 1)) * k;
+  __m512 acc[4][2];
+  for (auto& r : acc) r[0] = r[1] = _mm512_setzero_ps();
+  constexpr int64_t kLine = 64 / sizeof(W);
+  for (int64_t c = 0; c < k; c += 16) {
+    const auto m =
+        k - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (k - c)) - 1);
+    if (ahead && c % kLine == 0) {
+      for (const W* row : rows) _mm_prefetch(row + c + ahead, _MM_HINT_T1);
+    }
+    const __m512 xa = _mm512_maskz_loadu_ps(m, x0 + c), xb = _mm512_maskz_loadu_ps(m, x1 + c);
+    for (int i = 0; i < 4; ++i) {
+      const __m512 v = load_w16(rows[i] + c, m);
+      acc[i][0] = _mm512_fmadd_ps(v, xa, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(v, xb, acc[i][1]);
+    }
+  }
+  for (int j = 0; j < nx; ++j) {
+    for (int i = 0; i < nr; ++i) {
+      out[(j0 + j) * ldo + i] = hsum512(acc[i][j]) + (bias ? bias[i] : 0.0f);
+    }
   }
 }
 
@@ -166,11 +205,15 @@ void dense_matvec(const W* w, int64_t rows, const float* x, int64_t k, const flo
 template <class W, int NR, int NX>
 void dense_gemm(const W* w, int64_t rows, const float* x, int64_t nx, int64_t k, const float* bias,
                 float* out, int64_t ldo) {
+  // The first tile of activation rows reads the weight rows from memory, the others from cache.
+  const int64_t ahead = 2 * decode_read_ahead() / static_cast<int64_t>(sizeof(W));
   for (int64_t r0 = 0; r0 < rows; r0 += NR) {
     const int nr = static_cast<int>(std::min<int64_t>(NR, rows - r0));
     for (int64_t j0 = 0; j0 < nx; j0 += NX) {
-      dense_tile<W>(w + r0 * k, nr, x, j0, static_cast<int>(std::min<int64_t>(NX, nx - j0)), k,
-                    bias ? bias + r0 : nullptr, out + r0, ldo);
+      const int n = static_cast<int>(std::min<int64_t>(NX, nx - j0));
+      (n <= 2 ? dense_tile2<W> : dense_tile<W>)(w + r0 * k, nr, x, j0, n, k,
+                                                bias ? bias + r0 : nullptr, out + r0, ldo,
+                                                j0 == 0 ? ahead : 0);
     }
   }
 }

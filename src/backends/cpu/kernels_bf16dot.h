@@ -14,7 +14,7 @@ namespace anvil::cpu {
 /// calling core, from a few alternated chains of each (~0.3 ms). About 2 where the pair products
 /// issue as fast as FMA (Zen 4); 0.5 on a Sapphire Rapids-class Xeon guest, whose vdpbf16ps
 /// issues once every two cycles against FMA's two a cycle: there widening bf16 weights to
-/// float32 multiplies twice as fast (cpu_isa.h: bf16_pair_prefill).
+/// float32 multiplies twice as fast (cpu_isa.h: bf16_pair_products).
 double bf16_pair_speedup();
 
 /// Rounds n rows of k float32 values (row stride k) to bf16, round to nearest even.

@@ -371,13 +371,12 @@ bool linear_avx512(const ops::LinearArgs& a, float* residual = nullptr) {
   const int64_t n = a.x.size(0), k = a.x.size(1), o = a.weight.size(0);
   const float* x = a.x.data<float>();
   float* out = a.out.data<float>();
-  // Prefill's bf16 products go to the widened panels below where the pair products are the
-  // slower way to multiply on this core (cpu_isa.h: bf16_pair_prefill).
-  const bool prefill = n >= kBf16TilesMinRows;
-  if (wt == DType::bf16 && isa() >= Isa::avx512bf16 && (!prefill || bf16_pair_prefill())) {
+  // bf16 products of several rows go to the widened tiles and panels below where the pair
+  // products are the slower way to multiply on this core (cpu_isa.h: bf16_pair_products).
+  if (wt == DType::bf16 && isa() >= Isa::avx512bf16 && (n == 1 || bf16_pair_products())) {
     const float* bias = bias_f32(a);
     const auto* w = static_cast<const uint16_t*>(a.weight.raw());
-    if (prefill) {
+    if (n >= kBf16TilesMinRows) {
       // Prefill: the activations rounded to bf16 straight into their tiles, once per op; the
       // threads split panels of weight rows.
       thread_local AlignedVector<uint32_t> tiles_store;
@@ -682,7 +681,7 @@ bool swiglu_prefill(const Tensor& x_in, const ops::LinearSwigluArgs& a) {
 // Prefill's q/k/v, or gate and up, of bf16 weights without AMX: one parallel region over all
 // their 64-row panels (run_group, SwiGLU included), as pair products against the rows packed
 // into tiles once for all the products, or where those multiply slower (cpu_isa.h:
-// bf16_pair_prefill; always below avx512bf16) as the widened float32 panels against the rows
+// bf16_pair_products; always below avx512bf16) as the widened float32 panels against the rows
 // as they are. False below avx512 (the products then run one by one), when a weight is not bf16
 // or the rows are decode's.
 bool group_bf16(const Tensor& x_in, const Tensor* weights, const Tensor* biases, const Tensor* outs,
@@ -701,7 +700,7 @@ bool group_bf16(const Tensor& x_in, const Tensor* weights, const Tensor* biases,
     first[i + 1] = first[i] + (weights[i].size(0) + kBf16PanelRows - 1) / kBf16PanelRows;
   }
   const float* x = x_in.data<float>();
-  const bool pairs = bf16_pair_prefill();
+  const bool pairs = bf16_pair_products();
   uint32_t* xt = nullptr;  // the rows in the pair products' tiles
   if (pairs) {
     thread_local AlignedVector<uint32_t> tiles_store;
