@@ -118,7 +118,7 @@ class CpuBackend : public Backend {
     if (cpu::isa() >= cpu::Isa::avx512) {
       info.details += cpu::wide_decode_rows() ? ", 512-bit decode rows" : ", 256-bit decode rows";
     }
-    if (cpu::isa() == cpu::Isa::avx512bf16) {
+    if (cpu::isa() >= cpu::Isa::avx512bf16) {
       info.details += cpu::bf16_pair_products() ? ", bf16 batches on pair products"
                                                 : ", bf16 batches on widened FMA";
     }
