@@ -84,15 +84,22 @@ inline __m512 load_w16(const F16* p, __mmask16 m) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
 
+// The line `ahead` bytes past `at` requested into L2 (integer arithmetic: the address may lie
+// past the matrix, where a prefetch does not fault but a pointer may not point).
+template <class W>
+inline void request_ahead(const W* at, size_t ahead) {
+  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(at) + ahead), _MM_HINT_T1);
+}
+
 // 4 weight rows x 4 activation rows. The 16 accumulators are named variables: as an array GCC 12
 // kept a memory copy of all of them updated every iteration (a store per FMA: 3-9 GMAC/s per
 // core instead of ~30).
-// `ahead` (elements; 0 for none) requests each row's line that far ahead into L2 as the tile
+// `ahead` (bytes; 0 for none) requests each row's line that far ahead into L2 as the tile
 // reaches a new line of it: the four rows are four streams from DRAM, which the hardware
 // prefetchers alone left at ~10 GB/s (decode_read_ahead's reason, cpu_isa.h).
 template <class W>
 void dense_tile(const W* w, int nr, const float* x, int64_t j0, int nx, int64_t k,
-                const float* bias, float* out, int64_t ldo, int64_t ahead) {
+                const float* bias, float* out, int64_t ldo, size_t ahead) {
   const W* w0 = w;
   const W* w1 = w + std::min(1, nr - 1) * k;
   const W* w2 = w + std::min(2, nr - 1) * k;
@@ -109,7 +116,7 @@ void dense_tile(const W* w, int nr, const float* x, int64_t j0, int nx, int64_t 
     const auto m =
         k - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (k - c)) - 1);
     if (ahead && c % kLine == 0) {  // past a row's end: the rows after it, read next
-      for (const W* row : {w0, w1, w2, w3}) _mm_prefetch(row + c + ahead, _MM_HINT_T1);
+      for (const W* row : {w0, w1, w2, w3}) request_ahead(row + c, ahead);
     }
     const __m512 v0 = load_w16(w0 + c, m), v1 = load_w16(w1 + c, m), v2 = load_w16(w2 + c, m),
                  v3 = load_w16(w3 + c, m);
@@ -147,7 +154,7 @@ void dense_tile(const W* w, int nr, const float* x, int64_t j0, int nx, int64_t 
 // tile would multiply each of them twice.
 template <class W>
 void dense_tile2(const W* w, int nr, const float* x, int64_t j0, int nx, int64_t k,
-                 const float* bias, float* out, int64_t ldo, int64_t ahead) {
+                 const float* bias, float* out, int64_t ldo, size_t ahead) {
   const W* rows[4];
   for (int i = 0; i < 4; ++i) rows[i] = w + std::min(i, nr - 1) * k;
   const float* x0 = x + j0 * k;
@@ -159,7 +166,7 @@ void dense_tile2(const W* w, int nr, const float* x, int64_t j0, int nx, int64_t
     const auto m =
         k - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (k - c)) - 1);
     if (ahead && c % kLine == 0) {
-      for (const W* row : rows) _mm_prefetch(row + c + ahead, _MM_HINT_T1);
+      for (const W* row : rows) request_ahead(row + c, ahead);
     }
     const __m512 xa = _mm512_maskz_loadu_ps(m, x0 + c), xb = _mm512_maskz_loadu_ps(m, x1 + c);
     for (int i = 0; i < 4; ++i) {
@@ -206,7 +213,7 @@ template <class W, int NR, int NX>
 void dense_gemm(const W* w, int64_t rows, const float* x, int64_t nx, int64_t k, const float* bias,
                 float* out, int64_t ldo) {
   // The first tile of activation rows reads the weight rows from memory, the others from cache.
-  const int64_t ahead = 2 * decode_read_ahead() / static_cast<int64_t>(sizeof(W));
+  const auto ahead = static_cast<size_t>(2 * decode_read_ahead());
   for (int64_t r0 = 0; r0 < rows; r0 += NR) {
     const int nr = static_cast<int>(std::min<int64_t>(NR, rows - r0));
     for (int64_t j0 = 0; j0 < nx; j0 += NX) {
