@@ -155,30 +155,43 @@ void dense_tile(const W* w, int nr, const float* x, int64_t j0, int nx, int64_t 
 template <class W>
 void dense_tile2(const W* w, int nr, const float* x, int64_t j0, int nx, int64_t k,
                  const float* bias, float* out, int64_t ldo, size_t ahead) {
-  const W* rows[4];
-  for (int i = 0; i < 4; ++i) rows[i] = w + std::min(i, nr - 1) * k;
+  const W* w0 = w;
+  const W* w1 = w + std::min(1, nr - 1) * k;
+  const W* w2 = w + std::min(2, nr - 1) * k;
+  const W* w3 = w + std::min(3, nr - 1) * k;
   const float* x0 = x + j0 * k;
   const float* x1 = x + (j0 + std::min(1, nx - 1)) * k;
-  __m512 acc[4][2];
-  for (auto& r : acc) r[0] = r[1] = _mm512_setzero_ps();
+  // Named accumulators, as in dense_tile: an array indexed by the row counts at the end stayed
+  // in memory, a store after every FMA.
+  __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00,
+         a30 = a00, a31 = a00;
   constexpr int64_t kLine = 64 / sizeof(W);
   for (int64_t c = 0; c < k; c += 16) {
     const auto m =
         k - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (k - c)) - 1);
     if (ahead && c % kLine == 0) {
-      for (const W* row : rows) request_ahead(row + c, ahead);
+      for (const W* row : {w0, w1, w2, w3}) request_ahead(row + c, ahead);
     }
     const __m512 xa = _mm512_maskz_loadu_ps(m, x0 + c), xb = _mm512_maskz_loadu_ps(m, x1 + c);
-    for (int i = 0; i < 4; ++i) {
-      const __m512 v = load_w16(rows[i] + c, m);
-      acc[i][0] = _mm512_fmadd_ps(v, xa, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(v, xb, acc[i][1]);
-    }
+    __m512 v = load_w16(w0 + c, m);
+    a00 = _mm512_fmadd_ps(v, xa, a00);
+    a01 = _mm512_fmadd_ps(v, xb, a01);
+    v = load_w16(w1 + c, m);
+    a10 = _mm512_fmadd_ps(v, xa, a10);
+    a11 = _mm512_fmadd_ps(v, xb, a11);
+    v = load_w16(w2 + c, m);
+    a20 = _mm512_fmadd_ps(v, xa, a20);
+    a21 = _mm512_fmadd_ps(v, xb, a21);
+    v = load_w16(w3 + c, m);
+    a30 = _mm512_fmadd_ps(v, xa, a30);
+    a31 = _mm512_fmadd_ps(v, xb, a31);
   }
+  const float sums[4][2] = {{hsum512(a00), hsum512(a01)},
+                            {hsum512(a10), hsum512(a11)},
+                            {hsum512(a20), hsum512(a21)},
+                            {hsum512(a30), hsum512(a31)}};
   for (int j = 0; j < nx; ++j) {
-    for (int i = 0; i < nr; ++i) {
-      out[(j0 + j) * ldo + i] = hsum512(acc[i][j]) + (bias ? bias[i] : 0.0f);
-    }
+    for (int i = 0; i < nr; ++i) out[(j0 + j) * ldo + i] = sums[i][j] + (bias ? bias[i] : 0.0f);
   }
 }
 

@@ -366,6 +366,8 @@ double bf16_pair_speedup() {
     pairs = std::min(pairs, p);
     fmas = std::min(fmas, m);
   }
+  // A clock too coarse to time the chains says nothing: the pair products, as without timing.
+  if (!(pairs > 0 && fmas > 0)) return 1.0;
   // Multiply-adds: 32 per pair product, 16 per FMA.
   return (32.0 / pairs) / (16.0 / fmas);
 }
