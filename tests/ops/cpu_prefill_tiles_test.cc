@@ -78,11 +78,9 @@ TEST(CpuPrefillTiles, Bf16WeightsMatchTheReference) {
     const Tensor bias = test::random_tensor({o}, rng);
     Tensor out = Tensor::empty({n, o}, DType::f32);
     ops::linear(x, weight, bias, out);
-    // From avx512bf16 up the activations are rounded to bf16 before the pair products, which
-    // products of several rows take unless this CPU widens the weights instead
-    // (bf16_pair_products).
-    const bool pairs = cpu::isa() >= cpu::Isa::avx512bf16 && (n == 1 || cpu::bf16_pair_products());
-    const Tensor x_used = pairs ? x.to(DType::bf16).to(DType::f32) : x;
+    // AMX's tiles and the pair products round the activations to bf16 first, the widened
+    // weights do not (cpu_isa.h: bf16_rows_rounded).
+    const Tensor x_used = cpu::bf16_rows_rounded(n) ? x.to(DType::bf16).to(DType::f32) : x;
     Tensor want = Tensor::empty({n, o}, DType::f32);
     ops::reference::linear({x_used, weight, bias, want});
     EXPECT_LE(test::max_abs_diff(out, want), 1e-5f * test::product_magnitude(weight, x) + 1e-5f)

@@ -79,13 +79,11 @@ class Ops : public ::testing::TestWithParam<DeviceType> {
   std::mt19937 rng_{1234};
 };
 
-// True when this device multiplies bf16 weights by `rows` bf16-rounded activation rows (the CPU
-// with AVX512_BF16's pair dot products, which products of several rows take unless the CPU
-// widens the weights instead); the reference then takes the rounded activations, so the test
-// still checks every product and sum.
+// True when this device multiplies bf16 weights by `rows` bf16-rounded activation rows (the
+// CPU's AMX tiles and pair products: cpu_isa.h, bf16_rows_rounded); the reference then takes the
+// rounded activations, so the test still checks every product and sum.
 bool bf16_activations(DeviceType d, DType weight, int64_t rows) {
-  return d == DeviceType::cpu && weight == DType::bf16 && cpu::isa() >= cpu::Isa::avx512bf16 &&
-         (rows == 1 || cpu::bf16_pair_products());
+  return d == DeviceType::cpu && weight == DType::bf16 && cpu::bf16_rows_rounded(rows);
 }
 
 TEST_P(Ops, Linear) {

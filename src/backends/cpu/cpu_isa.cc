@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/cpu/kernels_amx.h"
 #include "backends/cpu/kernels_bf16dot.h"
 
 #if defined(__x86_64__)
@@ -113,6 +114,11 @@ bool bf16_pair_products() {
     return bf16_pair_speedup() >= 0.8;
   }();
   return pairs;
+}
+
+bool bf16_rows_rounded(int64_t rows) {
+  if (isa() == Isa::amx && rows >= kAmxMinRows) return true;
+  return isa() >= Isa::avx512bf16 && (rows == 1 || bf16_pair_products());
 }
 
 Isa isa() {

@@ -3,6 +3,8 @@
 // machine that has more.
 #pragma once
 
+#include <cstdint>
+
 namespace anvil::cpu {
 
 // Ordered: each level includes the ones before it.
@@ -70,6 +72,12 @@ long decode_read_ahead();
 /// both are tested on any avx512bf16 machine. Batch-1 decode keeps the pair products either
 /// way: it is bound by the weights' bytes, not by the multiplies.
 bool bf16_pair_products();
+
+/// Whether a CPU product of bf16 weights with `rows` activation rows rounds the activations to
+/// bf16 first: AMX's tiles do (amx, from kAmxMinRows rows), and so do the pair products (from
+/// avx512bf16: batch-1 decode, and several rows where bf16_pair_products); the widened weights
+/// do not. The tests' references round where this says the kernels do.
+bool bf16_rows_rounded(int64_t rows);
 
 /// Why the CPU runs below amx although it has AMX (the OS refused the tile state), else empty.
 const char* amx_refusal();
