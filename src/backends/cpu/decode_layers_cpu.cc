@@ -246,8 +246,8 @@ bool reads_side_by_side(const Product& p, const IsaKernels& kern) {
 void run_piece(const IsaKernels& kern, const Product& p, const Lanes& piece, bool lanes,
                const RowForms& x, float* out) {
   if (lanes && piece.count > 0) {
-    kern.int8->packed_lanes(p.kind, p.packed->data, p.packed->block_bytes, p.rows, piece, x.q8,
-                            p.bias, out);
+    kern.int8->packed_lanes(p.kind, p.packed->data, p.packed->block_bytes, p.rows, piece, x.q8, 1,
+                            p.bias, out, p.rows);
     return;
   }
   for (int i = 0; i < piece.count; ++i) run_groups(kern, p, piece.begin[i], piece.end[i], x, out);

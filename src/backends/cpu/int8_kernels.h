@@ -22,20 +22,32 @@ struct Int8Kernels {
                  int64_t, const float*, float*, int64_t);
   bool wide;  // whether `packed` has the 512-bit prefill tiles (Q8Rows::tiles)
   void (*packed_lanes)(QuantKind, const uint8_t*, size_t, int64_t, const Lanes&, const Q8Rows&,
-                       const float*, float*);
+                       int64_t, const float*, float*, int64_t);
+  /// Attaches Q8Rows::lane_words for a few rows (null at the levels without 512-bit rows).
+  bool (*attach_lane_words)(QuantKind, int64_t, Q8Rows&);
 
   /// Whether `packed_lanes` reads its lanes side by side (the 512-bit decode rows), so that a
   /// split should hand a thread lanes that continue from piece to piece; where it does not,
   /// contiguous pieces read better.
   bool decode_reads_lanes() const { return wide && wide_decode_rows(); }
+
+  /// Whether `packed_lanes` takes x's n rows side by side: one row where decode_reads_lanes(),
+  /// 2 to kMaxLaneRows where the level's kernels take them for `kind` (attaching x.lane_words).
+  bool lanes_take(QuantKind kind, int64_t n, Q8Rows& x) const {
+    if (!decode_reads_lanes() || n > kMaxLaneRows) return false;
+    return n == 1 || (attach_lane_words && attach_lane_words(kind, n, x));
+  }
 };
 
 inline constexpr Int8Kernels kInt8Avx512{&quantize_rows_q8_avx512, &gemm_quant_avx512,
-                                         &gemm_packed_avx512, true, &packed_lanes_avx512};
+                                         &gemm_packed_avx512,      true,
+                                         &packed_lanes_avx512,     &attach_lane_words_avx512};
 inline constexpr Int8Kernels kInt8AvxVnni{&quantize_rows_q8_avx2, &gemm_quant_avxvnni,
-                                          &gemm_packed_avxvnni, false, &packed_lanes_avxvnni};
-inline constexpr Int8Kernels kInt8Avx2{&quantize_rows_q8_avx2, &gemm_quant_avx2, &gemm_packed_avx2,
-                                       false, &packed_lanes_avx2};
+                                          &gemm_packed_avxvnni,   false,
+                                          &packed_lanes_avxvnni,  nullptr};
+inline constexpr Int8Kernels kInt8Avx2{&quantize_rows_q8_avx2, &gemm_quant_avx2,
+                                       &gemm_packed_avx2,      false,
+                                       &packed_lanes_avx2,     nullptr};
 
 /// The kernels of the CPU's level (isa() at least avx2).
 inline const Int8Kernels& int8_kernels() {

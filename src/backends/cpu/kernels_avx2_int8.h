@@ -25,9 +25,10 @@ void gemm_packed_avx2(QuantKind kind, const uint8_t* packed, size_t block_bytes,
                       int64_t g0, int64_t g1, const Q8Rows& x, int64_t nx, const float* bias,
                       float* out, int64_t ldo);
 
-/// Decode (one activation row) over the repacked groups of `lanes`: out[r] for the rows
-/// r of those groups, the lanes read side by side where the kernels stream.
+/// Decode (nx activation rows) over the repacked groups of `lanes`: out[j * ldo + r] for the
+/// rows r of those groups, the lanes read side by side where the kernels stream.
 void packed_lanes_avx2(QuantKind kind, const uint8_t* packed, size_t block_bytes, int64_t rows,
-                       const Lanes& lanes, const Q8Rows& x, const float* bias, float* out);
+                       const Lanes& lanes, const Q8Rows& x, int64_t nx, const float* bias,
+                       float* out, int64_t ldo);
 
 }  // namespace anvil::cpu

@@ -885,8 +885,13 @@ void gemm_packed_avx512(QuantKind kind, const uint8_t* packed, size_t block_byte
 }
 
 void packed_lanes_avx512(QuantKind kind, const uint8_t* packed, size_t block_bytes, int64_t rows,
-                         const Lanes& lanes, const Q8Rows& x, const float* bias, float* out) {
-  packed_lanes_impl(kind, packed, block_bytes, rows, lanes, x, bias, out);
+                         const Lanes& lanes, const Q8Rows& x, int64_t nx, const float* bias,
+                         float* out, int64_t ldo) {
+  packed_lanes_impl(kind, packed, block_bytes, rows, lanes, x, nx, bias, out, ldo);
+}
+
+bool attach_lane_words_avx512(QuantKind kind, int64_t nx, Q8Rows& x) {
+  return attach_lane_words_impl(kind, nx, x);
 }
 
 bool wide_tiles_take(QuantKind kind) {

@@ -22,6 +22,9 @@ struct Q8Rows {
   /// Prefill only, optional: the rows interleaved tile by tile for the 512-bit tiles
   /// (interleave_q8_tiles_avx512); products of the types they take use them when present.
   const uint8_t* tiles = nullptr;
+  /// Batched decode only, optional: each row's operands for the 512-bit decode rows, block by
+  /// block (attach_lane_words_avx512); packed_lanes takes 2 to kMaxLaneRows rows with them.
+  const void* lane_words = nullptr;
 };
 
 /// Quantizes n rows of k floats (k a multiple of 32) into `out`.
@@ -60,10 +63,17 @@ void gemm_packed_avx512(QuantKind kind, const uint8_t* packed, size_t block_byte
                         int64_t g0, int64_t g1, const Q8Rows& x, int64_t nx, const float* bias,
                         float* out, int64_t ldo);
 
-/// Decode (one activation row) over the repacked groups of `lanes` (side_by_side.h): out[r] for the
-/// rows r of those groups, the lanes read side by side where the kernels stream.
+/// Decode (nx activation rows) over the repacked groups of `lanes` (side_by_side.h): out[j * ldo +
+/// r] for the rows r of those groups, the lanes read side by side where the kernels stream (one
+/// row, or up to kMaxLaneRows with x.lane_words attached).
 void packed_lanes_avx512(QuantKind kind, const uint8_t* packed, size_t block_bytes, int64_t rows,
-                         const Lanes& lanes, const Q8Rows& x, const float* bias, float* out);
+                         const Lanes& lanes, const Q8Rows& x, int64_t nx, const float* bias,
+                         float* out, int64_t ldo);
+
+/// Attaches x.lane_words for its rows [0, nx) and weights of `kind` (a buffer of the calling
+/// thread, valid until its next call): false, and none attached, where the 512-bit decode rows
+/// do not take that many rows or that kind.
+bool attach_lane_words_avx512(QuantKind kind, int64_t nx, Q8Rows& x);
 
 /// Attention of `rows` query vectors over keys [0, n_keys) of one KV head (flash-attention
 /// style: keys in blocks of 16, in runs of 64 for up to four rows; online softmax; each key and

@@ -42,8 +42,9 @@ void gemm_packed_avxvnni(QuantKind kind, const uint8_t* packed, size_t block_byt
 }
 
 void packed_lanes_avxvnni(QuantKind kind, const uint8_t* packed, size_t block_bytes, int64_t rows,
-                          const Lanes& lanes, const Q8Rows& x, const float* bias, float* out) {
-  packed_lanes_impl(kind, packed, block_bytes, rows, lanes, x, bias, out);
+                          const Lanes& lanes, const Q8Rows& x, int64_t nx, const float* bias,
+                          float* out, int64_t ldo) {
+  packed_lanes_impl(kind, packed, block_bytes, rows, lanes, x, nx, bias, out, ldo);
 }
 
 }  // namespace anvil::cpu

@@ -275,12 +275,12 @@ bool linear_int8(const ops::LinearArgs& a, const Int8Kernels& kern, float* resid
       kern.packed(kind, packed->data, packed->block_bytes, o, g0, g1, xq, n, bias, out, o);
       add_rows(residual, out, n, o, g0 * kPackRows, std::min(o, g1 * kPackRows));
     };
-    if (n == 1 && kern.decode_reads_lanes()) {
+    if (kern.lanes_take(kind, n, xq)) {
       // The rows side by side (side_by_side.h), each thread's pieces continuing its lanes.
       cpu::stream_for_lanes(packed->groups, [&](const Lanes& piece) {
-        kern.packed_lanes(kind, packed->data, packed->block_bytes, o, piece, xq, bias, out);
+        kern.packed_lanes(kind, packed->data, packed->block_bytes, o, piece, xq, n, bias, out, o);
         for (int i = 0; i < piece.count; ++i) {
-          add_rows(residual, out, 1, o, piece.begin[i] * kPackRows,
+          add_rows(residual, out, n, o, piece.begin[i] * kPackRows,
                    std::min(o, piece.end[i] * kPackRows));
         }
       });
@@ -471,9 +471,9 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
     bias[i] = bias_f32(biases[i], bias_slots[i]);
     first[i + 1] = first[i] + packed[i]->groups;
   }
-  // One row: each thread's pieces continue its lanes (side_by_side.h), the products' parts of
-  // a piece read side by side where the 512-bit rows stream.
-  const bool lanes = n == 1 && kInt8Avx512.decode_reads_lanes();
+  // One row, or a few the 512-bit rows take: each thread's pieces continue its lanes
+  // (side_by_side.h), the products' parts of a piece read side by side.
+  const bool lanes = kInt8Avx512.lanes_take(kind, n, xq);
   if (swiglu) {
     const int64_t o = weights[0].size(0), groups = packed[0]->groups;
     float* gate = outs[0].data<float>();
@@ -490,13 +490,15 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
     };
     if (lanes) {
       cpu::stream_for_lanes(groups, [&](const Lanes& piece) {
-        packed_lanes_avx512(kind, packed[0]->data, packed[0]->block_bytes, o, piece, xq, bias[0],
-                            gate);
-        packed_lanes_avx512(kind, packed[1]->data, packed[1]->block_bytes, o, piece, xq, bias[1],
-                            up);
+        packed_lanes_avx512(kind, packed[0]->data, packed[0]->block_bytes, o, piece, xq, n, bias[0],
+                            gate, o);
+        packed_lanes_avx512(kind, packed[1]->data, packed[1]->block_bytes, o, piece, xq, n, bias[1],
+                            up, o);
         for (int i = 0; i < piece.count; ++i) {
           const int64_t f0 = piece.begin[i] * kPackRows, f1 = std::min(o, piece.end[i] * kPackRows);
-          swiglu(gate + f0, up + f0, gate + f0, f1 - f0);
+          for (int64_t r = 0; r < n; ++r) {
+            swiglu(gate + r * o + f0, up + r * o + f0, gate + r * o + f0, f1 - f0);
+          }
         }
       });
     } else if (n == 1) {
@@ -520,8 +522,9 @@ bool group_avx512(const Tensor& x_in, const Tensor* weights, const Tensor* biase
     cpu::stream_for_lanes(first[count], [&](const Lanes& piece) {
       for (int i = 0; i < count; ++i) {
         const Lanes part = clip_lanes(piece, first[i], first[i + 1]);
-        packed_lanes_avx512(kind, packed[i]->data, packed[i]->block_bytes, weights[i].size(0), part,
-                            xq, bias[i], outs[i].data<float>());
+        const int64_t o = weights[i].size(0);
+        packed_lanes_avx512(kind, packed[i]->data, packed[i]->block_bytes, o, part, xq, n, bias[i],
+                            outs[i].data<float>(), o);
       }
     });
   } else if (n == 1) {

@@ -18,6 +18,10 @@ namespace anvil::cpu {
 
 inline constexpr int kDecodeStreams = 4;
 
+/// The most activation rows (a batched decode's) that the 512-bit decode rows take side by side:
+/// their accumulators, one per row and stream, fill half the registers at four.
+inline constexpr int kMaxLaneRows = 4;
+
 /// Up to kDecodeStreams ranges of items [begin[i], end[i]). Data only, its helpers `static`:
 /// the AVX-512 kernels' translation unit includes this header too, and an inline function with
 /// external linkage compiled there could be the copy the linker keeps for every caller.
