@@ -250,6 +250,36 @@ TEST_P(InitModelGguf, HalfKvCacheByDefaultForQuantizedWeights) {
   }
 }
 
+// Greedy generation of a batch of 2-4 prompts gives each prompt the tokens it gets alone: the
+// batch's decode steps multiply several rows at once (on AVX-512 the few-row lanes kernels,
+// whose rows are batch 1's sums), the single prompt's one.
+TEST_P(InitModelGguf, BatchedDecodeGivesEachPromptItsOwnContinuation) {
+  test::TempDir dir;
+  init_model(test::model_dir("qwen2-tiny") + "/config.json", dir.path(), 13, GetParam());
+  const CausalLM model = CausalLM::from_pretrained(dir.file("model.gguf"));
+  const std::vector<std::vector<int64_t>> prompts = {{1, 5, 9, 22, 7, 3, 100, 4},
+                                                     {8, 15, 16, 23, 42, 4, 8, 15},
+                                                     {2, 71, 82, 81, 8, 28, 18, 28},
+                                                     {31, 41, 59, 26, 53, 58, 97, 93}};
+  GenerateOptions g;
+  g.max_new_tokens = 10;
+  g.do_sample = false;
+  std::vector<std::vector<int64_t>> alone;
+  for (const auto& p : prompts) {
+    Batch one;
+    one.input_ids = {p};
+    alone.push_back(model.generate(one, g)[0]);
+  }
+  for (size_t n = 2; n <= prompts.size(); ++n) {
+    Batch b;
+    b.input_ids.assign(prompts.begin(), prompts.begin() + static_cast<std::ptrdiff_t>(n));
+    const auto together = model.generate(b, g);
+    ASSERT_EQ(together.size(), n);
+    for (size_t i = 0; i < n; ++i)
+      EXPECT_EQ(together[i], alone[i]) << "batch " << n << " row " << i;
+  }
+}
+
 // llama.cpp's Q4_K_M / Q5_K_M mixes on a model whose widths are whole super-blocks: each
 // matrix in the type llama-quantize would choose (Q6_K for the output and for attn_v / ffn_down
 // of layers 0, 3, 6 and 7 of 8), and the K-type kernels against the dequantized weights.
