@@ -92,7 +92,8 @@ TEST_P(Ops, Linear) {
     // Decode shapes (up to four rows) with k not a multiple of 4 and odd o, long rows (which
     // a GPU kernel may split across teams, with a tail), then larger ones; one row against
     // many outputs, an odd count (a head: the GPU takes two rows per warp there); two rows (the
-    // CPU's two-row tiles) against a partial tile of outputs.
+    // CPU's two-row tiles) against a partial tile of outputs; batches of 5-15 (the CPU's 2 x 8
+    // tiles, then a 4 x 4 or 4 x 2 tile or a second 2 x 8 for the rows left).
     for (auto [n, k, o] : {std::tuple{1, 64, 96},
                            {1, 96, 32771},
                            {2, 37, 23},
@@ -101,6 +102,11 @@ TEST_P(Ops, Linear) {
                            {1, 4864, 37},
                            {3, 2050, 9},
                            {5, 160, 33},
+                           {8, 48, 13},
+                           {10, 17, 6},
+                           {11, 33, 10},
+                           {13, 100, 7},
+                           {15, 70, 5},
                            {17, 7, 1000}}) {
       const Tensor x = random_tensor({n, k}, rng_);
       const Tensor weight = random_tensor({o, k}, rng_, 0.1f).to(w);

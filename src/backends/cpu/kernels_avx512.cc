@@ -195,6 +195,64 @@ void dense_tile2(const W* w, int nr, const float* x, int64_t j0, int nx, int64_t
   }
 }
 
+// 2 weight rows x 8 activation rows, for batches of 5-8: the 4 x 4 tile read each weight row
+// from DRAM for the first four activation rows and again from cache for the rest, and its DRAM
+// pass, four rows of 16 FMAs a line, waited on memory without the second pass's multiplies to
+// overlap. Here each weight row is read once, its line feeding 8 FMAs. Named accumulators, as in
+// dense_tile.
+template <class W>
+void dense_tile8(const W* w, int nr, const float* x, int64_t j0, int nx, int64_t k,
+                 const float* bias, float* out, int64_t ldo, size_t ahead) {
+  const W* w0 = w;
+  const W* w1 = w + std::min(1, nr - 1) * k;
+  const float* xr[8];
+  for (int j = 0; j < 8; ++j) xr[j] = x + (j0 + std::min(j, nx - 1)) * k;
+  __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a04 = a00, a05 = a00,
+         a06 = a00, a07 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00, a14 = a00, a15 = a00,
+         a16 = a00, a17 = a00;
+  constexpr int64_t kLine = 64 / sizeof(W);
+  for (int64_t c = 0; c < k; c += 16) {
+    const auto m =
+        k - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (k - c)) - 1);
+    if (ahead && c % kLine == 0) {
+      request_ahead(w0 + c, ahead);
+      request_ahead(w1 + c, ahead);
+    }
+    const __m512 v0 = load_w16(w0 + c, m), v1 = load_w16(w1 + c, m);
+    __m512 xv = _mm512_maskz_loadu_ps(m, xr[0] + c);
+    a00 = _mm512_fmadd_ps(v0, xv, a00);
+    a10 = _mm512_fmadd_ps(v1, xv, a10);
+    xv = _mm512_maskz_loadu_ps(m, xr[1] + c);
+    a01 = _mm512_fmadd_ps(v0, xv, a01);
+    a11 = _mm512_fmadd_ps(v1, xv, a11);
+    xv = _mm512_maskz_loadu_ps(m, xr[2] + c);
+    a02 = _mm512_fmadd_ps(v0, xv, a02);
+    a12 = _mm512_fmadd_ps(v1, xv, a12);
+    xv = _mm512_maskz_loadu_ps(m, xr[3] + c);
+    a03 = _mm512_fmadd_ps(v0, xv, a03);
+    a13 = _mm512_fmadd_ps(v1, xv, a13);
+    xv = _mm512_maskz_loadu_ps(m, xr[4] + c);
+    a04 = _mm512_fmadd_ps(v0, xv, a04);
+    a14 = _mm512_fmadd_ps(v1, xv, a14);
+    xv = _mm512_maskz_loadu_ps(m, xr[5] + c);
+    a05 = _mm512_fmadd_ps(v0, xv, a05);
+    a15 = _mm512_fmadd_ps(v1, xv, a15);
+    xv = _mm512_maskz_loadu_ps(m, xr[6] + c);
+    a06 = _mm512_fmadd_ps(v0, xv, a06);
+    a16 = _mm512_fmadd_ps(v1, xv, a16);
+    xv = _mm512_maskz_loadu_ps(m, xr[7] + c);
+    a07 = _mm512_fmadd_ps(v0, xv, a07);
+    a17 = _mm512_fmadd_ps(v1, xv, a17);
+  }
+  const float sums[2][8] = {{hsum512(a00), hsum512(a01), hsum512(a02), hsum512(a03), hsum512(a04),
+                             hsum512(a05), hsum512(a06), hsum512(a07)},
+                            {hsum512(a10), hsum512(a11), hsum512(a12), hsum512(a13), hsum512(a14),
+                             hsum512(a15), hsum512(a16), hsum512(a17)}};
+  for (int j = 0; j < nx; ++j) {
+    for (int i = 0; i < nr; ++i) out[(j0 + j) * ldo + i] = sums[i][j] + (bias ? bias[i] : 0.0f);
+  }
+}
+
 // Matrix-vector for float weights: one sequential stream per thread, 4 accumulators (software
 // prefetch measured slower here: the rows are one contiguous stream the hardware follows).
 template <class W>
@@ -222,18 +280,29 @@ void dense_matvec(const W* w, int64_t rows, const float* x, int64_t k, const flo
   }
 }
 
-template <class W, int NR, int NX>
+// Batches below the panels' rows (kDensePanelMinRows), four weight rows at a time: activation
+// rows in tiles of 8 (2 x 8 tiles, each weight row read once for them) while five or more are
+// left, the last one to four in a 4 x 4 or 4 x 2 tile. The first tile of a weight row reads it
+// from memory, requesting its lines ahead; the later ones read it from cache.
+template <class W>
 void dense_gemm(const W* w, int64_t rows, const float* x, int64_t nx, int64_t k, const float* bias,
                 float* out, int64_t ldo) {
-  // The first tile of activation rows reads the weight rows from memory, the others from cache.
   const auto ahead = static_cast<size_t>(2 * decode_read_ahead());
-  for (int64_t r0 = 0; r0 < rows; r0 += NR) {
-    const int nr = static_cast<int>(std::min<int64_t>(NR, rows - r0));
-    for (int64_t j0 = 0; j0 < nx; j0 += NX) {
-      const int n = static_cast<int>(std::min<int64_t>(NX, nx - j0));
-      (n <= 2 ? dense_tile2<W> : dense_tile<W>)(w + r0 * k, nr, x, j0, n, k,
-                                                bias ? bias + r0 : nullptr, out + r0, ldo,
-                                                j0 == 0 ? ahead : 0);
+  for (int64_t r0 = 0; r0 < rows; r0 += 4) {
+    const int nr = static_cast<int>(std::min<int64_t>(4, rows - r0));
+    for (int64_t j0 = 0; j0 < nx;) {
+      const int n = static_cast<int>(std::min<int64_t>(8, nx - j0));
+      const size_t first = j0 == 0 ? ahead : 0;
+      if (n >= 5) {
+        for (int i = 0; i < nr; i += 2) {
+          dense_tile8<W>(w + (r0 + i) * k, std::min(2, nr - i), x, j0, n, k,
+                         bias ? bias + r0 + i : nullptr, out + r0 + i, ldo, first);
+        }
+      } else {
+        (n <= 2 ? dense_tile2<W> : dense_tile<W>)(w + r0 * k, nr, x, j0, n, k,
+                                                  bias ? bias + r0 : nullptr, out + r0, ldo, first);
+      }
+      j0 += n;
     }
   }
 }
@@ -352,7 +421,7 @@ void dense_gemm_any(const W* w, int64_t rows, const float* x, int64_t nx, int64_
   } else if (nx >= kDensePanelMinRows) {
     dense_gemm_panels<W>(w, rows, x, nx, k, bias, out, ldo);
   } else {
-    dense_gemm<W, 4, 4>(w, rows, x, nx, k, bias, out, ldo);
+    dense_gemm<W>(w, rows, x, nx, k, bias, out, ldo);
   }
 }
 
