@@ -250,9 +250,37 @@ TEST_P(InitModelGguf, HalfKvCacheByDefaultForQuantizedWeights) {
   }
 }
 
-// Greedy generation of a batch of 2-4 prompts gives each prompt the tokens it gets alone: the
-// batch's decode steps multiply several rows at once (on AVX-512 the few-row lanes kernels,
-// whose rows are batch 1's sums), the single prompt's one.
+// Where `together` first parts from `alone` (both a prompt and its greedy continuation), the
+// reference's logits after alone's prefix must rank the two tokens first and second within
+// `rel` of the largest logit: a near tie that a different rounding may flip. A batch's prefill
+// may take other kernels than one prompt's (on an AMX CPU from 16 rows: bf16 tiles instead of
+// int8 activations), and a random model has such ties; a wrong row does not land on one.
+void expect_same_or_parted_at_a_tie(const CausalLM& model, const std::vector<int64_t>& together,
+                                    const std::vector<int64_t>& alone, float rel,
+                                    const std::string& what) {
+  ASSERT_EQ(together.size(), alone.size()) << what;
+  size_t p = 0;
+  while (p < alone.size() && together[p] == alone[p]) ++p;
+  if (p == alone.size()) return;
+  Batch prefix;
+  prefix.input_ids = {std::vector<int64_t>(alone.begin(), alone.begin() + static_cast<long>(p))};
+  const Tensor logits = model.logits(prefix);
+  const int64_t vocab = logits.size(-1);
+  const auto all = logits.to_f32_vector();
+  const std::vector<float> last(all.end() - vocab, all.end());
+  float max_abs = 0;
+  for (float v : last) max_abs = std::max(max_abs, std::fabs(v));
+  const auto at = [&](int64_t id) { return last[static_cast<size_t>(id)]; };
+  int64_t above = 0;  // tokens ranked above the one the batch chose
+  for (float v : last) above += v > at(together[p]);
+  EXPECT_LE(above, 1) << what << ": parted at position " << p << " on a token ranked " << above + 1;
+  EXPECT_LE(at(alone[p]) - at(together[p]), rel * max_abs)
+      << what << ": parted at position " << p << " away from a tie";
+}
+
+// Greedy generation of a batch of 2-4 prompts gives each prompt the tokens it gets alone (up to
+// a near tie, above): the batch's decode steps multiply several rows at once (on AVX-512 the
+// few-row lanes kernels, whose rows are batch 1's sums), the single prompt's one.
 TEST_P(InitModelGguf, BatchedDecodeGivesEachPromptItsOwnContinuation) {
   test::TempDir dir;
   init_model(test::model_dir("qwen2-tiny") + "/config.json", dir.path(), 13, GetParam());
@@ -275,8 +303,11 @@ TEST_P(InitModelGguf, BatchedDecodeGivesEachPromptItsOwnContinuation) {
     b.input_ids.assign(prompts.begin(), prompts.begin() + static_cast<std::ptrdiff_t>(n));
     const auto together = model.generate(b, g);
     ASSERT_EQ(together.size(), n);
-    for (size_t i = 0; i < n; ++i)
-      EXPECT_EQ(together[i], alone[i]) << "batch " << n << " row " << i;
+    for (size_t i = 0; i < n; ++i) {
+      // The int8 activations' error bound of the test above (2% of the largest logit).
+      expect_same_or_parted_at_a_tie(model, together[i], alone[i], 2e-2f,
+                                     "batch " + std::to_string(n) + " row " + std::to_string(i));
+    }
   }
 }
 
