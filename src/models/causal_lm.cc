@@ -71,6 +71,7 @@ CausalLM CausalLM::from_pretrained(const std::string& model, const ModelOptions&
   if (!fs::is_directory(path)) {
     throw Error(path + ": expected a model folder (config.json and *.safetensors) or a .gguf file");
   }
+  if (const std::string gguf = folder_gguf(path); !gguf.empty()) return from_gguf(gguf, options);
   const std::string config_path = (fs::path(path) / "config.json").string();
   if (!fs::exists(config_path)) throw Error(path + ": no config.json in this folder");
   ModelConfig config = ModelConfig::from_file(config_path);

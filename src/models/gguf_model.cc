@@ -4,10 +4,12 @@
 // are not permuted (llama.cpp runs them with NEOX, i.e. half-split, RoPE).
 #include "models/gguf_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <vector>
 
 #include "anvil/error.h"
 #include "anvil/gguf.h"
@@ -413,6 +415,29 @@ void read_gguf_gemma(const GgufFile& f, const std::string& arch, const std::stri
 
 bool is_gguf_path(const std::string& path) {
   return std::filesystem::path(path).extension() == ".gguf";
+}
+
+std::string folder_gguf(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path d(dir);
+  if (fs::exists(d / "model.safetensors") || fs::exists(d / "model.safetensors.index.json")) {
+    return "";
+  }
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(d, ec)) {
+    if (e.is_regular_file() && is_gguf_path(e.path().string())) found.push_back(e.path().string());
+  }
+  if (found.size() > 1) {
+    std::sort(found.begin(), found.end());
+    std::string names;
+    for (const auto& f : found)
+      names += (names.empty() ? "" : ", ") + fs::path(f).filename().string();
+    throw Error(dir + ": holds several .gguf files (" + names +
+                ") and no safetensors weights; "
+                "name the file to load");
+  }
+  return found.empty() ? "" : found[0];
 }
 
 GgufVocab read_gguf_vocab(const GgufFile& f) {

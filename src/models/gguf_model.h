@@ -31,4 +31,10 @@ GgufVocab read_gguf_vocab(const GgufFile& file);
 /// True when `path` names a .gguf file.
 bool is_gguf_path(const std::string& path);
 
+/// The GGUF file a model folder holds in place of safetensors weights (what `anvil init-model
+/// --dtype q4_0` writes: config.json beside model.gguf): its path when the folder has no
+/// model.safetensors or model.safetensors.index.json and exactly one .gguf file; "" when it has
+/// safetensors weights or no .gguf file; an anvil::Error naming them when it has several.
+std::string folder_gguf(const std::string& dir);
+
 }  // namespace anvil

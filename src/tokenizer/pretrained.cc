@@ -54,6 +54,8 @@ PreTrainedTokenizer PreTrainedTokenizer::from_pretrained(const std::string& mode
   }
   const fs::path tj = fs::path(dir) / "tokenizer.json";
   if (!fs::exists(tj)) {
+    // A folder of GGUF weights (config.json beside model.gguf): the file's own vocabulary.
+    if (const std::string gguf = folder_gguf(dir); !gguf.empty()) return from_gguf(gguf);
     throw Error(dir + ": no tokenizer.json (anvil reads the tokenizers library's format)");
   }
   PreTrainedTokenizer t;

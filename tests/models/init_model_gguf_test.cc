@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -308,6 +309,28 @@ TEST_P(InitModelGguf, BatchedDecodeGivesEachPromptItsOwnContinuation) {
       expect_same_or_parted_at_a_tie(model, together[i], alone[i], 2e-2f,
                                      "batch " + std::to_string(n) + " row " + std::to_string(i));
     }
+  }
+}
+
+// The folder init-model writes for a block type (config.json beside model.gguf) loads by its
+// path as the file does; a folder of several .gguf files and no safetensors asks for one.
+TEST(InitModelGgufFolder, LoadsTheFoldersGgufFile) {
+  test::TempDir dir;
+  init_model(test::model_dir("qwen2-tiny") + "/config.json", dir.path(), 5, DType::q4_0);
+  const CausalLM by_file = CausalLM::from_pretrained(dir.file("model.gguf"));
+  const CausalLM by_folder = CausalLM::from_pretrained(dir.path());
+  EXPECT_EQ(by_folder.dtype(), DType::q4_0);
+  Batch b;
+  b.input_ids = {{1, 5, 9, 22, 7}};
+  EXPECT_EQ(by_folder.logits(b).to_f32_vector(), by_file.logits(b).to_f32_vector());
+  std::filesystem::copy_file(dir.file("model.gguf"), dir.file("other.gguf"));
+  try {
+    CausalLM::from_pretrained(dir.path());
+    FAIL() << "a folder of two .gguf files loaded";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("model.gguf, other.gguf"), std::string::npos) << what;
+    EXPECT_NE(what.find("name the file"), std::string::npos) << what;
   }
 }
 
