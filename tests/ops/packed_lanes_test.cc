@@ -32,12 +32,23 @@ const std::vector<std::vector<std::pair<int64_t, int64_t>>>& lane_layouts() {
   return layouts;
 }
 
+// Every block type that is repacked (repack.h).
+constexpr DType kRepackedTypes[] = {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0,
+                                    DType::q5_1, DType::q4_k, DType::q5_k, DType::q6_k};
+
+// Whether output row r lies in one of the layout's lanes of 8-row groups.
+bool in_lanes(const std::vector<std::pair<int64_t, int64_t>>& layout, int64_t r) {
+  for (auto [b, e] : layout) {
+    if (r / kPackRows >= b && r / kPackRows < e) return true;
+  }
+  return false;
+}
+
 TEST(CpuPackedLanes, LanesWithGapsGiveTheWholeProductsRows) {
   if (isa() < Isa::avx2) GTEST_SKIP() << "the int8 kernels need AVX2";
   const Int8Kernels& kern = int8_kernels();
   std::mt19937 rng(7);
-  for (DType type : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q4_k,
-                     DType::q5_k, DType::q6_k}) {
+  for (DType type : kRepackedTypes) {
     const int64_t k = 512, rows = 8 * 37 + 3;  // 38 groups, the last partial
     QuantKind kind;
     ASSERT_TRUE(repacked_kind(type, k, &kind)) << dtype_name(type);
@@ -63,8 +74,7 @@ TEST(CpuPackedLanes, LanesWithGapsGiveTheWholeProductsRows) {
       kern.packed_lanes(kind, packed->data, packed->block_bytes, rows, lanes, xq, 1, bias.data(),
                         out.data(), rows);
       for (int64_t r = 0; r < rows; ++r) {
-        bool inside = false;
-        for (auto [b, e] : layout) inside |= r / kPackRows >= b && r / kPackRows < e;
+        const bool inside = in_lanes(layout, r);
         const std::string what = std::string(dtype_name(type)) + " row " + std::to_string(r) +
                                  " of lanes " + std::to_string(layout.size());
         if (inside) {
@@ -81,8 +91,7 @@ TEST(CpuPackedLanes, FewRowsGiveWhatOneRowsDecodeGives) {
   if (isa() < Isa::avx2) GTEST_SKIP() << "the int8 kernels need AVX2";
   const Int8Kernels& kern = int8_kernels();
   std::mt19937 rng(11);
-  for (DType type : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q4_k,
-                     DType::q5_k, DType::q6_k}) {
+  for (DType type : kRepackedTypes) {
     const int64_t k = 768, kb = k / 32, rows = 8 * 37 + 5;  // 38 groups, the last partial
     QuantKind kind;
     ASSERT_TRUE(repacked_kind(type, k, &kind)) << dtype_name(type);
@@ -122,8 +131,7 @@ TEST(CpuPackedLanes, FewRowsGiveWhatOneRowsDecodeGives) {
                           out.data(), rows);
         for (int64_t j = 0; j < nx; ++j) {
           for (int64_t r = 0; r < rows; ++r) {
-            bool inside = false;
-            for (auto [b, e] : layout) inside |= r / kPackRows >= b && r / kPackRows < e;
+            const bool inside = in_lanes(layout, r);
             const size_t at = static_cast<size_t>(j * rows + r);
             const std::string what =
                 std::string(dtype_name(type)) + " batch " + std::to_string(nx) + " row " +
