@@ -22,6 +22,45 @@ namespace anvil {
 class Decoder;
 class Tokenizer;
 
+/// Keys and values kept from one generate() call for the next, as transformers' generate takes
+/// a cache in `past_key_values` and llama.cpp keeps its prompt cache: a prompt that begins with
+/// tokens the cache holds runs only the tokens after them (a chat's next turn prefills the new
+/// message, not the whole conversation). After a call the cache holds the prompt and its
+/// continuation, all but the last token (whose keys no step has made yet).
+///
+///     anvil::PromptCache cache;
+///     opts.prompt_cache = &cache;
+///     model.generate(turn1_ids, opts);   // fills the cache
+///     model.generate(turn2_ids, opts);   // runs only what follows the common prefix
+///
+/// One prompt without padding and without beam search per call; one model per cache (clear()
+/// it to use another). Reused keys were made by the steps that first ran them, so the logits
+/// can differ from a fresh prefill's in the last bits of rounding (as transformers' do). Models
+/// whose RoPE follows the sequence's length (dynamic NTK, longrope) run every prompt whole.
+/// Not thread-safe.
+class PromptCache {
+ public:
+  PromptCache();
+  ~PromptCache();
+  PromptCache(PromptCache&&) noexcept;
+  PromptCache& operator=(PromptCache&&) noexcept;
+  PromptCache(const PromptCache&) = delete;
+  PromptCache& operator=(const PromptCache&) = delete;
+
+  /// The tokens whose keys and values the cache holds.
+  const std::vector<int64_t>& tokens() const;
+  /// How many of the last call's prompt tokens came from the cache instead of being run.
+  int64_t reused() const;
+  /// Forgets the tokens and frees the keys and values.
+  void clear();
+
+  struct State;  ///< generate()'s (src/generate/prompt_cache.h)
+  State& state() const { return *state_; }
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
 struct ModelOptions {
   /// Weight dtype; unset = "auto": the checkpoint's `dtype`/`torch_dtype`, else float32.
   std::optional<DType> dtype;
@@ -91,6 +130,9 @@ struct GenerateOptions {
   /// Called once per step with the token chosen for each row (pad for finished rows); return
   /// false to stop early. Not with beam search (a beam's tokens can still be replaced).
   std::function<bool(const std::vector<int64_t>&)> streamer;
+  /// Keys and values reused from the previous call and kept for the next (PromptCache); null:
+  /// every call runs its whole prompt.
+  PromptCache* prompt_cache = nullptr;
 };
 
 class CausalLM {

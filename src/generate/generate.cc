@@ -15,6 +15,7 @@
 #include "generate/beam_search.h"
 #include "generate/generation_settings.h"
 #include "generate/logits_processor.h"
+#include "generate/prompt_cache.h"
 #include "generate/step_chain.h"
 #include "generate/stop_strings.h"
 #include "ops/ops.h"
@@ -229,6 +230,21 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   const auto prompt = static_cast<int64_t>(batch.input_ids[0].size());
   const GenerationSettings settings =
       resolve_settings(gen, opts, prompt, decoder.config().max_position_embeddings);
+  PromptCache::State* reuse_from = opts.prompt_cache ? &opts.prompt_cache->state() : nullptr;
+  if (reuse_from) {
+    if (batch.input_ids.size() != 1) {
+      throw Error("prompt_cache: takes one prompt a call, got " +
+                  std::to_string(batch.input_ids.size()));
+    }
+    if (std::find(mask[0].begin(), mask[0].end(), 0) != mask[0].end()) {
+      throw Error("prompt_cache: takes a prompt without padding (its attention mask has zeros)");
+    }
+    if (settings.num_beams > 1 || settings.num_return_sequences > 1) {
+      throw Error("prompt_cache: not with beam search or num_return_sequences > 1 (num_beams " +
+                  std::to_string(settings.num_beams) + ", num_return_sequences " +
+                  std::to_string(settings.num_return_sequences) + ")");
+    }
+  }
   if (settings.num_beams > 1) return run_beam_search(decoder, settings, batch, mask).sequences;
   if (settings.num_return_sequences > 1) {
     // Independent samples: each prompt repeated, as transformers' _expand_inputs_for_generation.
@@ -265,15 +281,26 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   std::vector<std::vector<int64_t>> sequences = batch.input_ids;
   if (max_new == 0) return sequences;
 
-  KvCache cache = decoder.new_cache(rows, prompt + max_new);
+  // With a prompt cache, its keys and values of the prompt's reusable prefix stay and only the
+  // rest of the prompt runs (its key mask still covers the whole prompt).
+  KvCache own_cache;
+  const int64_t reused =
+      reuse_from ? start_prompt_cache(*reuse_from, decoder, batch.input_ids[0], prompt + max_new)
+                 : 0;
+  if (!reuse_from) own_cache = decoder.new_cache(rows, prompt + max_new);
+  KvCache& cache = reuse_from ? reuse_from->cache : own_cache;
   StepInput step;
   step.batch = rows;
-  // A step over whole rows (the prompt, or every id so far): positions from the mask.
   // A step over whole rows (the prompt, or every id so far), positions from the mask.
   const auto whole_rows = [&](const std::vector<std::vector<int64_t>>& ids) {
     step = whole_rows_step(ids, mask);
   };
   whole_rows(batch.input_ids);
+  if (reused > 0) {
+    step.ids.erase(step.ids.begin(), step.ids.begin() + reused);
+    step.positions.erase(step.positions.begin(), step.positions.begin() + reused);
+    step.seq = prompt - reused;
+  }
 
   std::mt19937_64 rng(opts.seed);
   std::vector<bool> finished(rows, false);
@@ -500,6 +527,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
                    static_cast<long long>(undecided), static_cast<long long>(from_candidates));
     }
   }
+  if (reuse_from) finish_prompt_cache(*reuse_from, sequences[0]);
   return sequences;
 }
 

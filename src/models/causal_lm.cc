@@ -8,6 +8,7 @@
 #include "anvil/safetensors.h"
 #include "formats/model_path.h"
 #include "generate/generate.h"
+#include "generate/prompt_cache.h"
 #include "models/decoder.h"
 #include "models/gguf_model.h"
 #include "models/weights.h"
@@ -155,6 +156,7 @@ Tensor CausalLM::logits(const Batch& batch) const {
 
 std::vector<std::vector<int64_t>> CausalLM::generate(const Batch& batch,
                                                      const GenerateOptions& opts) const {
+  if (opts.prompt_cache) claim_prompt_cache(opts.prompt_cache->state(), decoder_);
   return run_generate(*decoder_, generation_config_, batch, opts);
 }
 
@@ -166,6 +168,7 @@ std::vector<int64_t> CausalLM::generate(const std::vector<int64_t>& input_ids,
     throw Error(
         "num_return_sequences > 1 returns several rows: call generate() with a Batch for them");
   }
+  if (opts.prompt_cache) claim_prompt_cache(opts.prompt_cache->state(), decoder_);
   return run_generate(*decoder_, generation_config_, b, opts)[0];
 }
 

@@ -11,6 +11,7 @@
 #include "anvil/model.h"
 #include "anvil/safetensors.h"
 #include "anvil/tokenizer.h"
+#include "cli_run.h"
 #include "temp_dir.h"
 #include "test_data.h"
 
@@ -19,24 +20,10 @@ namespace {
 
 using test::TempDir;
 
-struct CliRun {
-  int exit_code;
-  std::string out, err;
-};
+using test::CliRun;
 
 CliRun run(const std::string& args) {
-  TempDir dir;
-  const std::string cmd = test::cli_path() + " " + args + " >" + dir.file("out") + " 2>" +
-                          dir.file("err") + " </dev/null";
-  const int status = std::system(cmd.c_str());
-  auto slurp = [](const std::string& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir.file("out")),
-          slurp(dir.file("err"))};
+  return test::run_cli(args);
 }
 
 std::string join_rows(const std::vector<std::vector<int64_t>>& rows, char col, char row) {

@@ -14,6 +14,7 @@
 #include "anvil/model.h"
 #include "backends/cpu/cpu_isa.h"
 #include "generate/generate.h"
+#include "generate/prompt_cache.h"
 #include "generate/step_chain.h"
 #include "models/decoder.h"
 #include "models/init_model.h"
@@ -134,6 +135,34 @@ TEST_P(DeviceDecode, SecondGenerationOnSameModelMatches) {
   o.do_sample = false;
   EXPECT_EQ(dev.generate(b, o), test::id_rows(golden, "gen_a"));
   EXPECT_EQ(dev.generate(b, o), test::id_rows(golden, "gen_a"));
+}
+
+// A prompt cache on a device: the second call replays the steps recorded on the first call's
+// cache and continues as one generate does; a prompt that parts from the cached tokens runs
+// from their common prefix and gives what the device gives without the cache.
+TEST_P(DeviceDecode, PromptCacheCallsContinueAsOneGenerate) {
+  const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
+  const CausalLM dev = load(test::device_name(std::get<1>(GetParam())));
+  const auto a = test::id_rows(golden, "input_ids_a")[0];
+  const auto whole = test::id_rows(golden, "gen_a")[0];
+  ASSERT_EQ(whole.size(), a.size() + 16);
+  // Longrope runs every prompt whole (PromptCache), and still continues exactly.
+  const bool reuses = reusable_prefix(dev.config(), a, a) > 0;
+  PromptCache cache;
+  GenerateOptions o;
+  o.do_sample = false;
+  o.max_new_tokens = 6;
+  o.prompt_cache = &cache;
+  const auto out1 = dev.generate(a, o);
+  o.max_new_tokens = 10;
+  EXPECT_EQ(dev.generate(out1, o), whole);
+  EXPECT_EQ(cache.reused(), reuses ? static_cast<int64_t>(out1.size()) - 1 : 0);
+  std::vector<int64_t> parted(whole.begin(), whole.begin() + 10);
+  parted.insert(parted.end(), a.begin(), a.end());
+  GenerateOptions fresh = o;
+  fresh.prompt_cache = nullptr;
+  EXPECT_EQ(dev.generate(parted, o), dev.generate(parted, fresh));
+  EXPECT_EQ(cache.reused(), reuses ? 10 : 0);
 }
 
 // Beam search on a device: the prompt's cache copied to every beam, rows gathered on the device

@@ -1,8 +1,12 @@
 // `anvil chat`: an interactive conversation. Each user line is added to the history, the chat
 // template renders the whole conversation with the assistant prompt, and the reply streams
-// until any eos id of generation_config.json (or the tokenizer's eos token).
+// until any eos id of generation_config.json (or the tokenizer's eos token). A prompt cache
+// keeps the conversation's keys and values from turn to turn, so a turn runs only the tokens
+// after what the last one's already ran (the new message, and whatever the template rendered
+// differently).
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
@@ -16,6 +20,7 @@ namespace anvil::cli {
 void add_chat(CLI::App& app) {
   struct Flags {
     std::string model, system, thinking;
+    bool no_prompt_cache = false, timings = false;
     SamplingFlags sampling;
     ModelFlags model_flags;
   };
@@ -27,6 +32,12 @@ void add_chat(CLI::App& app) {
                   "fetched once into ~/.cache/anvil)");
   cmd->add_option("--system", f->system, "a system message");
   cmd->add_option("--enable-thinking", f->thinking, "true or false (Qwen3 templates)");
+  cmd->add_flag("--no-prompt-cache", f->no_prompt_cache,
+                "run each turn's whole conversation again instead of reusing the keys and values "
+                "of what earlier turns ran");
+  cmd->add_flag("--timings", f->timings,
+                "after each reply, print to stderr the prompt's tokens (and how many came from the "
+                "cache), the time to the first new token and the reply's rate");
   f->sampling.add_to(*cmd);
   f->model_flags.add_to(*cmd);
   cmd->callback([f] {
@@ -49,6 +60,12 @@ void add_chat(CLI::App& app) {
     o.tokenizer = &tok.tokenizer();  // for stop strings
     const bool interactive = isatty(0);
 
+    // Beam search's replies come once final and take no prompt cache.
+    const bool streamed = streams(o, model.generation_config());
+    PromptCache cache;
+    if (streamed && !f->no_prompt_cache) o.prompt_cache = &cache;
+    using Clock = std::chrono::steady_clock;
+
     nlohmann::ordered_json history = nlohmann::ordered_json::array();
     if (!f->system.empty()) history.push_back({{"role", "system"}, {"content", f->system}});
     std::string line;
@@ -61,7 +78,7 @@ void add_chat(CLI::App& app) {
       }
       history.push_back({{"role", "user"}, {"content", line}});
       const auto ids = tok.encode(tok.apply_chat_template(history, chat), false);
-      if (!streams(o, model.generation_config())) {  // beam search: the reply once it is final
+      if (!streamed) {  // beam search: the reply once it is final
         const auto out = model.generate(ids, o);
         DecodeOptions skip;
         skip.skip_special_tokens = true;
@@ -74,7 +91,11 @@ void add_chat(CLI::App& app) {
       }
       StreamingDecoder stream(tok.tokenizer(), true);
       std::string reply;
+      const Clock::time_point started = Clock::now();
+      Clock::time_point first;
+      int64_t new_tokens = 0;
       o.streamer = [&](const std::vector<int64_t>& step) {
+        if (new_tokens++ == 0) first = Clock::now();
         const std::string piece = stream.push(step[0]);
         reply += piece;
         std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -86,6 +107,20 @@ void add_chat(CLI::App& app) {
       reply += rest;
       std::printf("%s\n", rest.c_str());
       std::fflush(stdout);
+      if (f->timings && new_tokens > 0) {
+        const auto ms = [](Clock::duration d) {
+          return std::chrono::duration<double, std::milli>(d).count();
+        };
+        const double rest_ms = ms(Clock::now() - first);
+        std::fprintf(stderr,
+                     "[prompt: %zu tokens, %lld from the cache; first token after %.1f ms; "
+                     "reply: %lld tokens, %.1f tok/s after the first]\n",
+                     ids.size(), static_cast<long long>(o.prompt_cache ? cache.reused() : 0),
+                     ms(first - started), static_cast<long long>(new_tokens),
+                     new_tokens > 1 && rest_ms > 0
+                         ? 1e3 * static_cast<double>(new_tokens - 1) / rest_ms
+                         : 0.0);
+      }
       history.push_back({{"role", "assistant"}, {"content", reply}});
     }
   });

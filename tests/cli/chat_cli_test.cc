@@ -1,0 +1,76 @@
+// `anvil chat`: a conversation read line by line from stdin, each turn through the prompt cache
+// (its --timings line says how much of the prompt came from it), the replies the same as
+// without the cache.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "cli_run.h"
+#include "temp_dir.h"
+#include "test_data.h"
+
+namespace anvil {
+namespace {
+
+using test::CliRun;
+using test::run_cli;
+using test::TempDir;
+
+// Each turn's "N from the cache" of the --timings lines.
+std::vector<int> cached_counts(const std::string& err) {
+  std::vector<int> counts;
+  const std::regex line(R"(\[prompt: (\d+) tokens, (\d+) from the cache;)");
+  for (auto it = std::sregex_iterator(err.begin(), err.end(), line); it != std::sregex_iterator();
+       ++it) {
+    counts.push_back(std::stoi((*it)[2]));
+  }
+  return counts;
+}
+
+TEST(ChatCli, TurnsReuseTheConversationsKeysAndReplyAsWithout) {
+  // A random float32 model with Qwen3's vocabulary and its real tokenizer and chat template.
+  TempDir dir;
+  {
+    std::ofstream config(dir.file("config.json"));
+    config << R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+      "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+      "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16,
+      "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+      "tie_word_embeddings": true, "vocab_size": 151936, "bos_token_id": 151643,
+      "eos_token_id": 151645})";
+  }
+  const std::string model = dir.file("model");
+  const CliRun made = run_cli(
+      "init-model --like " + dir.file("config.json") + " --dtype f32 --seed 3 --out " + model,
+      "/dev/null");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
+    std::filesystem::copy_file(test::data_dir() + "/tokenizers/qwen3/" + f, model + "/" + f);
+  }
+  {
+    std::ofstream turns(dir.file("turns.txt"));
+    turns << "What is the capital of France?\nAnd of Germany?\nName three rivers.\n";
+  }
+  // Seeded sampling: a random model's greedy replies repeat one token.
+  const std::string args = "chat " + model +
+                           " --temperature 1 --top-k 0 --seed 11 --max-new-tokens 8 --threads 2 "
+                           "--timings";
+  const CliRun cached = run_cli(args, dir.file("turns.txt"));
+  const CliRun whole = run_cli(args + " --no-prompt-cache", dir.file("turns.txt"));
+  ASSERT_EQ(cached.exit_code, 0) << cached.err;
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_EQ(cached.out, whole.out);
+  const std::vector<int> reused = cached_counts(cached.err);
+  ASSERT_EQ(reused.size(), 3u) << cached.err;
+  EXPECT_EQ(reused[0], 0);
+  // Each later turn reuses at least the last turn's prompt (the reply's tokens only as far as
+  // the template renders them back the same).
+  EXPECT_GE(reused[1], 14) << cached.err;
+  EXPECT_GT(reused[2], reused[1]) << cached.err;
+  EXPECT_EQ(cached_counts(whole.err), (std::vector<int>{0, 0, 0})) << whole.err;
+}
+
+}  // namespace
+}  // namespace anvil
