@@ -29,34 +29,36 @@ std::vector<int> cached_counts(const std::string& err) {
   return counts;
 }
 
-TEST(ChatCli, TurnsReuseTheConversationsKeysAndReplyAsWithout) {
-  // A random float32 model with Qwen3's vocabulary and its real tokenizer and chat template.
-  TempDir dir;
+// A random float32 model with Qwen3's vocabulary, its real tokenizer and chat template, in
+// `dir`/model, and three questions in `dir`/turns.txt; returns chat's arguments for it (seeded
+// sampling: a random model's greedy replies repeat one token).
+std::string chat_model(const TempDir& dir, int context) {
   {
     std::ofstream config(dir.file("config.json"));
     config << R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
       "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
       "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16,
-      "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
-      "tie_word_embeddings": true, "vocab_size": 151936, "bos_token_id": 151643,
-      "eos_token_id": 151645})";
+      "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": true,
+      "vocab_size": 151936, "bos_token_id": 151643, "eos_token_id": 151645,
+      "max_position_embeddings": )"
+           << context << "}";
   }
   const std::string model = dir.file("model");
-  const CliRun made = run_cli(
-      "init-model --like " + dir.file("config.json") + " --dtype f32 --seed 3 --out " + model,
-      "/dev/null");
-  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const CliRun made = run_cli("init-model --like " + dir.file("config.json") +
+                              " --dtype f32 --seed 3 --out " + model);
+  EXPECT_EQ(made.exit_code, 0) << made.err;
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
     std::filesystem::copy_file(test::data_dir() + "/tokenizers/qwen3/" + f, model + "/" + f);
   }
-  {
-    std::ofstream turns(dir.file("turns.txt"));
-    turns << "What is the capital of France?\nAnd of Germany?\nName three rivers.\n";
-  }
-  // Seeded sampling: a random model's greedy replies repeat one token.
-  const std::string args = "chat " + model +
-                           " --temperature 1 --top-k 0 --seed 11 --max-new-tokens 8 --threads 2 "
-                           "--timings";
+  std::ofstream turns(dir.file("turns.txt"));
+  turns << "What is the capital of France?\nAnd of Germany?\nName three rivers.\n";
+  return "chat " + model +
+         " --temperature 1 --top-k 0 --seed 11 --max-new-tokens 8 --threads 2 --timings";
+}
+
+TEST(ChatCli, TurnsReuseTheConversationsKeysAndReplyAsWithout) {
+  TempDir dir;
+  const std::string args = chat_model(dir, 4096);
   const CliRun cached = run_cli(args, dir.file("turns.txt"));
   const CliRun whole = run_cli(args + " --no-prompt-cache", dir.file("turns.txt"));
   ASSERT_EQ(cached.exit_code, 0) << cached.err;
@@ -70,6 +72,24 @@ TEST(ChatCli, TurnsReuseTheConversationsKeysAndReplyAsWithout) {
   EXPECT_GE(reused[1], 14) << cached.err;
   EXPECT_GT(reused[2], reused[1]) << cached.err;
   EXPECT_EQ(cached_counts(whole.err), (std::vector<int>{0, 0, 0})) << whole.err;
+}
+
+// Replies stop at the model's context; a conversation that fills it is refused (a piped chat
+// ends with the error; an interactive one would go on after /reset).
+TEST(ChatCli, RepliesStopAtTheModelsContext) {
+  TempDir dir;
+  const CliRun r = run_cli(chat_model(dir, 40), dir.file("turns.txt"));
+  EXPECT_NE(r.exit_code, 0);
+  const std::regex line(R"(\[prompt: (\d+) tokens, \d+ from the cache;.* reply: (\d+) tokens)");
+  int turns = 0;
+  for (auto it = std::sregex_iterator(r.err.begin(), r.err.end(), line);
+       it != std::sregex_iterator(); ++it, ++turns) {
+    EXPECT_LE(std::stoi((*it)[1]) + std::stoi((*it)[2]), 40) << r.err;
+  }
+  EXPECT_GE(turns, 1) << r.err;
+  EXPECT_NE(r.err.find("fills the model's context of 40 (max_position_embeddings)"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // differently).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -54,6 +55,8 @@ void add_chat(CLI::App& app) {
     const CausalLM model = CausalLM::from_pretrained(f->model, f->model_flags.options());
     GenerateOptions o = f->sampling.options();
     if (!o.max_new_tokens) o.max_new_tokens = 512;
+    const int64_t max_new = *o.max_new_tokens;
+    const int64_t context = model.config().max_position_embeddings;
     std::vector<int64_t> eos = model.generation_config().eos_token_ids;
     if (auto e = tok.eos_token_id()) eos.push_back(*e);
     o.eos_token_ids = eos;
@@ -78,6 +81,19 @@ void add_chat(CLI::App& app) {
       }
       history.push_back({{"role", "user"}, {"content", line}});
       const auto ids = tok.encode(tok.apply_chat_template(history, chat), false);
+      // A reply stops at the model's context (max_position_embeddings); a conversation that
+      // leaves no room for one is refused, and an interactive chat goes on after /reset.
+      const auto room = context > 0 ? context - static_cast<int64_t>(ids.size()) : max_new;
+      if (room <= 0) {
+        const std::string why = "the conversation (" + std::to_string(ids.size()) +
+                                " tokens) fills the model's context of " + std::to_string(context) +
+                                " (max_position_embeddings)";
+        if (!interactive) throw Error(why);
+        std::fprintf(stderr, "%s: /reset to start a new conversation\n", why.c_str());
+        history.erase(history.end() - 1);
+        continue;
+      }
+      o.max_new_tokens = std::min(max_new, room);
       if (!streamed) {  // beam search: the reply once it is final
         const auto out = model.generate(ids, o);
         DecodeOptions skip;
