@@ -16,6 +16,7 @@
 #include "generate/generation_settings.h"
 #include "generate/logits_processor.h"
 #include "generate/prompt_cache.h"
+#include "generate/shared_prefill.h"
 #include "generate/step_chain.h"
 #include "generate/stop_strings.h"
 #include "ops/ops.h"
@@ -301,6 +302,12 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     step.positions.erase(step.positions.begin(), step.positions.begin() + reused);
     step.seq = prompt - reused;
   }
+  // Repeated rows (num_return_sequences' copies of a prompt) take one prompt step between them
+  // (shared_prefill.h); ANVIL_NO_SHARED_PREFILL=1 runs every copy, for measuring one against the
+  // other.
+  const DistinctRows distinct = distinct_rows(batch.input_ids, mask);
+  const bool shared_prefill = static_cast<int64_t>(distinct.rows.size()) < rows &&
+                              std::getenv("ANVIL_NO_SHARED_PREFILL") == nullptr;
 
   std::mt19937_64 rng(opts.seed);
   std::vector<bool> finished(rows, false);
@@ -401,6 +408,8 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
         advanced = true;
         chain->queue(step, cache, true, chain_draws());
       }
+    } else if (t == 0 && shared_prefill) {
+      step_logits = prefill_distinct(decoder, step, distinct, cache);
     } else {
       step_logits = decoder.forward(step, cache);
     }

@@ -2,10 +2,12 @@
 // min_new_tokens, the streaming callback, seeded sampling, ragged prompts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "anvil/error.h"
 #include "anvil/model.h"
+#include "generate/shared_prefill.h"
 #include "test_data.h"
 
 namespace anvil {
@@ -55,6 +57,29 @@ TEST_F(Generate, StopsOnAnyOfSeveralEos) {
   const auto out = model_->generate(p, o);
   EXPECT_LE(out.size(), p.size() + 3);
   EXPECT_EQ(out, std::vector<int64_t>(full.begin(), full.begin() + out.size()));
+}
+
+// Repeated rows (num_return_sequences' copies, or a caller's duplicates) share one prompt step
+// (shared_prefill.h): each row still continues as transformers continues its prompt, whether
+// its distinct row came first or repeats one before it; the same rows with a mask differing
+// only in padding are other rows.
+TEST_F(Generate, RepeatedRowsShareOnePromptStep) {
+  const auto ids = test::id_rows(*golden_, "input_ids_b");
+  const auto mask = test::id_rows(*golden_, "attention_mask_b");
+  const auto full = test::id_rows(*golden_, "gen_b");
+  Batch b;
+  const std::vector<size_t> order{1, 0, 1, 1, 0};
+  for (size_t r : order) {
+    b.input_ids.push_back(ids[r]);
+    b.attention_mask.push_back(mask[r]);
+  }
+  const auto out = model_->generate(b, greedy(16));
+  ASSERT_EQ(out.size(), order.size());
+  for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(out[i], full[order[i]]) << "row " << i;
+  EXPECT_EQ(distinct_rows(b.input_ids, b.attention_mask).rows, (std::vector<int64_t>{0, 1}));
+  auto unmasked = b.attention_mask;
+  std::fill(unmasked[1].begin(), unmasked[1].end(), 1);
+  EXPECT_EQ(distinct_rows(b.input_ids, unmasked).of, (std::vector<int64_t>{0, 1, 0, 0, 2}));
 }
 
 TEST_F(Generate, FinishedRowsArePaddedWhileOthersContinue) {

@@ -165,6 +165,21 @@ TEST_P(DeviceDecode, PromptCacheCallsContinueAsOneGenerate) {
   EXPECT_EQ(cache.reused(), reuses ? 10 : 0);
 }
 
+// Repeated rows take one prompt step on a device too (their keys, values and logits copied
+// there): every copy continues as transformers continues the prompt.
+TEST_P(DeviceDecode, RepeatedRowsShareOnePromptStep) {
+  const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
+  const CausalLM dev = load(test::device_name(std::get<1>(GetParam())));
+  Batch b;
+  const auto a = test::id_rows(golden, "input_ids_a")[0];
+  b.input_ids = {a, a, a};
+  GenerateOptions o;
+  o.max_new_tokens = 16;
+  o.do_sample = false;
+  const auto want = test::id_rows(golden, "gen_a")[0];
+  EXPECT_EQ(dev.generate(b, o), (std::vector<std::vector<int64_t>>{want, want, want}));
+}
+
 // Beam search on a device: the prompt's cache copied to every beam, rows gathered on the device
 // as the beams move, recorded steps replayed on the gathered cache: the CPU's rows.
 TEST_P(DeviceDecode, BeamSearchMatchesTheCpu) {
