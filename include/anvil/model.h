@@ -133,6 +133,14 @@ struct GenerateOptions {
   /// Keys and values reused from the previous call and kept for the next (PromptCache); null:
   /// every call runs its whole prompt.
   PromptCache* prompt_cache = nullptr;
+  /// transformers' output_scores (with return_dict_in_generate): each step appends its rows'
+  /// scores as the token was picked from them, float32 [rows, vocab] on the host: the logits
+  /// after the processors and, when sampling, the warpers (and a log-softmax with
+  /// renormalize_logits). Finished rows' scores are kept too. Every step then edits its rows on
+  /// the host. Not with beam search.
+  std::vector<Tensor>* scores = nullptr;
+  /// transformers' output_logits: each step's raw logits, float32 [rows, vocab] on the host.
+  std::vector<Tensor>* logits = nullptr;
 };
 
 class CausalLM {

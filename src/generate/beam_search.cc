@@ -47,18 +47,6 @@ bool better(const Candidate& a, const Candidate& b) {
   return a.value > b.value || (a.value == b.value && a.index < b.index);
 }
 
-// log_softmax of a float32 row: x - max - log(sum exp(x - max)), each exp in float32 as torch
-// takes it (half the time of double's over a 150k vocabulary, the host's main cost of a beam
-// step), the sum in double.
-void log_softmax(std::span<float> row) {
-  const float m = *std::max_element(row.begin(), row.end());
-  if (m == -std::numeric_limits<float>::infinity()) return;
-  double sum = 0;
-  for (float v : row) sum += static_cast<double>(std::exp(v - m));
-  const auto log_sum = static_cast<float>(std::log(sum));
-  for (float& v : row) v = v - m - log_sum;
-}
-
 // `k` entries drawn without replacement from softmax(values) (torch.multinomial with
 // replacement=False), then ordered best first as transformers sorts them.
 std::vector<Candidate> draw_without_replacement(const std::vector<Candidate>& pool, int64_t k,

@@ -246,6 +246,13 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
                   std::to_string(settings.num_return_sequences) + ")");
     }
   }
+  // Steps' scores or logits kept for the caller (output_scores / output_logits): every step
+  // takes its rows to the host and edits them there.
+  const bool keeps_scores = opts.scores || opts.logits;
+  if (keeps_scores && settings.num_beams > 1) {
+    throw Error("scores / logits of each step: not with beam search (num_beams " +
+                std::to_string(settings.num_beams) + ")");
+  }
   if (settings.num_beams > 1) return run_beam_search(decoder, settings, batch, mask).sequences;
   if (settings.num_return_sequences > 1) {
     // Independent samples: each prompt repeated, as transformers' _expand_inputs_for_generation.
@@ -270,7 +277,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   const SamplingParams& sp = settings.sampling;
   const auto rows = static_cast<int64_t>(batch.input_ids.size());
   const int64_t max_new = settings.max_new, min_new = settings.min_new;
-  const bool host_edits = settings.host_edits();
+  const bool host_edits = settings.host_edits() || keeps_scores;
   const std::vector<int64_t>& eos = settings.eos;
   const int64_t pad = settings.pad;
   const int64_t vocab = decoder.config().vocab_size;
@@ -460,6 +467,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     } else {
       logits = step_logits.to_f32_vector();
     }
+    std::vector<float> step_scores(opts.scores ? static_cast<size_t>(rows * vocab) : 0);
     for (int64_t r = 0; r < rows; ++r) {
       int64_t token;
       std::optional<int64_t> picked;
@@ -486,8 +494,15 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
         // (A step penalised on the device comes here only when its candidates could not decide,
         // with the penalised row.)
         settings.process(scores, sequences[r], padding[r], t, r, penalised);
+        if (sp.do_sample) apply_warpers(scores, sp);
+        if (opts.scores) {
+          std::copy(scores.begin(), scores.end(), step_scores.begin() + r * vocab);
+          if (settings.renormalize_logits) {  // LogitNormalization, the last processor
+            log_softmax(std::span(step_scores)
+                            .subspan(static_cast<size_t>(r * vocab), static_cast<size_t>(vocab)));
+          }
+        }
         if (sp.do_sample) {
-          apply_warpers(scores, sp);
           token = uniforms.empty() ? sample(scores, rng) : sample(scores, uniforms[r]);
         } else {
           token = argmax(scores);
@@ -502,6 +517,8 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
       if (std::find(eos.begin(), eos.end(), token) != eos.end()) finished[r] = true;
       if (stops && !finished[r] && stops->hit(sequences[r])) finished[r] = true;
     }
+    if (opts.scores) opts.scores->push_back(Tensor::from_f32(step_scores, {rows, vocab}));
+    if (opts.logits) opts.logits->push_back(Tensor::from_f32(logits, {rows, vocab}));
     if (t > 0) {  // decode steps only (the first is the prefill)
       t_forward += std::chrono::duration<double>(t_queued - t_begin).count();
       t_pick += std::chrono::duration<double>(now() - t_queued).count();

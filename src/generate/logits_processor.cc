@@ -437,4 +437,13 @@ std::optional<int64_t> sample_from_candidates(std::span<const float> values,
   return indices[order[static_cast<size_t>(sample(scores, u))]];
 }
 
+void log_softmax(std::span<float> row) {
+  const float m = *std::max_element(row.begin(), row.end());
+  if (m == -std::numeric_limits<float>::infinity()) return;
+  double sum = 0;
+  for (float v : row) sum += static_cast<double>(std::exp(v - m));
+  const auto log_sum = static_cast<float>(std::log(sum));
+  for (float& v : row) v = v - m - log_sum;
+}
+
 }  // namespace anvil

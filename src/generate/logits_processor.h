@@ -32,6 +32,11 @@ struct SamplingParams {
   }
 };
 
+/// log_softmax of a float32 row in place: x - max - log(sum exp(x - max)), each exp in float32
+/// as torch takes it (half the time of double's over a 150k vocabulary, the host's main cost of
+/// a beam step), the sum in double. A row of -inf stays as it is.
+void log_softmax(std::span<float> row);
+
 /// RepetitionPenaltyLogitsProcessor: every id in `context` has its score divided by the
 /// penalty when positive, multiplied when negative.
 void apply_repetition_penalty(std::span<float> scores, const std::vector<int64_t>& context,

@@ -143,6 +143,38 @@ TEST(Cli, TypicalEpsilonEtaFlags) {
   expect_one_line_error(run(gen + "--greedy --eta-cutoff 0.1"), "--greedy: cannot be combined");
 }
 
+// --scores-out: transformers' output_scores and output_logits as [steps, rows, vocab]
+// (scripts/goldens/make_scores_goldens.py), and a refusal with beam search.
+TEST(Cli, ScoresOut) {
+  const auto golden = SafetensorsFile::open(test::golden_path("qwen3-tiny"));
+  const auto want =
+      SafetensorsFile::open(test::data_dir() + "/extra/scores-qwen3-tiny.safetensors");
+  TempDir dir;
+  const std::string gen = "generate " + test::model_dir("qwen3-tiny") + " --input-ids " +
+                          join_rows(test::id_rows(golden, "input_ids_a"), ',', ';') +
+                          " --max-new-tokens 6 --greedy --output-ids --scores-out " +
+                          dir.file("s.safetensors");
+  const CliRun r = run(gen + " --repetition-penalty 1.3 --no-repeat-ngram-size 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, join_rows(test::id_rows(want, "greedy_sequences"), ',', '\n') + "\n");
+  const auto out = SafetensorsFile::open(dir.file("s.safetensors"));
+  for (const char* name : {"scores", "logits"}) {
+    const Tensor got = out.load(name);
+    ASSERT_EQ(got.shape(), (Shape{6, 1, 1000})) << name;
+    const auto g = got.to_f32_vector();
+    const auto w = want.load(std::string("greedy_") + name).to_f32_vector();
+    ASSERT_EQ(g.size(), w.size());
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (std::isinf(w[i])) {
+        ASSERT_EQ(g[i], w[i]) << name << " " << i;
+      } else {
+        ASSERT_NEAR(g[i], w[i], 1e-4f) << name << " " << i;
+      }
+    }
+  }
+  expect_one_line_error(run(gen + " --num-beams 2"), "not with beam search");
+}
+
 // Beam search from the command line: the rows the library returns for the same options
 // (whose parity with transformers tests/generate/beam_search_test.cc checks), num_return_sequences
 // of them, and the flags' values checked.

@@ -1,9 +1,11 @@
 // `anvil generate`: continue a text prompt (streamed) or rows of token ids.
 #include <cstdio>
+#include <cstring>
 #include <optional>
 
 #include "anvil/auto_tokenizer.h"
 #include "anvil/error.h"
+#include "anvil/safetensors.h"
 #include "cli_common.h"
 #include "commands.h"
 
@@ -12,7 +14,7 @@ namespace anvil::cli {
 void add_generate(CLI::App& app) {
   struct Flags {
     std::vector<std::string> positional;
-    std::string model, prompt, ids, mask;
+    std::string model, prompt, ids, mask, scores_out;
     bool output_ids = false;
     SamplingFlags sampling;
     ModelFlags model_flags;
@@ -28,6 +30,10 @@ void add_generate(CLI::App& app) {
   cmd->add_option("--attention-mask", f->mask, "rows of 0/1 for --input-ids (0 = left padding)");
   cmd->add_flag("--output-ids", f->output_ids,
                 "print each row's ids (prompt and continuation), comma-separated");
+  cmd->add_option("--scores-out", f->scores_out,
+                  "write each step's scores (after the processors and warpers) and raw logits to "
+                  "this .safetensors file: float32 'scores' and 'logits' [steps, rows, vocab], "
+                  "transformers' output_scores / output_logits (not with beam search)");
   f->sampling.add_to(*cmd);
   f->model_flags.add_to(*cmd);
   cmd->callback([f] {
@@ -43,6 +49,29 @@ void add_generate(CLI::App& app) {
     f->model = model_or_default(f->model);
     GenerateOptions o = f->sampling.options();
     const CausalLM model = CausalLM::from_pretrained(f->model, f->model_flags.options());
+    std::vector<Tensor> scores, logits;
+    if (!f->scores_out.empty()) {
+      o.scores = &scores;
+      o.logits = &logits;
+    }
+    // The steps' [rows, vocab] tensors stacked as [steps, rows, vocab].
+    const auto write_scores = [&] {
+      if (f->scores_out.empty()) return;
+      SafetensorsWriter w(f->scores_out);
+      for (const auto& [name, steps] :
+           {std::pair("scores", &scores), std::pair("logits", &logits)}) {
+        const Shape one = steps->empty() ? Shape{0, 0} : (*steps)[0].shape();
+        w.add(name, DType::f32, {static_cast<int64_t>(steps->size()), one[0], one[1]},
+              [steps](std::span<std::byte> out) {
+                size_t at = 0;
+                for (const Tensor& t : *steps) {
+                  std::memcpy(out.data() + at, t.raw(), t.nbytes());
+                  at += t.nbytes();
+                }
+              });
+      }
+      w.finish();
+    };
     if (!f->ids.empty()) {
       const Batch batch = batch_from_flags(f->ids, f->mask);
       // The tokenizer only where its text is needed: stop strings, or printing text.
@@ -60,6 +89,7 @@ void add_generate(CLI::App& app) {
           const std::string text = tok.decode(row, skip);
           std::printf("%s\n", text.c_str());
         }
+        write_scores();
         return;
       }
       for (const auto& row : rows) {
@@ -67,6 +97,7 @@ void add_generate(CLI::App& app) {
         for (size_t i = 0; i < row.size(); ++i) line += (i ? "," : "") + std::to_string(row[i]);
         std::printf("%s\n", line.c_str());
       }
+      write_scores();
       return;
     }
     const auto tok = AutoTokenizer::from_pretrained(f->model);
@@ -87,6 +118,7 @@ void add_generate(CLI::App& app) {
         if (rows.size() > 1) std::printf("[%zu] ", r + 1);
         std::printf("%s\n", f->output_ids ? line.c_str() : tok.decode(fresh, skip).c_str());
       }
+      write_scores();
       return;
     }
     if (f->output_ids) {
@@ -94,6 +126,7 @@ void add_generate(CLI::App& app) {
       std::string line;
       for (size_t i = 0; i < out.size(); ++i) line += (i ? "," : "") + std::to_string(out[i]);
       std::printf("%s\n", line.c_str());
+      write_scores();
       return;
     }
     StreamingDecoder stream(tok.tokenizer(), true);
@@ -107,6 +140,7 @@ void add_generate(CLI::App& app) {
     const std::string rest = stream.finish();
     std::fwrite(rest.data(), 1, rest.size(), stdout);
     std::printf("\n");
+    write_scores();
   });
 }
 
