@@ -53,7 +53,7 @@ int64_t start_prompt_cache(PromptCache::State& state, const Decoder& decoder,
   const int64_t reuse = reusable_prefix(decoder.config(), state.tokens, prompt);
   state.tokens.clear();
   state.reused = 0;
-  if (state.cache.capacity < capacity || state.cache.batch != 1) {
+  if (state.cache.capacity < capacity) {
     // Room to grow: a conversation's next turns reuse this allocation rather than copy again.
     const int64_t limit = decoder.config().max_position_embeddings;
     int64_t grown = std::max(capacity, 2 * state.cache.capacity);

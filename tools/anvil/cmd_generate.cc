@@ -72,74 +72,75 @@ void add_generate(CLI::App& app) {
       }
       w.finish();
     };
-    if (!f->ids.empty()) {
-      const Batch batch = batch_from_flags(f->ids, f->mask);
-      // The tokenizer only where its text is needed: stop strings, or printing text.
-      std::optional<PreTrainedTokenizer> stop_tok;
-      if (o.stop_strings.value_or(model.generation_config().stop_strings).size() > 0) {
-        stop_tok.emplace(AutoTokenizer::from_pretrained(f->model));
-        o.tokenizer = &stop_tok->tokenizer();
-      }
-      const auto rows = model.generate(batch, o);
-      if (!f->output_ids) {
-        const auto tok = AutoTokenizer::from_pretrained(f->model);
-        DecodeOptions skip;
-        skip.skip_special_tokens = true;
-        for (const auto& row : rows) {
-          const std::string text = tok.decode(row, skip);
-          std::printf("%s\n", text.c_str());
+    // Generates and prints (several forms, each returning when done); then the scores.
+    const auto generate_and_print = [&] {
+      if (!f->ids.empty()) {
+        const Batch batch = batch_from_flags(f->ids, f->mask);
+        // The tokenizer only where its text is needed: stop strings, or printing text.
+        std::optional<PreTrainedTokenizer> stop_tok;
+        if (o.stop_strings.value_or(model.generation_config().stop_strings).size() > 0) {
+          stop_tok.emplace(AutoTokenizer::from_pretrained(f->model));
+          o.tokenizer = &stop_tok->tokenizer();
         }
-        write_scores();
+        const auto rows = model.generate(batch, o);
+        if (!f->output_ids) {
+          const auto tok = AutoTokenizer::from_pretrained(f->model);
+          DecodeOptions skip;
+          skip.skip_special_tokens = true;
+          for (const auto& row : rows) {
+            const std::string text = tok.decode(row, skip);
+            std::printf("%s\n", text.c_str());
+          }
+          return;
+        }
+        for (const auto& row : rows) {
+          std::string line;
+          for (size_t i = 0; i < row.size(); ++i) line += (i ? "," : "") + std::to_string(row[i]);
+          std::printf("%s\n", line.c_str());
+        }
         return;
       }
-      for (const auto& row : rows) {
+      const auto tok = AutoTokenizer::from_pretrained(f->model);
+      const auto ids = tok.encode(f->prompt);
+      o.tokenizer = &tok.tokenizer();  // for stop strings (the options' or generation_config's)
+      if (!streams(o, model.generation_config())) {
+        // Beam search (or several sequences): each row's continuation once it is final.
+        Batch batch;
+        batch.input_ids = {ids};
+        const auto rows = model.generate(batch, o);
+        DecodeOptions skip;
+        skip.skip_special_tokens = true;
+        for (size_t r = 0; r < rows.size(); ++r) {
+          const std::vector<int64_t> fresh(rows[r].begin() + static_cast<int64_t>(ids.size()),
+                                           rows[r].end());
+          std::string line;
+          for (size_t i = 0; i < fresh.size(); ++i)
+            line += (i ? "," : "") + std::to_string(fresh[i]);
+          if (rows.size() > 1) std::printf("[%zu] ", r + 1);
+          std::printf("%s\n", f->output_ids ? line.c_str() : tok.decode(fresh, skip).c_str());
+        }
+        return;
+      }
+      if (f->output_ids) {
+        const auto out = model.generate(ids, o);
         std::string line;
-        for (size_t i = 0; i < row.size(); ++i) line += (i ? "," : "") + std::to_string(row[i]);
+        for (size_t i = 0; i < out.size(); ++i) line += (i ? "," : "") + std::to_string(out[i]);
         std::printf("%s\n", line.c_str());
+        return;
       }
-      write_scores();
-      return;
-    }
-    const auto tok = AutoTokenizer::from_pretrained(f->model);
-    const auto ids = tok.encode(f->prompt);
-    o.tokenizer = &tok.tokenizer();  // for stop strings (the options' or generation_config's)
-    if (!streams(o, model.generation_config())) {
-      // Beam search (or several sequences): each row's continuation once it is final.
-      Batch batch;
-      batch.input_ids = {ids};
-      const auto rows = model.generate(batch, o);
-      DecodeOptions skip;
-      skip.skip_special_tokens = true;
-      for (size_t r = 0; r < rows.size(); ++r) {
-        const std::vector<int64_t> fresh(rows[r].begin() + static_cast<int64_t>(ids.size()),
-                                         rows[r].end());
-        std::string line;
-        for (size_t i = 0; i < fresh.size(); ++i) line += (i ? "," : "") + std::to_string(fresh[i]);
-        if (rows.size() > 1) std::printf("[%zu] ", r + 1);
-        std::printf("%s\n", f->output_ids ? line.c_str() : tok.decode(fresh, skip).c_str());
-      }
-      write_scores();
-      return;
-    }
-    if (f->output_ids) {
-      const auto out = model.generate(ids, o);
-      std::string line;
-      for (size_t i = 0; i < out.size(); ++i) line += (i ? "," : "") + std::to_string(out[i]);
-      std::printf("%s\n", line.c_str());
-      write_scores();
-      return;
-    }
-    StreamingDecoder stream(tok.tokenizer(), true);
-    o.streamer = [&](const std::vector<int64_t>& step) {
-      const std::string piece = stream.push(step[0]);
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
-      return true;
+      StreamingDecoder stream(tok.tokenizer(), true);
+      o.streamer = [&](const std::vector<int64_t>& step) {
+        const std::string piece = stream.push(step[0]);
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+        return true;
+      };
+      model.generate(ids, o);
+      const std::string rest = stream.finish();
+      std::fwrite(rest.data(), 1, rest.size(), stdout);
+      std::printf("\n");
     };
-    model.generate(ids, o);
-    const std::string rest = stream.finish();
-    std::fwrite(rest.data(), 1, rest.size(), stdout);
-    std::printf("\n");
+    generate_and_print();
     write_scores();
   });
 }
