@@ -11,22 +11,17 @@
 #include <gtest/gtest.h>
 
 #include "chat/jinja_test_util.h"
+#include "expect_error.h"
 
 namespace anvil::test {
 namespace {
 
 using json = nlohmann::ordered_json;
 
-// Expects `fn` to throw anvil::Error whose message contains `fragment`.
+// Expects `fn` to throw a chat template error whose message contains `fragment`.
 template <typename Fn>
-void expect_error(Fn fn, const std::string& fragment) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected one containing: " << fragment;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-    EXPECT_EQ(std::string(e.what()).rfind("chat template: ", 0), 0u) << e.what();
-  }
+void expect_template_error(Fn fn, const std::string& fragment) {
+  expect_error(fn, fragment, "chat template: ");
 }
 
 constexpr const char* kTemplate = R"J({%- set ns = namespace(n=0) %}
@@ -68,7 +63,7 @@ TEST(ChatTemplateApi, RendersConcurrently) {
 }
 
 TEST(ChatTemplateApi, ContextMustBeAnObject) {
-  expect_error([] { ChatTemplate("x").render(json::array()); }, "must be a JSON object");
+  expect_template_error([] { ChatTemplate("x").render(json::array()); }, "must be a JSON object");
 }
 
 TEST(ChatTemplateApi, StrftimeNowUsesTheLocalClock) {
@@ -105,33 +100,34 @@ TEST(ChatTemplateApi, GenerationBlocksRenderTheirBody) {
   EXPECT_EQ(
       render("{% set x = 1 %}{% generation %}{% set x = 2 %}{{ x }}{% endgeneration %}{{ x }}"),
       "21");
-  expect_error([] { render("{% generation %}unclosed"); }, "'endgeneration'");
+  expect_template_error([] { render("{% generation %}unclosed"); }, "'endgeneration'");
 }
 
 TEST(JinjaRobustness, NestingIsBounded) {
   // Parentheses, lists and blocks nested far beyond any real template fail cleanly.
-  expect_error(
+  expect_template_error(
       [] { render("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}"); },
       "nested too deeply");
-  expect_error([] { render("{{ " + std::string(5000, '[') + std::string(5000, ']') + " }}"); },
-               "nested too deeply");
+  expect_template_error(
+      [] { render("{{ " + std::string(5000, '[') + std::string(5000, ']') + " }}"); },
+      "nested too deeply");
   std::string ifs;
   for (int i = 0; i < 1000; ++i) ifs += "{% if true %}";
-  expect_error([&] { render(ifs); }, "nested too deeply");
+  expect_template_error([&] { render(ifs); }, "nested too deeply");
   std::string chain = "{{ 1";
   for (int i = 0; i < 5000; ++i) chain += " + 1";
-  expect_error([&] { render(chain + " }}"); }, "nested too deeply");
+  expect_template_error([&] { render(chain + " }}"); }, "nested too deeply");
   std::string nots = "{{ ";
   for (int i = 0; i < 5000; ++i) nots += "not ";
-  expect_error([&] { render(nots + "1 }}"); }, "nested too deeply");
+  expect_template_error([&] { render(nots + "1 }}"); }, "nested too deeply");
   // A few hundred levels are fine.
   EXPECT_EQ(render("{{ " + std::string(40, '(') + "1" + std::string(40, ')') + " }}"), "1");
 }
 
 TEST(JinjaRobustness, RecursionIsBounded) {
-  expect_error([] { render("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"); },
-               "macro 'f' nested too deeply");
-  expect_error(
+  expect_template_error([] { render("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"); },
+                        "macro 'f' nested too deeply");
+  expect_template_error(
       [] {
         render(
             "{% macro a() %}{{ b() }}{% endmacro %}{% macro b() %}{{ a() }}"
@@ -146,14 +142,19 @@ TEST(JinjaRobustness, RecursionIsBounded) {
 TEST(JinjaRobustness, DeepContextsAndSelfReferencesFailCleanly) {
   json deep = json::array();
   for (int i = 0; i < 2000; ++i) deep = json::array({deep});
-  expect_error([&] { ChatTemplate("{{ x|length }}").render({{"x", deep}}); }, "nested too deeply");
+  expect_template_error(
+      [&] {
+        ChatTemplate("{{ x|length }}").render({{"x", deep}});
+      },
+      "nested too deeply");
   // A namespace that contains itself cannot be printed or serialized, but does not crash or leak.
-  expect_error([] { render("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}"); },
-               "nested too deeply");
-  expect_error([] { render("{% set ns = namespace() %}{% set ns.l = [ns] %}{{ ns.l|tojson }}"); },
-               "not JSON serializable");
+  expect_template_error([] { render("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}"); },
+                        "nested too deeply");
+  expect_template_error(
+      [] { render("{% set ns = namespace() %}{% set ns.l = [ns] %}{{ ns.l|tojson }}"); },
+      "not JSON serializable");
   // Lists built in a loop cannot grow deeper than the limit either.
-  expect_error(
+  expect_template_error(
       [] {
         render(
             "{% set ns = namespace(l=[]) %}{% for i in range(2000) %}{% set ns.l = [ns.l] %}"
@@ -166,24 +167,26 @@ TEST(JinjaRobustness, DeepContextsAndSelfReferencesFailCleanly) {
 }
 
 TEST(JinjaRobustness, ResourceLimits) {
-  expect_error([] { render("{{ 'x' * 100000000000 }}"); }, "too long");
-  expect_error([] { render("{{ range(200000)|length }}"); }, "Range too big");
-  expect_error([] { render("{{ 2 ** 64 }}"); }, "integer overflow");
-  expect_error([] { render("{{ 99999999999999999999 }}"); }, "integer literal too large");
+  expect_template_error([] { render("{{ 'x' * 100000000000 }}"); }, "too long");
+  expect_template_error([] { render("{{ range(200000)|length }}"); }, "Range too big");
+  expect_template_error([] { render("{{ 2 ** 64 }}"); }, "integer overflow");
+  expect_template_error([] { render("{{ 99999999999999999999 }}"); }, "integer literal too large");
   // Strings and lists that double in a loop, and filters that multiply a string, stop at the
   // 256 MiB a template may build instead of exhausting memory.
   const std::string doubling = "{% set ns = namespace(s='a', l=[1]) %}{% for i in range(40) %}";
-  expect_error([&] { render(doubling + "{% set ns.s = ns.s ~ ns.s %}{% endfor %}"); },
-               "a string built by ~ would pass 256 MiB");
-  expect_error([&] { render(doubling + "{% set ns.s = ns.s + ns.s %}{% endfor %}"); },
-               "a string built by + would pass 256 MiB");
-  expect_error([&] { render(doubling + "{% set ns.l = ns.l + ns.l %}{% endfor %}"); },
-               "a list built by + longer than");
+  expect_template_error([&] { render(doubling + "{% set ns.s = ns.s ~ ns.s %}{% endfor %}"); },
+                        "a string built by ~ would pass 256 MiB");
+  expect_template_error([&] { render(doubling + "{% set ns.s = ns.s + ns.s %}{% endfor %}"); },
+                        "a string built by + would pass 256 MiB");
+  expect_template_error([&] { render(doubling + "{% set ns.l = ns.l + ns.l %}{% endfor %}"); },
+                        "a list built by + longer than");
   const std::string big = "{% set s = 'a' * 100000000 %}";
-  expect_error([&] { render(big + "{{ s|replace('a', 'bcd') }}"); }, "replace's result would pass");
-  expect_error([&] { render(big + "{{ [s, s, s]|join('') }}"); }, "join's result would pass");
-  expect_error([&] { render(big + "{% for i in range(3) %}{{ s }}{% endfor %}"); },
-               "the rendered text would pass");
+  expect_template_error([&] { render(big + "{{ s|replace('a', 'bcd') }}"); },
+                        "replace's result would pass");
+  expect_template_error([&] { render(big + "{{ [s, s, s]|join('') }}"); },
+                        "join's result would pass");
+  expect_template_error([&] { render(big + "{% for i in range(3) %}{{ s }}{% endfor %}"); },
+                        "the rendered text would pass");
   EXPECT_EQ(render(big + "{{ (s ~ s)|length }}"), "200000000");
   // The largest range the sandbox allows still renders quickly.
   EXPECT_EQ(render("{% set ns = namespace(s=0) %}{% for i in range(100000) %}"

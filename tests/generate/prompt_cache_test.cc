@@ -7,26 +7,19 @@
 #include <string>
 #include <vector>
 
-#include "anvil/error.h"
 #include "anvil/model.h"
 #include "anvil/safetensors.h"
+#include "expect_error.h"
 #include "generate/prompt_cache.h"
 #include "test_data.h"
 
 namespace anvil {
 namespace {
 
+using test::expect_error;
+
 std::vector<int64_t> first(const std::vector<int64_t>& ids, size_t n) {
   return std::vector<int64_t>(ids.begin(), ids.begin() + static_cast<int64_t>(n));
-}
-
-void expect_error(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one saying '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
 }
 
 // A fixture's model and its goldens' prompt a and 40-token greedy continuation (eos ignored).
@@ -45,8 +38,8 @@ Loaded load(const std::string& name) {
   return l;
 }
 
-// Fixtures with a 40-token greedy golden (gen_long_a, eos ignored): full attention, a window
-// shorter than the conversation (Mistral), windows on some layers (Qwen2), Gemma 3's pattern.
+// Fixtures with a 40-token greedy golden (gen_long_a, eos ignored): a window shorter than the
+// conversation (Mistral), windows on some layers (Qwen2), Gemma 3's local and global layers.
 class PromptCacheTurns : public ::testing::TestWithParam<std::string> {};
 
 // A conversation in three calls through one cache, each prompt the last call's output (or the
