@@ -137,10 +137,19 @@ struct GenerateOptions {
   /// scores as the token was picked from them, float32 [rows, vocab] on the host: the logits
   /// after the processors and, when sampling, the warpers (and a log-softmax with
   /// renormalize_logits). Finished rows' scores are kept too. Every step then edits its rows on
-  /// the host. Not with beam search.
+  /// the host. With beam search, a step's rows are its beams' (prompts x num_beams; the first
+  /// step's are copies of the prompt's), log-probabilities after the processors, before the
+  /// beams' running sums are added.
   std::vector<Tensor>* scores = nullptr;
   /// transformers' output_logits: each step's raw logits, float32 [rows, vocab] on the host.
   std::vector<Tensor>* logits = nullptr;
+  /// Beam search only: each returned row's score, its log-probability sum / length^
+  /// length_penalty (transformers' sequences_scores).
+  std::vector<float>* sequences_scores = nullptr;
+  /// Beam search only: for each returned row and each of its new tokens, the beam (prompt x
+  /// num_beams + beam) that the token extended; -1 past the row's end, up to the longest
+  /// returned row (transformers' beam_indices, as compute_transition_scores reads them).
+  std::vector<std::vector<int64_t>>* beam_indices = nullptr;
 };
 
 class CausalLM {

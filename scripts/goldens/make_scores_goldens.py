@@ -8,6 +8,10 @@ float32, eager attention). Writes tests/data/extra/scores-qwen3-tiny.safetensors
              scores [4, 2, 1000]
   sample_*:  prompt a sampled (temperature 0.7, top_k 20, top_p 0.9): the first step's scores
              [1, 1000] (later steps follow torch's draws, which anvil cannot reproduce)
+  beam_*:    the padded batch b, beam search of 3 beams returning 2, length_penalty 0.8,
+             repetition_penalty 1.2, up to 6 tokens, eos the token greedy search gives row 0
+             third (so some hypotheses end early): sequences [4, L], scores and logits
+             [steps, 6, 1000], sequences_scores [4], beam_indices [4, L - 7]
 Usage: make_scores_goldens.py TESTS_DATA_DIR"""
 import sys
 
@@ -38,6 +42,17 @@ def main():
     g = model.generate(a, max_new_tokens=1, do_sample=True, temperature=0.7, top_k=20, top_p=0.9,
                        **common)
     out["sample_scores"] = g.scores[0]
+    eos = int(out["batch_sequences"][0, b.shape[1] + 2])
+    g = model.generate(b, attention_mask=mask, max_new_tokens=6, do_sample=False, num_beams=3,
+                       num_return_sequences=2, length_penalty=0.8, repetition_penalty=1.2,
+                       return_dict_in_generate=True, output_scores=True, output_logits=True,
+                       eos_token_id=eos, pad_token_id=0)
+    out["beam_eos"] = torch.tensor([eos])
+    out["beam_sequences"] = g.sequences
+    out["beam_scores"] = torch.stack(g.scores)
+    out["beam_logits"] = torch.stack(g.logits)
+    out["beam_sequences_scores"] = g.sequences_scores
+    out["beam_indices"] = g.beam_indices
     save_file({k: v.contiguous() for k, v in out.items()},
               f"{data}/extra/scores-qwen3-tiny.safetensors")
     print({k: list(v.shape) for k, v in out.items()})

@@ -23,7 +23,8 @@ namespace {
 constexpr float kLoses = -1.0e9f;
 
 struct Hypothesis {
-  std::vector<int64_t> tokens;  // the new tokens
+  std::vector<int64_t> tokens;   // the new tokens
+  std::vector<int64_t> sources;  // the beam row each of them extended (beam_indices)
   float score = kLoses;
   bool finished = false;  // a real finished hypothesis, not a placeholder
 };
@@ -31,6 +32,7 @@ struct Hypothesis {
 // One prompt's beams.
 struct BeamGroup {
   std::vector<std::vector<int64_t>> running;  // each running beam's new tokens
+  std::vector<std::vector<int64_t>> sources;  // and the beam rows they extended
   std::vector<float> running_scores;          // their summed log-probabilities, best first
   std::vector<Hypothesis> done;               // num_beams slots, best first
   bool may_improve = true;                    // is_early_stop_heuristic_unsatisfied
@@ -126,7 +128,9 @@ float length_normalised(float score, int64_t length, float penalty) {
 
 BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSettings& settings,
                                  const Batch& batch,
-                                 const std::vector<std::vector<int64_t>>& mask) {
+                                 const std::vector<std::vector<int64_t>>& mask,
+                                 std::vector<Tensor>* step_scores,
+                                 std::vector<Tensor>* step_logits) {
   const int64_t beams = settings.num_beams;
   const auto prompts = static_cast<int64_t>(batch.input_ids.size());
   const auto prompt = static_cast<int64_t>(batch.input_ids[0].size());
@@ -188,6 +192,7 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
   std::vector<BeamGroup> groups(static_cast<size_t>(prompts));
   for (BeamGroup& g : groups) {
     g.running.assign(static_cast<size_t>(beams), {});
+    g.sources.assign(static_cast<size_t>(beams), {});
     g.running_scores.assign(static_cast<size_t>(beams), kLoses);
     g.running_scores[0] = 0.0f;  // only the first beam's continuations count at first
     g.done.assign(static_cast<size_t>(beams), Hypothesis{});
@@ -209,6 +214,9 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
     bool all_end = true;  // every kept continuation hit a stopping criterion
     std::vector<int64_t> source(static_cast<size_t>(prompts * beams));
     std::vector<int64_t> next_ids(static_cast<size_t>(prompts * beams));
+    // This step's rows for the caller (every beam's, the first step's copies of its prompt's).
+    std::vector<float> kept_scores(step_scores ? static_cast<size_t>(prompts * beams * vocab) : 0);
+    std::vector<float> kept_logits(step_logits ? static_cast<size_t>(prompts * beams * vocab) : 0);
     for (int64_t b = 0; b < prompts; ++b) {
       BeamGroup& g = groups[b];
       pool.clear();
@@ -216,12 +224,15 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
         // The first step's logits are the prompt's, the same for every beam.
         const int64_t row = t == 0 ? b : b * beams + j;
         std::copy(logits + row * vocab, logits + (row + 1) * vocab, scores.begin());
+        const int64_t kept_at = (b * beams + j) * vocab;
+        if (step_logits) std::copy(scores.begin(), scores.end(), kept_logits.begin() + kept_at);
         log_softmax(scores);
         std::vector<int64_t> ids = batch.input_ids[b];
         ids.insert(ids.end(), g.running[j].begin(), g.running[j].end());
         settings.process(scores, ids, padding[b], t, b);
         if (sampling) apply_warpers(scores, warpers);
         if (settings.renormalize_logits) log_softmax(scores);  // LogitNormalization, last
+        if (step_scores) std::copy(scores.begin(), scores.end(), kept_scores.begin() + kept_at);
         const float base = g.running_scores[j];
         if (sampling) {
           for (int64_t v = 0; v < vocab; ++v) {
@@ -269,6 +280,8 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
         h.finished = just_finished;
         h.tokens = g.running[top[i].index / vocab];
         h.tokens.push_back(top[i].index % vocab);
+        h.sources = g.sources[top[i].index / vocab];
+        h.sources.push_back(b * beams + top[i].index / vocab);
         merged.push_back(std::move(h));
       }
       std::vector<Candidate> order(merged.size());
@@ -279,17 +292,23 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
       for (int64_t i = 0; i < beams; ++i) g.done[i] = merged[order[i].index];
       // The running beams for the next step, and the cache rows they continue.
       std::vector<std::vector<int64_t>> running(static_cast<size_t>(beams));
+      std::vector<std::vector<int64_t>> sources(static_cast<size_t>(beams));
       for (int64_t i = 0; i < beams; ++i) {
         const Candidate& c = top[running_next[i].index];
         const int64_t from = c.index / vocab;
         running[i] = g.running[from];
         running[i].push_back(c.index % vocab);
+        sources[i] = g.sources[from];
+        sources[i].push_back(b * beams + from);
         g.running_scores[i] = running_next[i].value;
         source[b * beams + i] = b * beams + from;
         next_ids[b * beams + i] = c.index % vocab;
       }
       g.running = std::move(running);
+      g.sources = std::move(sources);
     }
+    if (step_scores) step_scores->push_back(Tensor::from_f32(kept_scores, {prompts * beams, vocab}));
+    if (step_logits) step_logits->push_back(Tensor::from_f32(kept_logits, {prompts * beams, vocab}));
     // transformers' stopping rule for the whole batch: a group may still improve, early stopping
     // does not hold them all, and some continuation could go on.
     const int64_t new_length = t + 1;
@@ -371,6 +390,9 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
       row.resize(static_cast<size_t>(prompt) + longest, fill);
       result.sequences.push_back(std::move(row));
       result.scores.push_back(h.score);
+      std::vector<int64_t> sources = h.sources;
+      sources.resize(longest, -1);
+      result.beam_indices.push_back(std::move(sources));
     }
   }
   return result;

@@ -249,11 +249,16 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   // Steps' scores or logits kept for the caller (output_scores / output_logits): every step
   // takes its rows to the host and edits them there.
   const bool keeps_scores = opts.scores || opts.logits;
-  if (keeps_scores && settings.num_beams > 1) {
-    throw Error("scores / logits of each step: not with beam search (num_beams " +
-                std::to_string(settings.num_beams) + ")");
+  if (settings.num_beams > 1) {
+    BeamSearchResult beams =
+        run_beam_search(decoder, settings, batch, mask, opts.scores, opts.logits);
+    if (opts.sequences_scores) *opts.sequences_scores = std::move(beams.scores);
+    if (opts.beam_indices) *opts.beam_indices = std::move(beams.beam_indices);
+    return std::move(beams.sequences);
   }
-  if (settings.num_beams > 1) return run_beam_search(decoder, settings, batch, mask).sequences;
+  if (opts.sequences_scores || opts.beam_indices) {
+    throw Error("sequences_scores / beam_indices: beam search only (num_beams is 1)");
+  }
   if (settings.num_return_sequences > 1) {
     // Independent samples: each prompt repeated, as transformers' _expand_inputs_for_generation.
     Batch expanded;

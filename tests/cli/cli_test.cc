@@ -144,7 +144,7 @@ TEST(Cli, TypicalEpsilonEtaFlags) {
 }
 
 // --scores-out: transformers' output_scores and output_logits as [steps, rows, vocab]
-// (scripts/goldens/make_scores_goldens.py), and a refusal with beam search.
+// (scripts/goldens/make_scores_goldens.py), and beam search's outputs.
 TEST(Cli, ScoresOut) {
   const auto golden = SafetensorsFile::open(test::golden_path("qwen3-tiny"));
   const auto want =
@@ -172,7 +172,35 @@ TEST(Cli, ScoresOut) {
       }
     }
   }
-  expect_one_line_error(run(gen + " --num-beams 2"), "not with beam search");
+  // Beam search: the file holds what the library gives for the same options (whose parity with
+  // transformers tests/generate/output_scores_test.cc checks), the beams' rows each step.
+  const CliRun beam = run(gen + " --num-beams 3 --num-return-sequences 2");
+  ASSERT_EQ(beam.exit_code, 0) << beam.err;
+  std::vector<Tensor> scores;
+  std::vector<float> sequences_scores;
+  std::vector<std::vector<int64_t>> beam_indices;
+  GenerateOptions o;
+  o.max_new_tokens = 6;
+  o.do_sample = false;
+  o.num_beams = 3;
+  o.num_return_sequences = 2;
+  o.scores = &scores;
+  o.sequences_scores = &sequences_scores;
+  o.beam_indices = &beam_indices;
+  Batch a;
+  a.input_ids = test::id_rows(golden, "input_ids_a");
+  const CausalLM lm = CausalLM::from_pretrained(test::model_dir("qwen3-tiny"));
+  EXPECT_EQ(beam.out, join_rows(lm.generate(a, o), ',', '\n') + "\n");
+  const auto beam_file = SafetensorsFile::open(dir.file("s.safetensors"));
+  const Tensor got = beam_file.load("scores");
+  ASSERT_EQ(got.shape(), (Shape{static_cast<int64_t>(scores.size()), 3, 1000}));
+  const auto g = got.to_f32_vector();
+  for (size_t step = 0; step < scores.size(); ++step) {
+    const auto w = scores[step].to_f32_vector();
+    ASSERT_TRUE(std::equal(w.begin(), w.end(), g.begin() + step * w.size())) << step;
+  }
+  EXPECT_EQ(beam_file.load("sequences_scores").to_f32_vector(), sequences_scores);
+  EXPECT_EQ(test::id_rows(beam_file, "beam_indices"), beam_indices);
 }
 
 // Beam search from the command line: the rows the library returns for the same options

@@ -1,6 +1,7 @@
 // GenerateOptions::scores / ::logits against transformers' output_scores / output_logits
-// (scripts/goldens/make_scores_goldens.py): the raw logits of every step, and the scores after
-// the processors (repetition penalty, n-gram ban, renormalisation) and the sampling warpers.
+// (scripts/goldens/make_scores_goldens.py): the raw logits of every step, the scores after the
+// processors (repetition penalty, n-gram ban, renormalisation) and the sampling warpers, and
+// beam search's sequences_scores and beam_indices.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -115,12 +116,43 @@ TEST_F(OutputScores, SampledStepScoresAreAfterTheWarpers) {
   expect_steps(scores, scores_->load("sample_scores"), 1, 1e-4f);
 }
 
-TEST_F(OutputScores, NotWithBeamSearch) {
-  std::vector<Tensor> scores;
-  GenerateOptions o = options(3, &scores, nullptr);
-  o.num_beams = 2;
+// Beam search: the beams' rows each step (log-probabilities after the repetition penalty),
+// the returned rows' length-penalised scores, and which beam each new token extended, where
+// some hypotheses end early at eos (their indices then -1).
+TEST_F(OutputScores, BeamSearchGivesTransformersScoresAndBeamIndices) {
+  std::vector<Tensor> scores, logits;
+  std::vector<float> sequences_scores;
+  std::vector<std::vector<int64_t>> beam_indices;
+  GenerateOptions o = options(6, &scores, &logits);
+  o.do_sample = false;
+  o.num_beams = 3;
+  o.num_return_sequences = 2;
+  o.length_penalty = 0.8f;
+  o.repetition_penalty = 1.2f;
+  o.eos_token_ids = test::id_rows(*scores_, "beam_eos")[0];
+  o.sequences_scores = &sequences_scores;
+  o.beam_indices = &beam_indices;
+  Batch b;
+  b.input_ids = test::id_rows(*golden_, "input_ids_b");
+  b.attention_mask = test::id_rows(*golden_, "attention_mask_b");
+  EXPECT_EQ(model_->generate(b, o), test::id_rows(*scores_, "beam_sequences"));
+  expect_steps(logits, scores_->load("beam_logits"), 6, 1e-4f);
+  expect_steps(scores, scores_->load("beam_scores"), 6, 1e-4f);
+  EXPECT_EQ(beam_indices, test::id_rows(*scores_, "beam_indices"));
+  const std::vector<float> want = scores_->load("beam_sequences_scores").to_f32_vector();
+  ASSERT_EQ(sequences_scores.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(sequences_scores[i], want[i], 1e-4f) << i;
+  // A hypothesis that ended early: its indices stop where its tokens do.
+  EXPECT_EQ(beam_indices[0].back(), -1);
+}
+
+TEST_F(OutputScores, BeamOutputsRefusedWithoutBeams) {
+  std::vector<float> sequences_scores;
+  GenerateOptions o = options(3, nullptr, nullptr);
+  o.do_sample = false;
+  o.sequences_scores = &sequences_scores;
   test::expect_error([&] { model_->generate(test::id_rows(*golden_, "input_ids_a")[0], o); },
-                     "not with beam search");
+                     "beam search only");
 }
 
 }  // namespace

@@ -33,7 +33,9 @@ void add_generate(CLI::App& app) {
   cmd->add_option("--scores-out", f->scores_out,
                   "write each step's scores (after the processors and warpers) and raw logits to "
                   "this .safetensors file: float32 'scores' and 'logits' [steps, rows, vocab], "
-                  "transformers' output_scores / output_logits (not with beam search)");
+                  "transformers' output_scores / output_logits; with beam search the rows are "
+                  "the beams, and float32 'sequences_scores' [rows] and int64 'beam_indices' "
+                  "[rows, new tokens] (-1 past a row's end) are added");
   f->sampling.add_to(*cmd);
   f->model_flags.add_to(*cmd);
   cmd->callback([f] {
@@ -50,9 +52,16 @@ void add_generate(CLI::App& app) {
     GenerateOptions o = f->sampling.options();
     const CausalLM model = CausalLM::from_pretrained(f->model, f->model_flags.options());
     std::vector<Tensor> scores, logits;
+    std::vector<float> sequences_scores;
+    std::vector<std::vector<int64_t>> beam_indices;
+    const bool beams = o.num_beams.value_or(model.generation_config().num_beams) > 1;
     if (!f->scores_out.empty()) {
       o.scores = &scores;
       o.logits = &logits;
+      if (beams) {
+        o.sequences_scores = &sequences_scores;
+        o.beam_indices = &beam_indices;
+      }
     }
     // The steps' [rows, vocab] tensors stacked as [steps, rows, vocab].
     const auto write_scores = [&] {
@@ -69,6 +78,16 @@ void add_generate(CLI::App& app) {
                   at += t.nbytes();
                 }
               });
+      }
+      if (beams) {
+        const auto rows = static_cast<int64_t>(beam_indices.size());
+        const auto steps = rows == 0 ? 0 : static_cast<int64_t>(beam_indices[0].size());
+        w.add("sequences_scores", Tensor::from_f32(sequences_scores, {rows}));
+        w.add("beam_indices", DType::i64, {rows, steps}, [&](std::span<std::byte> out) {
+          for (int64_t r = 0; r < rows; ++r) {
+            std::memcpy(out.data() + r * steps * 8, beam_indices[r].data(), steps * 8);
+          }
+        });
       }
       w.finish();
     };
