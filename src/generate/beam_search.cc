@@ -127,8 +127,7 @@ float length_normalised(float score, int64_t length, float penalty) {
 }  // namespace
 
 BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSettings& settings,
-                                 const Batch& batch,
-                                 const std::vector<std::vector<int64_t>>& mask,
+                                 const Batch& batch, const std::vector<std::vector<int64_t>>& mask,
                                  std::vector<Tensor>* step_scores,
                                  std::vector<Tensor>* step_logits) {
   const int64_t beams = settings.num_beams;
@@ -307,8 +306,10 @@ BeamSearchResult run_beam_search(const Decoder& decoder, const GenerationSetting
       g.running = std::move(running);
       g.sources = std::move(sources);
     }
-    if (step_scores) step_scores->push_back(Tensor::from_f32(kept_scores, {prompts * beams, vocab}));
-    if (step_logits) step_logits->push_back(Tensor::from_f32(kept_logits, {prompts * beams, vocab}));
+    if (step_scores)
+      step_scores->push_back(Tensor::from_f32(kept_scores, {prompts * beams, vocab}));
+    if (step_logits)
+      step_logits->push_back(Tensor::from_f32(kept_logits, {prompts * beams, vocab}));
     // transformers' stopping rule for the whole batch: a group may still improve, early stopping
     // does not hold them all, and some continuation could go on.
     const int64_t new_length = t + 1;
