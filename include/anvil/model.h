@@ -19,6 +19,7 @@
 
 namespace anvil {
 
+class CausalLM;
 class Decoder;
 class Tokenizer;
 
@@ -53,6 +54,13 @@ class PromptCache {
   int64_t reused() const;
   /// Forgets the tokens and frees the keys and values.
   void clear();
+  /// Writes the tokens and their keys and values to `path` (a safetensors file, replaced whole)
+  /// for load() in a later process, as llama.cpp's --prompt-cache keeps a long prompt's state.
+  void save(const std::string& path) const;
+  /// Replaces the contents with a file save() wrote, for `model`; refuses ("PATH: PROBLEM") a
+  /// file that is not a prompt cache or that another model (other weights, dtype or KV cache
+  /// dtype) made, and leaves the cache as it was.
+  void load(const std::string& path, const CausalLM& model);
 
   struct State;  ///< generate()'s (src/generate/prompt_cache.h)
   State& state() const { return *state_; }
@@ -184,6 +192,7 @@ class CausalLM {
 
  private:
   static CausalLM from_gguf(const std::string& path, const ModelOptions& options);
+  friend class PromptCache;  // load() binds the cache to the decoder, as generate() does
 
   std::shared_ptr<Decoder> decoder_;
   GenerationConfig generation_config_;

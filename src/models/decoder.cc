@@ -9,6 +9,7 @@
 #include "anvil/error.h"
 #include "core/kernels.h"
 #include "models/rope_table.h"
+#include "models/weights_fingerprint.h"
 
 namespace anvil {
 
@@ -21,6 +22,7 @@ Decoder::Decoder(ModelConfig config, ModelWeights weights, DType dtype, Device d
       kv_dtype_(kv_dtype.value_or(backend_for(device).kv_cache_dtype(dtype))),
       device_(device),
       attention_(attention) {
+  fingerprint_ = weights_fingerprint(config_, weights_, dtype_, kv_dtype_);
   // Refused here, naming the dtypes that work, rather than at the first attention.
   if (!find_kernel_raw(ops::kAttention, device.type, act_dtype_, kv_dtype_)) {
     std::string usable;

@@ -44,6 +44,9 @@ class Decoder {
   Device device() const { return device_; }
   DType activation_dtype() const { return act_dtype_; }
   DType kv_cache_dtype() const { return kv_dtype_; }
+  /// What identifies the keys and values this decoder makes (weights_fingerprint.h): a saved
+  /// prompt cache is taken only by a decoder with the same one.
+  const std::string& fingerprint() const { return fingerprint_; }
 
   KvCache new_cache(int64_t batch, int64_t capacity) const;
   /// Bytes of weights one decode step reads: every layer's matrices and norms, the final norm,
@@ -99,6 +102,7 @@ class Decoder {
   ModelConfig config_;
   ModelWeights weights_;
   DType dtype_, act_dtype_, kv_dtype_;
+  std::string fingerprint_;
   Device device_;
   ops::AttentionImpl attention_;
   Tensor inv_freq_;

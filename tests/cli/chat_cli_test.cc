@@ -1,6 +1,6 @@
 // `anvil chat`: a conversation read line by line from stdin, each turn through the prompt cache
 // (its --timings line says how much of the prompt came from it), the replies the same as
-// without the cache.
+// without the cache; a cache file carries a conversation from one chat to the next.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -86,6 +86,30 @@ TEST(ChatCli, TurnsReuseTheConversationsKeysAndReplyAsWithout) {
   EXPECT_GE(reused[1], 14) << cached.err;
   EXPECT_GT(reused[2], reused[1]) << cached.err;
   EXPECT_EQ(cached_counts(whole.err), (std::vector<int>{0, 0, 0})) << whole.err;
+}
+
+// --prompt-cache FILE: a chat leaves its conversation's keys and values in the file; the next
+// chat with the same system message starts its first turn from them and replies as the first
+// chat did.
+TEST(ChatCli, APromptCacheFileCarriesTheConversationToTheNextChat) {
+  TempDir dir;
+  const std::string args = chat_model(dir, 4096) + " --system \"You answer in one word.\"" +
+                           " --prompt-cache " + dir.file("chat.cache");
+  const CliRun one = run_cli(args, dir.file("turns.txt"));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_TRUE(std::filesystem::exists(dir.file("chat.cache")));
+  EXPECT_EQ(cached_counts(one.err).at(0), 0) << one.err;
+  const CliRun two = run_cli(args, dir.file("turns.txt"));
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(two.out, one.out);
+  const std::vector<Timing> turns = timings(two.err);
+  ASSERT_EQ(turns.size(), 3u) << two.err;
+  // The whole first prompt but its last token came from the file.
+  EXPECT_EQ(turns[0].cached, turns[0].prompt - 1) << two.err;
+  const CliRun refused = run_cli(args + " --no-prompt-cache", dir.file("turns.txt"));
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("--prompt-cache: not with --no-prompt-cache"), std::string::npos)
+      << refused.err;
 }
 
 // Replies stop at the model's context; a conversation that fills it is refused (a piped chat

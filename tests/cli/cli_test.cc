@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -201,6 +202,38 @@ TEST(Cli, ScoresOut) {
   }
   EXPECT_EQ(beam_file.load("sequences_scores").to_f32_vector(), sequences_scores);
   EXPECT_EQ(test::id_rows(beam_file, "beam_indices"), beam_indices);
+}
+
+// generate --prompt-cache FILE: the second run of a prompt reuses all of it but its last token
+// and prints what the first printed; --prompt-cache-ro leaves the file alone; another model's
+// run refuses the file with one line naming it.
+TEST(Cli, GeneratePromptCacheFile) {
+  const auto golden = SafetensorsFile::open(test::golden_path("qwen3-tiny"));
+  const std::vector<int64_t> a = test::id_rows(golden, "input_ids_a")[0];
+  TempDir dir;
+  const std::string file = dir.file("p.cache");
+  const std::string ids = " --input-ids " + join_rows({a}, ',', ';') +
+                          " --max-new-tokens 6 --greedy --output-ids --prompt-cache " + file;
+  const std::string gen = "generate " + test::model_dir("qwen3-tiny") + ids;
+  const CliRun first = run(gen);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(
+      first.err.find(": 0 prompt tokens reused, " + std::to_string(a.size() + 5) + " tokens saved"),
+      std::string::npos)
+      << first.err;
+  const auto written = std::filesystem::last_write_time(file);
+  const CliRun second = run(gen + " --prompt-cache-ro");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(second.out, first.out);
+  EXPECT_NE(second.err.find(": " + std::to_string(a.size() - 1) + " prompt tokens reused"),
+            std::string::npos)
+      << second.err;
+  EXPECT_EQ(std::filesystem::last_write_time(file), written);
+  const CliRun other = run("generate " + test::model_dir("qwen2-tiny") + ids);
+  expect_one_line_error(other, file + ": the prompt cache was made by another model");
+  expect_one_line_error(
+      run("generate " + test::model_dir("qwen3-tiny") + " --input-ids 1,2 " + "--prompt-cache-ro"),
+      "--prompt-cache-ro: needs --prompt-cache FILE");
 }
 
 // Beam search from the command line: the rows the library returns for the same options

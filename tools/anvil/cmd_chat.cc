@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "anvil/auto_tokenizer.h"
@@ -20,7 +21,7 @@ namespace anvil::cli {
 
 void add_chat(CLI::App& app) {
   struct Flags {
-    std::string model, system, thinking;
+    std::string model, system, thinking, prompt_cache;
     bool no_prompt_cache = false, timings = false;
     SamplingFlags sampling;
     ModelFlags model_flags;
@@ -36,6 +37,10 @@ void add_chat(CLI::App& app) {
   cmd->add_flag("--no-prompt-cache", f->no_prompt_cache,
                 "run each turn's whole conversation again instead of reusing the keys and values "
                 "of what earlier turns ran");
+  cmd->add_option("--prompt-cache", f->prompt_cache,
+                  "also keep the conversation's keys and values in this file, written after each "
+                  "reply: a later chat that begins the same way (a long --system message) starts "
+                  "from it; refused if another model made it");
   cmd->add_flag("--timings", f->timings,
                 "after each reply, print to stderr the prompt's tokens (and how many came from the "
                 "cache), the time to the first new token and the reply's rate");
@@ -67,6 +72,13 @@ void add_chat(CLI::App& app) {
     const bool streamed = streams(o, model.generation_config());
     PromptCache cache;
     if (streamed && !f->no_prompt_cache) o.prompt_cache = &cache;
+    if (!f->prompt_cache.empty()) {
+      if (!o.prompt_cache) {
+        throw Error(std::string("--prompt-cache: not with ") +
+                    (f->no_prompt_cache ? "--no-prompt-cache" : "beam search"));
+      }
+      if (std::filesystem::exists(f->prompt_cache)) cache.load(f->prompt_cache, model);
+    }
     using Clock = std::chrono::steady_clock;
 
     nlohmann::ordered_json history = nlohmann::ordered_json::array();
@@ -138,6 +150,7 @@ void add_chat(CLI::App& app) {
                          : 0.0);
       }
       history.push_back({{"role", "assistant"}, {"content", reply}});
+      if (!f->prompt_cache.empty()) cache.save(f->prompt_cache);
     }
   });
 }

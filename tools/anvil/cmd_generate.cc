@@ -1,6 +1,7 @@
 // `anvil generate`: continue a text prompt (streamed) or rows of token ids.
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 
 #include "anvil/auto_tokenizer.h"
@@ -14,7 +15,8 @@ namespace anvil::cli {
 void add_generate(CLI::App& app) {
   struct Flags {
     std::vector<std::string> positional;
-    std::string model, prompt, ids, mask, scores_out;
+    std::string model, prompt, ids, mask, scores_out, prompt_cache;
+    bool prompt_cache_ro = false;
     bool output_ids = false;
     SamplingFlags sampling;
     ModelFlags model_flags;
@@ -36,6 +38,12 @@ void add_generate(CLI::App& app) {
                   "transformers' output_scores / output_logits; with beam search the rows are "
                   "the beams, and float32 'sequences_scores' [rows] and int64 'beam_indices' "
                   "[rows, new tokens] (-1 past a row's end) are added");
+  cmd->add_option("--prompt-cache", f->prompt_cache,
+                  "keep the prompt's keys and values in this file (llama.cpp's --prompt-cache): "
+                  "a later run whose prompt begins the same way runs only the rest; the file is "
+                  "written after the run, and refused if another model made it");
+  cmd->add_flag("--prompt-cache-ro", f->prompt_cache_ro,
+                "with --prompt-cache: read the file, do not update it");
   f->sampling.add_to(*cmd);
   f->model_flags.add_to(*cmd);
   cmd->callback([f] {
@@ -51,6 +59,14 @@ void add_generate(CLI::App& app) {
     f->model = model_or_default(f->model);
     GenerateOptions o = f->sampling.options();
     const CausalLM model = CausalLM::from_pretrained(f->model, f->model_flags.options());
+    if (f->prompt_cache_ro && f->prompt_cache.empty()) {
+      throw Error("--prompt-cache-ro: needs --prompt-cache FILE");
+    }
+    PromptCache cache;
+    if (!f->prompt_cache.empty()) {
+      if (std::filesystem::exists(f->prompt_cache)) cache.load(f->prompt_cache, model);
+      o.prompt_cache = &cache;
+    }
     std::vector<Tensor> scores, logits;
     std::vector<float> sequences_scores;
     std::vector<std::vector<int64_t>> beam_indices;
@@ -161,6 +177,12 @@ void add_generate(CLI::App& app) {
     };
     generate_and_print();
     write_scores();
+    if (!f->prompt_cache.empty()) {
+      if (!f->prompt_cache_ro) cache.save(f->prompt_cache);
+      std::fprintf(stderr, "prompt cache %s: %lld prompt tokens reused, %zu tokens %s\n",
+                   f->prompt_cache.c_str(), static_cast<long long>(cache.reused()),
+                   cache.tokens().size(), f->prompt_cache_ro ? "held (not saved)" : "saved");
+    }
   });
 }
 
