@@ -242,7 +242,12 @@ struct GenerationConfig {
   /// Stop once this many seconds have passed since generate() began (the step then running
   /// completes).
   std::optional<double> max_time;
-  int64_t num_beams = 1;             ///< beam search when > 1
+  int64_t num_beams = 1;  ///< beam search when > 1
+  /// Prompt lookup decoding: each step drafts up to this many tokens by finding the sequence's
+  /// last n-gram earlier in it, and one forward pass checks them all (unset: off).
+  std::optional<int64_t> prompt_lookup_num_tokens;
+  /// The longest n-gram prompt lookup matches (it tries shorter ones down to 1); default 2.
+  std::optional<int64_t> max_matching_ngram_size;
   int64_t num_return_sequences = 1;  ///< rows returned per prompt (best beams, or samples)
   /// Finished hypotheses are ranked by sum of log-probabilities / new_tokens^length_penalty.
   float length_penalty = 1.0f;

@@ -69,6 +69,13 @@ class PromptCache {
   std::unique_ptr<State> state_;
 };
 
+/// What speculative decoding did in one generate() call.
+struct SpeculationStats {
+  int64_t steps = 0;     ///< forward passes after the prompt's
+  int64_t drafted = 0;   ///< tokens proposed
+  int64_t accepted = 0;  ///< of them, kept
+};
+
 struct ModelOptions {
   /// Weight dtype; unset = "auto": the checkpoint's `dtype`/`torch_dtype`, else float32.
   std::optional<DType> dtype;
@@ -132,6 +139,16 @@ struct GenerateOptions {
   /// warpers; they run on the host, every step.
   std::vector<std::function<void(const std::vector<int64_t>& input_ids, std::span<float> scores)>>
       logits_processors;
+  /// Prompt lookup decoding (transformers' prompt_lookup_num_tokens, llama.cpp's lookup): each
+  /// step drafts up to this many tokens that followed the first earlier occurrence of the
+  /// sequence's last max_matching_ngram_size (or fewer) tokens, and one forward pass
+  /// over them keeps those the model itself picks (greedy: the same tokens as without it;
+  /// sampling: each position drawn as usual, kept while it equals the draft). One prompt, no
+  /// beams; default: generation_config.
+  std::optional<int64_t> prompt_lookup_num_tokens;
+  std::optional<int64_t> max_matching_ngram_size;
+  /// Where not null, what prompt lookup did: its verification steps, tokens drafted and kept.
+  SpeculationStats* speculation_stats = nullptr;
   uint64_t seed = 0;
   std::optional<std::vector<int64_t>> eos_token_ids;  ///< stop on any of these
   std::optional<int64_t> pad_token_id;  ///< fills finished rows; default pad, else first eos

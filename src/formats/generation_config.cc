@@ -198,6 +198,8 @@ GenerationConfig GenerationConfig::from_json_text(const std::string& text,
   g.renormalize_logits = jf::opt_bool(j, "renormalize_logits", source).value_or(false);
   g.max_time = jf::opt_number(j, "max_time", source);
   if (g.max_time && !(*g.max_time >= 0)) jf::fail(source, "max_time", "must not be negative");
+  g.prompt_lookup_num_tokens = jf::opt_int(j, "prompt_lookup_num_tokens", source);
+  g.max_matching_ngram_size = jf::opt_int(j, "max_matching_ngram_size", source);
   g.unimplemented = unimplemented_field(j, source);
   return g;
 }

@@ -16,6 +16,7 @@
 #include "generate/generation_settings.h"
 #include "generate/logits_processor.h"
 #include "generate/prompt_cache.h"
+#include "generate/prompt_lookup.h"
 #include "generate/shared_prefill.h"
 #include "generate/step_chain.h"
 #include "generate/stop_strings.h"
@@ -249,6 +250,24 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   // Steps' scores or logits kept for the caller (output_scores / output_logits): every step
   // takes its rows to the host and edits them there.
   const bool keeps_scores = opts.scores || opts.logits;
+  if (settings.prompt_lookup > 0) {
+    // As transformers' assisted decoding: one sequence, its steps' lengths its own.
+    const auto refuse = [](const std::string& what) {
+      throw Error("prompt_lookup_num_tokens: not with " + what);
+    };
+    if (batch.input_ids.size() != 1) {
+      refuse("a batch of " + std::to_string(batch.input_ids.size()) + " prompts (one a call)");
+    }
+    if (settings.num_beams > 1) refuse("beam search");
+    if (settings.num_return_sequences > 1) refuse("num_return_sequences > 1");
+    if (keeps_scores || opts.sequences_scores || opts.beam_indices) {
+      refuse("per-step scores or logits");
+    }
+    if (decoder.config().recompute_cache_past) {
+      refuse("a model that recomputes its cache past a length (Phi-3's longrope)");
+    }
+    return run_prompt_lookup(decoder, settings, batch, mask, opts, reuse_from);
+  }
   if (settings.num_beams > 1) {
     BeamSearchResult beams =
         run_beam_search(decoder, settings, batch, mask, opts.scores, opts.logits);

@@ -116,6 +116,19 @@ GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateO
   if (s.num_beams > 1 && opts.streamer) {
     throw Error("a streamer cannot follow beam search: a beam's tokens can still be replaced");
   }
+  // transformers' PromptLookupCandidateGenerator refuses values below 1.
+  const auto lookup =
+      opts.prompt_lookup_num_tokens ? opts.prompt_lookup_num_tokens : gen.prompt_lookup_num_tokens;
+  const auto ngram =
+      opts.max_matching_ngram_size ? opts.max_matching_ngram_size : gen.max_matching_ngram_size;
+  if (lookup && *lookup < 1) {
+    throw Error("prompt_lookup_num_tokens must be at least 1, got " + std::to_string(*lookup));
+  }
+  if (ngram && *ngram < 1) {
+    throw Error("max_matching_ngram_size must be at least 1, got " + std::to_string(*ngram));
+  }
+  s.prompt_lookup = lookup.value_or(0);
+  s.max_matching_ngram = ngram.value_or(2);
   return s;
 }
 

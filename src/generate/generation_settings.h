@@ -40,6 +40,8 @@ struct GenerationSettings {
   const Tokenizer* tokenizer = nullptr;
   int64_t prompt = 0;  ///< ids per prompt row, padding included
   int64_t num_beams = 1, num_return_sequences = 1;
+  int64_t prompt_lookup = 0;       ///< prompt lookup's drafted tokens a step; 0 off
+  int64_t max_matching_ngram = 2;  ///< the longest n-gram it matches
   float length_penalty = 1.0f;
   EarlyStopping early_stopping = EarlyStopping::heuristic;
   uint64_t seed = 0;

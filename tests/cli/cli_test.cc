@@ -236,6 +236,31 @@ TEST(Cli, GeneratePromptCacheFile) {
       "--prompt-cache-ro: needs --prompt-cache FILE");
 }
 
+// --prompt-lookup: the tokens generate gives without it, and what it did on stderr.
+TEST(Cli, GeneratePromptLookup) {
+  const auto golden = SafetensorsFile::open(test::golden_path("extra/qwen2-window-layers-tiny"));
+  const std::string gen = "generate " + test::model_dir("extra/qwen2-window-layers-tiny") +
+                          " --input-ids " +
+                          join_rows(test::id_rows(golden, "input_ids_a"), ',', ';') +
+                          " --max-new-tokens 40 --min-new-tokens 40 --greedy --output-ids";
+  const CliRun lookup = run(gen + " --prompt-lookup 5 --max-matching-ngram 1");
+  ASSERT_EQ(lookup.exit_code, 0) << lookup.err;
+  EXPECT_EQ(lookup.out, join_rows(test::id_rows(golden, "gen_long_a"), ',', '\n') + "\n");
+  int kept = -1, drafted = -1, steps = -1;
+  const size_t at = lookup.err.find("prompt lookup: ");
+  ASSERT_NE(at, std::string::npos) << lookup.err;
+  ASSERT_EQ(std::sscanf(lookup.err.c_str() + at,
+                        "prompt lookup: %d of %d drafted tokens kept over %d steps", &kept,
+                        &drafted, &steps),
+            3)
+      << lookup.err;
+  EXPECT_GT(kept, 0);
+  EXPECT_LE(kept, drafted);
+  EXPECT_GT(steps, 0);
+  expect_one_line_error(run(gen + " --prompt-lookup 0"),
+                        "prompt_lookup_num_tokens must be at least 1");
+}
+
 // Beam search from the command line: the rows the library returns for the same options
 // (whose parity with transformers tests/generate/beam_search_test.cc checks), num_return_sequences
 // of them, and the flags' values checked.

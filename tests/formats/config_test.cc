@@ -767,5 +767,24 @@ TEST(GenerationConfig, EosAsIntOrList) {
   EXPECT_THROW(GenerationConfig::from_json_text(R"({"top_p": 1.5})", "g"), Error);
 }
 
+TEST(GenerationConfig, PromptLookupFields) {
+  const auto none = GenerationConfig::from_json_text("{}", "g");
+  EXPECT_EQ(none.prompt_lookup_num_tokens, std::nullopt);
+  EXPECT_EQ(none.max_matching_ngram_size, std::nullopt);
+  const auto set = GenerationConfig::from_json_text(
+      R"({"prompt_lookup_num_tokens": 10, "max_matching_ngram_size": 3})", "g");
+  EXPECT_EQ(set.prompt_lookup_num_tokens, 10);
+  EXPECT_EQ(set.max_matching_ngram_size, 3);
+  EXPECT_TRUE(set.unimplemented.empty());
+  try {
+    GenerationConfig::from_json_text(R"({"prompt_lookup_num_tokens": "ten"})", "dir/g.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dir/g.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("prompt_lookup_num_tokens"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace anvil

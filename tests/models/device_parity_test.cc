@@ -13,6 +13,7 @@
 #include "anvil/error.h"
 #include "anvil/model.h"
 #include "backends/cpu/cpu_isa.h"
+#include "expect_error.h"
 #include "generate/generate.h"
 #include "generate/prompt_cache.h"
 #include "generate/step_chain.h"
@@ -178,6 +179,24 @@ TEST_P(DeviceDecode, RepeatedRowsShareOnePromptStep) {
   o.do_sample = false;
   const auto want = test::id_rows(golden, "gen_a")[0];
   EXPECT_EQ(dev.generate(b, o), (std::vector<std::vector<int64_t>>{want, want, want}));
+}
+
+// Prompt lookup on a device: steps of several tokens over the cache, the rejected drafts' keys
+// dropped, give transformers' greedy tokens (n-grams of one, so that drafts come often).
+TEST_P(DeviceDecode, PromptLookupGivesTheGreedyTokens) {
+  const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
+  const CausalLM dev = load(test::device_name(std::get<1>(GetParam())));
+  const auto a = test::id_rows(golden, "input_ids_a")[0];
+  GenerateOptions o;
+  o.max_new_tokens = 16;
+  o.do_sample = false;
+  o.prompt_lookup_num_tokens = 4;
+  o.max_matching_ngram_size = 1;
+  if (dev.config().recompute_cache_past) {
+    test::expect_error([&] { dev.generate(a, o); }, "prompt_lookup_num_tokens: not with");
+    return;
+  }
+  EXPECT_EQ(dev.generate(a, o), test::id_rows(golden, "gen_a")[0]);
 }
 
 // Beam search on a device: the prompt's cache copied to every beam, rows gathered on the device

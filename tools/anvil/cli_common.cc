@@ -100,6 +100,12 @@ void SamplingFlags::add_to(CLI::App& cmd) {
                  "stop a row once its text ends with this string (repeatable; transformers' "
                  "stop_strings)");
   cmd.add_option("--seed", seed, "random seed for sampling")->capture_default_str();
+  cmd.add_option("--prompt-lookup", prompt_lookup,
+                 "prompt lookup decoding: draft up to N tokens a step from where the last tokens "
+                 "occurred earlier, and keep those the model picks (transformers' "
+                 "prompt_lookup_num_tokens; one prompt, no beams)");
+  cmd.add_option("--max-matching-ngram", max_matching_ngram,
+                 "with --prompt-lookup: the longest n-gram it matches (default 2)");
 }
 
 GenerateOptions SamplingFlags::options() const {
@@ -138,6 +144,8 @@ GenerateOptions SamplingFlags::options() const {
   } else if (!early_stopping.empty()) {
     throw Error("--early-stopping: expected true, false or never, got '" + early_stopping + "'");
   }
+  if (prompt_lookup != kUnset) o.prompt_lookup_num_tokens = prompt_lookup;
+  if (max_matching_ngram != kUnset) o.max_matching_ngram_size = max_matching_ngram;
   o.seed = seed;
   return o;
 }

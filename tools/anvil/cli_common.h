@@ -40,6 +40,8 @@ struct SamplingFlags {
   std::string early_stopping;
   uint64_t seed = 0;
   bool greedy = false;
+  static constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
+  int64_t prompt_lookup = kUnset, max_matching_ngram = kUnset;
 
   void add_to(CLI::App& cmd);
   /// Unset flags stay unset, so generation_config.json decides them.
