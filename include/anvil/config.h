@@ -248,6 +248,10 @@ struct GenerationConfig {
   std::optional<int64_t> prompt_lookup_num_tokens;
   /// The longest n-gram prompt lookup matches (it tries shorter ones down to 1); default 2.
   std::optional<int64_t> max_matching_ngram_size;
+  /// An assistant model's drafted tokens a step at most (transformers' default 20).
+  std::optional<int64_t> num_assistant_tokens;
+  /// An assistant's draft stops at a token it gives less than this probability (default 0.4).
+  std::optional<float> assistant_confidence_threshold;
   int64_t num_return_sequences = 1;  ///< rows returned per prompt (best beams, or samples)
   /// Finished hypotheses are ranked by sum of log-probabilities / new_tokens^length_penalty.
   float length_penalty = 1.0f;

@@ -147,7 +147,18 @@ struct GenerateOptions {
   /// beams; default: generation_config.
   std::optional<int64_t> prompt_lookup_num_tokens;
   std::optional<int64_t> max_matching_ngram_size;
-  /// Where not null, what prompt lookup did: its verification steps, tokens drafted and kept.
+  /// Speculative decoding with a smaller model that shares this one's tokenizer (transformers'
+  /// assistant_model, llama.cpp's draft model): each step it drafts up to num_assistant_tokens
+  /// tokens (default 20; fewer where its pick's probability falls below
+  /// assistant_confidence_threshold, default 0.4), and one forward pass of this model keeps
+  /// those it would produce itself (greedy: the same tokens as without it; sampling:
+  /// speculative sampling, the same distribution, which needs equal vocabulary sizes). It must
+  /// outlive the call; one prompt, no beams, not with prompt lookup.
+  const CausalLM* assistant_model = nullptr;
+  std::optional<int64_t> num_assistant_tokens;
+  std::optional<float> assistant_confidence_threshold;
+  /// Where not null, what speculative decoding (prompt lookup or an assistant) did: its
+  /// verification steps, tokens drafted and kept.
   SpeculationStats* speculation_stats = nullptr;
   uint64_t seed = 0;
   std::optional<std::vector<int64_t>> eos_token_ids;  ///< stop on any of these

@@ -200,6 +200,10 @@ GenerationConfig GenerationConfig::from_json_text(const std::string& text,
   if (g.max_time && !(*g.max_time >= 0)) jf::fail(source, "max_time", "must not be negative");
   g.prompt_lookup_num_tokens = jf::opt_int(j, "prompt_lookup_num_tokens", source);
   g.max_matching_ngram_size = jf::opt_int(j, "max_matching_ngram_size", source);
+  g.num_assistant_tokens = jf::opt_int(j, "num_assistant_tokens", source);
+  if (auto c = jf::opt_number(j, "assistant_confidence_threshold", source)) {
+    g.assistant_confidence_threshold = static_cast<float>(*c);
+  }
   g.unimplemented = unimplemented_field(j, source);
   return g;
 }

@@ -12,12 +12,14 @@
 #include <utility>
 
 #include "anvil/error.h"
+#include "generate/assistant_drafter.h"
 #include "generate/beam_search.h"
 #include "generate/generation_settings.h"
 #include "generate/logits_processor.h"
 #include "generate/prompt_cache.h"
 #include "generate/prompt_lookup.h"
 #include "generate/shared_prefill.h"
+#include "generate/speculative.h"
 #include "generate/step_chain.h"
 #include "generate/stop_strings.h"
 #include "ops/ops.h"
@@ -250,11 +252,11 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   // Steps' scores or logits kept for the caller (output_scores / output_logits): every step
   // takes its rows to the host and edits them there.
   const bool keeps_scores = opts.scores || opts.logits;
-  if (settings.prompt_lookup > 0) {
+  if (settings.prompt_lookup > 0 || opts.assistant_model) {
     // As transformers' assisted decoding: one sequence, its steps' lengths its own.
-    const auto refuse = [](const std::string& what) {
-      throw Error("prompt_lookup_num_tokens: not with " + what);
-    };
+    const std::string name = opts.assistant_model ? "assistant_model" : "prompt_lookup_num_tokens";
+    const auto refuse = [&](const std::string& what) { throw Error(name + ": not with " + what); };
+    if (opts.assistant_model && settings.prompt_lookup > 0) refuse("prompt lookup");
     if (batch.input_ids.size() != 1) {
       refuse("a batch of " + std::to_string(batch.input_ids.size()) + " prompts (one a call)");
     }
@@ -266,7 +268,23 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     if (decoder.config().recompute_cache_past) {
       refuse("a model that recomputes its cache past a length (Phi-3's longrope)");
     }
-    return run_prompt_lookup(decoder, settings, batch, mask, opts, reuse_from);
+    if (!opts.assistant_model) {
+      LookupDrafter lookup(settings);
+      return run_speculative(decoder, settings, batch, mask, opts, reuse_from, lookup);
+    }
+    const Decoder& assistant = opts.assistant_model->decoder();
+    if (settings.sampling.do_sample &&
+        assistant.config().vocab_size != decoder.config().vocab_size) {
+      refuse("sampling from an assistant of another vocabulary size (" +
+             std::to_string(assistant.config().vocab_size) + " against " +
+             std::to_string(decoder.config().vocab_size) +
+             "): speculative sampling compares "
+             "the two models' probabilities token by token");
+    }
+    if (assistant.config().recompute_cache_past) refuse("an assistant that recomputes its cache");
+    AssistantDrafter drafter(assistant, settings, mask[0], prompt + settings.max_new,
+                             decoder.config().vocab_size, opts.seed);
+    return run_speculative(decoder, settings, batch, mask, opts, reuse_from, drafter);
   }
   if (settings.num_beams > 1) {
     BeamSearchResult beams =

@@ -42,6 +42,8 @@ struct GenerationSettings {
   int64_t num_beams = 1, num_return_sequences = 1;
   int64_t prompt_lookup = 0;       ///< prompt lookup's drafted tokens a step; 0 off
   int64_t max_matching_ngram = 2;  ///< the longest n-gram it matches
+  int64_t assistant_tokens = 20;   ///< an assistant model's drafted tokens a step at most
+  float assistant_confidence_threshold = 0.4f;  ///< its drafts stop below this probability
   float length_penalty = 1.0f;
   EarlyStopping early_stopping = EarlyStopping::heuristic;
   uint64_t seed = 0;

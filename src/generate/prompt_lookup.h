@@ -1,18 +1,14 @@
 // Prompt lookup decoding (transformers' prompt_lookup_num_tokens, llama.cpp's lookup decoding):
-// each step drafts the tokens that followed the first earlier occurrence of the sequence's last
-// n-gram, runs the last token and the draft through the model in one forward pass, and keeps
-// the drafted tokens for as long as they are what the model picks itself, then the model's own
-// pick after them. Decode reads every weight once a step whatever the step's length, so a step
-// that keeps several drafted tokens costs little more than one that keeps none.
+// the draft is the tokens that followed the first earlier occurrence of the sequence's last
+// n-gram (speculative.h checks it). Text that quotes its prompt (code edits, extraction,
+// summaries) repeats runs of tokens the model would produce anyway.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "anvil/model.h"
 #include "generate/generation_settings.h"
-#include "generate/prompt_cache.h"
-#include "models/decoder.h"
+#include "generate/speculative.h"
 
 namespace anvil {
 
@@ -22,15 +18,14 @@ namespace anvil {
 std::vector<int64_t> lookup_draft(const std::vector<int64_t>& ids, int64_t max_ngram,
                                   int64_t max_tokens, const std::vector<int64_t>& eos);
 
-/// generate() for one prompt with settings.prompt_lookup > 0 (no beams, no repeats, no
-/// per-step scores: run_generate refuses those first). `mask`: the prompt's checked mask.
-/// `prompt_cache`: where not null, claimed by `decoder`, whose keys the prompt reuses and which
-/// keeps the sequence's after.
-std::vector<std::vector<int64_t>> run_prompt_lookup(const Decoder& decoder,
-                                                    const GenerationSettings& settings,
-                                                    const Batch& batch,
-                                                    const std::vector<std::vector<int64_t>>& mask,
-                                                    const GenerateOptions& opts,
-                                                    PromptCache::State* prompt_cache);
+/// lookup_draft with the settings' prompt_lookup tokens and n-gram size.
+class LookupDrafter : public Drafter {
+ public:
+  explicit LookupDrafter(const GenerationSettings& settings);
+  Draft draft(const std::vector<int64_t>& seq, int64_t t, int64_t max_tokens) override;
+
+ private:
+  const GenerationSettings& settings_;
+};
 
 }  // namespace anvil

@@ -236,7 +236,8 @@ TEST(Cli, GeneratePromptCacheFile) {
       "--prompt-cache-ro: needs --prompt-cache FILE");
 }
 
-// --prompt-lookup: the tokens generate gives without it, and what it did on stderr.
+// --prompt-lookup and --assistant-model: the tokens generate gives without them, and what they
+// did on stderr.
 TEST(Cli, GeneratePromptLookup) {
   const auto golden = SafetensorsFile::open(test::golden_path("extra/qwen2-window-layers-tiny"));
   const std::string gen = "generate " + test::model_dir("extra/qwen2-window-layers-tiny") +
@@ -259,6 +260,15 @@ TEST(Cli, GeneratePromptLookup) {
   EXPECT_GT(steps, 0);
   expect_one_line_error(run(gen + " --prompt-lookup 0"),
                         "prompt_lookup_num_tokens must be at least 1");
+  // An assistant model drafts instead: the same tokens.
+  const CliRun assisted = run(gen + " --assistant-model " + test::model_dir("extra/olmo2-tiny") +
+                              " --num-assistant-tokens 4 --assistant-confidence-threshold 0");
+  ASSERT_EQ(assisted.exit_code, 0) << assisted.err;
+  EXPECT_EQ(assisted.out, lookup.out);
+  EXPECT_NE(assisted.err.find("assistant: "), std::string::npos) << assisted.err;
+  expect_one_line_error(run(gen + " --num-assistant-tokens 4"),
+                        "--num-assistant-tokens / --assistant-confidence-threshold: need "
+                        "--assistant-model");
 }
 
 // Beam search from the command line: the rows the library returns for the same options

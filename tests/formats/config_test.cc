@@ -775,6 +775,10 @@ TEST(GenerationConfig, PromptLookupFields) {
       R"({"prompt_lookup_num_tokens": 10, "max_matching_ngram_size": 3})", "g");
   EXPECT_EQ(set.prompt_lookup_num_tokens, 10);
   EXPECT_EQ(set.max_matching_ngram_size, 3);
+  const auto assistant = GenerationConfig::from_json_text(
+      R"({"num_assistant_tokens": 5, "assistant_confidence_threshold": 0.25})", "g");
+  EXPECT_EQ(assistant.num_assistant_tokens, 5);
+  EXPECT_EQ(assistant.assistant_confidence_threshold, 0.25f);
   EXPECT_TRUE(set.unimplemented.empty());
   try {
     GenerationConfig::from_json_text(R"({"prompt_lookup_num_tokens": "ten"})", "dir/g.json");

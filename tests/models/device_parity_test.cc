@@ -181,8 +181,9 @@ TEST_P(DeviceDecode, RepeatedRowsShareOnePromptStep) {
   EXPECT_EQ(dev.generate(b, o), (std::vector<std::vector<int64_t>>{want, want, want}));
 }
 
-// Prompt lookup on a device: steps of several tokens over the cache, the rejected drafts' keys
-// dropped, give transformers' greedy tokens (n-grams of one, so that drafts come often).
+// Prompt lookup and an assistant model on a device: steps of several tokens over the cache, the
+// rejected drafts' keys dropped, give transformers' greedy tokens (n-grams of one, so that
+// drafts come often).
 TEST_P(DeviceDecode, PromptLookupGivesTheGreedyTokens) {
   const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
   const CausalLM dev = load(test::device_name(std::get<1>(GetParam())));
@@ -197,6 +198,14 @@ TEST_P(DeviceDecode, PromptLookupGivesTheGreedyTokens) {
     return;
   }
   EXPECT_EQ(dev.generate(a, o), test::id_rows(golden, "gen_a")[0]);
+  // The model as its own assistant: drafts of four made by one-token steps on the device.
+  GenerateOptions assisted;
+  assisted.max_new_tokens = 16;
+  assisted.do_sample = false;
+  assisted.assistant_model = &dev;
+  assisted.num_assistant_tokens = 4;
+  assisted.assistant_confidence_threshold = 0.0f;
+  EXPECT_EQ(dev.generate(a, assisted), test::id_rows(golden, "gen_a")[0]);
 }
 
 // Beam search on a device: the prompt's cache copied to every beam, rows gathered on the device

@@ -106,6 +106,32 @@ void SamplingFlags::add_to(CLI::App& cmd) {
                  "prompt_lookup_num_tokens; one prompt, no beams)");
   cmd.add_option("--max-matching-ngram", max_matching_ngram,
                  "with --prompt-lookup: the longest n-gram it matches (default 2)");
+  cmd.add_option("--assistant-model", assistant_model,
+                 "speculative decoding with this smaller model of the same tokenizer "
+                 "(transformers' assistant_model, llama.cpp's draft model): it drafts, the model "
+                 "keeps what it would produce itself; loaded with the same --device and --dtype");
+  cmd.add_option("--num-assistant-tokens", num_assistant_tokens,
+                 "with --assistant-model: tokens drafted a step at most (default 20)");
+  cmd.add_option("--assistant-confidence-threshold", assistant_confidence_threshold,
+                 "with --assistant-model: a draft stops at a token the assistant gives less than "
+                 "this probability (default 0.4)");
+}
+
+std::unique_ptr<CausalLM> load_assistant(const SamplingFlags& sampling,
+                                         const ModelFlags& model_flags, GenerateOptions& o) {
+  if (sampling.assistant_model.empty()) return nullptr;
+  auto assistant = std::make_unique<CausalLM>(
+      CausalLM::from_pretrained(sampling.assistant_model, model_flags.options()));
+  o.assistant_model = assistant.get();
+  return assistant;
+}
+
+void print_speculation(const GenerateOptions& o, const SpeculationStats& stats) {
+  if (!o.speculation_stats) return;
+  std::fprintf(stderr, "%s: %lld of %lld drafted tokens kept over %lld steps\n",
+               o.assistant_model ? "assistant" : "prompt lookup",
+               static_cast<long long>(stats.accepted), static_cast<long long>(stats.drafted),
+               static_cast<long long>(stats.steps));
 }
 
 GenerateOptions SamplingFlags::options() const {
@@ -146,6 +172,15 @@ GenerateOptions SamplingFlags::options() const {
   }
   if (prompt_lookup != kUnset) o.prompt_lookup_num_tokens = prompt_lookup;
   if (max_matching_ngram != kUnset) o.max_matching_ngram_size = max_matching_ngram;
+  if (num_assistant_tokens != kUnset) o.num_assistant_tokens = num_assistant_tokens;
+  if (assistant_confidence_threshold >= 0) {
+    o.assistant_confidence_threshold = static_cast<float>(assistant_confidence_threshold);
+  }
+  if (assistant_model.empty() &&
+      (num_assistant_tokens != kUnset || assistant_confidence_threshold >= 0)) {
+    throw Error(
+        "--num-assistant-tokens / --assistant-confidence-threshold: need --assistant-model");
+  }
   o.seed = seed;
   return o;
 }

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,11 +43,22 @@ struct SamplingFlags {
   bool greedy = false;
   static constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
   int64_t prompt_lookup = kUnset, max_matching_ngram = kUnset;
+  std::string assistant_model;
+  int64_t num_assistant_tokens = kUnset;
+  double assistant_confidence_threshold = -1;
 
   void add_to(CLI::App& cmd);
   /// Unset flags stay unset, so generation_config.json decides them.
   GenerateOptions options() const;
 };
+
+/// The model --assistant-model names, loaded as `model_flags` say (none without the flag), and
+/// `o` pointed at it.
+std::unique_ptr<CausalLM> load_assistant(const SamplingFlags& sampling,
+                                         const ModelFlags& model_flags, GenerateOptions& o);
+
+/// Prints to stderr what speculative decoding did, where `o` asked for it.
+void print_speculation(const GenerateOptions& o, const SpeculationStats& stats);
 
 /// Whether a generation with `o` over `gen` can stream its tokens as they come: one beam and
 /// one sequence per prompt (a beam's tokens can still be replaced).

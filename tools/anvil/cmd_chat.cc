@@ -59,6 +59,7 @@ void add_chat(CLI::App& app) {
     if (!tok.has_chat_template()) throw Error(f->model + ": the tokenizer has no chat template");
     const CausalLM model = CausalLM::from_pretrained(f->model, f->model_flags.options());
     GenerateOptions o = f->sampling.options();
+    const auto assistant = load_assistant(f->sampling, f->model_flags, o);
     if (!o.max_new_tokens) o.max_new_tokens = 512;
     const int64_t max_new = *o.max_new_tokens;
     const int64_t context = model.config().max_position_embeddings;

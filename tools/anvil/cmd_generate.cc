@@ -175,15 +175,12 @@ void add_generate(CLI::App& app) {
       std::fwrite(rest.data(), 1, rest.size(), stdout);
       std::printf("\n");
     };
-    SpeculationStats lookup;
-    if (o.prompt_lookup_num_tokens) o.speculation_stats = &lookup;
+    const auto assistant = load_assistant(f->sampling, f->model_flags, o);
+    SpeculationStats speculation;
+    if (o.prompt_lookup_num_tokens || o.assistant_model) o.speculation_stats = &speculation;
     generate_and_print();
     write_scores();
-    if (o.speculation_stats) {
-      std::fprintf(stderr, "prompt lookup: %lld of %lld drafted tokens kept over %lld steps\n",
-                   static_cast<long long>(lookup.accepted), static_cast<long long>(lookup.drafted),
-                   static_cast<long long>(lookup.steps));
-    }
+    print_speculation(o, speculation);
     if (!f->prompt_cache.empty()) {
       if (!f->prompt_cache_ro) cache.save(f->prompt_cache);
       std::fprintf(stderr, "prompt cache %s: %lld prompt tokens reused, %zu tokens %s\n",
