@@ -99,11 +99,13 @@ void add_generate(CLI::App& app) {
         const auto rows = static_cast<int64_t>(beam_indices.size());
         const auto steps = rows == 0 ? 0 : static_cast<int64_t>(beam_indices[0].size());
         w.add("sequences_scores", Tensor::from_f32(sequences_scores, {rows}));
-        w.add("beam_indices", DType::i64, {rows, steps}, [&](std::span<std::byte> out) {
-          for (int64_t r = 0; r < rows; ++r) {
-            std::memcpy(out.data() + r * steps * 8, beam_indices[r].data(), steps * 8);
-          }
-        });
+        // By value: the writer fills the tensor in finish(), after this block.
+        w.add("beam_indices", DType::i64, {rows, steps},
+              [&beam_indices, rows, steps](std::span<std::byte> out) {
+                for (int64_t r = 0; r < rows; ++r) {
+                  std::memcpy(out.data() + r * steps * 8, beam_indices[r].data(), steps * 8);
+                }
+              });
       }
       w.finish();
     };
