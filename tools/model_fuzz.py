@@ -9,7 +9,8 @@ query_pre_attn_scalar, Gemma 3's sliding layers' own RoPE, odd vocabulary and ML
 transformers, then run by transformers and by anvil's CLI on the same inputs (float32, eager
 attention in transformers, a freshly loaded model per call): logits of a left-padded batch and
 of a long prompt, a greedy continuation, and a beam search of 2-4 beams (eos suppressed
-throughout by min_new_tokens, so the beams run to the length limit). Prints one line per model
+throughout by min_new_tokens, so the beams run to the length limit); and anvil's greedy
+continuation of the first row with prompt lookup against its own one-token steps. Prints one line per model
 and the largest logit difference. In float32 the bound is 1e-4, or twice transformers' own
 float32 error (against float64) where a model amplifies rounding that much.
 
@@ -279,11 +280,13 @@ def anvil_logits(folder, rows, mask, tmp):
     return load_file(out)['logits']
 
 
-def anvil_generate(folder, rows, mask, new, beams=1):
+def anvil_generate(folder, rows, mask, new, beams=1, lookup=None):
     args = [anvil, 'generate', folder, '--dtype', dtype, '--greedy', '--output-ids',
             '--max-new-tokens', str(new), '--min-new-tokens', str(new), '--input-ids',
             ';'.join(','.join(map(str, r)) for r in rows), '--attention-mask',
             ';'.join(','.join(map(str, r)) for r in mask), '--num-beams', str(beams)]
+    if lookup:
+        args += ['--prompt-lookup', str(lookup[0]), '--max-matching-ngram', str(lookup[1])]
     if device:
         args += ['--device', device]
     r = subprocess.run(args, capture_output=True, text=True)
@@ -357,6 +360,15 @@ def check_case(i, folder, ref, desc, tmp):
         got_l = anvil_logits(folder, ref['long_ids'].tolist(), None, tmp)
         got_g = anvil_generate(folder, ids.tolist(), mask.tolist(), 24)
         got_beam = anvil_generate(folder, ids.tolist(), mask.tolist(), 10, beams)
+        # Prompt lookup (steps of several tokens over the cache) on the first row, which has no
+        # padding: the tokens of the same row's one-token steps. (Phi-3's longrope, which
+        # recomputes its cache past a length, refuses it.)
+        lookup = (1 + i % 6, 1 + i % 2)
+        row_plain = row_lookup = None
+        if 'longrope' not in desc:
+            row_plain = anvil_generate(folder, ids[:1].tolist(), mask[:1].tolist(), 24)
+            row_lookup = anvil_generate(folder, ids[:1].tolist(), mask[:1].tolist(), 24,
+                                        lookup=lookup)
     except RuntimeError as e:
         print(f"{i:3} {desc:60} anvil failed: {e}", flush=True)
         return 0.0, False
@@ -364,6 +376,10 @@ def check_case(i, folder, ref, desc, tmp):
             (got_l - ref['want_l']).abs().max().item())
     same = got_g == ref['want_g'].tolist()
     same_beam = got_beam == ref['want_beam'].tolist()
+    # Dynamic NTK RoPE rotates a check step's keys by its longest position, drafts included
+    # (as transformers' assisted decoding does): its tokens may differ from one-token steps'.
+    dynamic = 'rope=dynamic' in desc
+    same_lookup = row_lookup == row_plain or dynamic
     own = ref['own'].item()
     if dtype == 'f32':
         bound, note = max(1e-4, 2 * own), f" (transformers f32-f64 {own:.2e})" if own > 5e-5 else ''
@@ -371,8 +387,10 @@ def check_case(i, folder, ref, desc, tmp):
         bound, note = 2 * own + 1e-3, f" (transformers {dtype} {own:.2e})"
     print(f"{i:3} {desc:60} max|diff| {d:.2e}{note}{' TOO LARGE' if d > bound else ''}"
           f" greedy {'same' if same else 'DIFFERENT'}"
-          f" beams({beams}) {'same' if same_beam else 'DIFFERENT'}", flush=True)
-    return d, d <= bound and (same or dtype != 'f32') and (same_beam or dtype != 'f32')
+          f" beams({beams}) {'same' if same_beam else 'DIFFERENT'}"
+          f" lookup{lookup} {'same' if same_lookup else 'DIFFERENT'}", flush=True)
+    return d, d <= bound and (same or dtype != 'f32') and (same_beam or dtype != 'f32') and \
+        (same_lookup or dtype != 'f32')
 
 
 def cases():
