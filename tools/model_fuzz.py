@@ -388,7 +388,8 @@ def check_case(i, folder, ref, desc, tmp):
     print(f"{i:3} {desc:60} max|diff| {d:.2e}{note}{' TOO LARGE' if d > bound else ''}"
           f" greedy {'same' if same else 'DIFFERENT'}"
           f" beams({beams}) {'same' if same_beam else 'DIFFERENT'}"
-          f" lookup{lookup} {'same' if same_lookup else 'DIFFERENT'}", flush=True)
+          f" lookup{lookup} {'skipped' if row_lookup is None else 'same' if same_lookup else 'DIFFERENT'}",
+          flush=True)
     return d, d <= bound and (same or dtype != 'f32') and (same_beam or dtype != 'f32') and \
         (same_lookup or dtype != 'f32')
 
