@@ -71,7 +71,7 @@ class PromptCache {
 
 /// What speculative decoding did in one generate() call.
 struct SpeculationStats {
-  int64_t steps = 0;     ///< forward passes after the prompt's
+  int64_t steps = 0;     ///< forward passes that checked a draft (steps without one not counted)
   int64_t drafted = 0;   ///< tokens proposed
   int64_t accepted = 0;  ///< of them, kept
 };

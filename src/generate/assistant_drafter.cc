@@ -64,16 +64,18 @@ Draft AssistantDrafter::draft(const std::vector<int64_t>& seq, int64_t t, int64_
   for (int64_t j = 0; j < max; ++j) {
     settings_.process(scores, current, leading_padding(prompt_mask_), t + j, 0);
     if (sp.do_sample) apply_warpers(scores, sp);
-    std::vector<float> p = probabilities(scores);
     const int64_t token = sp.do_sample ? sample(scores, rng_) : argmax(scores);
     if (token >= vocab_) break;  // a padded row of a larger vocabulary: the model has no such id
+    // The pick's probability: for speculative sampling (every entry) and the threshold.
+    const float threshold = settings_.assistant_confidence_threshold;
+    std::vector<float> p = sp.do_sample || threshold > 0 ? softmax(scores) : std::vector<float>();
+    const bool unsure = threshold > 0 && p[token] < threshold;
     out.tokens.push_back(token);
     if (sp.do_sample) out.probs.push_back(std::move(p));
     current.push_back(token);
     const bool eos =
         std::find(settings_.eos.begin(), settings_.eos.end(), token) != settings_.eos.end();
-    const float confidence = sp.do_sample ? out.probs.back()[token] : p[token];
-    if (eos || confidence < settings_.assistant_confidence_threshold || j + 1 == max) break;
+    if (eos || unsure || j + 1 == max) break;
     scores = step_over(current.size() - 1, current.size());
   }
   return out;

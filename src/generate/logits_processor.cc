@@ -446,4 +446,18 @@ void log_softmax(std::span<float> row) {
   for (float& v : row) v = v - m - log_sum;
 }
 
+std::vector<float> softmax(std::span<const float> scores) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (float s : scores) m = std::max(m, s);
+  std::vector<float> p(scores.size(), 0.0f);
+  double total = 0;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (scores[i] == -std::numeric_limits<float>::infinity()) continue;
+    p[i] = std::exp(scores[i] - m);
+    total += p[i];
+  }
+  for (float& x : p) x = static_cast<float>(x / total);
+  return p;
+}
+
 }  // namespace anvil

@@ -37,6 +37,10 @@ struct SamplingParams {
 /// a beam step), the sum in double. A row of -inf stays as it is.
 void log_softmax(std::span<float> row);
 
+/// softmax(scores) as float32 probabilities (-inf entries 0), exp(x - max) normalised by a
+/// double sum: a drafter's and the model's distributions in speculative sampling.
+std::vector<float> softmax(std::span<const float> scores);
+
 /// RepetitionPenaltyLogitsProcessor: every id in `context` has its score divided by the
 /// penalty when positive, multiplied when negative.
 void apply_repetition_penalty(std::span<float> scores, const std::vector<int64_t>& context,

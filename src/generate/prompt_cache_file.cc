@@ -1,6 +1,5 @@
 #include "generate/prompt_cache_file.h"
 
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -19,12 +18,6 @@ constexpr const char* kFingerprintKey = "anvil.fingerprint";
 
 std::string layer_name(size_t layer, const char* what) {
   return "layers." + std::to_string(layer) + "." + what;
-}
-
-std::string shape_text(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
 }
 
 // Positions [0, n) of row 0 of a cache layer [batch, heads, capacity, dim], as [heads, n, dim].
@@ -93,7 +86,7 @@ void load_prompt_cache_file(PromptCache::State& state,
   if (!tokens_entry) fail("no 'tokens' tensor");
   if (tokens_entry->dtype != DType::i64 || tokens_entry->shape.size() != 1) {
     fail("'tokens' must be int64 [n], is " + std::string(dtype_name(tokens_entry->dtype)) + " " +
-         shape_text(tokens_entry->shape));
+         shape_str(tokens_entry->shape));
   }
   const int64_t n = tokens_entry->shape[0];
   if (n < 1) fail("'tokens' is empty");
@@ -128,9 +121,9 @@ void load_prompt_cache_file(PromptCache::State& state,
       const SafetensorsEntry* e = file.find(name);
       if (!e) fail("no '" + name + "' tensor");
       if (e->dtype != like.dtype() || e->shape != want) {
-        fail("'" + name + "' is " + std::string(dtype_name(e->dtype)) + " " + shape_text(e->shape) +
+        fail("'" + name + "' is " + std::string(dtype_name(e->dtype)) + " " + shape_str(e->shape) +
              ", this model's cache needs " + std::string(dtype_name(like.dtype())) + " " +
-             shape_text(want));
+             shape_str(want));
       }
       Tensor rows = file.load(name).view({1, want[0], n, want[2]}).to(decoder->device());
       (std::strcmp(what, "keys") == 0 ? staged.keys : staged.values).push_back(std::move(rows));

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <limits>
 #include <optional>
 #include <random>
 #include <span>
@@ -15,23 +13,9 @@
 
 namespace anvil {
 
-std::vector<float> probabilities(std::span<const float> scores) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (float s : scores) m = std::max(m, s);
-  std::vector<float> p(scores.size(), 0.0f);
-  double total = 0;
-  for (size_t i = 0; i < scores.size(); ++i) {
-    if (scores[i] == -std::numeric_limits<float>::infinity()) continue;
-    p[i] = std::exp(scores[i] - m);
-    total += p[i];
-  }
-  for (float& x : p) x = static_cast<float>(x / total);
-  return p;
-}
-
 int64_t speculative_pick(std::span<const float> scores, int64_t drafted,
                          const std::vector<float>& q, std::mt19937_64& rng) {
-  std::vector<float> p = probabilities(scores);
+  std::vector<float> p = softmax(scores);
   const double ratio = q[drafted] > 0 ? static_cast<double>(p[drafted]) / q[drafted] : 0.0;
   if (draw_uniform(rng) < ratio) return drafted;
   double total = 0;

@@ -43,9 +43,6 @@ std::vector<std::vector<int64_t>> run_speculative(
     const std::vector<std::vector<int64_t>>& mask, const GenerateOptions& opts,
     PromptCache::State* prompt_cache, Drafter& drafter);
 
-/// softmax(scores) as probabilities (-inf entries 0).
-std::vector<float> probabilities(std::span<const float> scores);
-
 /// Speculative sampling at one drafted position: the model's processed, warped scores, the
 /// drafted token and the drafter's probabilities q there. The token stays with probability
 /// min(1, p/q); else the pick is drawn from max(0, p - q), renormalised (p itself where that is
