@@ -30,20 +30,22 @@ namespace {
 
 using Shape3 = std::tuple<int64_t, int64_t, int64_t>;  // activation rows, k, weight rows
 
-// Rows in tiles of 16 and 32 with tails of 1-15 (23: the 512-bit int8 tiles' 8, 8, 4, 2 and 1, or
-// 6, 6, 6, 4 and 1), widths of one to many 32-value chunks (515 x 1,056: a long prompt, 64 full
-// 512-bit tiles then 2 and 1), weight rows leaving a partial 16-row panel or an odd 8-row group,
-// and enough of them (552, 260) that a thread's share holds four-group spans (two weight vectors
-// a tile), the last one partial (260: 28 of its 32 rows).
-const std::vector<Shape3> kShapes = {{16, 32, 16},   {17, 64, 24},  {33, 96, 37},  {48, 256, 40},
-                                     {64, 1024, 72}, {20, 512, 8},  {23, 160, 48}, {515, 1056, 24},
-                                     {23, 160, 552}, {48, 256, 260}};
+// Rows in tiles of 16 and 32 with tails of 1-15 (23: the 512-bit int8 tiles' 8, 8 and 7, or 6,
+// 6, 6 and 5), the few rows of a speculative check step (5, 7, 11, 13: tiles of 3 to 7 rows, as
+// even as tile_rows_at makes them), widths of one to many 32-value chunks (515 x 1,056: a long
+// prompt, 65 tiles: 60 of 8 rows, 5 of 7), weight rows leaving a partial 16-row panel
+// or an odd 8-row group, and enough of them (552, 260) that a thread's share holds four-group
+// spans (two weight vectors a tile), the last one partial (260: 28 of its 32 rows).
+const std::vector<Shape3> kShapes = {{16, 32, 16},   {17, 64, 24},   {33, 96, 37},  {48, 256, 40},
+                                     {64, 1024, 72}, {20, 512, 8},   {23, 160, 48}, {515, 1056, 24},
+                                     {23, 160, 552}, {48, 256, 260}, {5, 64, 24},   {7, 96, 40},
+                                     {11, 160, 552}, {13, 256, 37}};
 
 TEST(CpuPrefillTiles, QuantizedWeightsMatchTheReference) {
   std::mt19937 rng(77);
   // The K types need whole 256-value super-blocks (513 x 1,280: a long prompt, 5 of them).
-  const std::vector<Shape3> k_shapes = {
-      {16, 256, 16}, {33, 512, 37}, {20, 768, 24}, {513, 1280, 16}};
+  const std::vector<Shape3> k_shapes = {{16, 256, 16},   {33, 512, 37}, {20, 768, 24},
+                                        {513, 1280, 16}, {7, 256, 40},  {11, 512, 552}};
   for (DType w : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::q4_k,
                   DType::q5_k, DType::q6_k}) {
     for (auto [n, k, o] : dtype_block_elems(w) == 256 ? k_shapes : kShapes) {

@@ -13,6 +13,7 @@
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/repack.h"
 #include "backends/cpu/side_by_side.h"
+#include "backends/cpu/with_count.h"
 
 namespace anvil::cpu {
 namespace {
