@@ -355,15 +355,19 @@ TEST_P(Ops, StoreKv) {
 
 TEST_P(Ops, AttentionBothImplementationsGqaMaskedCausal) {
   // Small cases, then ones that cross the CPU kernels' blocks: 16-key blocks, 16-query tiles,
-  // a head dimension that is not a multiple of the vector width, 7 heads per KV head; and 70
-  // queries, where devices switch to their prefill path.
+  // a head dimension that is not a multiple of the vector width, 7 heads per KV head; a
+  // speculative check step (11 positions of 3 heads per KV head over a long past: tasks of 16
+  // rows across heads, and one of a single row); 20 heads on one KV head (a task each for fewer
+  // rows, so that every thread has work); and 70 queries, where devices switch to their prefill
+  // path.
   struct Case {
     int64_t batch, seq, past, heads, kv_heads, dim;
   };
   for (const Case c :
        {Case{2, 5, 0, 4, 2, 16}, Case{2, 3, 4, 4, 2, 16}, Case{3, 1, 9, 4, 2, 16},
         Case{2, 37, 0, 14, 2, 24}, Case{1, 1, 50, 14, 2, 64}, Case{2, 20, 13, 3, 1, 72},
-        Case{1, 3, 2, 2, 1, 6}, Case{2, 70, 6, 4, 2, 16}}) {  // 70 queries: prefill paths
+        Case{1, 3, 2, 2, 1, 6}, Case{1, 11, 300, 9, 3, 64}, Case{1, 2, 40, 20, 1, 16},
+        Case{2, 70, 6, 4, 2, 16}}) {
     const int64_t heads = c.heads, kv_heads = c.kv_heads, dim = c.dim;
     const int64_t batch = c.batch, seq = c.seq, past = c.past;
     const int64_t cap = past + seq + 3, total = past + seq;
