@@ -6,7 +6,7 @@ of tests/data/tokenizers; prints how many differ and the first two of each.
 Usage: python3 -m venv /tmp/t && /tmp/t/bin/pip install tokenizers
        /tmp/t/bin/python tools/tokenizer_fuzz.py SEED   (uses ./build/anvil)
 """
-import random, subprocess, json, sys, os
+import random, subprocess, json, sys, os, tempfile
 from tokenizers import Tokenizer
 root = os.path.join(os.path.dirname(__file__), '..', 'tests', 'data', 'tokenizers')
 rng = random.Random(int(sys.argv[1]))
@@ -16,7 +16,7 @@ for i in range(150):
     n = rng.randint(1, 10)
     cases.append("".join(rng.choice(pieces) if rng.random() < 0.85 else chr(rng.choice([rng.randint(32, 0x2FF), rng.randint(0x300, 0xFFFF), rng.randint(0x10000, 0x2FFFF)])) for _ in range(n)))
 cases = [c for c in cases if not any(0xD800 <= ord(ch) <= 0xDFFF for ch in c)]
-text_file = 'fz.txt'
+text_file = os.path.join(tempfile.mkdtemp(prefix='anvil-tokenizer-fuzz-'), 'case.txt')
 for d in sorted(os.listdir(root)):
     p = os.path.join(root, d)
     if not os.path.isdir(p): continue
