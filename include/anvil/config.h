@@ -190,6 +190,19 @@ struct ModelConfig {
   static ModelConfig from_json_text(const std::string& text, const std::string& source);
 };
 
+/// How an assistant model's draft length changes between steps, generation_config.json's
+/// `num_assistant_tokens_schedule` (transformers' names).
+enum class AssistantTokensSchedule {
+  constant,   ///< num_assistant_tokens every step (transformers' default)
+  heuristic,  ///< +2 after a step that kept every drafted token, else -1 (at least 1); the
+              ///< count carries over to the assistant's next generate() call
+  heuristic_transient,  ///< as heuristic, each call starting from num_assistant_tokens again
+};
+
+/// The schedule of that name ("constant", "heuristic", "heuristic_transient"); nullopt for any
+/// other.
+std::optional<AssistantTokensSchedule> assistant_tokens_schedule_named(const std::string& name);
+
 /// Beam search's stopping rule, generation_config.json's `early_stopping`.
 enum class EarlyStopping {
   heuristic,            ///< false: stop once the best running beam, at its current length, cannot
@@ -248,8 +261,11 @@ struct GenerationConfig {
   std::optional<int64_t> prompt_lookup_num_tokens;
   /// The longest n-gram prompt lookup matches (it tries shorter ones down to 1); default 2.
   std::optional<int64_t> max_matching_ngram_size;
-  /// An assistant model's drafted tokens a step at most (transformers' default 20).
+  /// An assistant model's drafted tokens a step at most (transformers' default 20). As in
+  /// transformers, generate() reads this, the schedule and the threshold from the assistant's
+  /// generation config, not the main model's.
   std::optional<int64_t> num_assistant_tokens;
+  std::optional<AssistantTokensSchedule> num_assistant_tokens_schedule;
   /// An assistant's draft stops at a token it gives less than this probability (default 0.4).
   std::optional<float> assistant_confidence_threshold;
   int64_t num_return_sequences = 1;  ///< rows returned per prompt (best beams, or samples)

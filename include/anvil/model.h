@@ -6,6 +6,7 @@
 ///     auto out = model.generate(ids, {.max_new_tokens = 50});
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -71,9 +72,11 @@ class PromptCache {
 
 /// What speculative decoding did in one generate() call.
 struct SpeculationStats {
-  int64_t steps = 0;     ///< forward passes that checked a draft (steps without one not counted)
-  int64_t drafted = 0;   ///< tokens proposed
-  int64_t accepted = 0;  ///< of them, kept
+  int64_t steps = 0;    ///< forward passes that checked a draft (steps without one not counted)
+  int64_t drafted = 0;  ///< tokens proposed
+  /// Of them, kept: as transformers' num_matches, the tokens each step added less the one the
+  /// model picked itself (a kept draft token that ends the generation counts as that one).
+  int64_t accepted = 0;
 };
 
 struct ModelOptions {
@@ -153,9 +156,15 @@ struct GenerateOptions {
   /// assistant_confidence_threshold, default 0.4), and one forward pass of this model keeps
   /// those it would produce itself (greedy: the same tokens as without it; sampling:
   /// speculative sampling, the same distribution, which needs equal vocabulary sizes). It must
-  /// outlive the call; one prompt, no beams, not with prompt lookup.
+  /// outlive the call; one prompt, no beams, not with prompt lookup. The three settings
+  /// default to the assistant's generation config, as in transformers (which reads them there
+  /// only); num_assistant_tokens_schedule (default constant) lets the draft length follow how
+  /// many drafts are kept, and with `heuristic` the length reached carries over to the
+  /// assistant's next call (held by the assistant object, as transformers keeps it in the
+  /// assistant's generation_config).
   const CausalLM* assistant_model = nullptr;
   std::optional<int64_t> num_assistant_tokens;
+  std::optional<AssistantTokensSchedule> num_assistant_tokens_schedule;
   std::optional<float> assistant_confidence_threshold;
   /// Where not null, what speculative decoding (prompt lookup or an assistant) did: its
   /// verification steps, tokens drafted and kept.
@@ -220,10 +229,17 @@ class CausalLM {
 
  private:
   static CausalLM from_gguf(const std::string& path, const ModelOptions& options);
+  /// Where the assistant of `opts` (if any) keeps its carried draft length.
+  static std::atomic<int64_t>* carried_assistant_tokens(const GenerateOptions& opts);
   friend class PromptCache;  // load() binds the cache to the decoder, as generate() does
 
   std::shared_ptr<Decoder> decoder_;
   GenerationConfig generation_config_;
+  /// The draft length the heuristic schedule reached when this model last assisted (0: not
+  /// yet), where its next call as an assistant starts; copies share it, as they share the
+  /// decoder.
+  std::shared_ptr<std::atomic<int64_t>> carried_assistant_tokens_ =
+      std::make_shared<std::atomic<int64_t>>(0);
 };
 
 /// transformers' name for the loader.

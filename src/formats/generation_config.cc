@@ -90,6 +90,13 @@ std::vector<std::pair<std::vector<int64_t>, float>> parse_sequence_bias(const nl
 
 }  // namespace
 
+std::optional<AssistantTokensSchedule> assistant_tokens_schedule_named(const std::string& name) {
+  if (name == "constant") return AssistantTokensSchedule::constant;
+  if (name == "heuristic") return AssistantTokensSchedule::heuristic;
+  if (name == "heuristic_transient") return AssistantTokensSchedule::heuristic_transient;
+  return std::nullopt;
+}
+
 GenerationConfig GenerationConfig::from_file(const std::string& path) {
   return from_json_text(read_text_file(path), path);
 }
@@ -201,6 +208,14 @@ GenerationConfig GenerationConfig::from_json_text(const std::string& text,
   g.prompt_lookup_num_tokens = jf::opt_int(j, "prompt_lookup_num_tokens", source);
   g.max_matching_ngram_size = jf::opt_int(j, "max_matching_ngram_size", source);
   g.num_assistant_tokens = jf::opt_int(j, "num_assistant_tokens", source);
+  if (const nlohmann::json* e = jf::find(j, "num_assistant_tokens_schedule"); e && !e->is_null()) {
+    g.num_assistant_tokens_schedule =
+        e->is_string() ? assistant_tokens_schedule_named(e->get<std::string>()) : std::nullopt;
+    if (!g.num_assistant_tokens_schedule) {
+      jf::fail(source, "num_assistant_tokens_schedule",
+               "must be \"constant\", \"heuristic\" or \"heuristic_transient\", got " + e->dump());
+    }
+  }
   if (auto c = jf::opt_number(j, "assistant_confidence_threshold", source)) {
     g.assistant_confidence_threshold = static_cast<float>(*c);
   }

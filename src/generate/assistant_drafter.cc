@@ -11,8 +11,9 @@ namespace anvil {
 
 AssistantDrafter::AssistantDrafter(const Decoder& assistant, const GenerationSettings& settings,
                                    const std::vector<int64_t>& mask, int64_t capacity,
-                                   int64_t vocab, uint64_t seed)
-    : assistant_(assistant),
+                                   int64_t vocab, uint64_t seed, int64_t tokens)
+    : tokens_(tokens),
+      assistant_(assistant),
       settings_(settings),
       prompt_mask_(mask),
       vocab_(vocab),
@@ -21,7 +22,7 @@ AssistantDrafter::AssistantDrafter(const Decoder& assistant, const GenerationSet
 
 Draft AssistantDrafter::draft(const std::vector<int64_t>& seq, int64_t t, int64_t max_tokens) {
   Draft out;
-  const int64_t max = std::min(settings_.assistant_tokens, max_tokens);
+  const int64_t max = std::min(tokens_, max_tokens);
   if (max < 1) return out;
   const int64_t vocab = assistant_.config().vocab_size;
   for (int64_t id : seq) {
@@ -79,6 +80,11 @@ Draft AssistantDrafter::draft(const std::vector<int64_t>& seq, int64_t t, int64_
     scores = step_over(current.size() - 1, current.size());
   }
   return out;
+}
+
+void AssistantDrafter::update(int64_t drafted, int64_t matches) {
+  if (settings_.assistant_schedule == AssistantTokensSchedule::constant) return;
+  tokens_ = matches == drafted ? tokens_ + 2 : std::max<int64_t>(1, tokens_ - 1);
 }
 
 }  // namespace anvil

@@ -3,6 +3,7 @@
 // last draft, then picks up to num_assistant_tokens tokens one step each (greedy, or sampled
 // with its probabilities kept for speculative sampling), stopping early at an eos or where its
 // pick's probability falls below assistant_confidence_threshold (transformers' ConfidenceCriteria).
+// num_assistant_tokens_schedule's heuristics change that count from step to step.
 #pragma once
 
 #include <cstdint>
@@ -20,12 +21,20 @@ class AssistantDrafter : public Drafter {
  public:
   /// `mask`: the prompt's mask (its left padding); `capacity`: prompt + max_new; `vocab`: the
   /// main model's vocabulary size (a draft stops before a token past it).
+  /// `tokens`: the first step's draft length (settings.assistant_tokens, or what the heuristic
+  /// schedule carried over from the assistant's last call).
   AssistantDrafter(const Decoder& assistant, const GenerationSettings& settings,
-                   const std::vector<int64_t>& mask, int64_t capacity, int64_t vocab,
-                   uint64_t seed);
+                   const std::vector<int64_t>& mask, int64_t capacity, int64_t vocab, uint64_t seed,
+                   int64_t tokens);
   Draft draft(const std::vector<int64_t>& seq, int64_t t, int64_t max_tokens) override;
+  /// The heuristic schedules (transformers' update_candidate_strategy): two more tokens after a
+  /// step that kept its whole draft, else one fewer (at least one).
+  void update(int64_t drafted, int64_t matches) override;
+  /// The draft length the next step would take.
+  int64_t tokens() const { return tokens_; }
 
  private:
+  int64_t tokens_;
   const Decoder& assistant_;
   const GenerationSettings& settings_;
   std::vector<int64_t> prompt_mask_;

@@ -229,7 +229,8 @@ std::vector<int64_t> greedy_tokens(const Tensor& logits) {
 }
 
 std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const GenerationConfig& gen,
-                                               const Batch& batch, const GenerateOptions& opts) {
+                                               const Batch& batch, const GenerateOptions& opts,
+                                               std::atomic<int64_t>* carried_assistant_tokens) {
   std::vector<std::vector<int64_t>> mask = checked_mask(batch);
   const auto prompt = static_cast<int64_t>(batch.input_ids[0].size());
   const GenerationSettings settings =
@@ -269,7 +270,7 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
       refuse("a model that recomputes its cache past a length (Phi-3's longrope)");
     }
     if (!opts.assistant_model) {
-      LookupDrafter lookup(settings);
+      LookupDrafter lookup(settings, leading_padding(mask[0]), decoder.config().vocab_size);
       return run_speculative(decoder, settings, batch, mask, opts, reuse_from, lookup);
     }
     const Decoder& assistant = opts.assistant_model->decoder();
@@ -282,9 +283,18 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
              "the two models' probabilities token by token");
     }
     if (assistant.config().recompute_cache_past) refuse("an assistant that recomputes its cache");
+    // The heuristic schedule starts where the assistant's last such call left it, unless the
+    // call sets num_assistant_tokens (transformers keeps that count in the assistant's config).
+    const bool carries = settings.assistant_schedule == AssistantTokensSchedule::heuristic;
+    const int64_t carried = carries && carried_assistant_tokens && !opts.num_assistant_tokens
+                                ? carried_assistant_tokens->load()
+                                : 0;
     AssistantDrafter drafter(assistant, settings, mask[0], prompt + settings.max_new,
-                             decoder.config().vocab_size, opts.seed);
-    return run_speculative(decoder, settings, batch, mask, opts, reuse_from, drafter);
+                             decoder.config().vocab_size, opts.seed,
+                             carried > 0 ? carried : settings.assistant_tokens);
+    auto rows = run_speculative(decoder, settings, batch, mask, opts, reuse_from, drafter);
+    if (carries && carried_assistant_tokens) carried_assistant_tokens->store(drafter.tokens());
+    return rows;
   }
   if (settings.num_beams > 1) {
     BeamSearchResult beams =

@@ -2,6 +2,7 @@
 // with transformers' position ids, eos handling and padding of finished rows.
 #pragma once
 
+#include <atomic>
 #include <vector>
 
 #include "anvil/model.h"
@@ -25,7 +26,10 @@ StepInput whole_rows_step(const std::vector<std::vector<int64_t>>& ids,
 /// argmax kernel only the chosen ids come back to the host.
 std::vector<int64_t> greedy_tokens(const Tensor& logits);
 
-std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const GenerationConfig& gen,
-                                               const Batch& batch, const GenerateOptions& opts);
+/// `carried_assistant_tokens`: where the assistant (opts.assistant_model) keeps the draft length
+/// its heuristic schedule reached (CausalLM); null without one.
+std::vector<std::vector<int64_t>> run_generate(
+    const Decoder& decoder, const GenerationConfig& gen, const Batch& batch,
+    const GenerateOptions& opts, std::atomic<int64_t>* carried_assistant_tokens = nullptr);
 
 }  // namespace anvil

@@ -129,13 +129,21 @@ GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateO
   }
   s.prompt_lookup = lookup.value_or(0);
   s.max_matching_ngram = ngram.value_or(2);
-  s.assistant_tokens = opts.num_assistant_tokens.value_or(gen.num_assistant_tokens.value_or(20));
+  // An assistant's settings: the call's, else its own generation config's (transformers reads
+  // them from the assistant's config alone), else transformers' defaults.
+  static const GenerationConfig kNoAssistant;
+  const GenerationConfig& assistant_gen =
+      opts.assistant_model ? opts.assistant_model->generation_config() : kNoAssistant;
+  s.assistant_tokens =
+      opts.num_assistant_tokens.value_or(assistant_gen.num_assistant_tokens.value_or(20));
   if (s.assistant_tokens < 1) {
     throw Error("num_assistant_tokens must be at least 1, got " +
                 std::to_string(s.assistant_tokens));
   }
+  s.assistant_schedule = opts.num_assistant_tokens_schedule.value_or(
+      assistant_gen.num_assistant_tokens_schedule.value_or(AssistantTokensSchedule::constant));
   s.assistant_confidence_threshold = opts.assistant_confidence_threshold.value_or(
-      gen.assistant_confidence_threshold.value_or(0.4f));
+      assistant_gen.assistant_confidence_threshold.value_or(0.4f));
   if (!(s.assistant_confidence_threshold >= 0 && s.assistant_confidence_threshold <= 1)) {
     throw Error("assistant_confidence_threshold must be in [0, 1], got " +
                 std::to_string(s.assistant_confidence_threshold));

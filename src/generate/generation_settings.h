@@ -43,6 +43,7 @@ struct GenerationSettings {
   int64_t prompt_lookup = 0;       ///< prompt lookup's drafted tokens a step; 0 off
   int64_t max_matching_ngram = 2;  ///< the longest n-gram it matches
   int64_t assistant_tokens = 20;   ///< an assistant model's drafted tokens a step at most
+  AssistantTokensSchedule assistant_schedule = AssistantTokensSchedule::constant;
   float assistant_confidence_threshold = 0.4f;  ///< its drafts stop below this probability
   float length_penalty = 1.0f;
   EarlyStopping early_stopping = EarlyStopping::heuristic;

@@ -59,63 +59,27 @@ std::vector<std::vector<int64_t>> run_speculative(
   SpeculationStats stats;
 
   // The cache holds every id but the last, whose keys the next step makes; with a prompt
-  // cache, the prompt's reusable prefix is there already.
+  // cache, the prompt's reusable prefix is there already. The rest of the prompt but its last
+  // id runs first: the first step then checks a draft that follows the prompt.
   KvCache own_cache;
   const int64_t reused =
       prompt_cache ? start_prompt_cache(*prompt_cache, decoder, seq, prompt + settings.max_new) : 0;
   if (!prompt_cache) own_cache = decoder.new_cache(1, prompt + settings.max_new);
   KvCache& cache = prompt_cache ? prompt_cache->cache : own_cache;
-  StepInput first = whole_rows_step({seq}, mask);
-  first.ids.erase(first.ids.begin(), first.ids.begin() + reused);
-  first.positions.erase(first.positions.begin(), first.positions.begin() + reused);
-  first.seq = prompt - reused;
-  Tensor logits = decoder.forward(first, cache);
-  Draft draft;
+  if (prompt - 1 > reused) {
+    StepInput head = whole_rows_step({std::vector<int64_t>(seq.begin(), seq.end() - 1)},
+                                     {std::vector<int64_t>(mask[0].begin(), mask[0].end() - 1)});
+    head.ids.erase(head.ids.begin(), head.ids.begin() + reused);
+    head.positions.erase(head.positions.begin(), head.positions.begin() + reused);
+    head.seq = prompt - 1 - reused;
+    decoder.forward(head, cache);
+  }
   std::vector<float> host, scores(static_cast<size_t>(vocab));
   int64_t t = 0;  // new tokens so far
   for (;;) {
-    // Row i of the step's logits picks the token after the step's input i; it is kept, and
-    // the next row read, while it equals the draft's token i.
-    host = logits.to_f32_vector();
-    const auto rows = static_cast<int64_t>(host.size()) / vocab;
-    bool stop = false;
-    int64_t kept = 0;
-    for (int64_t i = 0; i < rows && !stop; ++i) {
-      std::copy(host.begin() + i * vocab, host.begin() + (i + 1) * vocab, scores.begin());
-      settings.process(scores, seq, padding, t, 0);
-      if (sp.do_sample) apply_warpers(scores, sp);
-      const bool in_draft = i < static_cast<int64_t>(draft.tokens.size());
-      int64_t token;
-      if (sp.do_sample && in_draft && !draft.probs.empty()) {
-        token = speculative_pick(scores, draft.tokens[i], draft.probs[i], rng);
-      } else {
-        token = sp.do_sample ? sample(scores, rng) : argmax(scores);
-      }
-      seq.push_back(token);
-      ++t;
-      const bool drafted = in_draft && token == draft.tokens[i];
-      kept += drafted;
-      const bool out_of_time =
-          settings.max_time &&
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - settings.started)
-                  .count() > *settings.max_time;
-      stop = std::find(settings.eos.begin(), settings.eos.end(), token) != settings.eos.end() ||
-             (stops && stops->hit(seq)) || (opts.streamer && !opts.streamer({token})) ||
-             t == settings.max_new || out_of_time;
-      if (!drafted) break;
-    }
-    if (!draft.tokens.empty()) {
-      ++stats.steps;
-      stats.drafted += static_cast<int64_t>(draft.tokens.size());
-      stats.accepted += kept;
-    }
-    if (stop) break;
-    // The step's inputs that are now part of the sequence (the id before it and the kept draft
-    // tokens) keep their keys; the rejected ones' are dropped. Again every id but the last.
-    cache.length = static_cast<int64_t>(seq.size()) - 1;
-    // The next step: the last id, then a draft of at most what may still be generated but one
-    // (the model's own pick after the draft).
-    draft = drafter.draft(seq, t, settings.max_new - t - 1);
+    // The step: the last id, then a draft of at most what may still be generated but one (the
+    // model's own pick after the draft).
+    const Draft draft = drafter.draft(seq, t, settings.max_new - t - 1);
     for (int64_t id : draft.tokens) {
       if (id < 0 || id >= vocab) {
         throw Error("speculative decoding: a drafted token " + std::to_string(id) +
@@ -133,7 +97,48 @@ std::vector<std::vector<int64_t>> run_speculative(
       step.positions.push_back(real + static_cast<int32_t>(t - 1 + i));
     }
     step.all_logits = !draft.tokens.empty();
-    logits = decoder.forward(step, cache);
+    host = decoder.forward(step, cache).to_f32_vector();
+    // Row i of the step's logits picks the token after the step's input i; it is kept, and
+    // the next row read, while it equals the draft's token i.
+    const auto rows = static_cast<int64_t>(host.size()) / vocab;
+    bool stop = false;
+    int64_t added = 0;
+    for (int64_t i = 0; i < rows && !stop; ++i) {
+      std::copy(host.begin() + i * vocab, host.begin() + (i + 1) * vocab, scores.begin());
+      settings.process(scores, seq, padding, t, 0);
+      if (sp.do_sample) apply_warpers(scores, sp);
+      const bool in_draft = i < static_cast<int64_t>(draft.tokens.size());
+      int64_t token;
+      if (sp.do_sample && in_draft && !draft.probs.empty()) {
+        token = speculative_pick(scores, draft.tokens[i], draft.probs[i], rng);
+      } else {
+        token = sp.do_sample ? sample(scores, rng) : argmax(scores);
+      }
+      seq.push_back(token);
+      ++t;
+      ++added;
+      const bool drafted = in_draft && token == draft.tokens[i];
+      const bool out_of_time =
+          settings.max_time &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - settings.started)
+                  .count() > *settings.max_time;
+      stop = std::find(settings.eos.begin(), settings.eos.end(), token) != settings.eos.end() ||
+             (stops && stops->hit(seq)) || (opts.streamer && !opts.streamer({token})) ||
+             t == settings.max_new || out_of_time;
+      if (!drafted) break;
+    }
+    // Kept drafts as transformers' num_matches counts them: the tokens the step added, less
+    // the one the model picked itself (a drafted token that ends the generation is that one).
+    drafter.update(static_cast<int64_t>(draft.tokens.size()), added - 1);
+    if (!draft.tokens.empty()) {
+      ++stats.steps;
+      stats.drafted += static_cast<int64_t>(draft.tokens.size());
+      stats.accepted += added - 1;
+    }
+    if (stop) break;
+    // The step's inputs that are now part of the sequence (the id before it and the kept draft
+    // tokens) keep their keys; the rejected ones' are dropped. Again every id but the last.
+    cache.length = static_cast<int64_t>(seq.size()) - 1;
   }
   if (opts.speculation_stats) *opts.speculation_stats = stats;
   if (prompt_cache) {

@@ -1,11 +1,12 @@
 // Speculative decoding's check: a drafter proposes tokens after the sequence (prompt lookup:
 // prompt_lookup.h; a smaller model: assistant_drafter.h), one forward pass runs the last token
 // and the draft, and the model keeps the drafted tokens it would have produced itself, then one
-// token of its own. Greedy picks keep a drafted token where the pick equals it; sampling keeps
-// it by speculative sampling where the drafter gives its probabilities (accepted with
-// probability min(1, p/q), else the token drawn from max(0, p - q)), or where it gives none (a
-// draft taken from the text) while a draw from p equals it. Either way the tokens are
-// distributed as one token a step would give them.
+// token of its own. The first draft follows the prompt, as in transformers (whose first pass
+// runs the prompt and the draft together; here the prompt but its last id runs first). Greedy picks
+// keep a drafted token where the pick equals it; sampling keeps it by speculative sampling where
+// the drafter gives its probabilities (accepted with probability min(1, p/q), else the token drawn
+// from max(0, p - q)), or where it gives none (a draft taken from the text) while a draw from p
+// equals it. Either way the tokens are distributed as one token a step would give them.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,9 @@ class Drafter {
   /// Up to `max_tokens` tokens to follow `seq` (`t` new tokens so far), none to go one token a
   /// step.
   virtual Draft draft(const std::vector<int64_t>& seq, int64_t t, int64_t max_tokens) = 0;
+  /// After each check step: `drafted` tokens were drafted, `matches` of them kept (transformers'
+  /// update_candidate_strategy and its num_matches: the tokens the step added, less one).
+  virtual void update(int64_t drafted, int64_t matches) { (void)drafted, (void)matches; }
 };
 
 /// generate() for one prompt with a drafter (no beams, no repeats, no per-step scores:

@@ -154,10 +154,14 @@ Tensor CausalLM::logits(const Batch& batch) const {
   return out;
 }
 
+std::atomic<int64_t>* CausalLM::carried_assistant_tokens(const GenerateOptions& opts) {
+  return opts.assistant_model ? opts.assistant_model->carried_assistant_tokens_.get() : nullptr;
+}
+
 std::vector<std::vector<int64_t>> CausalLM::generate(const Batch& batch,
                                                      const GenerateOptions& opts) const {
   if (opts.prompt_cache) claim_prompt_cache(opts.prompt_cache->state(), decoder_);
-  return run_generate(*decoder_, generation_config_, batch, opts);
+  return run_generate(*decoder_, generation_config_, batch, opts, carried_assistant_tokens(opts));
 }
 
 std::vector<int64_t> CausalLM::generate(const std::vector<int64_t>& input_ids,
@@ -169,7 +173,7 @@ std::vector<int64_t> CausalLM::generate(const std::vector<int64_t>& input_ids,
         "num_return_sequences > 1 returns several rows: call generate() with a Batch for them");
   }
   if (opts.prompt_cache) claim_prompt_cache(opts.prompt_cache->state(), decoder_);
-  return run_generate(*decoder_, generation_config_, b, opts)[0];
+  return run_generate(*decoder_, generation_config_, b, opts, carried_assistant_tokens(opts))[0];
 }
 
 }  // namespace anvil

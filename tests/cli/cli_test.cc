@@ -266,9 +266,18 @@ TEST(Cli, GeneratePromptLookup) {
   ASSERT_EQ(assisted.exit_code, 0) << assisted.err;
   EXPECT_EQ(assisted.out, lookup.out);
   EXPECT_NE(assisted.err.find("assistant: "), std::string::npos) << assisted.err;
+  // The heuristic schedule: the same tokens again.
+  const CliRun scheduled = run(gen + " --assistant-model " + test::model_dir("extra/olmo2-tiny") +
+                               " --num-assistant-tokens-schedule heuristic");
+  ASSERT_EQ(scheduled.exit_code, 0) << scheduled.err;
+  EXPECT_EQ(scheduled.out, lookup.out);
   expect_one_line_error(run(gen + " --num-assistant-tokens 4"),
-                        "--num-assistant-tokens / --assistant-confidence-threshold: need "
-                        "--assistant-model");
+                        "--num-assistant-tokens / --num-assistant-tokens-schedule / "
+                        "--assistant-confidence-threshold: need --assistant-model");
+  expect_one_line_error(run(gen + " --assistant-model " + test::model_dir("extra/olmo2-tiny") +
+                            " --num-assistant-tokens-schedule sometimes"),
+                        "--num-assistant-tokens-schedule: expected constant, heuristic or "
+                        "heuristic_transient, got 'sometimes'");
 }
 
 // Beam search from the command line: the rows the library returns for the same options

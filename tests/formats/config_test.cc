@@ -779,6 +779,26 @@ TEST(GenerationConfig, PromptLookupFields) {
       R"({"num_assistant_tokens": 5, "assistant_confidence_threshold": 0.25})", "g");
   EXPECT_EQ(assistant.num_assistant_tokens, 5);
   EXPECT_EQ(assistant.assistant_confidence_threshold, 0.25f);
+  EXPECT_EQ(assistant.num_assistant_tokens_schedule, std::nullopt);
+  for (const auto& [name, want] :
+       {std::pair{"constant", AssistantTokensSchedule::constant},
+        std::pair{"heuristic", AssistantTokensSchedule::heuristic},
+        std::pair{"heuristic_transient", AssistantTokensSchedule::heuristic_transient}}) {
+    const auto g = GenerationConfig::from_json_text(
+        std::string(R"({"num_assistant_tokens_schedule": ")") + name + "\"}", "g");
+    EXPECT_EQ(g.num_assistant_tokens_schedule, want) << name;
+  }
+  for (const char* bad : {R"({"num_assistant_tokens_schedule": "sometimes"})",
+                          R"({"num_assistant_tokens_schedule": 2})"}) {
+    try {
+      GenerationConfig::from_json_text(bad, "dir/g.json");
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("dir/g.json"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("num_assistant_tokens_schedule"), std::string::npos)
+          << e.what();
+    }
+  }
   EXPECT_TRUE(set.unimplemented.empty());
   try {
     GenerationConfig::from_json_text(R"({"prompt_lookup_num_tokens": "ten"})", "dir/g.json");

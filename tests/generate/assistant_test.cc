@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <utility>
@@ -15,7 +18,9 @@
 #include "anvil/model.h"
 #include "anvil/safetensors.h"
 #include "expect_error.h"
+#include "formats/mapped_file.h"
 #include "generate/speculative.h"
+#include "temp_dir.h"
 #include "test_data.h"
 
 namespace anvil {
@@ -73,6 +78,46 @@ TEST_F(Assistant, OtherAssistantsGiveTheSameTokens) {
   }
 }
 
+// transformers' steps (scripts/goldens/make_assistant_schedule_goldens.py): assistants whose
+// generation_config sets num_assistant_tokens 3, a threshold of 0 and each schedule, two calls
+// in a row, draft and keep what transformers' do. The settings come from the assistant's
+// config alone (the main model's has none), and the heuristic schedule carries its length
+// into the second call.
+TEST_F(Assistant, StepsAndSchedulesAreTransformers) {
+  const nlohmann::json golden =
+      nlohmann::json::parse(read_text_file(test::data_dir() + "/extra/speculative-steps.json"));
+  for (const nlohmann::json& c : golden.at("assistant")) {
+    const std::string name = c.at("assistant"), schedule = c.at("schedule");
+    SCOPED_TRACE(name + " " + schedule);
+    // The fixture with a generation_config.json of these settings.
+    test::TempDir dir;
+    for (const char* file : {"config.json", "model.safetensors"}) {
+      std::filesystem::create_symlink(test::model_dir(name) + "/" + file, dir.file(file));
+    }
+    std::ofstream(dir.file("generation_config.json")) << nlohmann::json{
+        {"num_assistant_tokens", 3},
+        {"num_assistant_tokens_schedule", schedule},
+        {"assistant_confidence_threshold", 0.0}}.dump();
+    const CausalLM assistant = CausalLM::from_pretrained(dir.path());
+    for (const nlohmann::json& call : c.at("calls")) {
+      SpeculationStats want;
+      for (int64_t d : call.at("drafts").get<std::vector<int64_t>>()) {
+        want.steps += d > 0;
+        want.drafted += d;
+      }
+      for (int64_t k : call.at("kept").get<std::vector<int64_t>>()) want.accepted += k;
+      SpeculationStats stats;
+      GenerateOptions o = test::greedy_exactly(40);
+      o.assistant_model = &assistant;
+      o.speculation_stats = &stats;
+      EXPECT_EQ(model_->generate(*a_, o), *whole_);
+      EXPECT_EQ(stats.steps, want.steps);
+      EXPECT_EQ(stats.drafted, want.drafted);
+      EXPECT_EQ(stats.accepted, want.accepted);
+    }
+  }
+}
+
 // The confidence threshold cuts drafts short: with 1, every draft is one token.
 TEST_F(Assistant, ConfidenceThresholdShortensDrafts) {
   SpeculationStats stats;
@@ -82,8 +127,10 @@ TEST_F(Assistant, ConfidenceThresholdShortensDrafts) {
   EXPECT_EQ(stats.drafted, stats.steps);
 }
 
-// Speculative sampling: the first two new tokens (the second drawn by the check of a one-token
-// draft) follow the model's own distribution: temperature 0.7 and top-k 3 give nine pairs, whose
+// Speculative sampling: the first two new tokens (the first drawn by the check of a one-token
+// draft that follows the prompt, the second by that check's next row where the draft is kept,
+// else by a step without a draft) follow the model's own distribution: temperature 0.7 and
+// top-k 3 give nine pairs, whose
 // exact probabilities come from the model's logits. Two assistants: the same weights in bf16
 // (nearly the model's probabilities: drafts mostly kept) and another model (whose picks are
 // mostly outside the model's top 3: drafts mostly replaced by the residual draw).
@@ -125,8 +172,8 @@ TEST_F(Assistant, SpeculativeSamplingKeepsTheModelsDistribution) {
     SpeculationStats stats, total;
     for (int seed = 0; seed < kRuns; ++seed) {
       GenerateOptions o;
-      o.max_new_tokens = 3;
-      o.min_new_tokens = 3;
+      o.max_new_tokens = 2;
+      o.min_new_tokens = 2;
       o.do_sample = true;
       o.temperature = temperature;
       o.top_k = 3;

@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "anvil/model.h"
 #include "anvil/safetensors.h"
 #include "expect_error.h"
+#include "formats/mapped_file.h"
+#include "generate/generation_settings.h"
 #include "generate/prompt_lookup.h"
 #include "test_data.h"
 
@@ -35,6 +38,13 @@ TEST(LookupDraft, TheFirstEarlierPlaceOfTheLongestNgram) {
   EXPECT_EQ(lookup_draft({1, 2, 3, 4}, 3, 5, {}), Ids{});
   EXPECT_EQ(lookup_draft({1}, 2, 5, {}), Ids{});
   EXPECT_EQ(lookup_draft({1, 1}, 2, 0, {}), Ids{});
+  // What the processors forbid cuts the draft; where nothing is left, the next place is tried.
+  const AllowedPrefix no_2 = [](const Ids& d) {
+    return static_cast<size_t>(std::find(d.begin(), d.end(), 2) - d.begin());
+  };
+  EXPECT_EQ(lookup_draft({1, 7, 8, 2, 3, 7, 8, 4, 9, 7, 8}, 2, 3, {}, no_2), (Ids{4, 9, 7}));
+  EXPECT_EQ(lookup_draft({1, 7, 8, 3, 2, 7, 8, 4, 9, 7, 8}, 2, 3, {}, no_2), (Ids{3}));
+  EXPECT_EQ(lookup_draft({7, 2, 5, 7, 2, 6, 7}, 1, 3, {}, no_2), Ids{});
 }
 
 struct Loaded {
@@ -53,13 +63,13 @@ Loaded load(const std::string& name) {
 // decoding does: its tokens may differ from plain greedy's, so it is not among them.)
 class PromptLookup : public ::testing::TestWithParam<std::string> {};
 
-// What generate() with prompt lookup must do on a sequence it reproduces: each step drafts from
-// the sequence so far and keeps the draft's prefix that the sequence continues with, then one
-// token more.
+// What generate() with prompt lookup must do on a sequence it reproduces: each step, the first
+// one after the prompt, drafts from the sequence so far and keeps the draft's prefix that the
+// sequence continues with, then one token more.
 SpeculationStats expected_stats(const Ids& whole, size_t prompt, int64_t max_tokens,
                                 int64_t ngram) {
   SpeculationStats s;
-  for (size_t at = prompt + 1; at < whole.size();) {
+  for (size_t at = prompt; at < whole.size();) {
     const Ids so_far(whole.begin(), whole.begin() + static_cast<int64_t>(at));
     const auto left = static_cast<int64_t>(whole.size() - at);
     const Ids draft = lookup_draft(so_far, ngram, std::min(max_tokens, left - 1), {});
@@ -93,6 +103,92 @@ TEST_P(PromptLookup, GreedyTokensAreTransformersWithDraftsKept) {
   // forward passes than tokens. (The Mistral fixture's 40 tokens never repeat a draft.)
   if (GetParam() != "mistral-window-tiny") {
     EXPECT_GT(accepted, 0) << GetParam();
+  }
+}
+
+// transformers' steps of a 40-token generation (its drafts and num_matches) as anvil counts them:
+// transformers drafts past the tokens still to generate and drops the extra ones after the
+// check; anvil drafts at most what can be kept (one fewer than the tokens left).
+SpeculationStats transformers_stats(const nlohmann::json& steps) {
+  const auto drafts = steps.at("drafts").get<std::vector<int64_t>>();
+  const auto kept = steps.at("kept").get<std::vector<int64_t>>();
+  SpeculationStats want;
+  int64_t t = 0;  // new tokens before the step
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    const int64_t d = std::min(drafts[i], 40 - t - 1);
+    want.steps += d > 0;
+    want.drafted += d;
+    want.accepted += kept[i];
+    t += kept[i] + 1;
+  }
+  EXPECT_EQ(t, 40);
+  return want;
+}
+
+const nlohmann::json& speculative_goldens() {
+  static const nlohmann::json data =
+      nlohmann::json::parse(read_text_file(test::data_dir() + "/extra/speculative-steps.json"));
+  return data;
+}
+
+// transformers' own steps (scripts/goldens/make_assistant_schedule_goldens.py): the same
+// drafts and kept tokens, its first draft following the prompt.
+TEST(PromptLookupGoldens, StepsAreTransformers) {
+  for (const nlohmann::json& c : speculative_goldens().at("lookup")) {
+    const std::string name = c.at("model");
+    const int64_t ngram = c.at("ngram");
+    SCOPED_TRACE(name + " n-grams of " + std::to_string(ngram));
+    const SpeculationStats want = transformers_stats(c);
+    const Loaded l = load(name);
+    SpeculationStats stats;
+    GenerateOptions o = test::greedy_exactly(40);
+    o.prompt_lookup_num_tokens = 5;
+    o.max_matching_ngram_size = ngram;
+    o.speculation_stats = &stats;
+    EXPECT_EQ(l.model.generate(l.a, o), l.whole);
+    EXPECT_EQ(stats.steps, want.steps);
+    EXPECT_EQ(stats.drafted, want.drafted);
+    EXPECT_EQ(stats.accepted, want.accepted);
+  }
+}
+
+// min_new_tokens' eos suppression cuts a draft at an eos it still bans (the path without a
+// vocabulary-wide pass); a bad word is cut by the processors' pass.
+TEST(LookupDraft, ProcessorsAllowWhatTheyDoNotBan) {
+  GenerationConfig gen;
+  gen.eos_token_ids = {0};
+  GenerateOptions o;
+  o.max_new_tokens = 10;
+  o.min_new_tokens = 5;
+  const GenerationSettings plain = resolve_settings(gen, o, 4, 100);
+  EXPECT_EQ(processors_allow(plain, {1, 2, 3, 4}, 3, 0, 16, {4, 0, 5}), 1u);
+  EXPECT_EQ(processors_allow(plain, {1, 2, 3, 4}, 4, 0, 16, {4, 0, 5}), 3u);
+  gen.bad_words_ids = {{4, 9}};
+  const GenerationSettings bad = resolve_settings(gen, o, 4, 100);
+  EXPECT_EQ(processors_allow(bad, {1, 2, 3, 4}, 6, 0, 16, {9, 4, 9}), 0u);
+  EXPECT_EQ(processors_allow(bad, {1, 2, 3, 5}, 6, 0, 16, {9, 4, 9, 2}), 2u);
+  EXPECT_EQ(processors_allow(bad, {1, 2, 3, 5}, 3, 0, 16, {9, 0, 9}), 1u);
+}
+
+// With an n-gram ban, transformers cuts each draft where its processors forbid a token (logits
+// of ones set to -inf) and tries the next earlier place where that leaves nothing: the same
+// tokens and steps as transformers (scripts/goldens/make_assistant_schedule_goldens.py).
+TEST(PromptLookupGoldens, ProcessorsCutDraftsAsTransformers) {
+  for (const nlohmann::json& c : speculative_goldens().at("lookup_banned")) {
+    const std::string name = c.at("model");
+    SCOPED_TRACE(name);
+    const SpeculationStats want = transformers_stats(c);
+    const Loaded l = load(name);
+    SpeculationStats stats;
+    GenerateOptions o = test::greedy_exactly(40);
+    o.prompt_lookup_num_tokens = 5;
+    o.max_matching_ngram_size = 2;
+    o.no_repeat_ngram_size = 3;
+    o.speculation_stats = &stats;
+    EXPECT_EQ(l.model.generate(l.a, o), c.at("sequence").get<Ids>());
+    EXPECT_EQ(stats.steps, want.steps);
+    EXPECT_EQ(stats.drafted, want.drafted);
+    EXPECT_EQ(stats.accepted, want.accepted);
   }
 }
 

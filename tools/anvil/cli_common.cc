@@ -111,10 +111,15 @@ void SamplingFlags::add_to(CLI::App& cmd) {
                  "(transformers' assistant_model, llama.cpp's draft model): it drafts, the model "
                  "keeps what it would produce itself; loaded with the same --device and --dtype");
   cmd.add_option("--num-assistant-tokens", num_assistant_tokens,
-                 "with --assistant-model: tokens drafted a step at most (default 20)");
+                 "with --assistant-model: tokens drafted a step at most (default: the "
+                 "assistant's generation_config, else 20)");
+  cmd.add_option("--num-assistant-tokens-schedule", num_assistant_tokens_schedule,
+                 "with --assistant-model: constant, heuristic (+2 after a step that keeps its "
+                 "whole draft, else -1) or heuristic_transient (default: the assistant's "
+                 "generation_config, else constant)");
   cmd.add_option("--assistant-confidence-threshold", assistant_confidence_threshold,
                  "with --assistant-model: a draft stops at a token the assistant gives less than "
-                 "this probability (default 0.4)");
+                 "this probability (default: the assistant's generation_config, else 0.4)");
 }
 
 std::unique_ptr<CausalLM> load_assistant(const SamplingFlags& sampling,
@@ -173,13 +178,25 @@ GenerateOptions SamplingFlags::options() const {
   if (prompt_lookup != kUnset) o.prompt_lookup_num_tokens = prompt_lookup;
   if (max_matching_ngram != kUnset) o.max_matching_ngram_size = max_matching_ngram;
   if (num_assistant_tokens != kUnset) o.num_assistant_tokens = num_assistant_tokens;
+  if (!num_assistant_tokens_schedule.empty()) {
+    o.num_assistant_tokens_schedule =
+        assistant_tokens_schedule_named(num_assistant_tokens_schedule);
+    if (!o.num_assistant_tokens_schedule) {
+      throw Error(
+          "--num-assistant-tokens-schedule: expected constant, heuristic or heuristic_transient, "
+          "got '" +
+          num_assistant_tokens_schedule + "'");
+    }
+  }
   if (assistant_confidence_threshold >= 0) {
     o.assistant_confidence_threshold = static_cast<float>(assistant_confidence_threshold);
   }
   if (assistant_model.empty() &&
-      (num_assistant_tokens != kUnset || assistant_confidence_threshold >= 0)) {
+      (num_assistant_tokens != kUnset || !num_assistant_tokens_schedule.empty() ||
+       assistant_confidence_threshold >= 0)) {
     throw Error(
-        "--num-assistant-tokens / --assistant-confidence-threshold: need --assistant-model");
+        "--num-assistant-tokens / --num-assistant-tokens-schedule / "
+        "--assistant-confidence-threshold: need --assistant-model");
   }
   o.seed = seed;
   return o;

@@ -45,6 +45,7 @@ struct SamplingFlags {
   int64_t prompt_lookup = kUnset, max_matching_ngram = kUnset;
   std::string assistant_model;
   int64_t num_assistant_tokens = kUnset;
+  std::string num_assistant_tokens_schedule;
   double assistant_confidence_threshold = -1;
 
   void add_to(CLI::App& cmd);
