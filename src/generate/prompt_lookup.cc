@@ -38,9 +38,16 @@ size_t processors_allow(const GenerationSettings& settings, const std::vector<in
     return v == -std::numeric_limits<float>::infinity() ||
            v == std::numeric_limits<float>::lowest();
   };
-  if (!settings.host_edits()) {
-    // Without the processors that edit a row, only min_new_tokens' eos suppression bans a
-    // token: no vocabulary-wide pass needed.
+  // The processors that can set a score to -inf; the others (repetition penalty, length decay,
+  // the sampling warpers, which transformers does not run here) never ban a drafted token.
+  const bool can_ban = settings.no_repeat_ngram_size > 0 || !settings.bad_words_ids.empty() ||
+                       !settings.suppress_tokens.empty() ||
+                       !settings.begin_suppress_tokens.empty() ||
+                       !settings.forced_eos_token_ids.empty() || !settings.sequence_bias.empty() ||
+                       settings.forced_bos_token_id || settings.prefix_allowed_tokens ||
+                       !settings.logits_processors.empty();
+  if (!can_ban) {
+    // Then only min_new_tokens' eos suppression bans a token: no vocabulary-wide pass needed.
     for (size_t i = 0; i < draft.size(); ++i) {
       const bool eos =
           std::find(settings.eos.begin(), settings.eos.end(), draft[i]) != settings.eos.end();
