@@ -145,9 +145,10 @@ struct GenerateOptions {
   /// Prompt lookup decoding (transformers' prompt_lookup_num_tokens, llama.cpp's lookup): each
   /// step drafts up to this many tokens that followed the first earlier occurrence of the
   /// sequence's last max_matching_ngram_size (or fewer) tokens, and one forward pass
-  /// over them keeps those the model itself picks (greedy: the same tokens as without it;
-  /// sampling: each position drawn as usual, kept while it equals the draft). One prompt, no
-  /// beams; default: generation_config.
+  /// over them keeps those the model itself picks (greedy: the same tokens as without it, up
+  /// to rounding: a step of several rows sums in another order than a one-token step, which
+  /// can flip a near tie; sampling: each position drawn as usual, kept while it equals the
+  /// draft). One prompt, no beams; default: generation_config.
   std::optional<int64_t> prompt_lookup_num_tokens;
   std::optional<int64_t> max_matching_ngram_size;
   /// Speculative decoding with a smaller model that shares this one's tokenizer (transformers'
