@@ -1,7 +1,6 @@
 #include "generate/prompt_lookup.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 namespace anvil {
