@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   anvil::cli::add_devices(app);
   anvil::cli::add_logits(app);
+  anvil::cli::add_perplexity(app);
   anvil::cli::add_generate(app);
   anvil::cli::add_init_model(app);
   anvil::cli::add_tokenize(app);

@@ -1,0 +1,101 @@
+// `anvil perplexity`: a text's perplexity under the model, by transformers' sliding windows.
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
+
+#include "anvil/auto_tokenizer.h"
+#include "anvil/error.h"
+#include "anvil/perplexity.h"
+#include "cli_common.h"
+#include "commands.h"
+#include "formats/mapped_file.h"
+
+namespace anvil::cli {
+
+void add_perplexity(CLI::App& app) {
+  struct Flags {
+    std::string model, file, text, ids;
+    int64_t max_length = 0, stride = 0;
+    bool json = false, no_special = false, quiet = false;
+    ModelFlags model_flags;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand(
+      "perplexity",
+      "a text's perplexity, in windows as transformers' guide \"Perplexity of fixed-length "
+      "models\" computes it");
+  cmd->add_option("MODEL", f->model, "model folder, .gguf or Hub id (default: the default model)");
+  cmd->add_option("--file", f->file, "the text, from a file (- for standard input)");
+  cmd->add_option("--text", f->text, "the text itself");
+  cmd->add_option("--input-ids", f->ids, "token ids instead of a text: \"1,2,3\"");
+  cmd->add_option("--max-length", f->max_length,
+                  "tokens a window holds at most (default: 1024, or the model's "
+                  "max_position_embeddings if smaller)");
+  cmd->add_option("--stride", f->stride,
+                  "tokens between windows' beginnings, 1..max-length (default: max-length / 2); "
+                  "each window scores only the tokens past the previous window's end");
+  cmd->add_flag("--no-special-tokens", f->no_special,
+                "tokenize without BOS/EOS or template tokens");
+  cmd->add_flag("--json", f->json, "print one JSON object");
+  cmd->add_flag("--quiet", f->quiet, "no line per window on stderr");
+  f->model_flags.add_to(*cmd);
+  cmd->callback([f] {
+    const int sources = !f->file.empty() + !f->text.empty() + !f->ids.empty();
+    if (sources != 1) throw Error("give one of --file, --text or --input-ids");
+    if (f->max_length < 0 || f->stride < 0) {
+      throw Error("--max-length and --stride must be positive");
+    }
+    f->model = model_or_default(f->model);
+    std::vector<int64_t> ids;
+    if (!f->ids.empty()) {
+      const auto rows = parse_id_rows(f->ids, "--input-ids");
+      if (rows.size() != 1) throw Error("--input-ids: one row of ids, without ';'");
+      ids = rows[0];
+    } else {
+      std::string text = f->text;
+      if (f->file == "-") {
+        text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+      } else if (!f->file.empty()) {
+        text = read_text_file(f->file);
+      }
+      ids = AutoTokenizer::from_pretrained(f->model).encode(text, !f->no_special);
+    }
+    const CausalLM model = CausalLM::from_pretrained(f->model, f->model_flags.options());
+    PerplexityOptions o;
+    const int64_t context = model.config().max_position_embeddings;
+    o.max_length =
+        f->max_length > 0 ? f->max_length : (context > 0 ? std::min<int64_t>(1024, context) : 1024);
+    o.stride = f->stride > 0 ? f->stride : std::max<int64_t>(1, o.max_length / 2);
+    int64_t scored = 0;
+    double nll = 0.0;
+    const PerplexityResult r = perplexity(model, ids, o, [&](const PerplexityWindow& w) {
+      scored += w.scored;
+      nll += w.nll_sum;
+      if (!f->quiet && scored > 0) {
+        std::fprintf(stderr,
+                     "window [%" PRId64 ", %" PRId64 "): %" PRId64
+                     " tokens scored, perplexity so far %.4f\n",
+                     w.begin, w.end, w.scored, std::exp(nll / static_cast<double>(scored)));
+      }
+    });
+    if (f->json) {
+      nlohmann::json j = {
+          {"perplexity", r.perplexity()}, {"nll_mean", r.nll_sum / static_cast<double>(r.tokens)},
+          {"tokens", r.tokens},           {"windows", r.windows.size()},
+          {"max_length", o.max_length},   {"stride", o.stride}};
+      std::printf("%s\n", j.dump().c_str());
+      return;
+    }
+    std::printf("perplexity %.4f (mean negative log-likelihood %.6f over %" PRId64
+                " tokens; %zu windows of up to %" PRId64 " tokens, stride %" PRId64 ")\n",
+                r.perplexity(), r.nll_sum / static_cast<double>(r.tokens), r.tokens,
+                r.windows.size(), o.max_length, o.stride);
+  });
+}
+
+}  // namespace anvil::cli
