@@ -215,6 +215,11 @@ class CausalLM {
   /// (cumsum - 1) as transformers' generate derives them; rows at padded positions are
   /// meaningless.
   Tensor logits(const Batch& batch) const;
+  /// The last hidden states [batch, seq, hidden] as float32 on the CPU: each position's output
+  /// of the final norm, transformers' last_hidden_state (AutoModel, or output_hidden_states'
+  /// last entry). Positions as for logits(). A base model's checkpoint (Qwen3Model, LlamaModel:
+  /// names without "model.", no lm_head) loads too; untied, it gives only hidden states.
+  Tensor hidden_states(const Batch& batch) const;
 
   /// Continues every row; returns prompt + new tokens per row (left padding kept, finished rows
   /// filled with the pad id), as transformers' generate returns them: num_return_sequences rows

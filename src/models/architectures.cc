@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "anvil/error.h"
 #include "formats/json_fields.h"
@@ -442,6 +443,13 @@ const Architecture& find_architecture(const nlohmann::json& raw, const std::stri
     const std::string name = (*archs)[0].get<std::string>();
     for (const auto& a : kArchitectures) {
       if (name == a.class_name) return a;
+      // The base model's class (Qwen3Model for Qwen3ForCausalLM): a checkpoint saved from it
+      // holds the same decoder without the head.
+      const std::string_view causal = a.class_name;
+      if (causal.ends_with("ForCausalLM") &&
+          name == std::string(causal.substr(0, causal.size() - 11)) + "Model") {
+        return a;
+      }
     }
     throw Error(source + ": unknown architecture '" + name + "' (anvil supports " +
                 supported_list() + ")");

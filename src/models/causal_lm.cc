@@ -134,9 +134,14 @@ DType CausalLM::kv_cache_dtype() const {
   return decoder_->kv_cache_dtype();
 }
 
-Tensor CausalLM::logits(const Batch& batch) const {
+namespace {
+
+// One step over the whole batch with a fresh cache: every position's logits or hidden states,
+// copied out of the decoder's scratch (which the next step overwrites).
+Tensor whole_batch_step(const Decoder& decoder, const Batch& batch, bool hidden_states) {
   const auto mask = checked_mask(batch);
   StepInput step;
+  step.hidden_states = hidden_states;
   step.batch = static_cast<int64_t>(batch.input_ids.size());
   step.seq = static_cast<int64_t>(batch.input_ids[0].size());
   step.all_logits = true;
@@ -146,12 +151,21 @@ Tensor CausalLM::logits(const Batch& batch) const {
     step.positions.insert(step.positions.end(), pos.begin(), pos.end());
     step.key_mask.insert(step.key_mask.end(), mask[r].begin(), mask[r].end());
   }
-  KvCache cache = decoder_->new_cache(step.batch, step.seq);
-  // The decoder's logits live in its scratch, overwritten by the next step: hand out a copy.
-  const Tensor logits = decoder_->forward(step, cache);
-  Tensor out = Tensor::empty(logits.shape(), logits.dtype());
-  out.copy_from(logits);
+  KvCache cache = decoder.new_cache(step.batch, step.seq);
+  const Tensor result = decoder.forward(step, cache);
+  Tensor out = Tensor::empty(result.shape(), result.dtype());
+  out.copy_from(result);
   return out;
+}
+
+}  // namespace
+
+Tensor CausalLM::logits(const Batch& batch) const {
+  return whole_batch_step(*decoder_, batch, false);
+}
+
+Tensor CausalLM::hidden_states(const Batch& batch) const {
+  return whole_batch_step(*decoder_, batch, true);
 }
 
 std::atomic<int64_t>* CausalLM::carried_assistant_tokens(const GenerateOptions& opts) {

@@ -232,6 +232,22 @@ Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
   check_step(step, cache);
   follow_rope_length(step.positions);  // once, from the whole step's positions
   const int64_t b = step.batch, s = step.seq, n = b * s, past = cache.length;
+  if (!step.hidden_states && !weights_.lm_head.defined()) {
+    throw Error(
+        "this checkpoint is a base model's (no lm_head.weight, tie_word_embeddings false): it "
+        "gives hidden states (CausalLM::hidden_states, anvil embed), not logits");
+  }
+  if (step.hidden_states) {
+    StepTensors in;
+    in.ids =
+        step.device_ids.defined() ? step.device_ids : Tensor::from_i64(step.ids, {n}).to(device_);
+    in.positions = upload_i32(step.positions, {n});
+    in.key_mask = upload_i32(step.key_mask, {b, past + s});
+    Tensor hidden = scratch_f32("hidden_states", {n, config_.hidden_size});
+    run(in, b, s, past, true, cache, hidden, true);
+    cache.length = past + s;
+    return hidden.view({b, s, config_.hidden_size});
+  }
   if (s == 1 && !step.all_logits && queues_steps(b)) return forward_graph(step, cache);
   StepTensors in;
   in.ids =
@@ -263,7 +279,7 @@ std::shared_ptr<const ops::MoeTensors> Decoder::moe_tensors(const LayerWeights& 
 }
 
 void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, bool all_logits,
-                  KvCache& cache, const Tensor& logits) const {
+                  KvCache& cache, const Tensor& logits, bool hidden_states) const {
   const ModelConfig& c = config_;
   const int64_t n = b * s;
   const int64_t h = c.hidden_size, hd = c.head_dim;
@@ -367,6 +383,12 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
   ops::decode_layers(layers);
   for (ops::DecoderLayerTensors& L : layer_tensors_) L.k_cache = L.v_cache = Tensor();
 
+  if (hidden_states) {  // every row through the final norm, no head; `logits` takes them
+    const Tensor normed_rows = act_dtype_ == DType::f32 ? logits : scratch("final_normed", {n, h});
+    ops::rms_norm(x, weights_.norm, eps, normed_rows);
+    if (act_dtype_ != DType::f32) ops::cast(normed_rows, logits);
+    return;
+  }
   // Only the rows whose logits are wanted go through the final norm and the (large) head.
   Tensor rows = x;
   int64_t m = n;

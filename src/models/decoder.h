@@ -27,6 +27,9 @@ struct StepInput {
   std::vector<int32_t> positions;  ///< [batch * seq] rotary positions
   std::vector<int32_t> key_mask;   ///< [batch * (cache.length + seq)], 0 for padding keys
   bool all_logits = false;         ///< logits of every position, else only the last of each row
+  /// Instead of logits: the last hidden states (after the final norm, transformers'
+  /// last_hidden_state) of every position, float32 [batch, seq, hidden].
+  bool hidden_states = false;
   /// One-token steps: i64 [batch] on the decoder's device, taken as the ids instead of `ids`
   /// (which may then be empty), so a step can follow the device-side pick of the previous one
   /// without the host reading it first. Ids from the device are not range-checked.
@@ -91,8 +94,9 @@ class Decoder {
   Tensor upload_i32(const std::vector<int32_t>& v, const Shape& shape) const;
   void check_step(const StepInput& step, const KvCache& cache) const;
   /// The layers, final norm and head; writes float32 logits of the wanted rows to `logits`.
+  /// `hidden_states`: `logits` is [n, hidden] and takes every row's final-normed hidden state.
   void run(const StepTensors& in, int64_t b, int64_t s, int64_t past, bool all_logits,
-           KvCache& cache, const Tensor& logits) const;
+           KvCache& cache, const Tensor& logits, bool hidden_states = false) const;
   Tensor forward_graph(const StepInput& step, KvCache& cache) const;
   /// Dynamic NTK and longrope RoPE: the frequencies for this step's sequence (its largest
   /// position + 1), rewritten in place (queued behind earlier steps, so recorded steps read

@@ -56,12 +56,21 @@ class Scope {
  public:
   Scope(const WeightSource& src, const ModelConfig& config, std::optional<DType> dtype,
         Device device)
-      : src_(src), config_(config), dtype_(dtype), device_(device) {}
+      : src_(src),
+        config_(config),
+        dtype_(dtype),
+        device_(device),
+        base_(!src.contains("model.embed_tokens.weight") && src.contains("embed_tokens.weight")) {}
+  /// Whether the checkpoint is a base model's (transformers' Qwen3Model, LlamaModel, ...: the
+  /// decoder's names without the "model." prefix, and no lm_head of its own).
+  bool base_model() const { return base_; }
+  bool contains(const std::string& name) const { return src_.contains(stored(name)); }
 
   /// `rows`: when given, row i of the result is row rows[i] of the stored tensor (elements for
   /// a vector), reordered on the host before it moves to the device.
-  Tensor get(const std::string& name, const Shape& shape,
+  Tensor get(const std::string& hf_name, const Shape& shape,
              const std::vector<int64_t>* rows = nullptr) const {
+    const std::string name = stored(hf_name);
     if (!src_.contains(name)) {
       throw Error("checkpoint has no tensor '" + name + "' (needed by " + config_.architecture +
                   ")");
@@ -98,7 +107,7 @@ class Scope {
   Tensor get_norm(const std::string& name, int64_t size,
                   const std::vector<int64_t>* rows = nullptr) const {
     if (!config_.norm_plus_one) return get(name, {size}, rows);
-    const Scope f32(src_, config_, DType::f32, Device::cpu());
+    const Scope f32(src_, config_, DType::f32, Device::cpu());  // the same base_ from src_
     Tensor t = Tensor::empty({size}, DType::f32);
     t.copy_from(f32.get(name, {size}, rows));  // a copy: the loaded one may map the file
     float* w = t.data<float>();
@@ -119,10 +128,15 @@ class Scope {
   }
 
  private:
+  std::string stored(const std::string& name) const {
+    return base_ && name.starts_with("model.") ? name.substr(6) : name;
+  }
+
   const WeightSource& src_;
   const ModelConfig& config_;
   std::optional<DType> dtype_;
   Device device_;
+  bool base_;
 };
 
 // GraniteMoe's experts and shared MLP from their stacks: each expert's gate, up and down (and
@@ -363,8 +377,13 @@ ModelWeights load_weights(const WeightSource& source, const ModelConfig& c,
   }
   w.norm = s.get_norm("model.norm.weight", h);
   // transformers ties the head to the embedding whenever the config says so, ignoring any
-  // lm_head.weight in the file.
-  w.lm_head = c.tie_word_embeddings ? w.embed_tokens : s.get("lm_head.weight", {c.vocab_size, h});
+  // lm_head.weight in the file. A base model's checkpoint with an untied head has none: it
+  // gives hidden states, and the decoder refuses logits (transformers would draw a random head).
+  if (c.tie_word_embeddings) {
+    w.lm_head = w.embed_tokens;
+  } else if (!s.base_model() || s.contains("lm_head.weight")) {
+    w.lm_head = s.get("lm_head.weight", {c.vocab_size, h});
+  }
   return w;
 }
 

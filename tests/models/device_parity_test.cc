@@ -110,6 +110,27 @@ TEST_P(DeviceDecode, CudaRecordsOneTokenSteps) {
   EXPECT_EQ(d.moe_on_device(1), moe);
 }
 
+// The last hidden states (CausalLM::hidden_states: the final norm of every position, no head)
+// of the left-padded batch: the CPU's at every real position.
+TEST_P(DeviceDecode, HiddenStatesMatchTheCpu) {
+  const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
+  const CausalLM cpu = load("cpu"), dev = load(test::device_name(std::get<1>(GetParam())));
+  const Batch b = padded_batch(golden);
+  const std::vector<float> want = cpu.hidden_states(b).to_f32_vector();
+  const std::vector<float> got = dev.hidden_states(b).to_f32_vector();
+  ASSERT_EQ(got.size(), want.size());
+  const size_t seq = b.input_ids[0].size(), hidden = want.size() / (b.input_ids.size() * seq);
+  for (size_t r = 0; r < b.input_ids.size(); ++r) {
+    for (size_t t = 0; t < seq; ++t) {
+      if (!b.attention_mask[r][t]) continue;
+      for (size_t i = 0; i < hidden; ++i) {
+        const size_t at = (r * seq + t) * hidden + i;
+        ASSERT_NEAR(got[at], want[at], kTolerance) << "row " << r << " position " << t;
+      }
+    }
+  }
+}
+
 TEST_P(DeviceDecode, OnePromptStepByStep) {
   const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
   const CausalLM cpu = load("cpu"), dev = load(test::device_name(std::get<1>(GetParam())));

@@ -8,6 +8,7 @@ namespace anvil::cli {
 void add_devices(CLI::App& app);
 void add_logits(CLI::App& app);
 void add_perplexity(CLI::App& app);
+void add_embed(CLI::App& app);
 void add_generate(CLI::App& app);
 void add_init_model(CLI::App& app);
 void add_tokenize(CLI::App& app);

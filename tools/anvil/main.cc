@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   anvil::cli::add_devices(app);
   anvil::cli::add_logits(app);
   anvil::cli::add_perplexity(app);
+  anvil::cli::add_embed(app);
   anvil::cli::add_generate(app);
   anvil::cli::add_init_model(app);
   anvil::cli::add_tokenize(app);

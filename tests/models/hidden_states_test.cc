@@ -1,0 +1,182 @@
+// The last hidden states (transformers' last_hidden_state: after the final norm) through
+// CausalLM::hidden_states and `anvil embed`, against transformers' goldens
+// (scripts/goldens/make_hidden_state_goldens.py) on five fixtures, alone and left-padded; base
+// models' checkpoints (Qwen3Model, Qwen2Model: no "model." prefix, no lm_head) loaded, the tied
+// one giving the full checkpoint's logits and the untied one refusing logits by name.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "anvil/model.h"
+#include "anvil/safetensors.h"
+#include "cli/cli_run.h"
+#include "expect_error.h"
+#include "test_data.h"
+
+namespace anvil {
+namespace {
+
+using test::expect_error;
+
+constexpr float kTolerance = 1e-4f;
+
+CausalLM load(const std::string& dir) {
+  ModelOptions o;
+  o.dtype = DType::f32;
+  return CausalLM::from_pretrained(dir, o);
+}
+
+std::vector<float> floats(const Tensor& t) {
+  return t.to_f32_vector();
+}
+
+class HiddenStates : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HiddenStates, AreTransformersLastHiddenState) {
+  const std::string name = GetParam();
+  const auto golden = SafetensorsFile::open(test::golden_path(name));
+  const auto want = SafetensorsFile::open(test::data_dir() + "/extra/hidden-states.safetensors");
+  const CausalLM model = load(test::model_dir(name));
+  Batch a;
+  a.input_ids = test::id_rows(golden, "input_ids_a");
+  const Tensor got_a = model.hidden_states(a);
+  const Tensor want_a = want.load(name + "/a");
+  ASSERT_EQ(got_a.shape(), want_a.shape());
+  const auto ga = floats(got_a), wa = floats(want_a);
+  for (size_t i = 0; i < ga.size(); ++i) ASSERT_NEAR(ga[i], wa[i], kTolerance) << "a " << i;
+
+  // The padded batch: rows' real positions only (padded ones are meaningless, as for logits).
+  Batch b;
+  b.input_ids = test::id_rows(golden, "input_ids_b");
+  b.attention_mask = test::id_rows(golden, "attention_mask_b");
+  const Tensor got_b = model.hidden_states(b);
+  const Tensor want_b = want.load(name + "/b");
+  ASSERT_EQ(got_b.shape(), want_b.shape());
+  const auto gb = floats(got_b), wb = floats(want_b);
+  const int64_t seq = got_b.size(1), hidden = got_b.size(2);
+  int compared = 0;
+  for (size_t r = 0; r < b.input_ids.size(); ++r) {
+    for (int64_t t = 0; t < seq; ++t) {
+      if (!b.attention_mask[r][static_cast<size_t>(t)]) continue;
+      for (int64_t i = 0; i < hidden; ++i) {
+        const size_t at = (r * static_cast<size_t>(seq) + static_cast<size_t>(t)) * hidden + i;
+        ASSERT_NEAR(gb[at], wb[at], kTolerance) << "b row " << r << " position " << t;
+      }
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, static_cast<int>(b.input_ids.size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, HiddenStates,
+                         ::testing::Values("qwen3-tiny", "qwen2-tiny", "llama-tiny",
+                                           "extra/gemma3-text-tiny", "extra/olmo2-tiny"),
+                         test::ParamName());
+
+std::string base_dir(const std::string& name) {
+  return test::data_dir() + "/extra/base-" + name;
+}
+
+TEST(BaseModelCheckpoint, GivesTransformersHiddenStates) {
+  for (const std::string name : {"qwen3-tiny", "qwen2-tiny"}) {
+    const auto golden = SafetensorsFile::open(base_dir(name) + "/golden.safetensors");
+    const CausalLM model = load(base_dir(name) + "/model");
+    Batch a;
+    a.input_ids = test::id_rows(golden, "input_ids_a");
+    const auto got = floats(model.hidden_states(a));
+    const auto want = floats(golden.load("hidden_a"));
+    ASSERT_EQ(got.size(), want.size()) << name;
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], kTolerance) << name;
+  }
+}
+
+TEST(BaseModelCheckpoint, TiedHeadGivesTheFullCheckpointsLogits) {
+  const CausalLM base = load(base_dir("qwen3-tiny") + "/model");
+  const CausalLM full = load(test::model_dir("qwen3-tiny"));
+  Batch a;
+  a.input_ids = {{1, 5, 9, 200, 7}};
+  EXPECT_EQ(floats(base.logits(a)), floats(full.logits(a)));
+  GenerateOptions o = test::greedy_exactly(5);
+  EXPECT_EQ(base.generate(a.input_ids[0], o), full.generate(a.input_ids[0], o));
+}
+
+TEST(BaseModelCheckpoint, UntiedWithoutHeadRefusesLogits) {
+  const CausalLM base = load(base_dir("qwen2-tiny") + "/model");
+  Batch a;
+  a.input_ids = {{1, 5, 9}};
+  expect_error([&] { base.logits(a); }, "a base model's (no lm_head.weight");
+  expect_error([&] { base.generate(a.input_ids[0], test::greedy_exactly(2)); },
+               "gives hidden states");
+}
+
+std::vector<std::vector<float>> json_lines(const std::string& out) {
+  std::vector<std::vector<float>> rows;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    rows.push_back(nlohmann::json::parse(line).get<std::vector<float>>());
+  }
+  return rows;
+}
+
+TEST(EmbedCli, PoolsTheLastHiddenStates) {
+  const auto golden = SafetensorsFile::open(base_dir("qwen2-tiny") + "/golden.safetensors");
+  const auto ids = test::id_rows(golden, "input_ids_a")[0];
+  const auto want = floats(golden.load("hidden_a"));
+  const auto seq = static_cast<int64_t>(ids.size());
+  const int64_t hidden = static_cast<int64_t>(want.size()) / seq;
+  std::string list;
+  for (int64_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+  const std::string base = "embed " + base_dir("qwen2-tiny") + "/model --dtype f32 --input-ids ";
+  // Two rows: the prompt, and its first two tokens.
+  test::CliRun run = test::run_cli(base + "'" + list + ";" + std::to_string(ids[0]) + "," +
+                                   std::to_string(ids[1]) + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto rows = json_lines(run.out);
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(static_cast<int64_t>(rows[0].size()), hidden);
+  for (int64_t i = 0; i < hidden; ++i) {
+    EXPECT_NEAR(rows[0][i], want[(seq - 1) * hidden + i], kTolerance) << "last " << i;
+  }
+  // Mean pooling, normalised.
+  run = test::run_cli(base + list + " --pooling mean --normalize");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  rows = json_lines(run.out);
+  ASSERT_EQ(rows.size(), 1u);
+  std::vector<double> mean(static_cast<size_t>(hidden), 0.0);
+  for (int64_t t = 0; t < seq; ++t) {
+    for (int64_t i = 0; i < hidden; ++i) mean[i] += want[t * hidden + i] / static_cast<double>(seq);
+  }
+  double norm = 0.0, got_norm = 0.0;
+  for (double x : mean) norm += x * x;
+  norm = std::sqrt(norm);
+  for (int64_t i = 0; i < hidden; ++i) {
+    EXPECT_NEAR(rows[0][i], mean[i] / norm, kTolerance) << "mean " << i;
+    got_norm += static_cast<double>(rows[0][i]) * rows[0][i];
+  }
+  EXPECT_NEAR(got_norm, 1.0, 1e-5);
+}
+
+TEST(EmbedCli, Refusals) {
+  const std::string m = base_dir("qwen2-tiny") + "/model";
+  test::CliRun run = test::run_cli("embed " + m);
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("give --text (one or more), --file or --input-ids"), std::string::npos)
+      << run.err;
+  run = test::run_cli("embed " + m + " --input-ids 1,2 --pooling cls");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("--pooling"), std::string::npos) << run.err;
+  run = test::run_cli("embed " + m + " --input-ids 1,2 --file /nonexistent/embed.txt");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("give --text"), std::string::npos) << run.err;
+  // A folder without a tokenizer cannot embed a text; it says so.
+  run = test::run_cli("embed " + m + " --text hello");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("tokenizer"), std::string::npos) << run.err;
+}
+
+}  // namespace
+}  // namespace anvil
