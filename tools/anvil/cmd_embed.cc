@@ -29,8 +29,8 @@ void add_embed(CLI::App& app) {
       "print each text's embedding: the last hidden states (after the final norm) pooled, as a "
       "JSON array per line");
   cmd->add_option("MODEL", f->model,
-                  "model folder, .gguf or Hub id (a base model's checkpoint too)")
-      ->required();
+                  "model folder, .gguf or Hub id, a base model's checkpoint too (default: the "
+                  "default model)");
   cmd->add_option("--text", f->texts, "a text to embed (repeat for several; one line each out)");
   cmd->add_option("--file", f->file, "one text from a file (- for standard input)");
   cmd->add_option("--input-ids", f->ids, "rows of token ids instead of texts: \"1,2,3;4,5\"");
@@ -45,6 +45,7 @@ void add_embed(CLI::App& app) {
   cmd->callback([f] {
     const int sources = !f->texts.empty() + !f->file.empty() + !f->ids.empty();
     if (sources != 1) throw Error("give --text (one or more), --file or --input-ids");
+    f->model = model_or_default(f->model);
     std::vector<std::vector<int64_t>> rows;
     if (!f->ids.empty()) {
       rows = parse_id_rows(f->ids, "--input-ids");
