@@ -423,6 +423,15 @@ constexpr Architecture kArchitectures[] = {
      &apply_granitemoeshared},
 };
 
+// The base model's class (Qwen3Model for Qwen3ForCausalLM; Gemma 3's text decoder is
+// Gemma3TextModel, Gemma3Model being the multimodal one): a checkpoint saved from it holds the
+// same decoder without the head.
+std::string base_class_name(const Architecture& a) {
+  const std::string_view causal = a.class_name;
+  const std::string stem(causal.substr(0, causal.size() - std::string_view("ForCausalLM").size()));
+  return stem + (std::string_view(a.model_type) == "gemma3_text" ? "TextModel" : "Model");
+}
+
 std::string supported_list() {
   std::string s;
   for (const auto& a : kArchitectures) {
@@ -443,16 +452,10 @@ const Architecture& find_architecture(const nlohmann::json& raw, const std::stri
     const std::string name = (*archs)[0].get<std::string>();
     for (const auto& a : kArchitectures) {
       if (name == a.class_name) return a;
-      // The base model's class (Qwen3Model for Qwen3ForCausalLM): a checkpoint saved from it
-      // holds the same decoder without the head.
-      const std::string_view causal = a.class_name;
-      if (causal.ends_with("ForCausalLM") &&
-          name == std::string(causal.substr(0, causal.size() - 11)) + "Model") {
-        return a;
-      }
+      if (name == base_class_name(a)) return a;
     }
     throw Error(source + ": unknown architecture '" + name + "' (anvil supports " +
-                supported_list() + ")");
+                supported_list() + ", and their base models' checkpoints: Qwen3Model, ...)");
   }
   const auto type = jf::opt_string(raw, "model_type", source);
   if (!type) throw Error(source + ": has neither 'architectures' nor 'model_type'");

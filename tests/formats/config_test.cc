@@ -324,6 +324,18 @@ TEST(ModelConfig, RefusesWhatItCannotRunByName) {
   EXPECT_NE(error_of(R"(,"torch_dtype": "int8")").find("int8"), std::string::npos);
 }
 
+// The error a config naming `architecture` (and nothing else) gives: an unknown architecture,
+// or for a known one the first missing field.
+std::string error_of_architecture(const std::string& architecture) {
+  try {
+    ModelConfig::from_json_text(R"({"architectures": [")" + architecture + R"("]})",
+                                "x/config.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(ModelConfig, BadFieldsNameTheFileAndField) {
   const std::string broken = error_of(R"(,"num_key_value_heads": 3)");
   EXPECT_EQ(broken.rfind("config.json: field 'num_key_value_heads'", 0), 0u) << broken;
@@ -341,7 +353,19 @@ TEST(ModelConfig, BadFieldsNameTheFileAndField) {
               "Qwen3ForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
               "SmolLM3ForCausalLM, Olmo2ForCausalLM, Qwen3MoeForCausalLM, "
               "Qwen2MoeForCausalLM, MixtralForCausalLM, OlmoeForCausalLM, GraniteForCausalLM, "
-              "GraniteMoeForCausalLM, GraniteMoeSharedForCausalLM)");
+              "GraniteMoeForCausalLM, GraniteMoeSharedForCausalLM, and their base models' "
+              "checkpoints: Qwen3Model, ...)");
+  }
+  // Base models' classes name the same decoder; Gemma 3's text decoder is Gemma3TextModel
+  // (Gemma3Model is the multimodal one).
+  for (const char* base :
+       {"Qwen3Model", "LlamaModel", "Gemma3TextModel", "GraniteMoeSharedModel"}) {
+    const std::string e = error_of_architecture(base);
+    EXPECT_EQ(e.find("unknown architecture"), std::string::npos) << base << ": " << e;
+  }
+  for (const char* other : {"Gemma3Model", "Qwen9Model", "Model", "ForCausalLM"}) {
+    EXPECT_NE(error_of_architecture(other).find("unknown architecture"), std::string::npos)
+        << other;
   }
   try {
     ModelConfig::from_json_text(R"({"architectures": ["Qwen3ForCausalLM"]})", "x/config.json");
