@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -15,6 +17,7 @@
 #include "anvil/safetensors.h"
 #include "cli/cli_run.h"
 #include "expect_error.h"
+#include "temp_dir.h"
 #include "test_data.h"
 
 namespace anvil {
@@ -160,15 +163,46 @@ TEST(EmbedCli, PoolsTheLastHiddenStates) {
   EXPECT_NEAR(got_norm, 1.0, 1e-5);
 }
 
+// A folder with sentence-transformers' modules.json (mean pooling, then Normalize) embeds as
+// --pooling mean --normalize does; the flags still override it.
+TEST(EmbedCli, TakesTheFoldersSentenceTransformersPooling) {
+  test::TempDir dir;
+  for (const auto& e : std::filesystem::directory_iterator(base_dir("qwen2-tiny") + "/model")) {
+    std::filesystem::copy(e.path(), dir.file(e.path().filename().string()));
+  }
+  std::ofstream(dir.file("modules.json"))
+      << R"([{"path": "", "type": "sentence_transformers.models.Transformer"},
+             {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+             {"path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])";
+  std::filesystem::create_directories(dir.file("1_Pooling"));
+  std::ofstream(dir.file("1_Pooling/config.json")) << R"({"pooling_mode_mean_tokens": true})";
+  const std::string ids = " --dtype f32 --input-ids 5,17,300,2";
+  const test::CliRun from_folder = test::run_cli("embed " + dir.path() + ids);
+  const test::CliRun asked = test::run_cli("embed " + base_dir("qwen2-tiny") + "/model" + ids +
+                                           " --pooling mean --normalize");
+  ASSERT_EQ(from_folder.exit_code, 0) << from_folder.err;
+  ASSERT_EQ(asked.exit_code, 0) << asked.err;
+  EXPECT_EQ(from_folder.out, asked.out);
+  const test::CliRun overridden =
+      test::run_cli("embed " + dir.path() + ids + " --pooling last --no-normalize");
+  const test::CliRun plain = test::run_cli("embed " + base_dir("qwen2-tiny") + "/model" + ids);
+  ASSERT_EQ(overridden.exit_code, 0) << overridden.err;
+  EXPECT_EQ(overridden.out, plain.out);
+  EXPECT_NE(overridden.out, from_folder.out);
+}
+
 TEST(EmbedCli, Refusals) {
   const std::string m = base_dir("qwen2-tiny") + "/model";
   test::CliRun run = test::run_cli("embed " + m);
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.err.find("give --text (one or more), --file or --input-ids"), std::string::npos)
       << run.err;
-  run = test::run_cli("embed " + m + " --input-ids 1,2 --pooling cls");
+  run = test::run_cli("embed " + m + " --input-ids 1,2 --pooling median");
   EXPECT_NE(run.exit_code, 0);
-  EXPECT_NE(run.err.find("--pooling"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("pooling 'median'"), std::string::npos) << run.err;
+  run = test::run_cli("embed " + m + " --input-ids 1,2 --normalize --no-normalize");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("not both"), std::string::npos) << run.err;
   run = test::run_cli("embed " + m + " --input-ids 1,2 --file /nonexistent/embed.txt");
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.err.find("give --text"), std::string::npos) << run.err;

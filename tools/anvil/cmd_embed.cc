@@ -1,7 +1,6 @@
 // `anvil embed`: a text's embedding from the model's last hidden states, pooled as
-// sentence-transformers pools decoder models (the last token, or the mean), optionally
-// normalised to unit length.
-#include <cmath>
+// sentence-transformers pools them (the mode its folder's Pooling module names, else the last
+// token), normalised to unit length where a Normalize module follows or --normalize asks.
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -13,21 +12,23 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "formats/mapped_file.h"
+#include "formats/model_path.h"
+#include "generate/pooling.h"
 
 namespace anvil::cli {
 
 void add_embed(CLI::App& app) {
   struct Flags {
-    std::string model, file, ids, pooling = "last";
+    std::string model, file, ids, pooling;
     std::vector<std::string> texts;
-    bool normalize = false, no_special = false;
+    bool normalize = false, no_normalize = false, no_special = false;
     ModelFlags model_flags;
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand(
       "embed",
-      "print each text's embedding: the last hidden states (after the final norm) pooled, as a "
-      "JSON array per line");
+      "print each text's embedding: the last hidden states (after the final norm) pooled, one "
+      "JSON array a line");
   cmd->add_option("MODEL", f->model,
                   "model folder, .gguf or Hub id, a base model's checkpoint too (default: the "
                   "default model)");
@@ -35,17 +36,25 @@ void add_embed(CLI::App& app) {
   cmd->add_option("--file", f->file, "one text from a file (- for standard input)");
   cmd->add_option("--input-ids", f->ids, "rows of token ids instead of texts: \"1,2,3;4,5\"");
   cmd->add_option("--pooling", f->pooling,
-                  "last (the last token's state: Qwen3-Embedding, gte-Qwen2) or mean (over the "
-                  "tokens)")
-      ->check(CLI::IsMember({"last", "mean"}));
-  cmd->add_flag("--normalize", f->normalize, "scale each embedding to unit L2 norm");
+                  "last, mean, cls, max, mean_sqrt_len or weighted_mean (default: what the "
+                  "folder's sentence-transformers Pooling module says, else last)");
+  cmd->add_flag("--normalize", f->normalize,
+                "scale each embedding to unit L2 norm (the default where the folder's "
+                "modules.json has a Normalize module)");
+  cmd->add_flag("--no-normalize", f->no_normalize, "leave the embeddings unscaled");
   cmd->add_flag("--no-special-tokens", f->no_special,
                 "tokenize without BOS/EOS or template tokens");
   f->model_flags.add_to(*cmd);
   cmd->callback([f] {
     const int sources = !f->texts.empty() + !f->file.empty() + !f->ids.empty();
     if (sources != 1) throw Error("give --text (one or more), --file or --input-ids");
+    if (f->normalize && f->no_normalize)
+      throw Error("give --normalize or --no-normalize, not both");
     f->model = model_or_default(f->model);
+    const SentenceTransformersConfig st = read_sentence_transformers(resolve_model_path(f->model));
+    const Pooling pooling =
+        f->pooling.empty() ? st.pooling.value_or(Pooling::last) : pooling_named(f->pooling);
+    const bool normalize = f->normalize || (!f->no_normalize && st.normalize.value_or(false));
     std::vector<std::vector<int64_t>> rows;
     if (!f->ids.empty()) {
       rows = parse_id_rows(f->ids, "--input-ids");
@@ -66,28 +75,11 @@ void add_embed(CLI::App& app) {
       Batch batch;
       batch.input_ids.push_back(ids);
       const Tensor states = model.hidden_states(batch);  // [1, seq, hidden], one text at a time
-      const auto seq = static_cast<int64_t>(ids.size());
-      const int64_t hidden = states.size(2);
-      const auto* h = static_cast<const float*>(states.raw());
-      std::vector<double> v(static_cast<size_t>(hidden), 0.0);
-      if (f->pooling == "last") {
-        for (int64_t i = 0; i < hidden; ++i) v[i] = h[(seq - 1) * hidden + i];
-      } else {
-        for (int64_t t = 0; t < seq; ++t) {
-          for (int64_t i = 0; i < hidden; ++i) v[i] += h[t * hidden + i];
-        }
-        for (double& x : v) x /= static_cast<double>(seq);
-      }
-      if (f->normalize) {
-        double norm = 0.0;
-        for (double x : v) norm += x * x;
-        norm = std::sqrt(norm);
-        if (norm > 0) {
-          for (double& x : v) x /= norm;
-        }
-      }
-      std::vector<float> out(v.begin(), v.end());
-      std::printf("%s\n", nlohmann::json(out).dump().c_str());
+      const int64_t seq = states.size(1), hidden = states.size(2);
+      const std::span<const float> values(static_cast<const float*>(states.raw()),
+                                          static_cast<size_t>(seq * hidden));
+      std::printf("%s\n",
+                  nlohmann::json(pool(values, seq, hidden, pooling, normalize)).dump().c_str());
     }
   });
 }
