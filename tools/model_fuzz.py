@@ -10,7 +10,9 @@ transformers, then run by transformers and by anvil's CLI on the same inputs (fl
 attention in transformers, a freshly loaded model per call): logits of a left-padded batch and
 of a long prompt, a greedy continuation, and a beam search of 2-4 beams (eos suppressed
 throughout by min_new_tokens, so the beams run to the length limit); and anvil's greedy
-continuation of the first row with prompt lookup against its own one-token steps. Prints one line per model
+continuation of the first row with prompt lookup against its own one-token steps; and the
+base model's checkpoint (saved from Qwen3Model etc.: no "model." prefix, no lm_head), whose
+last hidden states `anvil embed` pools by the last token and by the mean against AutoModel's. Prints one line per model
 and the largest logit difference. In float32 the bound is 1e-4, or twice transformers' own
 float32 error (against float64) where a model amplifies rounding that much.
 
@@ -50,7 +52,7 @@ if not replay:
     import transformers
     # Every class by name: an older transformers (the GPU machine's) lacks some architectures,
     # whose draws are then skipped as configs transformers refuses.
-    for name in ('AutoModelForCausalLM Gemma2Config Gemma2ForCausalLM Gemma3ForCausalLM '
+    for name in ('AutoModel AutoModelForCausalLM Gemma2Config Gemma2ForCausalLM Gemma3ForCausalLM '
                  'Gemma3TextConfig GemmaConfig GemmaForCausalLM LlamaConfig LlamaForCausalLM '
                  'MistralConfig MistralForCausalLM Phi3Config Phi3ForCausalLM Qwen2Config '
                  'Qwen2ForCausalLM Qwen3Config Qwen3ForCausalLM SmolLM3Config SmolLM3ForCausalLM '
@@ -295,6 +297,17 @@ def anvil_generate(folder, rows, mask, new, beams=1, lookup=None):
     return [list(map(int, line.split(','))) for line in r.stdout.split()]
 
 
+def anvil_embed(folder, row, pooling):
+    args = [anvil, 'embed', folder, '--dtype', dtype, '--no-normalize', '--pooling', pooling,
+            '--input-ids', ','.join(map(str, row))]
+    if device:
+        args += ['--device', device]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.strip()[:300])
+    return torch.tensor(json.loads(r.stdout.splitlines()[0]))
+
+
 def make_case(i, folder):
     """A random model saved in folder and transformers' outputs on random inputs, or a line
     saying why it was skipped."""
@@ -345,6 +358,13 @@ def make_case(i, folder):
                 return d.max().item() if d.numel() else 0.0
             ref['own'] = torch.tensor(max(finite_max(low_b.double() - ref['want_b']),
                                           finite_max(low_l.double() - ref['want_l'])))
+            # The base model's checkpoint (Qwen3Model, ...: no "model." prefix, no lm_head)
+            # beside the full one, and its last hidden states as AutoModel loads it back.
+            fresh().model.save_pretrained(folder + '-base')
+            base = AutoModel.from_pretrained(folder + '-base', dtype=torch.float32,
+                                             attn_implementation='eager',
+                                             experts_implementation='eager').eval()
+            ref['want_h'] = base(long_ids).last_hidden_state
     except Exception as e:
         return None, f"{desc:60} skipped: transformers fails ({str(e).splitlines()[-1][:80]})"
     ref.update(ids=ids, mask=mask, long_ids=long_ids, beams=torch.tensor(beams))
@@ -360,6 +380,10 @@ def check_case(i, folder, ref, desc, tmp):
         got_l = anvil_logits(folder, ref['long_ids'].tolist(), None, tmp)
         got_g = anvil_generate(folder, ids.tolist(), mask.tolist(), 24)
         got_beam = anvil_generate(folder, ids.tolist(), mask.tolist(), 10, beams)
+        # The base model's checkpoint: its hidden states pooled by the last token and the mean.
+        long_row = ref['long_ids'][0].tolist()
+        got_last = anvil_embed(folder + '-base', long_row, 'last')
+        got_mean = anvil_embed(folder + '-base', long_row, 'mean')
         # Prompt lookup (steps of several tokens over the cache) on the first row, which has no
         # padding: the tokens of the same row's one-token steps. (Phi-3's longrope, which
         # recomputes its cache past a length, refuses it.)
@@ -372,8 +396,11 @@ def check_case(i, folder, ref, desc, tmp):
     except RuntimeError as e:
         print(f"{i:3} {desc:60} anvil failed: {e}", flush=True)
         return 0.0, False
+    hidden = ref['want_h'][0]
     d = max((got_b - ref['want_b']).abs().max().item(),
-            (got_l - ref['want_l']).abs().max().item())
+            (got_l - ref['want_l']).abs().max().item(),
+            (got_last - hidden[-1]).abs().max().item(),
+            (got_mean - hidden.double().mean(0)).abs().max().item())
     same = got_g == ref['want_g'].tolist()
     same_beam = got_beam == ref['want_beam'].tolist()
     # Dynamic NTK RoPE rotates a check step's keys by its longest position, drafts included
