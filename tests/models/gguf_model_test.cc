@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include "anvil/auto_tokenizer.h"
 #include "anvil/model.h"
+#include "cli/cli_run.h"
 #include "formats/default_model.h"
 #include "temp_dir.h"
 #include "test_data.h"
@@ -152,6 +154,32 @@ TEST_F(DefaultModel, ConvertedFolderRunsLikeTheGguf) {
   o.add_generation_prompt = true;
   EXPECT_EQ(tok_folder.apply_chat_template(messages, o),
             golden_["chats"][0]["text"].get<std::string>());
+}
+
+// `anvil embed --file F --lines`: each non-empty line (CRLF or LF) is a text, embedded as
+// --text gives it; and `anvil perplexity --text` scores the tokenizer's ids as --input-ids do.
+TEST_F(DefaultModel, EmbedLinesAndPerplexityTextTakeTheTokenizersIds) {
+  test::TempDir dir;
+  std::ofstream(dir.file("lines.txt")) << "The quick brown fox.\r\n\nA lighthouse keeper.\n";
+  const test::CliRun lines =
+      test::run_cli("embed " + path_ + " --file " + dir.file("lines.txt") + " --lines --dtype f32");
+  const test::CliRun texts = test::run_cli("embed " + path_ +
+                                           " --text 'The quick brown fox.' --text 'A lighthouse "
+                                           "keeper.' --dtype f32");
+  ASSERT_EQ(lines.exit_code, 0) << lines.err;
+  ASSERT_EQ(texts.exit_code, 0) << texts.err;
+  EXPECT_EQ(lines.out, texts.out);
+  EXPECT_EQ(std::count(lines.out.begin(), lines.out.end(), '\n'), 2);
+  const auto tok = AutoTokenizer::from_pretrained(path_);
+  const std::string text = "A lighthouse keeper found a message in a bottle on the shore.";
+  std::string ids;
+  for (int64_t id : tok.encode(text)) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  const test::CliRun by_text =
+      test::run_cli("perplexity " + path_ + " --text '" + text + "' --json --quiet");
+  const test::CliRun by_ids =
+      test::run_cli("perplexity " + path_ + " --input-ids " + ids + " --json --quiet");
+  ASSERT_EQ(by_text.exit_code, 0) << by_text.err;
+  EXPECT_EQ(by_text.out, by_ids.out);
 }
 
 }  // namespace

@@ -191,6 +191,27 @@ TEST(EmbedCli, TakesTheFoldersSentenceTransformersPooling) {
   EXPECT_NE(overridden.out, from_folder.out);
 }
 
+// Left-padded batches give each text the embedding it has alone (float32: within rounding).
+TEST(EmbedCli, BatchesAsTextsAlone) {
+  const std::string base = "embed " + base_dir("qwen2-tiny") + "/model --dtype f32 --input-ids '" +
+                           "5,17,300,2,9,41;7,8;12,13,14,15' --pooling ";
+  for (const char* pooling : {"last", "mean"}) {
+    const test::CliRun alone = test::run_cli(base + pooling);
+    const test::CliRun batched = test::run_cli(base + pooling + " --batch-size 2");
+    ASSERT_EQ(alone.exit_code, 0) << alone.err;
+    ASSERT_EQ(batched.exit_code, 0) << batched.err;
+    const auto a = json_lines(alone.out), b = json_lines(batched.out);
+    ASSERT_EQ(a.size(), 3u);
+    ASSERT_EQ(b.size(), 3u);
+    for (size_t r = 0; r < a.size(); ++r) {
+      ASSERT_EQ(a[r].size(), b[r].size());
+      for (size_t i = 0; i < a[r].size(); ++i) {
+        EXPECT_NEAR(a[r][i], b[r][i], kTolerance) << pooling << " row " << r << " value " << i;
+      }
+    }
+  }
+}
+
 TEST(EmbedCli, Refusals) {
   const std::string m = base_dir("qwen2-tiny") + "/model";
   test::CliRun run = test::run_cli("embed " + m);
@@ -206,6 +227,12 @@ TEST(EmbedCli, Refusals) {
   run = test::run_cli("embed " + m + " --input-ids 1,2 --file /nonexistent/embed.txt");
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.err.find("give --text"), std::string::npos) << run.err;
+  run = test::run_cli("embed " + m + " --input-ids 1,2 --lines");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("--lines: needs --file"), std::string::npos) << run.err;
+  run = test::run_cli("embed " + m + " --input-ids 1,2 --batch-size 0");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("--batch-size must be at least 1"), std::string::npos) << run.err;
   // A folder without a tokenizer cannot embed a text; it says so.
   run = test::run_cli("embed " + m + " --text hello");
   EXPECT_NE(run.exit_code, 0);
