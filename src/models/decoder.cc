@@ -237,28 +237,21 @@ Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
         "this checkpoint is a base model's (no lm_head.weight, tie_word_embeddings false): it "
         "gives hidden states (CausalLM::hidden_states, anvil embed), not logits");
   }
-  if (step.hidden_states) {
-    StepTensors in;
-    in.ids =
-        step.device_ids.defined() ? step.device_ids : Tensor::from_i64(step.ids, {n}).to(device_);
-    in.positions = upload_i32(step.positions, {n});
-    in.key_mask = upload_i32(step.key_mask, {b, past + s});
-    Tensor hidden = scratch_f32("hidden_states", {n, config_.hidden_size});
-    run(in, b, s, past, true, cache, hidden, true);
-    cache.length = past + s;
-    return hidden.view({b, s, config_.hidden_size});
+  if (s == 1 && !step.all_logits && !step.hidden_states && queues_steps(b)) {
+    return forward_graph(step, cache);
   }
-  if (s == 1 && !step.all_logits && queues_steps(b)) return forward_graph(step, cache);
   StepTensors in;
   in.ids =
       step.device_ids.defined() ? step.device_ids : Tensor::from_i64(step.ids, {n}).to(device_);
   in.positions = upload_i32(step.positions, {n});
   in.key_mask = upload_i32(step.key_mask, {b, past + s});
-  const int64_t out_seq = step.all_logits ? s : 1;
-  Tensor logits = scratch_f32("logits", {b * out_seq, config_.vocab_size});
-  run(in, b, s, past, step.all_logits, cache, logits);
+  // Hidden states: every row's final-norm output, [n, hidden]; else the wanted rows' logits.
+  const int64_t out_seq = step.all_logits || step.hidden_states ? s : 1;
+  const int64_t width = step.hidden_states ? config_.hidden_size : config_.vocab_size;
+  Tensor out = scratch_f32(step.hidden_states ? "hidden_states" : "logits", {b * out_seq, width});
+  run(in, b, s, past, step.all_logits, cache, out, step.hidden_states);
   cache.length = past + s;
-  return logits.view({b, out_seq, config_.vocab_size});
+  return out.view({b, out_seq, width});
 }
 
 std::shared_ptr<const ops::MoeTensors> Decoder::moe_tensors(const LayerWeights& l) const {

@@ -3,10 +3,13 @@
 
 #include <charconv>
 #include <cmath>
+#include <iostream>
+#include <iterator>
 
 #include "anvil/error.h"
 #include "core/thread_pool.h"
 #include "formats/default_model.h"
+#include "formats/mapped_file.h"
 #include "formats/model_path.h"
 
 namespace anvil::cli {
@@ -220,6 +223,11 @@ bool is_model_reference(const std::string& s) {
   } catch (const Error&) {
     return false;
   }
+}
+
+std::string read_file_option(const std::string& file) {
+  if (file != "-") return read_text_file(file);
+  return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
 }
 
 std::string model_or_default(const std::string& model) {

@@ -71,6 +71,9 @@ bool is_model_reference(const std::string& s);
 /// `model`, or the default model (fetched into the cache on first use) when `model` is empty.
 std::string model_or_default(const std::string& model);
 
+/// The text a --file option names: standard input for "-", else the file (read errors name it).
+std::string read_file_option(const std::string& file);
+
 /// The batch from --input-ids and --attention-mask.
 Batch batch_from_flags(const std::string& ids, const std::string& mask);
 

@@ -3,8 +3,6 @@
 // token), normalised to unit length where a Normalize module follows or --normalize asks.
 #include <algorithm>
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -13,7 +11,6 @@
 #include "anvil/error.h"
 #include "cli_common.h"
 #include "commands.h"
-#include "formats/mapped_file.h"
 #include "formats/model_path.h"
 #include "generate/pooling.h"
 
@@ -71,10 +68,7 @@ void add_embed(CLI::App& app) {
     } else {
       std::vector<std::string> texts = f->texts;
       if (!f->file.empty()) {
-        const std::string whole = f->file == "-"
-                                      ? std::string(std::istreambuf_iterator<char>(std::cin),
-                                                    std::istreambuf_iterator<char>())
-                                      : read_text_file(f->file);
+        const std::string whole = read_file_option(f->file);
         if (f->lines) {
           std::istringstream in(whole);
           for (std::string line; std::getline(in, line);) {

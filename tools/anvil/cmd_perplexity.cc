@@ -3,8 +3,6 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -13,7 +11,6 @@
 #include "anvil/perplexity.h"
 #include "cli_common.h"
 #include "commands.h"
-#include "formats/mapped_file.h"
 
 namespace anvil::cli {
 
@@ -57,12 +54,7 @@ void add_perplexity(CLI::App& app) {
       if (rows.size() != 1) throw Error("--input-ids: one row of ids, without ';'");
       ids = rows[0];
     } else {
-      std::string text = f->text;
-      if (f->file == "-") {
-        text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-      } else if (!f->file.empty()) {
-        text = read_text_file(f->file);
-      }
+      const std::string text = f->file.empty() ? f->text : read_file_option(f->file);
       ids = AutoTokenizer::from_pretrained(f->model).encode(text, !f->no_special);
     }
     const CausalLM model = CausalLM::from_pretrained(f->model, f->model_flags.options());

@@ -1,7 +1,5 @@
 // `anvil tokenize` and `anvil detokenize`: the model's tokenizer from the command line.
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -30,11 +28,7 @@ void add_tokenize(CLI::App& app) {
     std::string text = f->text;
     if (!f->file.empty()) {
       if (!f->text.empty()) throw Error("give TEXT or --file, not both");
-      if (f->file == "-") {
-        text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-      } else {
-        text = read_text_file(f->file);
-      }
+      text = read_file_option(f->file);
     }
     const auto tok = AutoTokenizer::from_pretrained(f->model);
     const auto ids = tok.encode(text, !f->no_special);
