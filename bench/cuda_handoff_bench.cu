@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 #include "backends/cuda/bulk_copy.cuh"
@@ -44,9 +45,56 @@ struct Params {
   int sizes[kMaxSizes];  // words per hand-off, cycled
   int nsizes;
   int handoffs;
-  int copies;  // flags: each word written to this many places, block b reading copy b % copies
-  int reduce;  // 1: the block sums what it took (as a staging's RMSNorm); 0: one block barrier
+  int copies;   // flags: each word written to this many places, block b reading copy b % copies
+  int reduce;   // 1: the block sums what it took (as a staging's RMSNorm); 0: one block barrier
+  int stagger;  // flags: polling passes kept in flight at once (1: one pass after another)
+  int gap;      // clock cycles between two of those passes' loads
 };
+
+__device__ __forceinline__ void spin(int cycles) {
+  const long long t = clock64();
+  while (clock64() - t < cycles) {
+  }
+}
+
+// mail_take with K passes of loads in flight, `gap` cycles apart: a word that lands just after
+// one pass read it is seen by the next about gap cycles later instead of a round trip later.
+template <int N, int K>
+__device__ void mail_take_staggered(const MailWord* words, int first, int stride, int count,
+                                    unsigned flag, int gap, unsigned (&data)[N]) {
+  using anvil::cuda::mail_has;
+  using anvil::cuda::mail_load;
+  MailWord w[K][N];
+  bool done[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) done[i] = first + i * stride >= count;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) w[k][i] = done[i] ? 0 : mail_load(words + first + i * stride);
+    if (k + 1 < K) spin(gap);
+  }
+  for (;;) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      bool all = true;
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        if (!done[i] && mail_has(w[k][i], flag)) {
+          done[i] = true;
+          data[i] = static_cast<unsigned>(w[k][i]);
+        }
+        all = all && done[i];
+      }
+      if (all) return;
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        if (!done[i]) w[k][i] = mail_load(words + first + i * stride);
+      }
+      spin(gap);
+    }
+  }
+}
 
 __device__ __forceinline__ float block_sum(float v, float* scratch) {
   for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -93,9 +141,17 @@ __global__ void __launch_bounds__(kThreads, 1) handoff_chain(const __grid_consta
     float s = 0.0f;
     if (kFlags) {
       unsigned data[kMaxWordsPerThread];
-      anvil::cuda::mail_take<kMaxWordsPerThread>(mail + (blockIdx.x % p.copies) * p.max_words,
-                                                 static_cast<int>(threadIdx.x), kThreads, n, flag,
-                                                 0, data);
+      const MailWord* from = mail + (blockIdx.x % p.copies) * p.max_words;
+      const int t = static_cast<int>(threadIdx.x);
+      if (p.stagger == 2) {
+        mail_take_staggered<kMaxWordsPerThread, 2>(from, t, kThreads, n, flag, p.gap, data);
+      } else if (p.stagger == 3) {
+        mail_take_staggered<kMaxWordsPerThread, 3>(from, t, kThreads, n, flag, p.gap, data);
+      } else if (p.stagger == 4) {
+        mail_take_staggered<kMaxWordsPerThread, 4>(from, t, kThreads, n, flag, p.gap, data);
+      } else {
+        anvil::cuda::mail_take<kMaxWordsPerThread>(from, t, kThreads, n, flag, 0, data);
+      }
 #pragma unroll
       for (int i = 0; i < kMaxWordsPerThread; ++i) {
         if (static_cast<int>(threadIdx.x) + i * kThreads < n)
@@ -152,6 +208,8 @@ struct Chain {
   int blocks = 0;  // 0: one per SM
   int copies = 1;
   bool reduce = true;
+  int stagger = 1;
+  int gap = 0;
 };
 
 // Nanoseconds per hand-off of a chain; the best of three launches of 20,000 hand-offs.
@@ -162,6 +220,8 @@ float time_chain(const Run& run, const Chain& chain) {
   p.handoffs = 20000;
   p.copies = chain.copies;
   p.reduce = chain.reduce ? 1 : 0;
+  p.stagger = chain.stagger;
+  p.gap = chain.gap;
   const int blocks = chain.blocks ? chain.blocks : run.sms;
   cudaEvent_t a, b;
   check(cudaEventCreate(&a), "event");
@@ -252,6 +312,14 @@ int main(int argc, char** argv) {
   for (int blocks : {66, 33, 16, 8, 2}) {
     std::snprintf(name, sizeof name, "flags, a layer's five, %d blocks", blocks);
     row(name, {layer, true, blocks});
+  }
+  for (const auto& [k, gap] : std::vector<std::pair<int, int>>{
+           {2, 300}, {2, 650}, {3, 200}, {3, 430}, {4, 150}, {4, 330}}) {
+    std::snprintf(name, sizeof name, "flags, a layer's five, %d passes in flight %d cycles apart",
+                  k, gap);
+    row(name, {layer, true, 0, 1, true, k, gap});
+    std::snprintf(name, sizeof name, "  the same without the block sum");
+    row(name, {layer, true, 0, 1, false, k, gap});
   }
   for (int blocks : {16, 2}) {
     std::snprintf(name, sizeof name, "flags, a layer's five, %d blocks, no block sum", blocks);
