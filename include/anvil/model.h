@@ -151,8 +151,9 @@ struct GenerateOptions {
   /// draft). One prompt, no beams; default: generation_config.
   std::optional<int64_t> prompt_lookup_num_tokens;
   std::optional<int64_t> max_matching_ngram_size;
-  /// Speculative decoding with a smaller model that shares this one's tokenizer (transformers'
-  /// assistant_model, llama.cpp's draft model): each step it drafts up to num_assistant_tokens
+  /// Speculative decoding with a smaller model of this one's tokenizer (of another: see
+  /// assistant_tokenizer) (transformers' assistant_model, llama.cpp's draft model): each step
+  /// it drafts up to num_assistant_tokens
   /// tokens (default 20; fewer where its pick's probability falls below
   /// assistant_confidence_threshold, default 0.4), and one forward pass of this model keeps
   /// those it would produce itself (greedy: the same tokens as without it; sampling:
@@ -164,6 +165,14 @@ struct GenerateOptions {
   /// assistant's next call (held by the assistant object, as transformers keeps it in the
   /// assistant's generation_config).
   const CausalLM* assistant_model = nullptr;
+  /// The assistant's tokenizer, where it is not this model's (transformers' universal assisted
+  /// decoding, generate(tokenizer=, assistant_tokenizer=); needs `tokenizer`, this model's):
+  /// each step the sequence's text is encoded with it, the assistant drafts greedily in its own
+  /// ids, and its draft's text is encoded with `tokenizer` and checked as any draft. The model's
+  /// tokens are its own either way (greedy: the same tokens; sampling: drafts kept while the
+  /// model's draws equal them, any vocabulary sizes); the tokenizers decide how many are kept.
+  /// Null: the assistant's ids are taken as this model's.
+  const Tokenizer* assistant_tokenizer = nullptr;
   std::optional<int64_t> num_assistant_tokens;
   std::optional<AssistantTokensSchedule> num_assistant_tokens_schedule;
   std::optional<float> assistant_confidence_threshold;

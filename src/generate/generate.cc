@@ -22,6 +22,7 @@
 #include "generate/speculative.h"
 #include "generate/step_chain.h"
 #include "generate/stop_strings.h"
+#include "generate/text_bridge_drafter.h"
 #include "ops/ops.h"
 
 namespace anvil {
@@ -274,6 +275,28 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
       return run_speculative(decoder, settings, batch, mask, opts, reuse_from, lookup);
     }
     const Decoder& assistant = opts.assistant_model->decoder();
+    if (assistant.config().recompute_cache_past) refuse("an assistant that recomputes its cache");
+    // The heuristic schedule starts where the assistant's last such call left it, unless the
+    // call sets num_assistant_tokens (transformers keeps that count in the assistant's config).
+    const bool carries = settings.assistant_schedule == AssistantTokensSchedule::heuristic;
+    const int64_t carried = carries && carried_assistant_tokens && !opts.num_assistant_tokens
+                                ? carried_assistant_tokens->load()
+                                : 0;
+    const int64_t first_tokens = carried > 0 ? carried : settings.assistant_tokens;
+    if (opts.assistant_tokenizer) {  // another tokenizer: drafts pass through text
+      if (!opts.tokenizer) {
+        throw Error(
+            "assistant_tokenizer: needs tokenizer, the model's own (transformers' "
+            "generate(tokenizer=, assistant_tokenizer=))");
+      }
+      TextBridgeDrafter drafter(*opts.tokenizer, *opts.assistant_tokenizer, assistant, settings,
+                                opts.assistant_model->generation_config().eos_token_ids,
+                                leading_padding(mask[0]), batch.input_ids[0], opts.seed,
+                                first_tokens, decoder.config().vocab_size);
+      auto rows = run_speculative(decoder, settings, batch, mask, opts, reuse_from, drafter);
+      if (carries && carried_assistant_tokens) carried_assistant_tokens->store(drafter.tokens());
+      return rows;
+    }
     if (settings.sampling.do_sample &&
         assistant.config().vocab_size != decoder.config().vocab_size) {
       refuse("sampling from an assistant of another vocabulary size (" +
@@ -282,16 +305,8 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
              "): speculative sampling compares "
              "the two models' probabilities token by token");
     }
-    if (assistant.config().recompute_cache_past) refuse("an assistant that recomputes its cache");
-    // The heuristic schedule starts where the assistant's last such call left it, unless the
-    // call sets num_assistant_tokens (transformers keeps that count in the assistant's config).
-    const bool carries = settings.assistant_schedule == AssistantTokensSchedule::heuristic;
-    const int64_t carried = carries && carried_assistant_tokens && !opts.num_assistant_tokens
-                                ? carried_assistant_tokens->load()
-                                : 0;
     AssistantDrafter drafter(assistant, settings, mask[0], prompt + settings.max_new,
-                             decoder.config().vocab_size, opts.seed,
-                             carried > 0 ? carried : settings.assistant_tokens);
+                             decoder.config().vocab_size, opts.seed, first_tokens);
     auto rows = run_speculative(decoder, settings, batch, mask, opts, reuse_from, drafter);
     if (carries && carried_assistant_tokens) carried_assistant_tokens->store(drafter.tokens());
     return rows;

@@ -110,9 +110,10 @@ void SamplingFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--max-matching-ngram", max_matching_ngram,
                  "with --prompt-lookup: the longest n-gram it matches (default 2)");
   cmd.add_option("--assistant-model", assistant_model,
-                 "speculative decoding with this smaller model of the same tokenizer "
-                 "(transformers' assistant_model, llama.cpp's draft model): it drafts, the model "
-                 "keeps what it would produce itself; loaded with the same --device and --dtype");
+                 "speculative decoding with this smaller model (transformers' assistant_model, "
+                 "llama.cpp's draft model): it drafts, the model keeps what it would produce "
+                 "itself; loaded with the same --device and --dtype. One of another tokenizer "
+                 "drafts through text (transformers' universal assisted decoding)");
   cmd.add_option("--num-assistant-tokens", num_assistant_tokens,
                  "with --assistant-model: tokens drafted a step at most (default: the "
                  "assistant's generation_config, else 20)");
@@ -132,6 +133,33 @@ std::unique_ptr<CausalLM> load_assistant(const SamplingFlags& sampling,
       CausalLM::from_pretrained(sampling.assistant_model, model_flags.options()));
   o.assistant_model = assistant.get();
   return assistant;
+}
+
+namespace {
+bool same_vocabulary(const Tokenizer& a, const Tokenizer& b) {
+  if (a.vocab_size() != b.vocab_size()) return false;
+  for (int64_t id = 0; id < a.vocab_size(); ++id) {
+    if (a.id_to_token(id) != b.id_to_token(id)) return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::unique_ptr<PreTrainedTokenizer> bridge_assistant_tokenizer(const SamplingFlags& sampling,
+                                                                const Tokenizer& target,
+                                                                GenerateOptions& o) {
+  if (sampling.assistant_model.empty()) return nullptr;
+  std::unique_ptr<PreTrainedTokenizer> theirs;
+  try {
+    theirs = std::make_unique<PreTrainedTokenizer>(
+        AutoTokenizer::from_pretrained(sampling.assistant_model));
+  } catch (const Error&) {
+    return nullptr;  // no tokenizer of its own: its ids are taken as the model's
+  }
+  if (same_vocabulary(target, theirs->tokenizer())) return nullptr;
+  o.tokenizer = &target;
+  o.assistant_tokenizer = &theirs->tokenizer();
+  return theirs;
 }
 
 void print_speculation(const GenerateOptions& o, const SpeculationStats& stats) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "anvil/auto_tokenizer.h"
 #include "anvil/model.h"
 
 namespace anvil::cli {
@@ -57,6 +58,13 @@ struct SamplingFlags {
 /// `o` pointed at it.
 std::unique_ptr<CausalLM> load_assistant(const SamplingFlags& sampling,
                                          const ModelFlags& model_flags, GenerateOptions& o);
+
+/// With --assistant-model: the assistant's tokenizer where its vocabulary is not `target`'s
+/// (the model's), with `o` set to draft through text (GenerateOptions::assistant_tokenizer,
+/// `o.tokenizer` = `target`); null where they are the same, or the assistant has none.
+std::unique_ptr<PreTrainedTokenizer> bridge_assistant_tokenizer(const SamplingFlags& sampling,
+                                                                const Tokenizer& target,
+                                                                GenerateOptions& o);
 
 /// Prints to stderr what speculative decoding did, where `o` asked for it.
 void print_speculation(const GenerateOptions& o, const SpeculationStats& stats);

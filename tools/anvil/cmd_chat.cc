@@ -67,6 +67,7 @@ void add_chat(CLI::App& app) {
     if (auto e = tok.eos_token_id()) eos.push_back(*e);
     o.eos_token_ids = eos;
     o.tokenizer = &tok.tokenizer();  // for stop strings
+    const auto bridge = bridge_assistant_tokenizer(f->sampling, tok.tokenizer(), o);
     const bool interactive = isatty(0);
 
     // Beam search's replies come once final and take no prompt cache.

@@ -119,6 +119,17 @@ void add_generate(CLI::App& app) {
           stop_tok.emplace(AutoTokenizer::from_pretrained(f->model));
           o.tokenizer = &stop_tok->tokenizer();
         }
+        // An assistant of another tokenizer drafts through text: the model's tokenizer too.
+        std::optional<PreTrainedTokenizer> target_tok;
+        std::unique_ptr<PreTrainedTokenizer> bridge;
+        if (o.assistant_model) {
+          try {
+            target_tok.emplace(AutoTokenizer::from_pretrained(f->model));
+          } catch (const Error&) {  // ids without a tokenizer: the assistant's ids are the same
+          }
+          if (target_tok)
+            bridge = bridge_assistant_tokenizer(f->sampling, target_tok->tokenizer(), o);
+        }
         const auto rows = model.generate(batch, o);
         if (!f->output_ids) {
           const auto tok = AutoTokenizer::from_pretrained(f->model);
@@ -140,6 +151,7 @@ void add_generate(CLI::App& app) {
       const auto tok = AutoTokenizer::from_pretrained(f->model);
       const auto ids = tok.encode(f->prompt);
       o.tokenizer = &tok.tokenizer();  // for stop strings (the options' or generation_config's)
+      const auto bridge = bridge_assistant_tokenizer(f->sampling, tok.tokenizer(), o);
       if (!streams(o, model.generation_config())) {
         // Beam search (or several sequences): each row's continuation once it is final.
         Batch batch;
