@@ -15,6 +15,8 @@ namespace {
 // before those is decoded with them (decoders read context: SentencePiece's first space).
 constexpr int64_t kMaxJoinTokens = 8;
 constexpr int64_t kJoinContext = 16;
+// How much of the assistant's text stays open to re-encoding each step (bytes).
+constexpr size_t kFinalMargin = 256;
 
 std::span<const int64_t> unpadded(const std::vector<int64_t>& ids, int64_t padding) {
   return std::span<const int64_t>(ids).subspan(static_cast<size_t>(padding));
@@ -66,8 +68,7 @@ TextBridgeDrafter::TextBridgeDrafter(const Tokenizer& target, const Tokenizer& d
 Draft TextBridgeDrafter::draft(const std::vector<int64_t>& seq, int64_t t, int64_t max_tokens) {
   Draft out;
   if (max_tokens < 1) return out;
-  const std::string text = target_.decode(unpadded(seq, padding_), true);
-  const std::vector<int64_t> theirs = drafting_.encode(text, true);
+  const std::vector<int64_t> theirs = assistant_ids(text_of(seq));
   for (int64_t id : theirs) {
     if (id < 0 || id >= assistant_vocab_) {
       throw Error("assistant_tokenizer: gives id " + std::to_string(id) +
@@ -89,6 +90,48 @@ Draft TextBridgeDrafter::draft(const std::vector<int64_t>& seq, int64_t t, int64
   if (static_cast<int64_t>(ids.size()) > max_tokens) ids.resize(static_cast<size_t>(max_tokens));
   out.tokens = std::move(ids);
   return out;
+}
+
+const std::string& TextBridgeDrafter::text_of(const std::vector<int64_t>& seq) {
+  const std::span<const int64_t> ids = unpadded(seq, padding_);
+  const bool extends = !seen_.empty() && seen_.size() <= ids.size() &&
+                       std::equal(seen_.begin(), seen_.end(), ids.begin());
+  if (extends) {
+    const size_t from = seen_.size() - std::min<size_t>(seen_.size(), kJoinContext);
+    const std::string with = target_.decode(ids.subspan(from), true);
+    const std::string without = target_.decode(ids.subspan(from, seen_.size() - from), true);
+    if (with.compare(0, without.size(), without) == 0 && text_.size() >= without.size() &&
+        text_.compare(text_.size() - without.size(), without.size(), without) == 0) {
+      text_ += with.substr(without.size());
+      seen_.assign(ids.begin(), ids.end());
+      return text_;
+    }
+  }
+  text_ = target_.decode(ids, true);  // the first call, or decoding that reads further back
+  seen_.assign(ids.begin(), ids.end());
+  return text_;
+}
+
+std::vector<int64_t> TextBridgeDrafter::assistant_ids(const std::string& text) {
+  if (text.compare(0, done_text_.size(), done_text_) != 0) {
+    done_text_.clear();
+    done_ids_.clear();
+  }
+  const std::string rest = text.substr(done_text_.size());
+  std::vector<int64_t> ids = done_ids_;
+  const std::vector<int64_t> more = drafting_.encode(rest, done_text_.empty());
+  ids.insert(ids.end(), more.begin(), more.end());
+  // Finalise the rest up to a space kFinalMargin bytes or more before its end: text appended
+  // later starts past that space, where a byte-level pre-tokenizer splits anyway.
+  if (rest.size() > 2 * kFinalMargin) {
+    const size_t cut = rest.rfind(' ', rest.size() - kFinalMargin);
+    if (cut != std::string::npos && cut > 0) {
+      const std::vector<int64_t> part = drafting_.encode(rest.substr(0, cut), done_text_.empty());
+      done_ids_.insert(done_ids_.end(), part.begin(), part.end());
+      done_text_ += rest.substr(0, cut);
+    }
+  }
+  return ids;
 }
 
 std::vector<int64_t> TextBridgeDrafter::target_ids_after(const std::vector<int64_t>& seq,

@@ -44,6 +44,13 @@ class TextBridgeDrafter : public Drafter {
   /// that gives them back, else encoded alone.
   std::vector<int64_t> target_ids_after(const std::vector<int64_t>& seq,
                                         const std::string& text) const;
+  /// The text of seq past its padding (skip_special_tokens), decoded incrementally: only the
+  /// ids added since the last call, in the context of the few before them.
+  const std::string& text_of(const std::vector<int64_t>& seq);
+  /// That text in the assistant's ids: a finalised part (encoded up to a space well before the
+  /// end, so that appending text does not change it) and the rest encoded again each call.
+  /// Each step's tokenizer work is then the new text and a bounded tail, not the sequence.
+  std::vector<int64_t> assistant_ids(const std::string& text);
 
   const Tokenizer& target_;
   const Tokenizer& drafting_;
@@ -52,6 +59,10 @@ class TextBridgeDrafter : public Drafter {
   int64_t vocab_, assistant_vocab_;
   int64_t capacity_;  // the assistant's cache, in its ids
   AssistantDrafter inner_;
+  std::vector<int64_t> seen_;  // text_of's ids and their text
+  std::string text_;
+  std::string done_text_;  // assistant_ids' finalised part and its ids
+  std::vector<int64_t> done_ids_;
 };
 
 /// The assistant's settings for drafting in its own ids: the call's draft length, schedule and

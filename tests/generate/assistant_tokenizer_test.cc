@@ -91,8 +91,9 @@ TEST(AssistantTokenizer, WhatItCannotTakeIsRefused) {
                      "outside the assistant model's vocabulary of 300");
 }
 
-// SmolLM2 (f32) with its own Q4_1 weights as the assistant, drafting through the text: the
-// tokens are plain greedy's, and as the text round-trips, most drafts are kept.
+// SmolLM2 (f32) with its own Q4_1 weights as the assistant, drafting through the text (a long
+// prompt: the assistant's ids kept incrementally): the tokens are plain greedy's, and as the
+// text round-trips, most drafts are kept.
 TEST(AssistantTokenizer, TheDefaultModelThroughItsOwnText) {
   const std::string path = default_model_cache_path();
   if (!std::filesystem::exists(path)) {
@@ -104,7 +105,16 @@ TEST(AssistantTokenizer, TheDefaultModelThroughItsOwnText) {
   const CausalLM model = CausalLM::from_pretrained(path, f32);
   const CausalLM assistant = CausalLM::from_pretrained(path);
   const auto tok = AutoTokenizer::from_pretrained(path);
-  const Ids prompt = tok.encode("The history of the printing press began in");
+  // A prompt of over 512 bytes: the assistant's ids are then part finalised, part re-encoded.
+  const Ids prompt = tok.encode(
+      "Johannes Gutenberg was a goldsmith in Mainz. Around 1440 he began to work on a press that "
+      "could print pages from movable metal type, a method that was much faster than copying "
+      "books by hand or carving whole pages into wooden blocks. His workshop cast letters from "
+      "an alloy of lead, tin and antimony, mixed an oil-based ink that stuck to metal, and "
+      "adapted the screw presses that were used to make wine and paper. The first large book "
+      "printed this way was a Bible in Latin, finished around 1455, and about 180 copies were "
+      "made. Within fifty years there were presses in more than two hundred cities across "
+      "Europe. The history of the printing press after Gutenberg began in");
   const Ids plain = model.generate(prompt, test::greedy_exactly(40));
   SpeculationStats stats;
   GenerateOptions o = bridged(assistant, tok.tokenizer(), tok.tokenizer(), &stats);
