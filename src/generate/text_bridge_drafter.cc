@@ -23,16 +23,20 @@ std::span<const int64_t> unpadded(const std::vector<int64_t>& ids, int64_t paddi
 }
 
 // The assistant's cache in its own ids: the prompt as it encodes it, then the new tokens and a
-// draft at the prompt's ratio of assistant ids to the model's, twice over.
+// draft at the prompt's ratio of assistant ids to the model's, twice over; at most its context
+// (past that it drafts nothing).
 int64_t assistant_capacity(const Tokenizer& target, const Tokenizer& drafting,
-                           const std::vector<int64_t>& prompt, int64_t padding, int64_t max_new,
-                           int64_t tokens) {
+                           const Decoder& assistant, const std::vector<int64_t>& prompt,
+                           int64_t padding, int64_t max_new, int64_t tokens) {
   const std::span<const int64_t> ids = unpadded(prompt, padding);
   const auto encoded = static_cast<int64_t>(drafting.encode(target.decode(ids, true), true).size());
   const double ratio = std::max(
       1.0, static_cast<double>(encoded) / static_cast<double>(std::max<size_t>(1, ids.size())));
-  return encoded +
-         static_cast<int64_t>(std::ceil(2.0 * ratio * static_cast<double>(max_new + tokens))) + 16;
+  const int64_t want =
+      encoded +
+      static_cast<int64_t>(std::ceil(2.0 * ratio * static_cast<double>(max_new + tokens))) + 16;
+  const int64_t context = assistant.config().max_position_embeddings;
+  return context > 0 ? std::min(want, context) : want;
 }
 
 }  // namespace
@@ -61,7 +65,7 @@ TextBridgeDrafter::TextBridgeDrafter(const Tokenizer& target, const Tokenizer& d
       padding_(padding),
       vocab_(vocab),
       assistant_vocab_(assistant.config().vocab_size),
-      capacity_(assistant_capacity(target, drafting, prompt, padding, settings.max_new,
+      capacity_(assistant_capacity(target, drafting, assistant, prompt, padding, settings.max_new,
                                    settings.assistant_tokens)),
       inner_(assistant, settings_, {}, capacity_, assistant.config().vocab_size, seed, tokens) {}
 
