@@ -153,10 +153,9 @@ struct GenerateOptions {
   std::optional<int64_t> max_matching_ngram_size;
   /// Speculative decoding with a smaller model of this one's tokenizer (of another: see
   /// assistant_tokenizer) (transformers' assistant_model, llama.cpp's draft model): each step
-  /// it drafts up to num_assistant_tokens
-  /// tokens (default 20; fewer where its pick's probability falls below
-  /// assistant_confidence_threshold, default 0.4), and one forward pass of this model keeps
-  /// those it would produce itself (greedy: the same tokens as without it; sampling:
+  /// it drafts up to num_assistant_tokens tokens (default 20; fewer where its pick's probability
+  /// falls below assistant_confidence_threshold, default 0.4), and one forward pass of this
+  /// model keeps those it would produce itself (greedy: the same tokens as without it; sampling:
   /// speculative sampling, the same distribution, which needs equal vocabulary sizes). It must
   /// outlive the call; one prompt, no beams, not with prompt lookup. The three settings
   /// default to the assistant's generation config, as in transformers (which reads them there

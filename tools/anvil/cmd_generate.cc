@@ -113,30 +113,31 @@ void add_generate(CLI::App& app) {
     const auto generate_and_print = [&] {
       if (!f->ids.empty()) {
         const Batch batch = batch_from_flags(f->ids, f->mask);
-        // The tokenizer only where its text is needed: stop strings, or printing text.
-        std::optional<PreTrainedTokenizer> stop_tok;
-        if (o.stop_strings.value_or(model.generation_config().stop_strings).size() > 0) {
-          stop_tok.emplace(AutoTokenizer::from_pretrained(f->model));
-          o.tokenizer = &stop_tok->tokenizer();
-        }
-        // An assistant of another tokenizer drafts through text: the model's tokenizer too.
-        std::optional<PreTrainedTokenizer> target_tok;
-        std::unique_ptr<PreTrainedTokenizer> bridge;
-        if (o.assistant_model) {
+        // The tokenizer, loaded once, only where its text is needed: stop strings, printing
+        // text, or an assistant of another tokenizer (which drafts through text; without a
+        // tokenizer here the assistant's ids are taken as the model's).
+        const bool stops =
+            o.stop_strings.value_or(model.generation_config().stop_strings).size() > 0;
+        std::optional<PreTrainedTokenizer> tok;
+        if (stops || !f->output_ids) {
+          tok.emplace(AutoTokenizer::from_pretrained(f->model));
+        } else if (o.assistant_model) {
           try {
-            target_tok.emplace(AutoTokenizer::from_pretrained(f->model));
-          } catch (const Error&) {  // ids without a tokenizer: the assistant's ids are the same
+            tok.emplace(AutoTokenizer::from_pretrained(f->model));
+          } catch (const Error&) {
           }
-          if (target_tok)
-            bridge = bridge_assistant_tokenizer(f->sampling, target_tok->tokenizer(), o);
+        }
+        if (stops) o.tokenizer = &tok->tokenizer();
+        std::unique_ptr<PreTrainedTokenizer> bridge;
+        if (tok && o.assistant_model) {
+          bridge = bridge_assistant_tokenizer(f->sampling, tok->tokenizer(), o);
         }
         const auto rows = model.generate(batch, o);
         if (!f->output_ids) {
-          const auto tok = AutoTokenizer::from_pretrained(f->model);
           DecodeOptions skip;
           skip.skip_special_tokens = true;
           for (const auto& row : rows) {
-            const std::string text = tok.decode(row, skip);
+            const std::string text = tok->decode(row, skip);
             std::printf("%s\n", text.c_str());
           }
           return;
