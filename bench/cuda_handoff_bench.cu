@@ -11,7 +11,9 @@
 //   barrier  plain stores, a grid barrier (one growing counter), then plain reads.
 // Also the bare round trip (one block writes a flagged word, another answers, and so on), and
 // variants that say where a hand-off's time goes: without the block's sum, each word written
-// in several copies (so that readers spread over more L2 lines), and smaller grids.
+// in several copies (so that readers spread over more L2 lines), smaller grids, and two ways of
+// seeing a word sooner after it lands: passes of polls kept in flight a few hundred cycles
+// apart, or groups of threads polling the same words with their passes that far apart.
 // Prints nanoseconds per hand-off, from CUDA events over 20,000 hand-offs in one launch (the
 // best of three launches).
 //
@@ -48,7 +50,8 @@ struct Params {
   int copies;   // flags: each word written to this many places, block b reading copy b % copies
   int reduce;   // 1: the block sums what it took (as a staging's RMSNorm); 0: one block barrier
   int stagger;  // flags: polling passes kept in flight at once (1: one pass after another)
-  int gap;      // clock cycles between two of those passes' loads
+  int gap;      // clock cycles between two of those passes' loads (or groups' first passes)
+  int groups;   // flags: groups of threads polling the same words, each gap cycles later
 };
 
 __device__ __forceinline__ void spin(int cycles) {
@@ -96,6 +99,50 @@ __device__ void mail_take_staggered(const MailWord* words, int first, int stride
   }
 }
 
+// The words polled by `groups` groups of the block's threads at once, group g starting g * gap
+// cycles after the first, so that a word landing just after one group's pass is seen by the
+// next group's instead of a round trip later: no register beyond mail_take's per thread (the
+// stagings leave most threads idle at the hidden size). A word found goes to box[] and its
+// flag to seen[] (shared memory), and the other groups stop polling it.
+template <int N>
+__device__ void take_grouped(const MailWord* words, int n, unsigned flag, int groups, int gap,
+                             unsigned* box, volatile unsigned* seen) {
+  using anvil::cuda::mail_has;
+  using anvil::cuda::mail_load;
+  const int per = kThreads / groups, g = static_cast<int>(threadIdx.x) / per;
+  const int first = static_cast<int>(threadIdx.x) % per;
+  spin(g * gap);
+  MailWord w[N];
+  bool done[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    done[i] = first + i * per >= n;
+    w[i] = done[i] ? 0 : mail_load(words + first + i * per);
+  }
+  for (;;) {
+    bool all = true;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if (done[i]) continue;
+      const int at = first + i * per;
+      if (mail_has(w[i], flag)) {
+        box[at] = static_cast<unsigned>(w[i]);
+        seen[at] = flag;
+        done[i] = true;
+      } else if (seen[at] == flag) {
+        done[i] = true;
+      } else {
+        all = false;
+      }
+    }
+    if (all) return;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if (!done[i]) w[i] = mail_load(words + first + i * per);
+    }
+  }
+}
+
 __device__ __forceinline__ float block_sum(float v, float* scratch) {
   for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
   if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
@@ -116,6 +163,13 @@ __device__ __forceinline__ void share(int n, int& begin, int& end) {
 template <bool kFlags>
 __global__ void __launch_bounds__(kThreads, 1) handoff_chain(const __grid_constant__ Params p) {
   __shared__ float scratch[kThreads / 32];
+  __shared__ unsigned box[kMaxWordsPerThread * kThreads];
+  __shared__ unsigned seen[kMaxWordsPerThread * kThreads];
+  if (p.groups > 1) {
+    for (int i = static_cast<int>(threadIdx.x); i < kMaxWordsPerThread * kThreads; i += kThreads)
+      seen[i] = 0;
+    __syncthreads();
+  }
   float acc = static_cast<float>(blockIdx.x);
   for (int h = 0; h < p.handoffs; ++h) {
     const int n = p.sizes[h % p.nsizes];
@@ -143,7 +197,14 @@ __global__ void __launch_bounds__(kThreads, 1) handoff_chain(const __grid_consta
       unsigned data[kMaxWordsPerThread];
       const MailWord* from = mail + (blockIdx.x % p.copies) * p.max_words;
       const int t = static_cast<int>(threadIdx.x);
-      if (p.stagger == 2) {
+      if (p.groups > 1) {
+        take_grouped<kMaxWordsPerThread>(from, n, flag, p.groups, p.gap, box, seen);
+        __syncthreads();
+        for (int i = 0; i < kMaxWordsPerThread; ++i) {
+          const int at = t + i * kThreads;
+          data[i] = at < n ? box[at] : 0u;
+        }
+      } else if (p.stagger == 2) {
         mail_take_staggered<kMaxWordsPerThread, 2>(from, t, kThreads, n, flag, p.gap, data);
       } else if (p.stagger == 3) {
         mail_take_staggered<kMaxWordsPerThread, 3>(from, t, kThreads, n, flag, p.gap, data);
@@ -210,6 +271,7 @@ struct Chain {
   bool reduce = true;
   int stagger = 1;
   int gap = 0;
+  int groups = 1;
 };
 
 // Nanoseconds per hand-off of a chain; the best of three launches of 20,000 hand-offs.
@@ -222,6 +284,7 @@ float time_chain(const Run& run, const Chain& chain) {
   p.reduce = chain.reduce ? 1 : 0;
   p.stagger = chain.stagger;
   p.gap = chain.gap;
+  p.groups = chain.groups;
   const int blocks = chain.blocks ? chain.blocks : run.sms;
   cudaEvent_t a, b;
   check(cudaEventCreate(&a), "event");
@@ -320,6 +383,19 @@ int main(int argc, char** argv) {
     row(name, {layer, true, 0, 1, true, k, gap});
     std::snprintf(name, sizeof name, "  the same without the block sum");
     row(name, {layer, true, 0, 1, false, k, gap});
+  }
+  // Redundant pollers: only where a group's threads hold the vector (kMaxWordsPerThread each).
+  for (const auto& [words, what] :
+       std::vector<std::pair<int, const char*>>{{x, "hidden"}, {q, "q/k/v"}}) {
+    std::snprintf(name, sizeof name, "flags, %s alone", what);
+    row(name, {{words}});
+    for (const auto& [g, gap] :
+         std::vector<std::pair<int, int>>{{2, 0}, {2, 650}, {4, 0}, {4, 330}, {4, 500}, {8, 165}}) {
+      if (words > kThreads / g * kMaxWordsPerThread) continue;
+      std::snprintf(name, sizeof name, "  %d groups polling the same words, %d cycles apart", g,
+                    gap);
+      row(name, {{words}, true, 0, 1, true, 1, gap, g});
+    }
   }
   for (int blocks : {16, 2}) {
     std::snprintf(name, sizeof name, "flags, a layer's five, %d blocks, no block sum", blocks);
