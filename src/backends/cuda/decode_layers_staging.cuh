@@ -53,14 +53,16 @@ __device__ __forceinline__ void write_normed(const Shared& sh, int vecs, float s
 // g * p.poll_gap cycles after group 0, so that a vector landing just after one group's pass is
 // seen by the next group's instead of a whole round trip later (a hand-off took 1.6 round trips
 // between two blocks, as passes one after another predict; docs/perf.md, fifty-third session).
-// The first group to see a vector stores it and marks it in sh.scores (free in a staging), and
-// the others stop polling it. The stagings of the hidden size leave most threads idle, so this
-// costs no registers beyond one vector's polls.
+// The first group to see a vector stores it and marks it in sh.scores (free in a staging once
+// every thread is done with the last phase's outbox there), and the others stop polling it. The
+// stagings of the hidden size leave most threads idle, so this costs no registers beyond one
+// vector's polls.
 __device__ __forceinline__ void take_vectors_grouped(const Params& p, const Shared& sh,
                                                      const MailWord* mail, unsigned flag,
                                                      int vecs) {
   const int tid = static_cast<int>(threadIdx.x), per = kThreads / p.poll_groups;
   volatile unsigned* seen = reinterpret_cast<volatile unsigned*>(sh.scores);
+  consumers_sync();  // the last phase's outbox (or the item's partials) in sh.scores is read
   if (tid < vecs) seen[tid] = 0u;
   consumers_sync();
   const int j = tid % per;
