@@ -497,8 +497,6 @@ std::string launch_stack(const ops::DecodeLayersArgs& a, DeviceState& st, const 
   // (mailbox.cuh); barrier mode: grid barriers, then reads (0-5% slower on an H200).
   p.by_flags = decode_sync_by_flags(std::getenv("ANVIL_CUDA_DECODE_SYNC"));
   p.poll_ns = static_cast<unsigned>(std::max(0, env_int("ANVIL_CUDA_DECODE_POLL_NS", 0)));
-  p.poll_groups = std::clamp(env_int("ANVIL_CUDA_DECODE_POLL_GROUPS", 1), 1, 8);
-  p.poll_gap = std::max(0, env_int("ANVIL_CUDA_DECODE_POLL_GAP", 1300 / p.poll_groups));
   if (p.by_flags) set_mailboxes(a, st, ctx, p);
   static const bool profile = std::getenv("ANVIL_CUDA_DECODE_PROFILE") != nullptr;
   const size_t phase_stamps = static_cast<size_t>(p.layers) * 5 * kStamps * blocks;

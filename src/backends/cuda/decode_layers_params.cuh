@@ -99,10 +99,6 @@ struct Params {
   // output (one split) too; partials one float per word, (dim + 2) per (head, split).
   bool by_flags;
   unsigned poll_ns;  // flags mode: a poller's sleep between passes (ANVIL_CUDA_DECODE_POLL_NS)
-  // Flags mode: groups of threads polling the same words of a vector small enough (the hidden
-  // size's stagings), each group's passes poll_gap clock cycles after the last's
-  // (ANVIL_CUDA_DECODE_POLL_GROUPS, ANVIL_CUDA_DECODE_POLL_GAP; 1: one thread a vector).
-  int poll_groups, poll_gap;
   MailWord *mail_x, *mail_act, *mail_qkv, *mail_attn, *mail_part, *mail_y, *mail_x2;
   unsigned long long* timeline;  // ANVIL_CUDA_DECODE_PROFILE: per layer, phase and block,
                                  // kStamps times (Stamp)

@@ -48,68 +48,11 @@ __device__ __forceinline__ void write_normed(const Shared& sh, int vecs, float s
   consumers_sync();
 }
 
-// Flags mode, vectors [0, vecs) of a mailbox into xs once flagged `flag`, where p.poll_groups
-// groups of the block's threads each hold them all (one a thread): group g starts its passes
-// g * p.poll_gap cycles after group 0, so that a vector landing just after one group's pass is
-// seen by the next group's instead of a whole round trip later (a hand-off took 1.6 round trips
-// between two blocks, as passes one after another predict; docs/perf.md, fifty-third session).
-// The first group to see a vector stores it and marks it in sh.scores (free in a staging once
-// every thread is done with the last phase's outbox there), and the others stop polling it. The
-// stagings of the hidden size leave most threads idle, so this costs no registers beyond one
-// vector's polls.
-__device__ __forceinline__ void take_vectors_grouped(const Params& p, const Shared& sh,
-                                                     const MailWord* mail, unsigned flag,
-                                                     int vecs) {
-  const int tid = static_cast<int>(threadIdx.x), per = kThreads / p.poll_groups;
-  volatile unsigned* seen = reinterpret_cast<volatile unsigned*>(sh.scores);
-  consumers_sync();  // the last phase's outbox (or the item's partials) in sh.scores is read
-  if (tid < vecs) seen[tid] = 0u;
-  consumers_sync();
-  const int j = tid % per;
-  if (j < vecs) {
-    const long long start = clock64() + static_cast<long long>(tid / per) * p.poll_gap;
-    while (clock64() < start) {
-    }
-    const MailWord* at = mail + 4LL * j;
-    MailWord w[4];
-    mail_load2(at, w[0], w[1]);
-    mail_load2(at + 2, w[2], w[3]);
-    for (;;) {
-      if (mail_has(w[0], flag) && mail_has(w[1], flag) && mail_has(w[2], flag) &&
-          mail_has(w[3], flag)) {
-        static_cast<uint4*>(sh.xs)[j] =
-            make_uint4(static_cast<unsigned>(w[0]), static_cast<unsigned>(w[1]),
-                       static_cast<unsigned>(w[2]), static_cast<unsigned>(w[3]));
-        seen[j] = 1u;
-        break;
-      }
-      if (seen[j]) break;
-      if (!mail_has(w[0], flag) || !mail_has(w[1], flag)) mail_load2(at, w[0], w[1]);
-      if (!mail_has(w[2], flag) || !mail_has(w[3], flag)) mail_load2(at + 2, w[2], w[3]);
-    }
-  }
-  consumers_sync();
-}
-
-__device__ __forceinline__ bool grouped_fits(const Params& p, int vecs) {
-  return p.poll_groups > 1 && vecs * p.poll_groups <= kThreads;
-}
-
 // Four vectors of eight values a thread (vector threadIdx.x + i * kThreads), from the mailbox
-// once flagged `flag` when one is given, else from src. `through_xs`: the caller lets the
-// vectors pass through xs (the grouped pollers' way where p.poll_groups asks for it).
+// once flagged `flag` when one is given, else from src.
 template <class T>
-__device__ __forceinline__ void load_vectors(const Params& p, const Shared& sh, const T* src,
-                                             const MailWord* mail, unsigned flag, int vecs,
-                                             uint4 (&raw)[4], bool through_xs = false) {
-  if (mail && through_xs && grouped_fits(p, vecs)) {
-    take_vectors_grouped(p, sh, mail, flag, vecs);
-    const int c = static_cast<int>(threadIdx.x);
-    raw[0] = c < vecs ? static_cast<const uint4*>(sh.xs)[c] : make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int i = 1; i < 4; ++i) raw[i] = make_uint4(0, 0, 0, 0);
-    return;
-  }
+__device__ __forceinline__ void load_vectors(const Params& p, const T* src, const MailWord* mail,
+                                             unsigned flag, int vecs, uint4 (&raw)[4]) {
   if (mail) {
     mail_take_vectors<4>(mail, static_cast<int>(threadIdx.x), kThreads, vecs, flag, p.poll_ns, raw);
     return;
@@ -129,7 +72,7 @@ __device__ void stage_normed(const Params& p, const Shared& sh, const T* x, int 
                              const MailWord* mail, unsigned flag, bool plain) {
   const int vecs = n / 8;
   uint4 raw[4];
-  load_vectors<T>(p, sh, x, mail, flag, vecs, raw, true);
+  load_vectors<T>(p, x, mail, flag, vecs, raw);
   if (plain) {  // no norm (OLMo 2): x as it is
     uint4* xs = static_cast<uint4*>(sh.xs);
 #pragma unroll
@@ -172,7 +115,7 @@ __device__ void stage_residual(const Params& p, const Shared& sh, const T* x,
   float ss = 0.0f;
   {
     uint4 yr[4];
-    load_vectors<T>(p, sh, static_cast<const T*>(p.y), y_mail, yf, vecs, yr);
+    load_vectors<T>(p, static_cast<const T*>(p.y), y_mail, yf, vecs, yr);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int c = static_cast<int>(threadIdx.x) + i * kThreads;
@@ -184,7 +127,7 @@ __device__ void stage_residual(const Params& p, const Shared& sh, const T* x,
     }
   }
   uint4 xr[4];
-  load_vectors<T>(p, sh, x, x_mail, xf, vecs, xr);
+  load_vectors<T>(p, x, x_mail, xf, vecs, xr);
   const float r = rsqrtf(block_sum(ss, sh.reduce) / static_cast<float>(n) + p.eps);
   async_copy_wait();  // both norms' weights (copy_norm_to) have landed
   float ss2 = 0.0f;
@@ -228,10 +171,6 @@ __device__ void stage_plain(const Params& p, const Shared& sh, const T* src, int
                             const MailWord* mail, unsigned flag) {
   uint4* xs = static_cast<uint4*>(sh.xs);
   const int vecs = n / 8;
-  if (mail && grouped_fits(p, vecs)) {
-    take_vectors_grouped(p, sh, mail, flag, vecs);
-    return;
-  }
   if (mail) {
     constexpr int kPass = 4;
     for (int c0 = threadIdx.x; c0 < vecs; c0 += kPass * kThreads) {
