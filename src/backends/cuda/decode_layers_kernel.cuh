@@ -12,34 +12,17 @@ namespace {
 
 // ---- The kernel ------------------------------------------------------------------------
 
-// Row `row` of a 16-bit bias (null: none) where `take`, else zero, as its raw bits, by a
-// predicated load into a zeroed register: widening the value where it is loaded (or selecting
-// between it and zero) holds the thread for the load's round trip. The next layer's biases
-// are loaded in the tail of a layer's last phase, and the next staging's block barriers waited
-// for that thread (Qwen2.5-0.5B's down tail was ~1.4 us longer than o_proj's, Qwen3-0.6B's,
-// without biases, ~0.3).
 template <class T>
-__device__ __forceinline__ unsigned short bias_bits(const void* bias, int row, bool take) {
-  const uintptr_t at = reinterpret_cast<uintptr_t>(bias) + static_cast<uintptr_t>(row) * sizeof(T);
-  unsigned short v = 0;
-  asm volatile("{ .reg .pred p; setp.ne.u32 p, %2, 0; @p ld.global.nc.u16 %0, [%1]; }"
-               : "+h"(v)
-               : "l"(at), "r"(static_cast<unsigned>(take && bias != nullptr)));
-  return v;
+__device__ __forceinline__ float bias_at(const void* bias, int row) {
+  return bias ? to_float(static_cast<const T*>(bias)[row]) : 0.0f;
 }
 
 // What the thread owning row i of the block's slices keeps in registers: the residual's row
 // (the o and down slices are the same rows of the hidden size) and the layer's biases of its
-// rows as raw bits (bias_bits), loaded a layer ahead so no epilogue waits on memory.
+// rows, loaded a layer ahead so no epilogue waits on memory.
 struct RowState {
-  float resid = 0.0f;
-  unsigned short b_qkv = 0, b_o = 0, b_gate = 0, b_up = 0, b_down = 0;
+  float resid = 0.0f, b_qkv = 0.0f, b_o = 0.0f, b_gate = 0.0f, b_up = 0.0f, b_down = 0.0f;
 };
-
-template <class T>
-__device__ __forceinline__ float bias_value(unsigned short bits) {
-  return low_half(static_cast<unsigned>(bits), T{});
-}
 
 template <class T>
 __device__ void load_row_biases(const Params& p, const Shared& sh, const LayerPointers& L,
@@ -47,17 +30,20 @@ __device__ void load_row_biases(const Params& p, const Shared& sh, const LayerPo
   const int t = static_cast<int>(threadIdx.x);
   const int nq = p.heads * p.dim, nk = p.kv_heads * p.dim;
   int r = sh.slices[2 * kQkv] + t;
-  bool mine = r < sh.slices[2 * kQkv + 1];
-  const void* qkv = r < nq ? L.bq : (r < nq + nk ? L.bk : L.bv);
-  st.b_qkv = bias_bits<T>(qkv, r < nq ? r : (r < nq + nk ? r - nq : r - nq - nk), mine);
+  if (r < sh.slices[2 * kQkv + 1]) {
+    st.b_qkv = r < nq ? bias_at<T>(L.bq, r)
+                      : (r < nq + nk ? bias_at<T>(L.bk, r - nq) : bias_at<T>(L.bv, r - nq - nk));
+  }
   r = sh.slices[2 * kOut] + t;
-  mine = r < sh.slices[2 * kOut + 1];
-  st.b_o = bias_bits<T>(L.bo, r, mine);
-  st.b_down = bias_bits<T>(L.bd, r, mine);
+  if (r < sh.slices[2 * kOut + 1]) {
+    st.b_o = bias_at<T>(L.bo, r);
+    st.b_down = bias_at<T>(L.bd, r);
+  }
   r = sh.slices[2 * kGateUp] + t;
-  mine = r < sh.slices[2 * kGateUp + 1];
-  st.b_gate = bias_bits<T>(L.bg, r, mine);
-  st.b_up = bias_bits<T>(L.bu, r, mine);
+  if (r < sh.slices[2 * kGateUp + 1]) {
+    st.b_gate = bias_at<T>(L.bg, r);
+    st.b_up = bias_at<T>(L.bu, r);
+  }
 }
 
 __device__ __forceinline__ void mark_staged(const Params& p, Pipeline& pl) {
@@ -131,7 +117,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   // it measured 0.3% slower (docs/perf.md, fifteenth session).
   const auto qkv_row = [&](int row, float s, float) {
     T* out = static_cast<T*>(row < nq ? p.q : (row < nq + nk ? p.k : p.v));
-    const T value = from_float<T>(s + bias_value<T>(st.b_qkv));
+    const T value = from_float<T>(s + st.b_qkv);
     out[row < nq ? row : (row < nq + nk ? row - nq : row - nq - nk)] = value;
     return to_float(value);
   };
@@ -152,16 +138,14 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     return to_float(value);
   };
   const auto o_row = [&](int row, float s, float) {
-    return out_norms ? put_y(row, s, bias_value<T>(st.b_o))
-                     : add_residual(row, s, bias_value<T>(st.b_o));
+    return out_norms ? put_y(row, s, st.b_o) : add_residual(row, s, st.b_o);
   };
   const auto down_row = [&](int row, float s, float) {
-    return out_norms ? put_y(row, s, bias_value<T>(st.b_down))
-                     : add_residual(row, s, bias_value<T>(st.b_down));
+    return out_norms ? put_y(row, s, st.b_down) : add_residual(row, s, st.b_down);
   };
   const auto swiglu_row = [&](int row, float g, float u) {
-    const float gv = to_float(from_float<T>(g + bias_value<T>(st.b_gate)));
-    const float uv = to_float(from_float<T>(u + bias_value<T>(st.b_up)));
+    const float gv = to_float(from_float<T>(g + st.b_gate));
+    const float uv = to_float(from_float<T>(u + st.b_up));
     const T value = from_float<T>((kWide && p.gelu ? gated<true>(gv) : gated<false>(gv)) * uv);
     static_cast<T*>(p.act)[row] = value;
     return to_float(value);
