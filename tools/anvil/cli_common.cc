@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <iterator>
 
@@ -153,8 +154,14 @@ std::unique_ptr<PreTrainedTokenizer> bridge_assistant_tokenizer(const SamplingFl
   try {
     theirs = std::make_unique<PreTrainedTokenizer>(
         AutoTokenizer::from_pretrained(sampling.assistant_model));
-  } catch (const Error&) {
-    return nullptr;  // no tokenizer of its own: its ids are taken as the model's
+  } catch (const Error& e) {
+    // No tokenizer of its own (or one that does not load): its ids are taken as the model's,
+    // which costs kept drafts, never the model's tokens. Said, since a broken file would
+    // otherwise pass unnoticed.
+    std::fprintf(stderr,
+                 "anvil: assistant's tokenizer not loaded (%s): its ids are taken as the model's\n",
+                 e.what());
+    return nullptr;
   }
   if (same_vocabulary(target, theirs->tokenizer())) return nullptr;
   o.tokenizer = &target;

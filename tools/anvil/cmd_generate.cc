@@ -124,7 +124,11 @@ void add_generate(CLI::App& app) {
         } else if (o.assistant_model) {
           try {
             tok.emplace(AutoTokenizer::from_pretrained(f->model));
-          } catch (const Error&) {
+          } catch (const Error& e) {
+            std::fprintf(stderr,
+                         "anvil: model's tokenizer not loaded (%s): the assistant's ids are "
+                         "taken as the model's\n",
+                         e.what());
           }
         }
         if (stops) o.tokenizer = &tok->tokenizer();
