@@ -24,11 +24,14 @@ namespace anvil {
 class CausalLM;
 
 struct PerplexityOptions {
-  /// Tokens a window holds at most (the model's context, or less to bound the logits' memory:
-  /// a window's float32 logits take max_length x vocabulary x 4 bytes).
+  /// Tokens a window holds at most (the model's context, or less).
   int64_t max_length = 1024;
   /// Tokens between two windows' beginnings, 1..max_length.
   int64_t stride = 512;
+  /// Windows run together as the rows of one step (windows of the same length and first scored
+  /// position; the results do not depend on it beyond rounding). 0: automatic, one on the
+  /// CPU, elsewhere up to 8,192 tokens a step within 1 GiB of float32 logits.
+  int64_t batch_size = 0;
 };
 
 /// One window: tokens [begin, end) run, the last `scored` of them scored (each from the
@@ -48,10 +51,13 @@ struct PerplexityResult {
   double perplexity() const;
 };
 
-/// Runs every window of `ids` through the model (a batch of one, a fresh cache each) and sums
-/// the scored tokens' -log p from the float32 logits, the log-softmax in double precision.
-/// `on_window`, if set, is called after each window. Throws anvil::Error for fewer than two
-/// ids, a max_length below 2 or a stride outside 1..max_length.
+/// Runs every window of `ids` through the model (batch_size windows a step, a fresh cache
+/// each) and sums the scored tokens' -log p. Only the positions that score a token go through
+/// the head, and their losses (ops::token_nll: the log-softmax of the float32 logits, its sum
+/// of exponentials in double) are taken on the model's device, so a window returns a float a
+/// scored token. `on_window`, if set, is called after each window, in order. Throws
+/// anvil::Error for fewer than two ids, an id outside the vocabulary, a max_length below 2, a
+/// stride outside 1..max_length or a negative batch_size.
 PerplexityResult perplexity(const CausalLM& model, std::span<const int64_t> ids,
                             const PerplexityOptions& options = {},
                             const std::function<void(const PerplexityWindow&)>& on_window = {});

@@ -194,6 +194,11 @@ void Decoder::check_step(const StepInput& step, const KvCache& cache) const {
       static_cast<int64_t>(step.key_mask.size()) != b * (past + s)) {
     throw Error("decoder step: inconsistent input sizes");
   }
+  if (step.logits_from < 0 || step.logits_from >= std::max<int64_t>(s, 1) ||
+      (step.logits_from > 0 && !step.all_logits)) {
+    throw Error("decoder step: logits_from " + std::to_string(step.logits_from) +
+                " must lie in [0, " + std::to_string(s) + ") and comes with all_logits");
+  }
   if (cache.batch != b || past + s > cache.capacity) {
     throw Error("decoder step: " + std::to_string(past + s) + " positions exceed the KV cache (" +
                 std::to_string(cache.capacity) + ")");
@@ -246,10 +251,11 @@ Tensor Decoder::forward(const StepInput& step, KvCache& cache) const {
   in.positions = upload_i32(step.positions, {n});
   in.key_mask = upload_i32(step.key_mask, {b, past + s});
   // Hidden states: every row's final-norm output, [n, hidden]; else the wanted rows' logits.
-  const int64_t out_seq = step.all_logits || step.hidden_states ? s : 1;
+  const int64_t first_logit = step.all_logits ? step.logits_from : s - 1;
+  const int64_t out_seq = step.hidden_states ? s : s - first_logit;
   const int64_t width = step.hidden_states ? config_.hidden_size : config_.vocab_size;
   Tensor out = scratch_f32(step.hidden_states ? "hidden_states" : "logits", {b * out_seq, width});
-  run(in, b, s, past, step.all_logits, cache, out, step.hidden_states);
+  run(in, b, s, past, first_logit, cache, out, step.hidden_states);
   cache.length = past + s;
   return out.view({b, out_seq, width});
 }
@@ -271,7 +277,7 @@ std::shared_ptr<const ops::MoeTensors> Decoder::moe_tensors(const LayerWeights& 
   return m;
 }
 
-void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, bool all_logits,
+void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, int64_t first_logit,
                   KvCache& cache, const Tensor& logits, bool hidden_states) const {
   const ModelConfig& c = config_;
   const int64_t n = b * s;
@@ -384,12 +390,12 @@ void Decoder::run(const StepTensors& in, int64_t b, int64_t s, int64_t past, boo
   }
   // Only the rows whose logits are wanted go through the final norm and the (large) head.
   Tensor rows = x;
-  int64_t m = n;
-  if (!all_logits && s > 1) {
-    m = b;
-    rows = scratch("last_rows", {b, h});
+  const int64_t kept = s - first_logit;
+  const int64_t m = b * kept;
+  if (first_logit > 0) {
+    rows = scratch("logit_rows", {m, h});
     for (int64_t r = 0; r < b; ++r) {  // contiguous row copies stay on the device
-      rows.narrow(0, r, 1).copy_from(x.narrow(0, r * s + s - 1, 1));
+      rows.narrow(0, r * kept, kept).copy_from(x.narrow(0, r * s + first_logit, kept));
     }
   }
   Tensor final_normed = scratch("final_normed", {m, h});
@@ -476,7 +482,7 @@ Tensor Decoder::forward_graph(const StepInput& step, KvCache& cache) const {
 
   const auto body = [&, state] {
     ops::write_mask_column(state->in.key_mask, state->mask_column, state->in.past);
-    run(state->in, b, 1, past, false, cache, state->logits);
+    run(state->in, b, 1, past, 0, cache, state->logits);
   };
   if (state->graph) {
     state->graph->replay();

@@ -27,6 +27,9 @@ struct StepInput {
   std::vector<int32_t> positions;  ///< [batch * seq] rotary positions
   std::vector<int32_t> key_mask;   ///< [batch * (cache.length + seq)], 0 for padding keys
   bool all_logits = false;         ///< logits of every position, else only the last of each row
+  /// With all_logits: each row's logits from this position on (0 <= logits_from < seq), so
+  /// positions that only give context skip the head (perplexity's overlapping windows).
+  int64_t logits_from = 0;
   /// Instead of logits: the last hidden states (after the final norm, transformers'
   /// last_hidden_state) of every position, float32 [batch, seq, hidden].
   bool hidden_states = false;
@@ -57,7 +60,8 @@ class Decoder {
   int64_t decode_weight_bytes() const;
 
   /// Runs the step, appending its keys and values to `cache`. Returns float32 logits
-  /// [batch, seq or 1, vocab] on the decoder's device, valid until the next step on `cache`.
+  /// [batch, seq - logits_from or 1, vocab] on the decoder's device, valid until the next step
+  /// on `cache`.
   /// Not thread-safe (shared scratch).
   ///
   /// One-token steps on a backend with graphs are recorded once per cache and replayed: the
@@ -93,9 +97,10 @@ class Decoder {
   const LayerWeights* first_moe_layer() const;
   Tensor upload_i32(const std::vector<int32_t>& v, const Shape& shape) const;
   void check_step(const StepInput& step, const KvCache& cache) const;
-  /// The layers, final norm and head; writes float32 logits of the wanted rows to `logits`.
-  /// `hidden_states`: `logits` is [n, hidden] and takes every row's final-normed hidden state.
-  void run(const StepTensors& in, int64_t b, int64_t s, int64_t past, bool all_logits,
+  /// The layers, final norm and head; writes float32 logits of each row's positions from
+  /// first_logit on to `logits`. `hidden_states`: `logits` is [n, hidden] and takes every row's
+  /// final-normed hidden state.
+  void run(const StepTensors& in, int64_t b, int64_t s, int64_t past, int64_t first_logit,
            KvCache& cache, const Tensor& logits, bool hidden_states = false) const;
   Tensor forward_graph(const StepInput& step, KvCache& cache) const;
   /// Dynamic NTK and longrope RoPE: the frequencies for this step's sequence (its largest

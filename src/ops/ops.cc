@@ -244,6 +244,31 @@ void argmax(const Tensor& x, const Tensor& out) {
   get_kernel<ArgmaxArgs>(kArgmax, x.device().type, x.dtype(), x.dtype())({x, out});
 }
 
+void token_nll(const Tensor& logits, const Tensor& targets, const Tensor& out) {
+  OpTimer timer([&] { return "token_nll " + shape_str(logits.shape()); });
+  expect_rank(kTokenNll, "logits", logits, 2);
+  expect_dtype(kTokenNll, "logits", logits, DType::f32);
+  expect_shape(kTokenNll, "targets", targets, {logits.size(0)});
+  expect_dtype(kTokenNll, "targets", targets, DType::i64);
+  expect_shape(kTokenNll, "out", out, {logits.size(0)});
+  expect_dtype(kTokenNll, "out", out, DType::f32);
+  for (const Tensor* t : {&logits, &targets, &out}) {
+    expect_contiguous(kTokenNll, "operand", *t);
+    expect_same_device(kTokenNll, logits, *t);
+  }
+  if (logits.size(1) == 0) fail(kTokenNll, "rows are empty");
+  if (auto k = find_kernel_raw(kTokenNll, logits.device().type, DType::f32, DType::f32)) {
+    reinterpret_cast<void (*)(const TokenNllArgs&)>(k)({logits, targets, out});
+    return;
+  }
+  // No kernel on this device: the rows go to the host, the losses come back.
+  const Tensor host_out = Tensor::empty(out.shape(), DType::f32);
+  get_kernel<TokenNllArgs>(kTokenNll, DeviceType::cpu, DType::f32, DType::f32)(
+      {logits.to(Device::cpu()), targets.to(Device::cpu()), host_out});
+  Tensor dst = out;  // a handle sharing out's storage
+  dst.copy_from(host_out);
+}
+
 void top_k(const Tensor& x, const Tensor& values, const Tensor& indices) {
   OpTimer timer(
       [&] { return "top_k " + shape_str(x.shape()) + " K " + shape_str(values.shape()); });

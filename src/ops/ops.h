@@ -142,6 +142,18 @@ struct ArgmaxArgs {
 };
 void argmax(const Tensor& x, const Tensor& out);
 
+/// out[n] = -log softmax(logits[n])[targets[n]] = logsumexp(row n) - logits[n, targets[n]]: one
+/// row's cross-entropy, perplexity's per-token loss, so that a window returns a float a scored
+/// position instead of its whole vocabulary of logits. A negative target is ignored (out 0, as
+/// torch's ignore_index); a target of V or more gives NaN on a device (whose kernel cannot
+/// refuse it: callers check their ids), an error on the host. The exponentials' sum is taken
+/// in float32 per lane or thread and combined in double. Devices without a kernel (OpenCL)
+/// copy the rows to the host for it. logits: [N, V] f32; targets: [N] i64; out: [N] f32.
+struct TokenNllArgs {
+  Tensor logits, targets, out;
+};
+void token_nll(const Tensor& logits, const Tensor& targets, const Tensor& out);
+
 /// values[n], indices[n] = the K = values.size(1) largest entries of row n of x, largest first,
 /// equal values in index order; NaN counts as larger than any number (torch.topk). Which of
 /// several entries equal to the K-th largest are returned is unspecified (their values are
@@ -444,6 +456,7 @@ inline constexpr const char* kAttention = "attention";
 inline constexpr const char* kCast = "cast";
 inline constexpr const char* kArgmax = "argmax";
 inline constexpr const char* kTopK = "top_k";
+inline constexpr const char* kTokenNll = "token_nll";
 inline constexpr const char* kRepetitionPenalty = "repetition_penalty";
 inline constexpr const char* kSampleCandidates = "sample_candidates";
 inline constexpr const char* kMaskColumn = "write_mask_column";

@@ -16,6 +16,7 @@
 #include "cli/cli_run.h"
 #include "expect_error.h"
 #include "formats/mapped_file.h"
+#include "models/decoder.h"
 #include "test_data.h"
 
 namespace anvil {
@@ -31,34 +32,43 @@ std::string model_path(const std::string& name) {
   return test::data_dir() + "/" + name + "/model";
 }
 
-CausalLM load(const std::string& name) {
+CausalLM load(const std::string& name, const std::string& device = "cpu") {
   ModelOptions o;
   o.dtype = DType::f32;
+  o.device_map = device;
   return CausalLM::from_pretrained(model_path(name), o);
 }
 
-// Per-token logits agree with transformers' within ~1e-5; a sum of ~150 tokens within 2e-3.
-constexpr double kSumTolerance = 2e-3;
-
-TEST(Perplexity, WindowsAndSumsAreTransformers) {
+// fn(model, golden case, its ids, its options) for every golden case, each fixture loaded once
+// (float32, on `device`).
+template <class Fn>
+void for_each_case(const std::string& device, Fn fn) {
   const nlohmann::json g = goldens();
   std::string loaded_name;
   std::optional<CausalLM> model;
   for (const auto& c : g["cases"]) {
     const std::string name = c["model"];
     if (name != loaded_name) {
-      model.emplace(load(name));
+      model.emplace(load(name, device));
       loaded_name = name;
     }
-    const auto ids = c["ids"].get<std::vector<int64_t>>();
     PerplexityOptions o;
     o.max_length = c["max_length"];
     o.stride = c["stride"];
-    int calls = 0;
-    const PerplexityResult r =
-        perplexity(*model, ids, o, [&](const PerplexityWindow&) { ++calls; });
-    SCOPED_TRACE(name + " max_length " + std::to_string(o.max_length) + " stride " +
+    SCOPED_TRACE(device + " " + name + " max_length " + std::to_string(o.max_length) + " stride " +
                  std::to_string(o.stride));
+    fn(*model, c, c["ids"].get<std::vector<int64_t>>(), o);
+  }
+}
+
+// Per-token logits agree with transformers' within ~1e-5; a sum of ~150 tokens within 2e-3.
+constexpr double kSumTolerance = 2e-3;
+
+TEST(Perplexity, WindowsAndSumsAreTransformers) {
+  for_each_case("cpu", [](const CausalLM& model, const nlohmann::json& c,
+                          const std::vector<int64_t>& ids, const PerplexityOptions& o) {
+    int calls = 0;
+    const PerplexityResult r = perplexity(model, ids, o, [&](const PerplexityWindow&) { ++calls; });
     const auto& want = c["windows"];
     ASSERT_EQ(r.windows.size(), want.size());
     EXPECT_EQ(calls, static_cast<int>(want.size()));
@@ -76,7 +86,7 @@ TEST(Perplexity, WindowsAndSumsAreTransformers) {
     EXPECT_NEAR(r.nll_sum, c["nll_sum"].get<double>(), kSumTolerance);
     EXPECT_NEAR(r.perplexity(), std::exp(c["nll_sum"].get<double>() / c["tokens"].get<double>()),
                 1e-4 * r.perplexity());
-  }
+  });
 }
 
 TEST(Perplexity, TokenNllIsMinusLogSoftmax) {
@@ -90,6 +100,116 @@ TEST(Perplexity, TokenNllIsMinusLogSoftmax) {
   expect_error([&] { token_nll(logits, 3); }, "token id 3 is outside the model's 3-token");
   expect_error([&] { token_nll(logits, -1); }, "token id -1 is outside");
 }
+
+// Windows of one shape run as the rows of one step (batch_size) give the same windows and, up to
+// rounding, the same sums as one window a step; the automatic size on the CPU is one.
+TEST(Perplexity, BatchedWindowsGiveTheSameSums) {
+  int cases = 0;
+  for_each_case("cpu", [&](const CausalLM& model, const nlohmann::json& c,
+                           const std::vector<int64_t>& ids, PerplexityOptions o) {
+    o.batch_size = 1;
+    const PerplexityResult one = perplexity(model, ids, o);
+    for (int64_t batch : {2, 3, 64}) {
+      o.batch_size = batch;
+      std::vector<int64_t> order;
+      const PerplexityResult r =
+          perplexity(model, ids, o, [&](const PerplexityWindow& w) { order.push_back(w.begin); });
+      SCOPED_TRACE("batch " + std::to_string(batch));
+      ASSERT_EQ(r.windows.size(), one.windows.size());
+      for (size_t i = 0; i < r.windows.size(); ++i) {
+        EXPECT_EQ(r.windows[i].begin, one.windows[i].begin);
+        EXPECT_EQ(order[i], one.windows[i].begin) << "windows reported in order";
+        EXPECT_EQ(r.windows[i].end, one.windows[i].end);
+        EXPECT_EQ(r.windows[i].scored, one.windows[i].scored);
+        EXPECT_NEAR(r.windows[i].nll_sum, one.windows[i].nll_sum, 1e-4) << "window " << i;
+      }
+      EXPECT_EQ(r.tokens, one.tokens);
+      EXPECT_NEAR(r.nll_sum, c["nll_sum"].get<double>(), kSumTolerance);
+    }
+    ++cases;
+  });
+  EXPECT_GT(cases, 0);
+}
+
+// The decoder's logits from a position on (what perplexity asks for) are the same rows of the
+// whole step's logits; a start outside the step, or without all_logits, is refused.
+TEST(Perplexity, LogitsFromAPositionAreTheWholeStepsRows) {
+  const CausalLM model = load("qwen3-tiny");
+  const Decoder& decoder = model.decoder();
+  const std::vector<int64_t> ids = {5, 9, 2, 7, 11, 3, 8};
+  const auto s = static_cast<int64_t>(ids.size());
+  const auto step_of = [&](int64_t rows, int64_t from) {
+    StepInput step;
+    step.batch = rows;
+    step.seq = s;
+    step.all_logits = true;
+    step.logits_from = from;
+    for (int64_t r = 0; r < rows; ++r) {
+      step.ids.insert(step.ids.end(), ids.begin(), ids.end());
+      for (int32_t p = 0; p < s; ++p) step.positions.push_back(p);
+    }
+    step.key_mask.assign(static_cast<size_t>(rows * s), 1);
+    return step;
+  };
+  KvCache whole_cache = decoder.new_cache(1, s);
+  const std::vector<float> whole = decoder.forward(step_of(1, 0), whole_cache).to_f32_vector();
+  const int64_t vocab = model.config().vocab_size;
+  for (int64_t from : {1, 4, 6}) {
+    KvCache cache = decoder.new_cache(2, s);
+    const Tensor got = decoder.forward(step_of(2, from), cache);
+    ASSERT_EQ(got.shape(), (Shape{2, s - from, vocab}));
+    const std::vector<float> g = got.to_f32_vector();
+    for (int64_t r = 0; r < 2; ++r) {
+      for (int64_t i = 0; i < (s - from) * vocab; ++i) {
+        ASSERT_NEAR(g[static_cast<size_t>(r * (s - from) * vocab + i)],
+                    whole[static_cast<size_t>(from * vocab + i)], 1e-5)
+            << "from " << from << " row " << r << " at " << i;
+      }
+    }
+  }
+  for (int64_t bad : {int64_t{-1}, s}) {
+    KvCache cache = decoder.new_cache(1, s);
+    expect_error([&] { decoder.forward(step_of(1, bad), cache); },
+                 "logits_from " + std::to_string(bad) + " must lie in [0, 7)");
+  }
+  StepInput last_only = step_of(1, 2);
+  last_only.all_logits = false;
+  KvCache cache = decoder.new_cache(1, s);
+  expect_error([&] { decoder.forward(last_only, cache); }, "comes with all_logits");
+}
+
+// The GPUs' windows (their losses taken there, OpenCL's on the host after a copy), float32:
+// transformers' sums, and the same with several windows a step (the automatic size there).
+class PerplexityOnDevice : public ::testing::TestWithParam<DeviceType> {};
+
+TEST_P(PerplexityOnDevice, SumsAreTransformers) {
+  if (const std::string why = test::unavailable_reason(GetParam()); !why.empty()) {
+    GTEST_SKIP() << device_type_name(GetParam()) << " tests skipped: " << why;
+  }
+  const std::string device = test::device_name(std::string(device_type_name(GetParam())));
+  for_each_case(device, [](const CausalLM& model, const nlohmann::json& c,
+                           const std::vector<int64_t>& ids, PerplexityOptions o) {
+    for (int64_t batch : {1, 0}) {
+      o.batch_size = batch;
+      const PerplexityResult r = perplexity(model, ids, o);
+      SCOPED_TRACE("batch " + std::to_string(batch));
+      const auto& want = c["windows"];
+      ASSERT_EQ(r.windows.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_NEAR(r.windows[i].nll_sum, want[i][3].get<double>(), kSumTolerance)
+            << "window " << i;
+      }
+      EXPECT_EQ(r.tokens, c["tokens"].get<int64_t>());
+      EXPECT_NEAR(r.nll_sum, c["nll_sum"].get<double>(), kSumTolerance);
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, PerplexityOnDevice,
+                         ::testing::Values(DeviceType::cuda, DeviceType::opencl),
+                         [](const auto& param_info) {
+                           return std::string(device_type_name(param_info.param));
+                         });
 
 TEST(Perplexity, Refusals) {
   const CausalLM model = load("llama-tiny");
@@ -105,6 +225,19 @@ TEST(Perplexity, Refusals) {
                "stride 5 must be in 1..4");
   const int64_t vocab = model.config().vocab_size;
   expect_error([&] { perplexity(model, std::vector<int64_t>{1, vocab}, {}); }, "out of range");
+  // The last id is only ever a target (never an input the decoder would check).
+  expect_error(
+      [&] {
+        perplexity(model, std::vector<int64_t>{1, 2, vocab + 3}, {});
+      },
+      "token id " + std::to_string(vocab + 3) + " at position 2 is out of range");
+  expect_error(
+      [&] {
+        perplexity(model, std::vector<int64_t>{1, 2, -4}, {});
+      },
+      "token id -4 at position 2 is out of range");
+  expect_error([&] { perplexity(model, ids, {.max_length = 4, .stride = 2, .batch_size = -1}); },
+               "batch_size -1 must be 0 (automatic) or more");
 }
 
 TEST(PerplexityCli, PrintsTransformersPerplexity) {
@@ -127,6 +260,12 @@ TEST(PerplexityCli, PrintsTransformersPerplexity) {
     EXPECT_EQ(j["windows"], c["windows"].size());
     EXPECT_EQ(j["max_length"], 50);
     EXPECT_EQ(j["stride"], 17);
+    // Windows three to a step: the same result.
+    const test::CliRun batched =
+        test::run_cli("perplexity " + model_path("qwen3-tiny") + " --dtype f32 --input-ids " + ids +
+                      " --max-length 50 --stride 17 --batch-size 3 --json --quiet");
+    ASSERT_EQ(batched.exit_code, 0) << batched.err;
+    EXPECT_NEAR(nlohmann::json::parse(batched.out)["perplexity"].get<double>(), want, 1e-4 * want);
     // The plain form: a line per window on stderr, the result on stdout.
     const test::CliRun plain =
         test::run_cli("perplexity " + model_path("qwen3-tiny") + " --dtype f32 --input-ids " + ids +

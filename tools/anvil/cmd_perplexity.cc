@@ -17,7 +17,7 @@ namespace anvil::cli {
 void add_perplexity(CLI::App& app) {
   struct Flags {
     std::string model, file, text, ids;
-    int64_t max_length = 0, stride = 0;
+    int64_t max_length = 0, stride = 0, batch_size = 0;
     bool json = false, no_special = false, quiet = false;
     ModelFlags model_flags;
   };
@@ -36,6 +36,9 @@ void add_perplexity(CLI::App& app) {
   cmd->add_option("--stride", f->stride,
                   "tokens between windows' beginnings, 1..max-length (default: max-length / 2); "
                   "each window scores only the tokens past the previous window's end");
+  cmd->add_option("--batch-size", f->batch_size,
+                  "windows run together in one step (default: automatic, 1 on the CPU, up to "
+                  "8192 tokens a step on a GPU)");
   cmd->add_flag("--no-special-tokens", f->no_special,
                 "tokenize without BOS/EOS or template tokens");
   cmd->add_flag("--json", f->json, "print one JSON object");
@@ -44,8 +47,8 @@ void add_perplexity(CLI::App& app) {
   cmd->callback([f] {
     const int sources = !f->file.empty() + !f->text.empty() + !f->ids.empty();
     if (sources != 1) throw Error("give one of --file, --text or --input-ids");
-    if (f->max_length < 0 || f->stride < 0) {
-      throw Error("--max-length and --stride must be positive");
+    if (f->max_length < 0 || f->stride < 0 || f->batch_size < 0) {
+      throw Error("--max-length, --stride and --batch-size must be positive");
     }
     f->model = model_or_default(f->model);
     std::vector<int64_t> ids;
@@ -63,6 +66,7 @@ void add_perplexity(CLI::App& app) {
     o.max_length =
         f->max_length > 0 ? f->max_length : (context > 0 ? std::min<int64_t>(1024, context) : 1024);
     o.stride = f->stride > 0 ? f->stride : std::max<int64_t>(1, o.max_length / 2);
+    o.batch_size = f->batch_size;
     int64_t scored = 0;
     double nll = 0.0;
     const PerplexityResult r = perplexity(model, ids, o, [&](const PerplexityWindow& w) {
