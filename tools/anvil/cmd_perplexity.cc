@@ -1,5 +1,6 @@
 // `anvil perplexity`: a text's perplexity under the model, by transformers' sliding windows.
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -67,9 +68,11 @@ void add_perplexity(CLI::App& app) {
         f->max_length > 0 ? f->max_length : (context > 0 ? std::min<int64_t>(1024, context) : 1024);
     o.stride = f->stride > 0 ? f->stride : std::max<int64_t>(1, o.max_length / 2);
     o.batch_size = f->batch_size;
-    int64_t scored = 0;
+    int64_t scored = 0, run = 0;
     double nll = 0.0;
+    const auto start = std::chrono::steady_clock::now();
     const PerplexityResult r = perplexity(model, ids, o, [&](const PerplexityWindow& w) {
+      run += w.end - w.begin;
       scored += w.scored;
       nll += w.nll_sum;
       if (!f->quiet && scored > 0) {
@@ -79,11 +82,18 @@ void add_perplexity(CLI::App& app) {
                      w.begin, w.end, w.scored, std::exp(nll / static_cast<double>(scored)));
       }
     });
+    // The windows' time, the model's load left out; `run` counts a token once per window.
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (f->json) {
-      nlohmann::json j = {
-          {"perplexity", r.perplexity()}, {"nll_mean", r.nll_sum / static_cast<double>(r.tokens)},
-          {"tokens", r.tokens},           {"windows", r.windows.size()},
-          {"max_length", o.max_length},   {"stride", o.stride}};
+      nlohmann::json j = {{"perplexity", r.perplexity()},
+                          {"nll_mean", r.nll_sum / static_cast<double>(r.tokens)},
+                          {"tokens", r.tokens},
+                          {"windows", r.windows.size()},
+                          {"max_length", o.max_length},
+                          {"stride", o.stride},
+                          {"seconds", seconds},
+                          {"tokens_run_per_second", static_cast<double>(run) / seconds}};
       std::printf("%s\n", j.dump().c_str());
       return;
     }
@@ -91,6 +101,10 @@ void add_perplexity(CLI::App& app) {
                 " tokens; %zu windows of up to %" PRId64 " tokens, stride %" PRId64 ")\n",
                 r.perplexity(), r.nll_sum / static_cast<double>(r.tokens), r.tokens,
                 r.windows.size(), o.max_length, o.stride);
+    if (!f->quiet) {
+      std::fprintf(stderr, "%.3f s for the windows (%.0f tokens run a second)\n", seconds,
+                   static_cast<double>(run) / seconds);
+    }
   });
 }
 
