@@ -39,6 +39,7 @@ struct PerplexityOptions {
 struct PerplexityWindow {
   int64_t begin = 0, end = 0, scored = 0;
   double nll_sum = 0.0;
+  double nll_sq_sum = 0.0;  ///< the scored tokens' squared negative log-likelihoods, summed
 };
 
 struct PerplexityResult {
@@ -47,8 +48,13 @@ struct PerplexityResult {
   /// Tokens scored: every one but the first where windows overlap (stride < max_length); with
   /// windows side by side, each window's first token is context only.
   int64_t tokens = 0;
+  double nll_sq_sum = 0.0;  ///< their squares, summed (for the error below)
   /// exp(nll_sum / tokens).
   double perplexity() const;
+  /// The perplexity's standard error, as llama.cpp's perplexity reports it ("PPL = x +/- e"):
+  /// the mean negative log-likelihood's standard error (the tokens' spread / sqrt(tokens - 1))
+  /// times the perplexity. 0 for fewer than two tokens.
+  double perplexity_error() const;
 };
 
 /// Runs every window of `ids` through the model (batch_size windows a step, a fresh cache

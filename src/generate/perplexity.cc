@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <string>
 
 #include "anvil/error.h"
@@ -15,6 +14,14 @@ namespace anvil {
 
 double PerplexityResult::perplexity() const {
   return std::exp(nll_sum / static_cast<double>(tokens));
+}
+
+double PerplexityResult::perplexity_error() const {
+  if (tokens < 2) return 0.0;
+  const auto n = static_cast<double>(tokens);
+  const double mean = nll_sum / n;
+  const double variance = std::max(0.0, nll_sq_sum / n - mean * mean);
+  return std::sqrt(variance / (n - 1.0)) * perplexity();
 }
 
 double token_nll(std::span<const float> logits, int64_t target) {
@@ -88,10 +95,10 @@ int64_t automatic_batch(const CausalLM& model, int64_t length, int64_t logit_row
   return std::max<int64_t>(1, std::min(8192 / length, (int64_t{1} << 30) / logit_bytes));
 }
 
-// Runs windows [w0, w1) of equal length and equal first scored offset as one step of rows,
-// their positions' losses summed per window into `sums`.
+// Runs windows of equal length and equal first scored offset as one step of rows, their
+// positions' losses (and their squares) summed per window.
 void score_windows(const Decoder& decoder, std::span<const int64_t> ids,
-                   std::span<const Window> windows, std::vector<double>& sums) {
+                   std::span<const Window> windows, std::vector<PerplexityWindow>& done) {
   const auto rows = static_cast<int64_t>(windows.size());
   const int64_t length = windows[0].end - windows[0].begin;
   // The logits at position p score the token at p + 1: from the one before the first scored
@@ -120,7 +127,11 @@ void score_windows(const Decoder& decoder, std::span<const int64_t> ids,
   const Tensor host = losses.to(Device::cpu());
   const float* loss = host.data<float>();
   for (int64_t r = 0; r < rows; ++r) {
-    sums.push_back(std::accumulate(loss + r * kept, loss + (r + 1) * kept, 0.0));
+    PerplexityWindow& w = done[static_cast<size_t>(r)];
+    for (int64_t i = r * kept; i < (r + 1) * kept; ++i) {
+      w.nll_sum += loss[i];
+      w.nll_sq_sum += static_cast<double>(loss[i]) * loss[i];
+    }
   }
 }
 
@@ -145,20 +156,20 @@ PerplexityResult perplexity(const CausalLM& model, std::span<const int64_t> ids,
            windows[j].first - windows[j].begin == offset) {
       ++j;
     }
-    std::vector<double> sums;
-    if (w.first < w.end) {
-      score_windows(model.decoder(), ids, std::span(windows).subspan(i, j - i), sums);
-    } else {
-      sums.assign(j - i, 0.0);  // nothing to score (a last window of one token)
-    }
+    std::vector<PerplexityWindow> done;
     for (size_t k = i; k < j; ++k) {
       const Window& v = windows[k];
-      const PerplexityWindow done{v.begin, v.end, std::max<int64_t>(0, v.end - v.first),
-                                  sums[k - i]};
-      result.nll_sum += done.nll_sum;
-      result.tokens += done.scored;
-      result.windows.push_back(done);
-      if (on_window) on_window(done);
+      done.push_back({v.begin, v.end, std::max<int64_t>(0, v.end - v.first)});
+    }
+    // (A last window of one token scores nothing.)
+    if (w.first < w.end)
+      score_windows(model.decoder(), ids, std::span(windows).subspan(i, j - i), done);
+    for (const PerplexityWindow& v : done) {
+      result.nll_sum += v.nll_sum;
+      result.nll_sq_sum += v.nll_sq_sum;
+      result.tokens += v.scored;
+      result.windows.push_back(v);
+      if (on_window) on_window(v);
     }
     i = j;
   }

@@ -131,6 +131,48 @@ TEST(Perplexity, BatchedWindowsGiveTheSameSums) {
   EXPECT_GT(cases, 0);
 }
 
+// Each window's squared losses, and the perplexity's standard error from them (llama.cpp's
+// "+/-"), against the tokens' losses taken one by one from the whole windows' logits
+// (CausalLM::logits and the double-precision token_nll).
+TEST(Perplexity, ErrorIsTheScoredTokensSpread) {
+  int cases = 0;
+  for_each_case("cpu", [&](const CausalLM& model, const nlohmann::json&,
+                           const std::vector<int64_t>& ids, const PerplexityOptions& o) {
+    const PerplexityResult r = perplexity(model, ids, o);
+    std::vector<double> losses;
+    double sq_sum = 0.0;
+    for (const PerplexityWindow& w : r.windows) {
+      Batch b;
+      b.input_ids.emplace_back(ids.begin() + w.begin, ids.begin() + w.end);
+      const Tensor logits = model.logits(b);
+      const int64_t vocab = logits.size(2);
+      double window_sq = 0.0;
+      for (int64_t t = w.end - w.scored; t < w.end; ++t) {
+        const float* row = logits.data<float>() + (t - 1 - w.begin) * vocab;
+        const double nll =
+            token_nll({row, static_cast<size_t>(vocab)}, ids[static_cast<size_t>(t)]);
+        losses.push_back(nll);
+        window_sq += nll * nll;
+      }
+      EXPECT_NEAR(w.nll_sq_sum, window_sq, 1e-4 * std::max(1.0, window_sq)) << w.begin;
+      sq_sum += window_sq;
+    }
+    ASSERT_EQ(static_cast<int64_t>(losses.size()), r.tokens);
+    const double n = static_cast<double>(losses.size());
+    double mean = 0.0;
+    for (double v : losses) mean += v / n;
+    double spread = 0.0;
+    for (double v : losses) spread += (v - mean) * (v - mean);
+    const double want = std::sqrt(spread / n / (n - 1.0)) * std::exp(mean);
+    EXPECT_NEAR(r.nll_sq_sum, sq_sum, 1e-4 * sq_sum);
+    EXPECT_GT(want, 0.0);
+    EXPECT_NEAR(r.perplexity_error(), want, 1e-3 * want);
+    ++cases;
+  });
+  EXPECT_GT(cases, 0);
+  EXPECT_EQ(PerplexityResult{}.perplexity_error(), 0.0);
+}
+
 // The decoder's logits from a position on (what perplexity asks for) are the same rows of the
 // whole step's logits; a start outside the step, or without all_logits, is refused.
 TEST(Perplexity, LogitsFromAPositionAreTheWholeStepsRows) {
@@ -260,6 +302,9 @@ TEST(PerplexityCli, PrintsTransformersPerplexity) {
     EXPECT_EQ(j["windows"], c["windows"].size());
     EXPECT_EQ(j["max_length"], 50);
     EXPECT_EQ(j["stride"], 17);
+    EXPECT_GT(j["perplexity_error"].get<double>(), 0.0);
+    EXPECT_LT(j["perplexity_error"].get<double>(), j["perplexity"].get<double>());
+    EXPECT_GT(j["seconds"].get<double>(), 0.0);
     // Windows three to a step: the same result.
     const test::CliRun batched =
         test::run_cli("perplexity " + model_path("qwen3-tiny") + " --dtype f32 --input-ids " + ids +
@@ -272,6 +317,7 @@ TEST(PerplexityCli, PrintsTransformersPerplexity) {
                       " --max-length 50 --stride 17");
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
     EXPECT_NE(plain.out.find("perplexity "), std::string::npos) << plain.out;
+    EXPECT_NE(plain.out.find(" +/- "), std::string::npos) << plain.out;
     EXPECT_NE(plain.out.find("over 149 tokens; 7 windows of up to 50 tokens, stride 17"),
               std::string::npos)
         << plain.out;

@@ -179,7 +179,15 @@ TEST_F(DefaultModel, EmbedLinesAndPerplexityTextTakeTheTokenizersIds) {
   const test::CliRun by_ids =
       test::run_cli("perplexity " + path_ + " --input-ids " + ids + " --json --quiet");
   ASSERT_EQ(by_text.exit_code, 0) << by_text.err;
-  EXPECT_EQ(by_text.out, by_ids.out);
+  ASSERT_EQ(by_ids.exit_code, 0) << by_ids.err;
+  // The same result; the windows' timings are the runs' own.
+  const auto result = [](const std::string& out) {
+    nlohmann::json j = nlohmann::json::parse(out);
+    j.erase("seconds");
+    j.erase("tokens_run_per_second");
+    return j;
+  };
+  EXPECT_EQ(result(by_text.out), result(by_ids.out));
 }
 
 }  // namespace

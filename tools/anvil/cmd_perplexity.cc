@@ -87,6 +87,7 @@ void add_perplexity(CLI::App& app) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (f->json) {
       nlohmann::json j = {{"perplexity", r.perplexity()},
+                          {"perplexity_error", r.perplexity_error()},
                           {"nll_mean", r.nll_sum / static_cast<double>(r.tokens)},
                           {"tokens", r.tokens},
                           {"windows", r.windows.size()},
@@ -97,10 +98,10 @@ void add_perplexity(CLI::App& app) {
       std::printf("%s\n", j.dump().c_str());
       return;
     }
-    std::printf("perplexity %.4f (mean negative log-likelihood %.6f over %" PRId64
+    std::printf("perplexity %.4f +/- %.4f (mean negative log-likelihood %.6f over %" PRId64
                 " tokens; %zu windows of up to %" PRId64 " tokens, stride %" PRId64 ")\n",
-                r.perplexity(), r.nll_sum / static_cast<double>(r.tokens), r.tokens,
-                r.windows.size(), o.max_length, o.stride);
+                r.perplexity(), r.perplexity_error(), r.nll_sum / static_cast<double>(r.tokens),
+                r.tokens, r.windows.size(), o.max_length, o.stride);
     if (!f->quiet) {
       std::fprintf(stderr, "%.3f s for the windows (%.0f tokens run a second)\n", seconds,
                    static_cast<double>(run) / seconds);
