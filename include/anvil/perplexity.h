@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -32,6 +33,12 @@ struct PerplexityOptions {
   /// position; the results do not depend on it beyond rounding). 0: automatic, one on the
   /// CPU, elsewhere up to 8,192 tokens a step within 1 GiB of float32 logits.
   int64_t batch_size = 0;
+  /// A reference model to compare against (say, the checkpoint a quantized model was made from;
+  /// llama.cpp's --kl-divergence): every window runs through it too, and the result's
+  /// `reference` holds its perplexity and, per scored token, the KL divergence from its
+  /// next-token distribution to the model's. It needs the same vocabulary size; on another
+  /// device than the model's, its logits are copied over.
+  const CausalLM* reference = nullptr;
 };
 
 /// One window: tokens [begin, end) run, the last `scored` of them scored (each from the
@@ -40,6 +47,27 @@ struct PerplexityWindow {
   int64_t begin = 0, end = 0, scored = 0;
   double nll_sum = 0.0;
   double nll_sq_sum = 0.0;  ///< the scored tokens' squared negative log-likelihoods, summed
+};
+
+/// The model against PerplexityOptions::reference, over the same scored tokens.
+struct PerplexityReference {
+  double nll_sum = 0.0, nll_sq_sum = 0.0;  ///< the reference's, as PerplexityResult's
+  /// Per scored token, in order: KL(P_reference || P_model) of the next-token distributions
+  /// (natural log; 0 where they agree).
+  std::vector<float> kl;
+  int64_t same_top = 0;  ///< scored tokens where both models' most likely token is the same
+  /// exp(nll_sum / tokens): the reference's perplexity.
+  double perplexity() const;
+  /// Its standard error, as PerplexityResult::perplexity_error.
+  double perplexity_error() const;
+  double kl_mean() const;
+  /// The mean's standard error (the tokens' spread / sqrt(tokens - 1)).
+  double kl_error() const;
+  /// The q-quantile of the tokens' KL divergences (0: the least, 0.5: the median, 1: the
+  /// largest), by linear interpolation between order statistics (numpy's default).
+  double kl_quantile(double q) const;
+  /// same_top / tokens.
+  double same_top_fraction() const;
 };
 
 struct PerplexityResult {
@@ -55,6 +83,8 @@ struct PerplexityResult {
   /// the mean negative log-likelihood's standard error (the tokens' spread / sqrt(tokens - 1))
   /// times the perplexity. 0 for fewer than two tokens.
   double perplexity_error() const;
+  /// Set with PerplexityOptions::reference.
+  std::optional<PerplexityReference> reference;
 };
 
 /// Runs every window of `ids` through the model (batch_size windows a step, a fresh cache
@@ -63,7 +93,8 @@ struct PerplexityResult {
 /// of exponentials in double) are taken on the model's device, so a window returns a float a
 /// scored token. `on_window`, if set, is called after each window, in order. Throws
 /// anvil::Error for fewer than two ids, an id outside the vocabulary, a max_length below 2, a
-/// stride outside 1..max_length or a negative batch_size.
+/// stride outside 1..max_length, a negative batch_size or a reference of another vocabulary
+/// size.
 PerplexityResult perplexity(const CausalLM& model, std::span<const int64_t> ids,
                             const PerplexityOptions& options = {},
                             const std::function<void(const PerplexityWindow&)>& on_window = {});

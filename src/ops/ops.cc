@@ -269,6 +269,36 @@ void token_nll(const Tensor& logits, const Tensor& targets, const Tensor& out) {
   dst.copy_from(host_out);
 }
 
+void token_kl(const Tensor& reference, const Tensor& logits, const Tensor& kl,
+              const Tensor& same_top) {
+  OpTimer timer([&] { return "token_kl " + shape_str(logits.shape()); });
+  expect_rank(kTokenKl, "logits", logits, 2);
+  expect_dtype(kTokenKl, "logits", logits, DType::f32);
+  expect_shape(kTokenKl, "reference", reference, logits.shape());
+  expect_dtype(kTokenKl, "reference", reference, DType::f32);
+  expect_shape(kTokenKl, "kl", kl, {logits.size(0)});
+  expect_dtype(kTokenKl, "kl", kl, DType::f32);
+  expect_shape(kTokenKl, "same_top", same_top, {logits.size(0)});
+  expect_dtype(kTokenKl, "same_top", same_top, DType::i64);
+  for (const Tensor* t : {&reference, &logits, &kl, &same_top}) {
+    expect_contiguous(kTokenKl, "operand", *t);
+    expect_same_device(kTokenKl, logits, *t);
+  }
+  if (logits.size(1) == 0) fail(kTokenKl, "rows are empty");
+  if (auto k = find_kernel_raw(kTokenKl, logits.device().type, DType::f32, DType::f32)) {
+    reinterpret_cast<void (*)(const TokenKlArgs&)>(k)({reference, logits, kl, same_top});
+    return;
+  }
+  // No kernel on this device: the rows go to the host, the results come back.
+  const Tensor host_kl = Tensor::empty(kl.shape(), DType::f32);
+  const Tensor host_top = Tensor::empty(same_top.shape(), DType::i64);
+  get_kernel<TokenKlArgs>(kTokenKl, DeviceType::cpu, DType::f32, DType::f32)(
+      {reference.to(Device::cpu()), logits.to(Device::cpu()), host_kl, host_top});
+  Tensor kl_dst = kl, top_dst = same_top;  // handles sharing the outputs' storage
+  kl_dst.copy_from(host_kl);
+  top_dst.copy_from(host_top);
+}
+
 void top_k(const Tensor& x, const Tensor& values, const Tensor& indices) {
   OpTimer timer(
       [&] { return "top_k " + shape_str(x.shape()) + " K " + shape_str(values.shape()); });

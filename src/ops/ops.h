@@ -154,6 +154,19 @@ struct TokenNllArgs {
 };
 void token_nll(const Tensor& logits, const Tensor& targets, const Tensor& out);
 
+/// How far a model's next-token distribution lies from a reference model's, per row (a
+/// quantized model against its source, llama.cpp's --kl-divergence): kl[n] = KL(P || Q) =
+/// sum_v P(v) (log P(v) - log Q(v)), P = softmax(reference[n]), Q = softmax(logits[n]), and
+/// same_top[n] = 1 where both rows' largest entries are the same (the first one on ties, as
+/// torch.argmax), else 0. Sums combined in double; a NaN anywhere in a row gives kl NaN.
+/// Devices without a kernel copy the rows to the host. reference, logits: [N, V] f32; kl: [N]
+/// f32; same_top: [N] i64.
+struct TokenKlArgs {
+  Tensor reference, logits, kl, same_top;
+};
+void token_kl(const Tensor& reference, const Tensor& logits, const Tensor& kl,
+              const Tensor& same_top);
+
 /// values[n], indices[n] = the K = values.size(1) largest entries of row n of x, largest first,
 /// equal values in index order; NaN counts as larger than any number (torch.topk). Which of
 /// several entries equal to the K-th largest are returned is unspecified (their values are
@@ -457,6 +470,7 @@ inline constexpr const char* kCast = "cast";
 inline constexpr const char* kArgmax = "argmax";
 inline constexpr const char* kTopK = "top_k";
 inline constexpr const char* kTokenNll = "token_nll";
+inline constexpr const char* kTokenKl = "token_kl";
 inline constexpr const char* kRepetitionPenalty = "repetition_penalty";
 inline constexpr const char* kSampleCandidates = "sample_candidates";
 inline constexpr const char* kMaskColumn = "write_mask_column";

@@ -4,7 +4,10 @@
 // API and the CLI; bad arguments refused by name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -17,6 +20,8 @@
 #include "expect_error.h"
 #include "formats/mapped_file.h"
 #include "models/decoder.h"
+#include "models/init_model.h"
+#include "temp_dir.h"
 #include "test_data.h"
 
 namespace anvil {
@@ -173,6 +178,107 @@ TEST(Perplexity, ErrorIsTheScoredTokensSpread) {
   EXPECT_EQ(PerplexityResult{}.perplexity_error(), 0.0);
 }
 
+// A reference model: its perplexity is its own run's, and each scored token's KL divergence
+// and top agreement are those of the two models' whole-window logits (CausalLM::logits),
+// computed here in double.
+TEST(Perplexity, ReferenceComparesTheTwoDistributions) {
+  const CausalLM model = load("qwen3-tiny"), reference = load("llama-tiny");
+  const nlohmann::json g = goldens();
+  const auto ids = g["cases"][0]["ids"].get<std::vector<int64_t>>();
+  for (int64_t batch : {1, 3}) {
+    PerplexityOptions o{.max_length = 64, .stride = 32, .batch_size = batch};
+    o.reference = &reference;
+    const PerplexityResult r = perplexity(model, ids, o);
+    ASSERT_TRUE(r.reference.has_value());
+    const PerplexityReference& ref = *r.reference;
+    ASSERT_EQ(static_cast<int64_t>(ref.kl.size()), r.tokens);
+    PerplexityOptions alone = o;
+    alone.reference = nullptr;
+    EXPECT_NEAR(ref.nll_sum, perplexity(reference, ids, alone).nll_sum, 1e-3);
+    EXPECT_NEAR(r.nll_sum, perplexity(model, ids, alone).nll_sum, 1e-3);
+    EXPECT_FALSE(perplexity(model, ids, alone).reference.has_value());
+    size_t at = 0;
+    int64_t agree = 0, near_ties = 0;
+    for (const PerplexityWindow& w : r.windows) {
+      Batch b;
+      b.input_ids.emplace_back(ids.begin() + w.begin, ids.begin() + w.end);
+      const Tensor lp = reference.logits(b), lq = model.logits(b);
+      const int64_t vocab = lq.size(2);
+      for (int64_t t = w.end - w.scored; t < w.end; ++t, ++at) {
+        const float* p = lp.data<float>() + (t - 1 - w.begin) * vocab;
+        const float* q = lq.data<float>() + (t - 1 - w.begin) * vocab;
+        double mp = -INFINITY, mq = -INFINITY;
+        for (int64_t v = 0; v < vocab; ++v) {
+          mp = std::max(mp, static_cast<double>(p[v]));
+          mq = std::max(mq, static_cast<double>(q[v]));
+        }
+        double sp = 0.0, sq = 0.0;
+        for (int64_t v = 0; v < vocab; ++v) {
+          sp += std::exp(p[v] - mp);
+          sq += std::exp(q[v] - mq);
+        }
+        const double lse_p = mp + std::log(sp), lse_q = mq + std::log(sq);
+        double kl = 0.0;
+        for (int64_t v = 0; v < vocab; ++v) {
+          kl += std::exp(p[v] - lse_p) * ((p[v] - lse_p) - (q[v] - lse_q));
+        }
+        ASSERT_NEAR(ref.kl[at], kl, 1e-5 + 1e-4 * kl) << "token " << t;
+        const auto top = [vocab](const float* x) { return std::max_element(x, x + vocab) - x; };
+        agree += top(p) == top(q);
+        // A top pick within rounding of the runner-up may go either way between the two runs.
+        std::vector<float> sorted(q, q + vocab);
+        std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+        near_ties += sorted[0] - sorted[1] < 1e-5f;
+      }
+    }
+    EXPECT_LE(std::abs(ref.same_top - agree), near_ties);
+    EXPECT_GT(ref.kl_mean(), 0.0);
+    EXPECT_GT(ref.kl_error(), 0.0);
+    EXPECT_LT(ref.same_top_fraction(), 1.0);
+  }
+  // The model as its own reference: nothing apart.
+  PerplexityOptions o{.max_length = 50, .stride = 17};
+  o.reference = &model;
+  const PerplexityResult self = perplexity(model, ids, o);
+  EXPECT_EQ(self.reference->kl_quantile(1.0), 0.0);
+  EXPECT_EQ(self.reference->same_top_fraction(), 1.0);
+  EXPECT_NEAR(self.reference->perplexity(), self.perplexity(), 1e-9 * self.perplexity());
+}
+
+TEST(Perplexity, ReferenceStatistics) {
+  PerplexityReference ref;
+  ref.kl = {3.0f, 1.0f, 2.0f, 4.0f};
+  ref.same_top = 3;
+  EXPECT_DOUBLE_EQ(ref.kl_mean(), 2.5);
+  EXPECT_NEAR(ref.kl_error(), std::sqrt(1.25 / 3.0), 1e-12);
+  EXPECT_DOUBLE_EQ(ref.kl_quantile(0.0), 1.0);
+  EXPECT_DOUBLE_EQ(ref.kl_quantile(0.25), 1.75);  // numpy.quantile's linear interpolation
+  EXPECT_DOUBLE_EQ(ref.kl_quantile(0.5), 2.5);
+  EXPECT_DOUBLE_EQ(ref.kl_quantile(1.0), 4.0);
+  EXPECT_DOUBLE_EQ(ref.same_top_fraction(), 0.75);
+}
+
+// A reference of another vocabulary size is refused by name.
+TEST(Perplexity, ReferenceOfAnotherVocabularyIsRefused) {
+  const test::TempDir dir;
+  nlohmann::json config =
+      nlohmann::json::parse(read_text_file(model_path("llama-tiny") + "/config.json"));
+  config["vocab_size"] = 1200;
+  std::ofstream(dir.file("config.json")) << config.dump();
+  init_model(dir.file("config.json"), dir.file("model"), 1, "f32");
+  const CausalLM model = load("llama-tiny");
+  ModelOptions f32;
+  f32.dtype = DType::f32;
+  const CausalLM other = CausalLM::from_pretrained(dir.file("model"), f32);
+  PerplexityOptions o;
+  o.reference = &other;
+  expect_error(
+      [&] {
+        perplexity(model, std::vector<int64_t>{1, 2, 3}, o);
+      },
+      "the reference model's vocabulary (1200 ids) differs from the model's (1000)");
+}
+
 // The decoder's logits from a position on (what perplexity asks for) are the same rows of the
 // whole step's logits; a start outside the step, or without all_logits, is refused.
 TEST(Perplexity, LogitsFromAPositionAreTheWholeStepsRows) {
@@ -245,6 +351,28 @@ TEST_P(PerplexityOnDevice, SumsAreTransformers) {
       EXPECT_NEAR(r.nll_sum, c["nll_sum"].get<double>(), kSumTolerance);
     }
   });
+}
+
+// A reference on the device (its KL divergences taken there): the CPU's figures.
+TEST_P(PerplexityOnDevice, ReferenceIsTheCpus) {
+  if (const std::string why = test::unavailable_reason(GetParam()); !why.empty()) {
+    GTEST_SKIP() << device_type_name(GetParam()) << " tests skipped: " << why;
+  }
+  const std::string device = test::device_name(std::string(device_type_name(GetParam())));
+  const auto ids = goldens()["cases"][0]["ids"].get<std::vector<int64_t>>();
+  const auto compare = [&](const std::string& where) {
+    const CausalLM model = load("qwen3-tiny", where), reference = load("llama-tiny", where);
+    PerplexityOptions o{.max_length = 64, .stride = 32};
+    o.reference = &reference;
+    return *perplexity(model, ids, o).reference;
+  };
+  const PerplexityReference got = compare(device), want = compare("cpu");
+  ASSERT_EQ(got.kl.size(), want.kl.size());
+  for (size_t i = 0; i < got.kl.size(); ++i) {
+    EXPECT_NEAR(got.kl[i], want.kl[i], 1e-4 + 1e-3 * want.kl[i]) << "token " << i;
+  }
+  EXPECT_NEAR(got.nll_sum, want.nll_sum, kSumTolerance);
+  EXPECT_LE(std::abs(got.same_top - want.same_top), 2);  // near ties may go either way
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, PerplexityOnDevice,
@@ -327,6 +455,35 @@ TEST(PerplexityCli, PrintsTransformersPerplexity) {
   FAIL() << "no qwen3-tiny case of max_length 50 in perplexity.json";
 }
 
+TEST(PerplexityCli, ComparesWithAReference) {
+  const std::string ids = " --dtype f32 --input-ids 5,17,300,2,9,41,7,7,120,3,66 --max-length 6";
+  const test::CliRun json =
+      test::run_cli("perplexity " + model_path("qwen3-tiny") + ids + " --reference " +
+                    model_path("llama-tiny") + " --reference-dtype f32 --json --quiet");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  const nlohmann::json& ref = j["reference"];
+  EXPECT_GT(ref["perplexity"].get<double>(), 1.0);
+  EXPECT_GT(ref["kl_divergence"]["mean"].get<double>(), 0.0);
+  EXPECT_LE(ref["kl_divergence"]["median"].get<double>(),
+            ref["kl_divergence"]["max"].get<double>());
+  EXPECT_GE(ref["same_top"].get<double>(), 0.0);
+  EXPECT_LE(ref["same_top"].get<double>(), 1.0);
+  // The reference's perplexity is its own run's.
+  const test::CliRun alone =
+      test::run_cli("perplexity " + model_path("llama-tiny") + ids + " --json --quiet");
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  const double want = nlohmann::json::parse(alone.out)["perplexity"].get<double>();
+  EXPECT_NEAR(ref["perplexity"].get<double>(), want, 1e-6 * want);
+  const test::CliRun plain = test::run_cli("perplexity " + model_path("qwen3-tiny") + ids +
+                                           " --reference " + model_path("llama-tiny") + " --quiet");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("reference perplexity "), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("KL divergence from the reference: mean "), std::string::npos)
+      << plain.out;
+  EXPECT_NE(plain.out.find("same top token as the reference: "), std::string::npos) << plain.out;
+}
+
 TEST(PerplexityCli, Refusals) {
   const std::string m = model_path("qwen3-tiny");
   test::CliRun run = test::run_cli("perplexity " + m);
@@ -342,6 +499,14 @@ TEST(PerplexityCli, Refusals) {
   run = test::run_cli("perplexity " + m + " --input-ids 5");
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.err.find("at least two are needed"), std::string::npos) << run.err;
+  run = test::run_cli("perplexity " + m + " --input-ids 1,2,3 --reference-dtype f32");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("--reference-dtype needs --reference"), std::string::npos) << run.err;
+  run = test::run_cli("perplexity " + m + " --input-ids 1,2,3 --reference " + m +
+                      " --reference-dtype q4");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("--reference-dtype: 'q4' is not one of f32, bf16, f16"), std::string::npos)
+      << run.err;
   run = test::run_cli("perplexity " + m + " --file /nonexistent/text.txt");
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.err.find("/nonexistent/text.txt"), std::string::npos) << run.err;

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -17,7 +18,7 @@ namespace anvil::cli {
 
 void add_perplexity(CLI::App& app) {
   struct Flags {
-    std::string model, file, text, ids;
+    std::string model, file, text, ids, reference, reference_dtype;
     int64_t max_length = 0, stride = 0, batch_size = 0;
     bool json = false, no_special = false, quiet = false;
     ModelFlags model_flags;
@@ -40,6 +41,13 @@ void add_perplexity(CLI::App& app) {
   cmd->add_option("--batch-size", f->batch_size,
                   "windows run together in one step (default: automatic, 1 on the CPU, up to "
                   "8192 tokens a step on a GPU)");
+  cmd->add_option("--reference", f->reference,
+                  "compare with this model (say, the checkpoint a quantized model came from; "
+                  "llama.cpp's --kl-divergence): its perplexity, the KL divergence from its "
+                  "next-token distributions to the model's, and how often their top tokens agree; "
+                  "loaded on --device");
+  cmd->add_option("--reference-dtype", f->reference_dtype,
+                  "the reference's dtype: f32, bf16 or f16 (default: its checkpoint's)");
   cmd->add_flag("--no-special-tokens", f->no_special,
                 "tokenize without BOS/EOS or template tokens");
   cmd->add_flag("--json", f->json, "print one JSON object");
@@ -62,7 +70,23 @@ void add_perplexity(CLI::App& app) {
       ids = AutoTokenizer::from_pretrained(f->model).encode(text, !f->no_special);
     }
     const CausalLM model = CausalLM::from_pretrained(f->model, f->model_flags.options());
+    std::optional<CausalLM> reference;
+    if (!f->reference.empty()) {
+      ModelOptions ro = f->model_flags.options();
+      ro.dtype.reset();
+      if (!f->reference_dtype.empty()) {
+        ro.dtype = parse_compute_dtype(f->reference_dtype);
+        if (!ro.dtype) {
+          throw Error("--reference-dtype: '" + f->reference_dtype +
+                      "' is not one of f32, bf16, f16");
+        }
+      }
+      reference.emplace(CausalLM::from_pretrained(f->reference, ro));
+    } else if (!f->reference_dtype.empty()) {
+      throw Error("--reference-dtype needs --reference");
+    }
     PerplexityOptions o;
+    if (reference) o.reference = &*reference;
     const int64_t context = model.config().max_position_embeddings;
     o.max_length =
         f->max_length > 0 ? f->max_length : (context > 0 ? std::min<int64_t>(1024, context) : 1024);
@@ -95,6 +119,19 @@ void add_perplexity(CLI::App& app) {
                           {"stride", o.stride},
                           {"seconds", seconds},
                           {"tokens_run_per_second", static_cast<double>(run) / seconds}};
+      if (r.reference) {
+        const PerplexityReference& ref = *r.reference;
+        j["reference"] = {{"perplexity", ref.perplexity()},
+                          {"perplexity_error", ref.perplexity_error()},
+                          {"kl_divergence",
+                           {{"mean", ref.kl_mean()},
+                            {"error", ref.kl_error()},
+                            {"median", ref.kl_quantile(0.5)},
+                            {"p90", ref.kl_quantile(0.9)},
+                            {"p99", ref.kl_quantile(0.99)},
+                            {"max", ref.kl_quantile(1.0)}}},
+                          {"same_top", ref.same_top_fraction()}};
+      }
       std::printf("%s\n", j.dump().c_str());
       return;
     }
@@ -102,6 +139,21 @@ void add_perplexity(CLI::App& app) {
                 " tokens; %zu windows of up to %" PRId64 " tokens, stride %" PRId64 ")\n",
                 r.perplexity(), r.perplexity_error(), r.nll_sum / static_cast<double>(r.tokens),
                 r.tokens, r.windows.size(), o.max_length, o.stride);
+    if (r.reference) {
+      const PerplexityReference& ref = *r.reference;
+      const double agree = ref.same_top_fraction();
+      const double n = static_cast<double>(ref.kl.size());
+      std::printf("reference perplexity %.4f +/- %.4f (the model's is %.4f%% of it)\n",
+                  ref.perplexity(), ref.perplexity_error(),
+                  100.0 * r.perplexity() / ref.perplexity());
+      std::printf(
+          "KL divergence from the reference: mean %.6f +/- %.6f, median %.6f, 90%% %.6f, "
+          "99%% %.6f, max %.6f\n",
+          ref.kl_mean(), ref.kl_error(), ref.kl_quantile(0.5), ref.kl_quantile(0.9),
+          ref.kl_quantile(0.99), ref.kl_quantile(1.0));
+      std::printf("same top token as the reference: %.3f%% +/- %.3f%%\n", 100.0 * agree,
+                  100.0 * std::sqrt(agree * (1.0 - agree) / std::max(1.0, n - 1.0)));
+    }
     if (!f->quiet) {
       std::fprintf(stderr, "%.3f s for the windows (%.0f tokens run a second)\n", seconds,
                    static_cast<double>(run) / seconds);

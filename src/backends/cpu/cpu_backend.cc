@@ -175,7 +175,7 @@ void register_cpu_kernels() {
   register_cpu_norm();
   register_cpu_rope();
   register_cpu_top_k();
-  register_cpu_token_nll();
+  register_cpu_token_losses();
   register_cpu_repetition_penalty();
   register_cpu_sample_candidates();
   register_cpu_attention();

@@ -16,7 +16,7 @@ void register_cpu_linear();
 void register_cpu_norm();
 void register_cpu_rope();
 void register_cpu_top_k();
-void register_cpu_token_nll();
+void register_cpu_token_losses();
 void register_cpu_repetition_penalty();
 void register_cpu_sample_candidates();
 void register_cpu_attention();

@@ -211,7 +211,7 @@ void register_cuda_kernels() {
   register_cuda_attention();
   register_cuda_decode_layers();
   register_cuda_sampling();
-  register_cuda_token_nll();
+  register_cuda_token_losses();
 }
 
 }  // namespace anvil

@@ -21,6 +21,6 @@ void register_cuda_attention();
 void register_cuda_decode_layers();
 void register_cuda_moe();
 void register_cuda_sampling();
-void register_cuda_token_nll();
+void register_cuda_token_losses();
 
 }  // namespace anvil

@@ -15,7 +15,7 @@ target_sources(anvil PRIVATE
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/attention.cu
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/flash_prefill.cu
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/sampling.cu
-  ${CMAKE_SOURCE_DIR}/src/backends/cuda/token_nll.cu
+  ${CMAKE_SOURCE_DIR}/src/backends/cuda/token_losses.cu
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/small_copy.cu
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/decode_layers.cu
   ${CMAKE_SOURCE_DIR}/src/backends/cuda/moe.cu

@@ -1,5 +1,5 @@
-// logsumexp_avx2.h on 256-bit vectors.
-#include "backends/cpu/logsumexp_avx2.h"
+// token_losses_avx2.h on 256-bit vectors.
+#include "backends/cpu/token_losses_avx2.h"
 
 #include <immintrin.h>
 
@@ -50,6 +50,32 @@ double logsumexp_avx2(const float* x, int64_t n) {
   double sum = horizontal_sum(_mm256_add_pd(sum_lo, sum_hi));
   for (int64_t i = whole; i < n; ++i) sum += std::exp(static_cast<double>(x[i]) - max);
   return static_cast<double>(max) + std::log(sum);
+}
+
+double kl_sum_avx2(const float* p, const float* q, double lse_p, double lse_q, int64_t n) {
+  const int64_t whole = n / 8 * 8;
+  // log P - log Q = p - q - (lse_p - lse_q): one offset for the row.
+  const auto fp = static_cast<float>(lse_p);
+  const __m256 base = _mm256_set1_ps(fp);
+  const __m256 shift = _mm256_set1_ps(static_cast<float>(lse_p - lse_q));
+  __m256d sum_lo = _mm256_setzero_pd(), sum_hi = _mm256_setzero_pd();
+  for (int64_t i = 0; i < whole; i += 8) {
+    const __m256 pv = _mm256_loadu_ps(p + i), qv = _mm256_loadu_ps(q + i);
+    const __m256 prob = exp256(_mm256_sub_ps(pv, base));
+    const __m256 log_ratio = _mm256_sub_ps(_mm256_sub_ps(pv, qv), shift);
+    // Where P is 0 (a -inf logit) the term is 0, whatever Q (0 * inf would be NaN).
+    const __m256 live = _mm256_cmp_ps(prob, _mm256_setzero_ps(), _CMP_GT_OQ);
+    const __m256 t = _mm256_and_ps(live, _mm256_mul_ps(prob, log_ratio));
+    sum_lo = _mm256_add_pd(sum_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(t)));
+    sum_hi = _mm256_add_pd(sum_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(t, 1)));
+  }
+  double sum = horizontal_sum(_mm256_add_pd(sum_lo, sum_hi));
+  for (int64_t i = whole; i < n; ++i) {
+    const double lp = static_cast<double>(p[i]) - lse_p;
+    const double prob = std::exp(lp);
+    if (prob > 0.0) sum += prob * (lp - (static_cast<double>(q[i]) - lse_q));
+  }
+  return sum;
 }
 
 }  // namespace anvil::cpu
