@@ -39,6 +39,13 @@ struct PerplexityOptions {
   /// next-token distribution to the model's. It needs the same vocabulary size; on another
   /// device than the model's, its logits are copied over.
   const CausalLM* reference = nullptr;
+  /// llama.cpp's perplexity instead of transformers' windows (to compare with its figures):
+  /// chunks of max_length tokens side by side (stride unused; the last partial chunk left out;
+  /// at least two chunks' tokens), each scoring only the tokens after its first half, its first
+  /// token replaced by `chunk_bos` where that is set (llama.cpp does so where the vocabulary
+  /// adds a BOS).
+  bool llama_cpp_chunks = false;
+  int64_t chunk_bos = -1;  ///< with llama_cpp_chunks: each chunk's first id (-1: as it is)
 };
 
 /// One window: tokens [begin, end) run, the last `scored` of them scored (each from the

@@ -96,7 +96,22 @@ void check_arguments(std::span<const int64_t> ids, const PerplexityOptions& opti
     throw Error("perplexity: max_length " + std::to_string(options.max_length) +
                 " must be at least 2");
   }
-  if (options.stride < 1 || options.stride > options.max_length) {
+  if (options.llama_cpp_chunks) {
+    if (n < 2 * options.max_length) {  // as llama.cpp asks
+      throw Error("perplexity: " + std::to_string(n) + " tokens; llama.cpp's chunks of " +
+                  std::to_string(options.max_length) + " need at least " +
+                  std::to_string(2 * options.max_length));
+    }
+    if (options.max_length < 4) {
+      throw Error("perplexity: llama.cpp's chunks need a max_length of at least 4, got " +
+                  std::to_string(options.max_length));
+    }
+    if (options.chunk_bos >= vocab) {
+      throw Error("perplexity: chunk_bos " + std::to_string(options.chunk_bos) +
+                  " is out of range for the model's " + std::to_string(vocab) +
+                  "-token vocabulary");
+    }
+  } else if (options.stride < 1 || options.stride > options.max_length) {
     throw Error("perplexity: stride " + std::to_string(options.stride) + " must be in 1.." +
                 std::to_string(options.max_length) + " (max_length)");
   }
@@ -128,6 +143,15 @@ struct Window {
 
 std::vector<Window> plan_windows(int64_t n, const PerplexityOptions& options) {
   std::vector<Window> windows;
+  if (options.llama_cpp_chunks) {
+    // llama.cpp's perplexity: whole chunks side by side, each scoring the tokens after its first
+    // half (logits from position max_length / 2 on), the remainder left out.
+    const int64_t length = options.max_length;
+    for (int64_t begin = 0; begin + length <= n; begin += length) {
+      windows.push_back({begin, begin + length, begin + length / 2 + 1});
+    }
+    return windows;
+  }
   int64_t prev_end = 0;
   for (int64_t begin = 0; begin < n; begin += options.stride) {
     const int64_t end = std::min(begin + options.max_length, n);
@@ -191,8 +215,8 @@ void compare_with_reference(const CausalLM& model, const CausalLM& reference, co
 // Runs windows of equal length and equal first scored offset as one step of rows, their
 // positions' losses (and their squares) summed per window; with a reference, compares them.
 void score_windows(const CausalLM& model, const CausalLM* reference, std::span<const int64_t> ids,
-                   std::span<const Window> windows, std::vector<PerplexityWindow>& done,
-                   std::optional<PerplexityReference>& ref) {
+                   std::span<const Window> windows, int64_t first_id,
+                   std::vector<PerplexityWindow>& done, std::optional<PerplexityReference>& ref) {
   const auto rows = static_cast<int64_t>(windows.size());
   const int64_t length = windows[0].end - windows[0].begin;
   // The logits at position p score the token at p + 1: from the one before the first scored
@@ -207,6 +231,7 @@ void score_windows(const CausalLM& model, const CausalLM* reference, std::span<c
   targets.reserve(static_cast<size_t>(rows * kept));
   for (const Window& w : windows) {
     step.ids.insert(step.ids.end(), ids.begin() + w.begin, ids.begin() + w.end);
+    if (first_id >= 0) step.ids[step.ids.size() - static_cast<size_t>(length)] = first_id;
     for (int64_t p = 0; p < length; ++p) step.positions.push_back(static_cast<int32_t>(p));
     for (int64_t p = w.begin + from + 1; p < w.end; ++p) targets.push_back(ids[p]);
     targets.push_back(-1);
@@ -257,8 +282,8 @@ PerplexityResult perplexity(const CausalLM& model, std::span<const int64_t> ids,
     }
     // (A last window of one token scores nothing.)
     if (w.first < w.end) {
-      score_windows(model, options.reference, ids, std::span(windows).subspan(i, j - i), done,
-                    result.reference);
+      score_windows(model, options.reference, ids, std::span(windows).subspan(i, j - i),
+                    options.llama_cpp_chunks ? options.chunk_bos : -1, done, result.reference);
     }
     for (const PerplexityWindow& v : done) {
       result.nll_sum += v.nll_sum;

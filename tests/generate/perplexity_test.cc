@@ -279,6 +279,53 @@ TEST(Perplexity, ReferenceOfAnotherVocabularyIsRefused) {
       "the reference model's vocabulary (1200 ids) differs from the model's (1000)");
 }
 
+// llama.cpp's method: whole chunks side by side (the rest left out), each scoring the tokens
+// after its first half, from its own logits, its first id replaced by the BOS where given;
+// against each chunk's whole logits and the double-precision token_nll.
+TEST(Perplexity, LlamaCppChunksScoreEachChunksSecondHalf) {
+  const CausalLM model = load("qwen3-tiny");
+  const auto ids = goldens()["cases"][0]["ids"].get<std::vector<int64_t>>();  // 150 ids
+  for (int64_t bos : {int64_t{-1}, int64_t{7}}) {
+    for (int64_t batch : {1, 3}) {
+      PerplexityOptions o{.max_length = 32, .batch_size = batch};
+      o.llama_cpp_chunks = true;
+      o.chunk_bos = bos;
+      const PerplexityResult r = perplexity(model, ids, o);
+      SCOPED_TRACE("bos " + std::to_string(bos) + " batch " + std::to_string(batch));
+      ASSERT_EQ(r.windows.size(), 4u);  // 150 / 32
+      double want = 0.0;
+      for (size_t c = 0; c < 4; ++c) {
+        const auto begin = static_cast<int64_t>(32 * c);
+        EXPECT_EQ(r.windows[c].begin, begin);
+        EXPECT_EQ(r.windows[c].end, begin + 32);
+        EXPECT_EQ(r.windows[c].scored, 15);  // tokens 17..31 of the chunk
+        Batch b;
+        b.input_ids.emplace_back(ids.begin() + begin, ids.begin() + begin + 32);
+        if (bos >= 0) b.input_ids[0][0] = bos;
+        const Tensor logits = model.logits(b);
+        double chunk = 0.0;
+        for (int64_t t = 17; t < 32; ++t) {
+          const float* row = logits.data<float>() + (t - 1) * 1000;
+          chunk += token_nll({row, 1000}, ids[static_cast<size_t>(begin + t)]);
+        }
+        EXPECT_NEAR(r.windows[c].nll_sum, chunk, 1e-4) << "chunk " << c;
+        want += chunk;
+      }
+      EXPECT_EQ(r.tokens, 60);
+      EXPECT_NEAR(r.nll_sum, want, 4e-4);
+    }
+  }
+  PerplexityOptions o{.max_length = 76};
+  o.llama_cpp_chunks = true;
+  expect_error([&] { perplexity(model, ids, o); },
+               "150 tokens; llama.cpp's chunks of 76 need at least 152");
+  o.max_length = 3;
+  expect_error([&] { perplexity(model, ids, o); }, "a max_length of at least 4, got 3");
+  o.max_length = 32;
+  o.chunk_bos = 1000;
+  expect_error([&] { perplexity(model, ids, o); }, "chunk_bos 1000 is out of range");
+}
+
 // The decoder's logits from a position on (what perplexity asks for) are the same rows of the
 // whole step's logits; a start outside the step, or without all_logits, is refused.
 TEST(Perplexity, LogitsFromAPositionAreTheWholeStepsRows) {
@@ -484,6 +531,19 @@ TEST(PerplexityCli, ComparesWithAReference) {
   EXPECT_NE(plain.out.find("same top token as the reference: "), std::string::npos) << plain.out;
 }
 
+TEST(PerplexityCli, LlamaCppChunks) {
+  std::string ids;
+  for (int i = 0; i < 40; ++i) ids += (ids.empty() ? "" : ",") + std::to_string(3 + 7 * i % 900);
+  const test::CliRun run =
+      test::run_cli("perplexity " + model_path("qwen3-tiny") + " --dtype f32 --input-ids " + ids +
+                    " --max-length 16 --llama-cpp-chunks --quiet");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("over 14 tokens; 2 llama.cpp chunks of 16 tokens, each scoring its "
+                         "second half)"),
+            std::string::npos)
+      << run.out;
+}
+
 TEST(PerplexityCli, Refusals) {
   const std::string m = model_path("qwen3-tiny");
   test::CliRun run = test::run_cli("perplexity " + m);
@@ -499,6 +559,10 @@ TEST(PerplexityCli, Refusals) {
   run = test::run_cli("perplexity " + m + " --input-ids 5");
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.err.find("at least two are needed"), std::string::npos) << run.err;
+  run = test::run_cli("perplexity " + m + " --input-ids 1,2,3 --llama-cpp-chunks --stride 2");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("--stride does not apply to --llama-cpp-chunks"), std::string::npos)
+      << run.err;
   run = test::run_cli("perplexity " + m + " --input-ids 1,2,3 --reference-dtype f32");
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.err.find("--reference-dtype needs --reference"), std::string::npos) << run.err;

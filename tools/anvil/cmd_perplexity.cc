@@ -16,11 +16,25 @@
 
 namespace anvil::cli {
 
+namespace {
+
+// The BOS id where the tokenizer adds one to a text (llama.cpp then starts every chunk with
+// it), else -1.
+int64_t added_bos(const PreTrainedTokenizer& tok) {
+  const auto bos = tok.bos_token_id();
+  if (!bos) return -1;
+  const std::vector<int64_t> with = tok.encode("a", true), without = tok.encode("a", false);
+  const bool adds = !with.empty() && with[0] == *bos && (without.empty() || without[0] != *bos);
+  return adds ? *bos : -1;
+}
+
+}  // namespace
+
 void add_perplexity(CLI::App& app) {
   struct Flags {
     std::string model, file, text, ids, reference, reference_dtype;
     int64_t max_length = 0, stride = 0, batch_size = 0;
-    bool json = false, no_special = false, quiet = false;
+    bool json = false, no_special = false, quiet = false, llama_cpp = false;
     ModelFlags model_flags;
   };
   auto f = std::make_shared<Flags>();
@@ -48,6 +62,10 @@ void add_perplexity(CLI::App& app) {
                   "loaded on --device");
   cmd->add_option("--reference-dtype", f->reference_dtype,
                   "the reference's dtype: f32, bf16 or f16 (default: its checkpoint's)");
+  cmd->add_flag("--llama-cpp-chunks", f->llama_cpp,
+                "llama.cpp's perplexity instead of transformers' windows, to compare with its "
+                "figures: chunks of --max-length tokens side by side, each scoring its second "
+                "half, its first token replaced by BOS where the tokenizer adds one");
   cmd->add_flag("--no-special-tokens", f->no_special,
                 "tokenize without BOS/EOS or template tokens");
   cmd->add_flag("--json", f->json, "print one JSON object");
@@ -59,15 +77,29 @@ void add_perplexity(CLI::App& app) {
     if (f->max_length < 0 || f->stride < 0 || f->batch_size < 0) {
       throw Error("--max-length, --stride and --batch-size must be positive");
     }
+    if (f->llama_cpp && f->stride > 0) {
+      throw Error("--stride does not apply to --llama-cpp-chunks (its chunks lie side by side)");
+    }
     f->model = model_or_default(f->model);
     std::vector<int64_t> ids;
+    int64_t chunk_bos = -1;
     if (!f->ids.empty()) {
       const auto rows = parse_id_rows(f->ids, "--input-ids");
       if (rows.size() != 1) throw Error("--input-ids: one row of ids, without ';'");
       ids = rows[0];
+      if (f->llama_cpp) {
+        try {
+          chunk_bos = added_bos(AutoTokenizer::from_pretrained(f->model));
+        } catch (const Error& e) {
+          std::fprintf(stderr, "anvil: no tokenizer (%s): chunks keep their first token\n",
+                       e.what());
+        }
+      }
     } else {
       const std::string text = f->file.empty() ? f->text : read_file_option(f->file);
-      ids = AutoTokenizer::from_pretrained(f->model).encode(text, !f->no_special);
+      const auto tok = AutoTokenizer::from_pretrained(f->model);
+      ids = tok.encode(text, !f->no_special);
+      chunk_bos = added_bos(tok);
     }
     const CausalLM model = CausalLM::from_pretrained(f->model, f->model_flags.options());
     std::optional<CausalLM> reference;
@@ -92,6 +124,8 @@ void add_perplexity(CLI::App& app) {
         f->max_length > 0 ? f->max_length : (context > 0 ? std::min<int64_t>(1024, context) : 1024);
     o.stride = f->stride > 0 ? f->stride : std::max<int64_t>(1, o.max_length / 2);
     o.batch_size = f->batch_size;
+    o.llama_cpp_chunks = f->llama_cpp;
+    o.chunk_bos = chunk_bos;
     int64_t scored = 0, run = 0;
     double nll = 0.0;
     const auto start = std::chrono::steady_clock::now();
@@ -116,7 +150,8 @@ void add_perplexity(CLI::App& app) {
                           {"tokens", r.tokens},
                           {"windows", r.windows.size()},
                           {"max_length", o.max_length},
-                          {"stride", o.stride},
+                          {"stride", o.llama_cpp_chunks ? o.max_length : o.stride},
+                          {"method", o.llama_cpp_chunks ? "llama.cpp chunks" : "windows"},
                           {"seconds", seconds},
                           {"tokens_run_per_second", static_cast<double>(run) / seconds}};
       if (r.reference) {
@@ -135,10 +170,16 @@ void add_perplexity(CLI::App& app) {
       std::printf("%s\n", j.dump().c_str());
       return;
     }
-    std::printf("perplexity %.4f +/- %.4f (mean negative log-likelihood %.6f over %" PRId64
-                " tokens; %zu windows of up to %" PRId64 " tokens, stride %" PRId64 ")\n",
-                r.perplexity(), r.perplexity_error(), r.nll_sum / static_cast<double>(r.tokens),
-                r.tokens, r.windows.size(), o.max_length, o.stride);
+    std::printf(
+        "perplexity %.4f +/- %.4f (mean negative log-likelihood %.6f over %" PRId64 " tokens; ",
+        r.perplexity(), r.perplexity_error(), r.nll_sum / static_cast<double>(r.tokens), r.tokens);
+    if (o.llama_cpp_chunks) {
+      std::printf("%zu llama.cpp chunks of %" PRId64 " tokens, each scoring its second half%s)\n",
+                  r.windows.size(), o.max_length, o.chunk_bos >= 0 ? ", BOS first" : "");
+    } else {
+      std::printf("%zu windows of up to %" PRId64 " tokens, stride %" PRId64 ")\n",
+                  r.windows.size(), o.max_length, o.stride);
+    }
     if (r.reference) {
       const PerplexityReference& ref = *r.reference;
       const double agree = ref.same_top_fraction();
