@@ -1,7 +1,7 @@
 // ops::token_nll and ops::token_kl on the CPU: each row's log-sum-exp less its target's logit,
 // and two rows' KL divergence, rows spread over the threads (a perplexity window scores hundreds
 // of rows of a 50-150k vocabulary; one thread computing exp in double took 0.26 ms a 49k row on
-// Zen 4, ~17% of a window's time).
+// this session's Xeon, ~17% of a window's time).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
