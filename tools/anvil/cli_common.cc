@@ -56,22 +56,21 @@ void ModelFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--threads", threads, "CPU threads (default: ANVIL_NUM_THREADS, else all cores)");
 }
 
+std::optional<DType> compute_dtype_flag(const std::string& flag, const std::string& value) {
+  if (value.empty()) return std::nullopt;
+  const auto d = parse_compute_dtype(value);
+  if (!d) throw Error(flag + ": '" + value + "' is not one of f32, bf16, f16");
+  return d;
+}
+
 ModelOptions ModelFlags::options() const {
   if (threads < 0) throw Error("--threads: must not be negative");
   if (threads > 0) set_num_threads(threads);
   ModelOptions o;
   o.device_map = device;
   o.attn_implementation = attn;
-  if (!dtype.empty()) {
-    auto d = parse_compute_dtype(dtype);
-    if (!d) throw Error("--dtype: '" + dtype + "' is not one of f32, bf16, f16");
-    o.dtype = d;
-  }
-  if (!kv_dtype.empty()) {
-    auto d = parse_compute_dtype(kv_dtype);
-    if (!d) throw Error("--kv-dtype: '" + kv_dtype + "' is not one of f32, bf16, f16");
-    o.kv_cache_dtype = d;
-  }
+  o.dtype = compute_dtype_flag("--dtype", dtype);
+  o.kv_cache_dtype = compute_dtype_flag("--kv-dtype", kv_dtype);
   return o;
 }
 

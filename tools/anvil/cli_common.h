@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@ namespace anvil::cli {
 
 /// "1,2,3;4,5,6" -> {{1,2,3},{4,5,6}}; `flag` names the option in errors.
 std::vector<std::vector<int64_t>> parse_id_rows(const std::string& text, const std::string& flag);
+
+/// The dtype a flag names (f32, bf16, f16); unset for an empty value; an error naming the flag
+/// for any other.
+std::optional<DType> compute_dtype_flag(const std::string& flag, const std::string& value);
 
 /// --device, --dtype, --attn-implementation, --kv-dtype, --threads.
 struct ModelFlags {

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "anvil/error.h"
+#include "cli_common.h"
 #include "commands.h"
 #include "models/convert.h"
 
@@ -19,8 +20,8 @@ void add_convert(CLI::App& app) {
   cmd->add_option("--dtype", f->dtype, "weight dtype of the safetensors: f32, bf16 or f16")
       ->capture_default_str();
   cmd->callback([f] {
-    const auto d = parse_compute_dtype(f->dtype);
-    if (!d) throw Error("--dtype: '" + f->dtype + "' is not one of f32, bf16, f16");
+    const auto d = compute_dtype_flag("--dtype", f->dtype);
+    if (!d) throw Error("--dtype: give one of f32, bf16, f16");
     convert_gguf_to_hf(f->gguf, f->out, *d);
     std::printf("wrote %s\n", f->out.c_str());
   });

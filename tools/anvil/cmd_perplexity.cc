@@ -80,6 +80,12 @@ void add_perplexity(CLI::App& app) {
     if (f->llama_cpp && f->stride > 0) {
       throw Error("--stride does not apply to --llama-cpp-chunks (its chunks lie side by side)");
     }
+    // Checked before anything loads.
+    if (f->reference.empty() && !f->reference_dtype.empty()) {
+      throw Error("--reference-dtype needs --reference");
+    }
+    const std::optional<DType> reference_dtype =
+        compute_dtype_flag("--reference-dtype", f->reference_dtype);
     f->model = model_or_default(f->model);
     std::vector<int64_t> ids;
     int64_t chunk_bos = -1;
@@ -105,17 +111,8 @@ void add_perplexity(CLI::App& app) {
     std::optional<CausalLM> reference;
     if (!f->reference.empty()) {
       ModelOptions ro = f->model_flags.options();
-      ro.dtype.reset();
-      if (!f->reference_dtype.empty()) {
-        ro.dtype = parse_compute_dtype(f->reference_dtype);
-        if (!ro.dtype) {
-          throw Error("--reference-dtype: '" + f->reference_dtype +
-                      "' is not one of f32, bf16, f16");
-        }
-      }
+      ro.dtype = reference_dtype;  // unset: the reference checkpoint's own
       reference.emplace(CausalLM::from_pretrained(f->reference, ro));
-    } else if (!f->reference_dtype.empty()) {
-      throw Error("--reference-dtype needs --reference");
     }
     PerplexityOptions o;
     if (reference) o.reference = &*reference;

@@ -39,7 +39,8 @@ struct Online {
   int nan = 0;
   __device__ __forceinline__ void take(float v) {
     if (v <= m) {
-      s += __expf(v - m);
+      // -inf while nothing larger was seen adds nothing (e^(-inf + inf) would be NaN).
+      if (m != -INFINITY) s += __expf(v - m);
     } else if (v == v) {
       s = (m == -INFINITY ? 0.0f : s * __expf(m - v)) + 1.0f;
       m = v;
