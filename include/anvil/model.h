@@ -77,6 +77,9 @@ struct SpeculationStats {
   /// Of them, kept: as transformers' num_matches, the tokens each step added less the one the
   /// model picked itself (a kept draft token that ends the generation counts as that one).
   int64_t accepted = 0;
+  /// With an assistant model: the confidence threshold its last draft stopped below (where
+  /// assistant_adaptive_confidence moved it, where it ended; else the setting).
+  float assistant_confidence_threshold = 0;
 };
 
 struct ModelOptions {
@@ -175,6 +178,12 @@ struct GenerateOptions {
   std::optional<int64_t> num_assistant_tokens;
   std::optional<AssistantTokensSchedule> num_assistant_tokens_schedule;
   std::optional<float> assistant_confidence_threshold;
+  /// Move that threshold after every check step to the point of the ROC curve of the drafted
+  /// tokens' probabilities (kept or not, so far in the call) with the least fpr + 3 fnr, as
+  /// transformers does where scikit-learn is importable (without it, transformers keeps the
+  /// threshold fixed, as here by default). Needs a threshold above 0 and an assistant of this
+  /// model's tokenizer (transformers' universal assisted decoding does not adapt it).
+  bool assistant_adaptive_confidence = false;
   /// Where not null, what speculative decoding (prompt lookup or an assistant) did: its
   /// verification steps, tokens drafted and kept.
   SpeculationStats* speculation_stats = nullptr;

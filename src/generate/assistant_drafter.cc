@@ -18,7 +18,11 @@ AssistantDrafter::AssistantDrafter(const Decoder& assistant, const GenerationSet
       prompt_mask_(mask),
       vocab_(vocab),
       cache_(assistant.new_cache(1, capacity)),
-      rng_(seed ^ 0x9e3779b97f4a7c15ULL) {}
+      rng_(seed ^ 0x9e3779b97f4a7c15ULL) {
+  if (settings.assistant_adaptive_confidence) {
+    adaptive_.emplace(settings.assistant_confidence_threshold);
+  }
+}
 
 Draft AssistantDrafter::draft(const std::vector<int64_t>& seq, int64_t t, int64_t max_tokens) {
   Draft out;
@@ -68,9 +72,10 @@ Draft AssistantDrafter::draft(const std::vector<int64_t>& seq, int64_t t, int64_
     const int64_t token = sp.do_sample ? sample(scores, rng_) : argmax(scores);
     if (token >= vocab_) break;  // a padded row of a larger vocabulary: the model has no such id
     // The pick's probability: for speculative sampling (every entry) and the threshold.
-    const float threshold = settings_.assistant_confidence_threshold;
+    const float threshold = confidence_threshold();
     std::vector<float> p = sp.do_sample || threshold > 0 ? softmax(scores) : std::vector<float>();
     const bool unsure = threshold > 0 && p[token] < threshold;
+    if (adaptive_) adaptive_->drafted(p[token]);
     out.tokens.push_back(token);
     if (sp.do_sample) out.probs.push_back(std::move(p));
     current.push_back(token);
@@ -83,8 +88,10 @@ Draft AssistantDrafter::draft(const std::vector<int64_t>& seq, int64_t t, int64_
 }
 
 void AssistantDrafter::update(int64_t drafted, int64_t matches) {
-  if (settings_.assistant_schedule == AssistantTokensSchedule::constant) return;
-  tokens_ = matches == drafted ? tokens_ + 2 : std::max<int64_t>(1, tokens_ - 1);
+  if (settings_.assistant_schedule != AssistantTokensSchedule::constant) {
+    tokens_ = matches == drafted ? tokens_ + 2 : std::max<int64_t>(1, tokens_ - 1);
+  }
+  if (adaptive_) adaptive_->checked(matches);
 }
 
 }  // namespace anvil

@@ -3,13 +3,16 @@
 // last draft, then picks up to num_assistant_tokens tokens one step each (greedy, or sampled
 // with its probabilities kept for speculative sampling), stopping early at an eos or where its
 // pick's probability falls below assistant_confidence_threshold (transformers' ConfidenceCriteria).
-// num_assistant_tokens_schedule's heuristics change that count from step to step.
+// num_assistant_tokens_schedule's heuristics change that count from step to step, and
+// assistant_adaptive_confidence that threshold (adaptive_confidence.h).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <vector>
 
+#include "generate/adaptive_confidence.h"
 #include "generate/generation_settings.h"
 #include "generate/kv_cache.h"
 #include "generate/speculative.h"
@@ -27,14 +30,20 @@ class AssistantDrafter : public Drafter {
                    const std::vector<int64_t>& mask, int64_t capacity, int64_t vocab, uint64_t seed,
                    int64_t tokens);
   Draft draft(const std::vector<int64_t>& seq, int64_t t, int64_t max_tokens) override;
-  /// The heuristic schedules (transformers' update_candidate_strategy): two more tokens after a
-  /// step that kept its whole draft, else one fewer (at least one).
+  /// transformers' update_candidate_strategy: the heuristic schedules take two more tokens
+  /// after a step that kept its whole draft, else one fewer (at least one); an adaptive
+  /// threshold moves.
   void update(int64_t drafted, int64_t matches) override;
   /// The draft length the next step would take.
   int64_t tokens() const { return tokens_; }
+  /// The confidence threshold the next draft stops below.
+  float confidence_threshold() const {
+    return adaptive_ ? adaptive_->threshold() : settings_.assistant_confidence_threshold;
+  }
 
  private:
   int64_t tokens_;
+  std::optional<AdaptiveConfidence> adaptive_;
   const Decoder& assistant_;
   const GenerationSettings& settings_;
   std::vector<int64_t> prompt_mask_;

@@ -295,6 +295,10 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
                                 first_tokens, decoder.config().vocab_size);
       auto rows = run_speculative(decoder, settings, batch, mask, opts, reuse_from, drafter);
       if (carries && carried_assistant_tokens) carried_assistant_tokens->store(drafter.tokens());
+      if (opts.speculation_stats) {
+        opts.speculation_stats->assistant_confidence_threshold =
+            settings.assistant_confidence_threshold;
+      }
       return rows;
     }
     if (settings.sampling.do_sample &&
@@ -309,6 +313,9 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
                              decoder.config().vocab_size, opts.seed, first_tokens);
     auto rows = run_speculative(decoder, settings, batch, mask, opts, reuse_from, drafter);
     if (carries && carried_assistant_tokens) carried_assistant_tokens->store(drafter.tokens());
+    if (opts.speculation_stats) {
+      opts.speculation_stats->assistant_confidence_threshold = drafter.confidence_threshold();
+    }
     return rows;
   }
   if (settings.num_beams > 1) {

@@ -148,6 +148,23 @@ GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateO
     throw Error("assistant_confidence_threshold must be in [0, 1], got " +
                 std::to_string(s.assistant_confidence_threshold));
   }
+  s.assistant_adaptive_confidence = opts.assistant_adaptive_confidence;
+  if (s.assistant_adaptive_confidence) {
+    if (!opts.assistant_model) {
+      throw Error("assistant_adaptive_confidence: needs assistant_model");
+    }
+    if (opts.assistant_tokenizer) {
+      throw Error(
+          "assistant_adaptive_confidence: not with an assistant of another tokenizer (its "
+          "drafts are checked as this model's tokens, so no token of its own is kept or "
+          "rejected; transformers does not adapt the threshold there either)");
+    }
+    if (s.assistant_confidence_threshold <= 0) {
+      throw Error(
+          "assistant_adaptive_confidence: needs assistant_confidence_threshold above 0 (0 turns "
+          "the threshold off, and transformers then adapts nothing)");
+    }
+  }
   return s;
 }
 

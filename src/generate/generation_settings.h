@@ -45,6 +45,7 @@ struct GenerationSettings {
   int64_t assistant_tokens = 20;   ///< an assistant model's drafted tokens a step at most
   AssistantTokensSchedule assistant_schedule = AssistantTokensSchedule::constant;
   float assistant_confidence_threshold = 0.4f;  ///< its drafts stop below this probability
+  bool assistant_adaptive_confidence = false;   ///< the threshold follows the drafts' ROC curve
   float length_penalty = 1.0f;
   EarlyStopping early_stopping = EarlyStopping::heuristic;
   uint64_t seed = 0;

@@ -275,9 +275,29 @@ TEST(Cli, GeneratePromptLookup) {
                                " --num-assistant-tokens-schedule heuristic");
   ASSERT_EQ(scheduled.exit_code, 0) << scheduled.err;
   EXPECT_EQ(scheduled.out, lookup.out);
+  // The adaptive threshold: the same tokens, and where it ended.
+  const CliRun adaptive = run(gen + " --assistant-model " + test::model_dir("extra/olmo2-tiny") +
+                              " --assistant-adaptive-confidence");
+  ASSERT_EQ(adaptive.exit_code, 0) << adaptive.err;
+  EXPECT_EQ(adaptive.out, lookup.out);
+  EXPECT_NE(adaptive.err.find(", confidence threshold ended at "), std::string::npos)
+      << adaptive.err;
+  // Refused by generate() (the threshold may come from the assistant's generation_config),
+  // after the line saying the assistant's tokenizer is not loaded.
+  const CliRun no_threshold =
+      run(gen + " --assistant-model " + test::model_dir("extra/olmo2-tiny") +
+          " --assistant-adaptive-confidence --assistant-confidence-threshold 0");
+  EXPECT_NE(no_threshold.exit_code, 0);
+  EXPECT_NE(no_threshold.err.find("anvil: error: assistant_adaptive_confidence: needs "
+                                  "assistant_confidence_threshold above 0"),
+            std::string::npos)
+      << no_threshold.err;
   expect_one_line_error(run(gen + " --num-assistant-tokens 4"),
                         "--num-assistant-tokens / --num-assistant-tokens-schedule / "
-                        "--assistant-confidence-threshold: need --assistant-model");
+                        "--assistant-confidence-threshold / --assistant-adaptive-confidence: "
+                        "need --assistant-model");
+  expect_one_line_error(run(gen + " --assistant-adaptive-confidence"),
+                        "--assistant-adaptive-confidence: need --assistant-model");
   expect_one_line_error(run(gen + " --assistant-model " + test::model_dir("extra/olmo2-tiny") +
                             " --num-assistant-tokens-schedule sometimes"),
                         "--num-assistant-tokens-schedule: expected constant, heuristic or "

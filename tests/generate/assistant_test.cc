@@ -118,6 +118,56 @@ TEST_F(Assistant, StepsAndSchedulesAreTransformers) {
   }
 }
 
+// The adaptive threshold (scripts/goldens/make_adaptive_confidence_goldens.py): transformers
+// with scikit-learn, assistants whose generation_config sets 5 tokens, a starting threshold and a
+// schedule. An assistant that agrees with the model now and then (its weights with a little
+// noise) moves the threshold every step; one never kept and the model itself leave it alone.
+// Drafts, kept tokens and the threshold the call ends with are transformers'. The threshold is
+// a drafted token's probability, whose last bits differ between the two runtimes' arithmetic.
+TEST_F(Assistant, AdaptiveConfidenceIsTransformers) {
+  const nlohmann::json golden = nlohmann::json::parse(
+      read_text_file(test::data_dir() + "/extra/adaptive-confidence-steps.json"));
+  bool moved = false;
+  for (const nlohmann::json& c : golden.at("cases")) {
+    const std::string name = c.at("assistant"), schedule = c.at("schedule");
+    const double start = c.at("threshold");
+    SCOPED_TRACE(name + " " + schedule + " " + std::to_string(start));
+    test::TempDir dir;
+    for (const char* file : {"config.json", "model.safetensors"}) {
+      std::filesystem::create_symlink(test::model_dir(name) + "/" + file, dir.file(file));
+    }
+    std::ofstream(dir.file("generation_config.json")) << nlohmann::json{
+        {"num_assistant_tokens", 5},
+        {"num_assistant_tokens_schedule", schedule},
+        {"assistant_confidence_threshold", start}}.dump();
+    const CausalLM assistant = CausalLM::from_pretrained(dir.path());
+    SpeculationStats want;
+    for (int64_t d : c.at("drafts").get<std::vector<int64_t>>()) {
+      want.steps += d > 0;
+      want.drafted += d;
+    }
+    for (int64_t k : c.at("kept").get<std::vector<int64_t>>()) want.accepted += k;
+    const nlohmann::json& last = c.at("thresholds").back();
+    const double end = last.is_null() ? INFINITY : last.get<double>();
+    moved |= end != static_cast<double>(static_cast<float>(start));
+    SpeculationStats stats;
+    GenerateOptions o = test::greedy_exactly(40);
+    o.assistant_model = &assistant;
+    o.assistant_adaptive_confidence = true;
+    o.speculation_stats = &stats;
+    EXPECT_EQ(model_->generate(*a_, o), *whole_);
+    EXPECT_EQ(stats.steps, want.steps);
+    EXPECT_EQ(stats.drafted, want.drafted);
+    EXPECT_EQ(stats.accepted, want.accepted);
+    EXPECT_NEAR(stats.assistant_confidence_threshold, end, end * 1e-5);
+    // Without adaptation the threshold stays where it started.
+    o.assistant_adaptive_confidence = false;
+    EXPECT_EQ(model_->generate(*a_, o), *whole_);
+    EXPECT_EQ(stats.assistant_confidence_threshold, static_cast<float>(start));
+  }
+  EXPECT_TRUE(moved);
+}
+
 // The confidence threshold cuts drafts short: with 1, every draft is one token.
 TEST_F(Assistant, ConfidenceThresholdShortensDrafts) {
   SpeculationStats stats;
@@ -256,6 +306,14 @@ TEST_F(Assistant, Refusals) {
   o = greedy(*model_, nullptr);
   o.assistant_confidence_threshold = 1.5f;
   expect_error([&] { model_->generate(*a_, o); }, "assistant_confidence_threshold must be in");
+  o = greedy(*model_, nullptr);  // its threshold is 0: off
+  o.assistant_adaptive_confidence = true;
+  expect_error([&] { model_->generate(*a_, o); },
+               "assistant_adaptive_confidence: needs assistant_confidence_threshold above 0");
+  o = test::greedy_exactly(4);
+  o.assistant_adaptive_confidence = true;
+  expect_error([&] { model_->generate(*a_, o); },
+               "assistant_adaptive_confidence: needs assistant_model");
 }
 
 }  // namespace

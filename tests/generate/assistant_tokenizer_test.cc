@@ -89,6 +89,12 @@ TEST(AssistantTokenizer, WhatItCannotTakeIsRefused) {
   const CausalLM small = CausalLM::from_pretrained(test::model_dir("extra/olmo2-tiny"));
   test::expect_error([&] { model.generate(prompt, bridged(small, target, drafting, nullptr)); },
                      "outside the assistant model's vocabulary of 300");
+  // Its drafts are the model's tokens, none the assistant's own to keep or reject.
+  o = bridged(assistant, target, drafting, nullptr);
+  o.assistant_confidence_threshold = 0.4f;
+  o.assistant_adaptive_confidence = true;
+  test::expect_error([&] { model.generate(prompt, o); },
+                     "assistant_adaptive_confidence: not with an assistant of another tokenizer");
 }
 
 // SmolLM2 (f32) with its own Q4_1 weights as the assistant, drafting through the text (a long

@@ -124,6 +124,10 @@ void SamplingFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--assistant-confidence-threshold", assistant_confidence_threshold,
                  "with --assistant-model: a draft stops at a token the assistant gives less than "
                  "this probability (default: the assistant's generation_config, else 0.4)");
+  cmd.add_flag("--assistant-adaptive-confidence", assistant_adaptive_confidence,
+               "with --assistant-model: after each step, move that threshold to where the ROC "
+               "curve of the drafted tokens' probabilities (kept or not) has the least fpr + 3 "
+               "fnr, as transformers does where scikit-learn is installed");
 }
 
 std::unique_ptr<CausalLM> load_assistant(const SamplingFlags& sampling,
@@ -170,10 +174,15 @@ std::unique_ptr<PreTrainedTokenizer> bridge_assistant_tokenizer(const SamplingFl
 
 void print_speculation(const GenerateOptions& o, const SpeculationStats& stats) {
   if (!o.speculation_stats) return;
-  std::fprintf(stderr, "%s: %lld of %lld drafted tokens kept over %lld steps\n",
+  std::fprintf(stderr, "%s: %lld of %lld drafted tokens kept over %lld steps",
                o.assistant_model ? "assistant" : "prompt lookup",
                static_cast<long long>(stats.accepted), static_cast<long long>(stats.drafted),
                static_cast<long long>(stats.steps));
+  if (o.assistant_adaptive_confidence) {
+    std::fprintf(stderr, ", confidence threshold ended at %.6g",
+                 static_cast<double>(stats.assistant_confidence_threshold));
+  }
+  std::fprintf(stderr, "\n");
 }
 
 GenerateOptions SamplingFlags::options() const {
@@ -228,12 +237,14 @@ GenerateOptions SamplingFlags::options() const {
   if (assistant_confidence_threshold >= 0) {
     o.assistant_confidence_threshold = static_cast<float>(assistant_confidence_threshold);
   }
+  o.assistant_adaptive_confidence = assistant_adaptive_confidence;
   if (assistant_model.empty() &&
       (num_assistant_tokens != kUnset || !num_assistant_tokens_schedule.empty() ||
-       assistant_confidence_threshold >= 0)) {
+       assistant_confidence_threshold >= 0 || assistant_adaptive_confidence)) {
     throw Error(
         "--num-assistant-tokens / --num-assistant-tokens-schedule / "
-        "--assistant-confidence-threshold: need --assistant-model");
+        "--assistant-confidence-threshold / --assistant-adaptive-confidence: need "
+        "--assistant-model");
   }
   o.seed = seed;
   return o;

@@ -53,6 +53,7 @@ struct SamplingFlags {
   int64_t num_assistant_tokens = kUnset;
   std::string num_assistant_tokens_schedule;
   double assistant_confidence_threshold = -1;
+  bool assistant_adaptive_confidence = false;
 
   void add_to(CLI::App& cmd);
   /// Unset flags stay unset, so generation_config.json decides them.
