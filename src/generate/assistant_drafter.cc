@@ -73,7 +73,8 @@ Draft AssistantDrafter::draft(const std::vector<int64_t>& seq, int64_t t, int64_
     if (token >= vocab_) break;  // a padded row of a larger vocabulary: the model has no such id
     // The pick's probability: for speculative sampling (every entry) and the threshold.
     const float threshold = confidence_threshold();
-    std::vector<float> p = sp.do_sample || threshold > 0 ? softmax(scores) : std::vector<float>();
+    std::vector<float> p =
+        sp.do_sample || threshold > 0 || adaptive_ ? softmax(scores) : std::vector<float>();
     const bool unsure = threshold > 0 && p[token] < threshold;
     if (adaptive_) adaptive_->drafted(p[token]);
     out.tokens.push_back(token);
