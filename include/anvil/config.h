@@ -268,6 +268,9 @@ struct GenerationConfig {
   std::optional<AssistantTokensSchedule> num_assistant_tokens_schedule;
   /// An assistant's draft stops at a token it gives less than this probability (default 0.4).
   std::optional<float> assistant_confidence_threshold;
+  /// The model's first N layers (then its final norm and head) draft for it (transformers'
+  /// assistant_early_exit, LayerSkip's self-speculation).
+  std::optional<int64_t> assistant_early_exit;
   int64_t num_return_sequences = 1;  ///< rows returned per prompt (best beams, or samples)
   /// Finished hypotheses are ranked by sum of log-probabilities / new_tokens^length_penalty.
   float length_penalty = 1.0f;

@@ -184,6 +184,14 @@ struct GenerateOptions {
   /// threshold fixed, as here by default). Needs a threshold above 0 and an assistant of this
   /// model's tokenizer (transformers' universal assisted decoding does not adapt it).
   bool assistant_adaptive_confidence = false;
+  /// Speculative decoding with the model's own first N layers as the assistant (transformers'
+  /// assistant_early_exit; LayerSkip): they, the final norm and the head draft, with a cache of
+  /// their own, and the whole model checks the drafts as an assistant's. Worth it for models
+  /// trained to exit early (facebook/layerskip-llama3.2-1B, ...). The assistant settings above
+  /// come from this model's generation config, as the assistant is this model; the heuristic
+  /// schedule's draft length carries over to this model's next call. Default: generation_config;
+  /// 1 to num_hidden_layers; not with assistant_model or prompt lookup.
+  std::optional<int64_t> assistant_early_exit;
   /// Where not null, what speculative decoding (prompt lookup or an assistant) did: its
   /// verification steps, tokens drafted and kept.
   SpeculationStats* speculation_stats = nullptr;
@@ -252,8 +260,9 @@ class CausalLM {
 
  private:
   static CausalLM from_gguf(const std::string& path, const ModelOptions& options);
-  /// Where the assistant of `opts` (if any) keeps its carried draft length.
-  static std::atomic<int64_t>* carried_assistant_tokens(const GenerateOptions& opts);
+  /// Where the assistant of `opts` keeps its carried draft length (this model's own without
+  /// one: an early exit's).
+  std::atomic<int64_t>* carried_assistant_tokens(const GenerateOptions& opts) const;
   friend class PromptCache;  // load() binds the cache to the decoder, as generate() does
 
   std::shared_ptr<Decoder> decoder_;

@@ -219,6 +219,7 @@ GenerationConfig GenerationConfig::from_json_text(const std::string& text,
   if (auto c = jf::opt_number(j, "assistant_confidence_threshold", source)) {
     g.assistant_confidence_threshold = static_cast<float>(*c);
   }
+  g.assistant_early_exit = jf::opt_int(j, "assistant_early_exit", source);
   g.unimplemented = unimplemented_field(j, source);
   return g;
 }

@@ -254,11 +254,20 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
   // Steps' scores or logits kept for the caller (output_scores / output_logits): every step
   // takes its rows to the host and edits them there.
   const bool keeps_scores = opts.scores || opts.logits;
-  if (settings.prompt_lookup > 0 || opts.assistant_model) {
+  const int64_t early_exit = settings.assistant_early_exit;
+  if (settings.prompt_lookup > 0 || opts.assistant_model || early_exit > 0) {
     // As transformers' assisted decoding: one sequence, its steps' lengths its own.
-    const std::string name = opts.assistant_model ? "assistant_model" : "prompt_lookup_num_tokens";
+    const std::string name = early_exit > 0         ? "assistant_early_exit"
+                             : opts.assistant_model ? "assistant_model"
+                                                    : "prompt_lookup_num_tokens";
     const auto refuse = [&](const std::string& what) { throw Error(name + ": not with " + what); };
-    if (opts.assistant_model && settings.prompt_lookup > 0) refuse("prompt lookup");
+    if (early_exit > 0 && opts.assistant_model) {
+      refuse("assistant_model (the model's own first layers are the assistant)");
+    }
+    if ((opts.assistant_model || early_exit > 0) && settings.prompt_lookup > 0) {
+      refuse("prompt lookup");
+    }
+    if (early_exit > 0 && opts.assistant_tokenizer) refuse("assistant_tokenizer");
     if (batch.input_ids.size() != 1) {
       refuse("a batch of " + std::to_string(batch.input_ids.size()) + " prompts (one a call)");
     }
@@ -270,11 +279,12 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
     if (decoder.config().recompute_cache_past) {
       refuse("a model that recomputes its cache past a length (Phi-3's longrope)");
     }
-    if (!opts.assistant_model) {
+    if (!opts.assistant_model && early_exit == 0) {
       LookupDrafter lookup(settings, leading_padding(mask[0]), decoder.config().vocab_size);
       return run_speculative(decoder, settings, batch, mask, opts, reuse_from, lookup);
     }
-    const Decoder& assistant = opts.assistant_model->decoder();
+    const Decoder& assistant =
+        early_exit > 0 ? decoder.first_layers(early_exit) : opts.assistant_model->decoder();
     if (assistant.config().recompute_cache_past) refuse("an assistant that recomputes its cache");
     // The heuristic schedule starts where the assistant's last such call left it, unless the
     // call sets num_assistant_tokens (transformers keeps that count in the assistant's config).

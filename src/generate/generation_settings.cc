@@ -129,11 +129,19 @@ GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateO
   }
   s.prompt_lookup = lookup.value_or(0);
   s.max_matching_ngram = ngram.value_or(2);
+  s.assistant_early_exit = opts.assistant_early_exit.value_or(gen.assistant_early_exit.value_or(0));
+  if ((opts.assistant_early_exit || gen.assistant_early_exit) && s.assistant_early_exit < 1) {
+    throw Error("assistant_early_exit must be at least 1 (the layers that draft), got " +
+                std::to_string(s.assistant_early_exit));
+  }
   // An assistant's settings: the call's, else its own generation config's (transformers reads
-  // them from the assistant's config alone), else transformers' defaults.
+  // them from the assistant's config alone; an early exit's assistant is this model), else
+  // transformers' defaults.
   static const GenerationConfig kNoAssistant;
-  const GenerationConfig& assistant_gen =
-      opts.assistant_model ? opts.assistant_model->generation_config() : kNoAssistant;
+  const GenerationConfig& assistant_gen = opts.assistant_model
+                                              ? opts.assistant_model->generation_config()
+                                          : s.assistant_early_exit > 0 ? gen
+                                                                       : kNoAssistant;
   s.assistant_tokens =
       opts.num_assistant_tokens.value_or(assistant_gen.num_assistant_tokens.value_or(20));
   if (s.assistant_tokens < 1) {
@@ -150,8 +158,8 @@ GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateO
   }
   s.assistant_adaptive_confidence = opts.assistant_adaptive_confidence;
   if (s.assistant_adaptive_confidence) {
-    if (!opts.assistant_model) {
-      throw Error("assistant_adaptive_confidence: needs assistant_model");
+    if (!opts.assistant_model && s.assistant_early_exit == 0) {
+      throw Error("assistant_adaptive_confidence: needs assistant_model or assistant_early_exit");
     }
     if (opts.assistant_tokenizer) {
       throw Error(

@@ -46,6 +46,7 @@ struct GenerationSettings {
   AssistantTokensSchedule assistant_schedule = AssistantTokensSchedule::constant;
   float assistant_confidence_threshold = 0.4f;  ///< its drafts stop below this probability
   bool assistant_adaptive_confidence = false;   ///< the threshold follows the drafts' ROC curve
+  int64_t assistant_early_exit = 0;             ///< the model's first N layers draft; 0 off
   float length_penalty = 1.0f;
   EarlyStopping early_stopping = EarlyStopping::heuristic;
   uint64_t seed = 0;

@@ -168,8 +168,10 @@ Tensor CausalLM::hidden_states(const Batch& batch) const {
   return whole_batch_step(*decoder_, batch, true);
 }
 
-std::atomic<int64_t>* CausalLM::carried_assistant_tokens(const GenerateOptions& opts) {
-  return opts.assistant_model ? opts.assistant_model->carried_assistant_tokens_.get() : nullptr;
+std::atomic<int64_t>* CausalLM::carried_assistant_tokens(const GenerateOptions& opts) const {
+  // An early exit's assistant is this model: transformers writes the count into its config.
+  return opts.assistant_model ? opts.assistant_model->carried_assistant_tokens_.get()
+                              : carried_assistant_tokens_.get();
 }
 
 std::vector<std::vector<int64_t>> CausalLM::generate(const Batch& batch,

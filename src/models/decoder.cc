@@ -66,6 +66,30 @@ Decoder::Decoder(ModelConfig config, ModelWeights weights, DType dtype, Device d
   if (config_.embedding_scale_rounded) embedding_scale_ = round_to_dtype(embedding_scale_, dtype_);
 }
 
+const Decoder& Decoder::first_layers(int64_t layers) const {
+  if (layers < 1 || layers > config_.num_hidden_layers) {
+    throw Error("assistant_early_exit: " + std::to_string(layers) +
+                " layers asked for, but the model has " +
+                std::to_string(config_.num_hidden_layers) + " (1 to " +
+                std::to_string(config_.num_hidden_layers) + ")");
+  }
+  std::unique_ptr<Decoder>& kept = first_layers_[layers];
+  if (!kept) {
+    ModelConfig config = config_;
+    config.num_hidden_layers = layers;
+    const auto n = static_cast<size_t>(layers);
+    for (std::vector<bool>* per_layer :
+         {&config.sliding_layers, &config.rope_layers, &config.moe_layers}) {
+      if (per_layer->size() > n) per_layer->resize(n);
+    }
+    ModelWeights weights = weights_;  // tensors share their storage
+    weights.layers.resize(n);
+    kept = std::make_unique<Decoder>(std::move(config), std::move(weights), dtype_, device_,
+                                     attention_, kv_dtype_);
+  }
+  return *kept;
+}
+
 void Decoder::follow_rope_length(const std::vector<int32_t>& positions) const {
   const RopeType type = config_.rope.type;
   if ((type != RopeType::dynamic && type != RopeType::longrope) || positions.empty()) return;

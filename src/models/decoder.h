@@ -69,6 +69,11 @@ class Decoder {
   /// device), positions and the past length are read by the kernels from device memory.
   Tensor forward(const StepInput& step, KvCache& cache) const;
 
+  /// The first `layers` layers (1 to num_hidden_layers), then the final norm and the head, as a
+  /// decoder of their own: the weights shared, scratch, recorded steps and caches its own
+  /// (transformers' assistant_early_exit drafts with them). Made once per count, then kept.
+  const Decoder& first_layers(int64_t layers) const;
+
   /// Whether one-token steps of `rows` rows are queued without the host waiting for the device
   /// (graph replay), so that a step can be queued before the previous one's tokens are read.
   bool queues_steps(int64_t rows) const;
@@ -132,6 +137,7 @@ class Decoder {
   mutable std::vector<ops::DecoderLayerTensors> layer_tensors_;
   mutable std::map<std::string, Tensor> scratch_f32_;
   mutable std::map<std::string, Tensor> scratch_i32_;
+  mutable std::map<int64_t, std::unique_ptr<Decoder>> first_layers_;
 };
 
 }  // namespace anvil

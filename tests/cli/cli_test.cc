@@ -295,9 +295,17 @@ TEST(Cli, GeneratePromptLookup) {
   expect_one_line_error(run(gen + " --num-assistant-tokens 4"),
                         "--num-assistant-tokens / --num-assistant-tokens-schedule / "
                         "--assistant-confidence-threshold / --assistant-adaptive-confidence: "
-                        "need --assistant-model");
+                        "need --assistant-model or --assistant-early-exit");
   expect_one_line_error(run(gen + " --assistant-adaptive-confidence"),
-                        "--assistant-adaptive-confidence: need --assistant-model");
+                        "--assistant-adaptive-confidence: need --assistant-model or "
+                        "--assistant-early-exit");
+  // The model's own first layers draft: the same tokens again.
+  const CliRun early = run(gen + " --assistant-early-exit 2 --num-assistant-tokens 3");
+  ASSERT_EQ(early.exit_code, 0) << early.err;
+  EXPECT_EQ(early.out, lookup.out);
+  EXPECT_NE(early.err.find("assistant: "), std::string::npos) << early.err;
+  expect_one_line_error(run(gen + " --assistant-early-exit 9"),
+                        "assistant_early_exit: 9 layers asked for, but the model has 3 (1 to 3)");
   expect_one_line_error(run(gen + " --assistant-model " + test::model_dir("extra/olmo2-tiny") +
                             " --num-assistant-tokens-schedule sometimes"),
                         "--num-assistant-tokens-schedule: expected constant, heuristic or "

@@ -20,6 +20,7 @@
 #include "expect_error.h"
 #include "formats/mapped_file.h"
 #include "generate/speculative.h"
+#include "speculation_goldens.h"
 #include "temp_dir.h"
 #include "test_data.h"
 
@@ -100,12 +101,7 @@ TEST_F(Assistant, StepsAndSchedulesAreTransformers) {
         {"assistant_confidence_threshold", 0.0}}.dump();
     const CausalLM assistant = CausalLM::from_pretrained(dir.path());
     for (const nlohmann::json& call : c.at("calls")) {
-      SpeculationStats want;
-      for (int64_t d : call.at("drafts").get<std::vector<int64_t>>()) {
-        want.steps += d > 0;
-        want.drafted += d;
-      }
-      for (int64_t k : call.at("kept").get<std::vector<int64_t>>()) want.accepted += k;
+      const SpeculationStats want = test::speculation_totals(call);
       SpeculationStats stats;
       GenerateOptions o = test::greedy_exactly(40);
       o.assistant_model = &assistant;
@@ -141,12 +137,7 @@ TEST_F(Assistant, AdaptiveConfidenceIsTransformers) {
         {"num_assistant_tokens_schedule", schedule},
         {"assistant_confidence_threshold", start}}.dump();
     const CausalLM assistant = CausalLM::from_pretrained(dir.path());
-    SpeculationStats want;
-    for (int64_t d : c.at("drafts").get<std::vector<int64_t>>()) {
-      want.steps += d > 0;
-      want.drafted += d;
-    }
-    for (int64_t k : c.at("kept").get<std::vector<int64_t>>()) want.accepted += k;
+    const SpeculationStats want = test::speculation_totals(c);
     const nlohmann::json& last = c.at("thresholds").back();
     const double end = last.is_null() ? INFINITY : last.get<double>();
     moved |= end != static_cast<double>(static_cast<float>(start));

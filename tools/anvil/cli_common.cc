@@ -124,6 +124,11 @@ void SamplingFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--assistant-confidence-threshold", assistant_confidence_threshold,
                  "with --assistant-model: a draft stops at a token the assistant gives less than "
                  "this probability (default: the assistant's generation_config, else 0.4)");
+  cmd.add_option("--assistant-early-exit", assistant_early_exit,
+                 "speculative decoding with the model's own first N layers (then its final norm "
+                 "and head) as the assistant (transformers' assistant_early_exit, LayerSkip's "
+                 "self-speculation), for models trained to exit early; the assistant flags "
+                 "below apply to it");
   cmd.add_flag("--assistant-adaptive-confidence", assistant_adaptive_confidence,
                "with --assistant-model: after each step, move that threshold to where the ROC "
                "curve of the drafted tokens' probabilities (kept or not) has the least fpr + 3 "
@@ -175,7 +180,7 @@ std::unique_ptr<PreTrainedTokenizer> bridge_assistant_tokenizer(const SamplingFl
 void print_speculation(const GenerateOptions& o, const SpeculationStats& stats) {
   if (!o.speculation_stats) return;
   std::fprintf(stderr, "%s: %lld of %lld drafted tokens kept over %lld steps",
-               o.assistant_model ? "assistant" : "prompt lookup",
+               o.assistant_model || o.assistant_early_exit ? "assistant" : "prompt lookup",
                static_cast<long long>(stats.accepted), static_cast<long long>(stats.drafted),
                static_cast<long long>(stats.steps));
   if (o.assistant_adaptive_confidence) {
@@ -238,13 +243,14 @@ GenerateOptions SamplingFlags::options() const {
     o.assistant_confidence_threshold = static_cast<float>(assistant_confidence_threshold);
   }
   o.assistant_adaptive_confidence = assistant_adaptive_confidence;
-  if (assistant_model.empty() &&
+  if (assistant_early_exit != kUnset) o.assistant_early_exit = assistant_early_exit;
+  if (assistant_model.empty() && assistant_early_exit == kUnset &&
       (num_assistant_tokens != kUnset || !num_assistant_tokens_schedule.empty() ||
        assistant_confidence_threshold >= 0 || assistant_adaptive_confidence)) {
     throw Error(
         "--num-assistant-tokens / --num-assistant-tokens-schedule / "
         "--assistant-confidence-threshold / --assistant-adaptive-confidence: need "
-        "--assistant-model");
+        "--assistant-model or --assistant-early-exit");
   }
   o.seed = seed;
   return o;

@@ -54,6 +54,7 @@ struct SamplingFlags {
   std::string num_assistant_tokens_schedule;
   double assistant_confidence_threshold = -1;
   bool assistant_adaptive_confidence = false;
+  int64_t assistant_early_exit = kUnset;
 
   void add_to(CLI::App& cmd);
   /// Unset flags stay unset, so generation_config.json decides them.

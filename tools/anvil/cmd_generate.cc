@@ -196,7 +196,9 @@ void add_generate(CLI::App& app) {
     };
     const auto assistant = load_assistant(f->sampling, f->model_flags, o);
     SpeculationStats speculation;
-    if (o.prompt_lookup_num_tokens || o.assistant_model) o.speculation_stats = &speculation;
+    if (o.prompt_lookup_num_tokens || o.assistant_model || o.assistant_early_exit) {
+      o.speculation_stats = &speculation;
+    }
     generate_and_print();
     write_scores();
     print_speculation(o, speculation);
