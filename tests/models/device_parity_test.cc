@@ -202,9 +202,9 @@ TEST_P(DeviceDecode, RepeatedRowsShareOnePromptStep) {
   EXPECT_EQ(dev.generate(b, o), (std::vector<std::vector<int64_t>>{want, want, want}));
 }
 
-// Prompt lookup and an assistant model on a device: steps of several tokens over the cache, the
-// rejected drafts' keys dropped, give transformers' greedy tokens (n-grams of one, so that
-// drafts come often).
+// Prompt lookup, an assistant model and the model's own first layer on a device: steps of
+// several tokens over the cache, the rejected drafts' keys dropped, give transformers' greedy
+// tokens (n-grams of one, so that drafts come often).
 TEST_P(DeviceDecode, PromptLookupGivesTheGreedyTokens) {
   const auto golden = SafetensorsFile::open(test::golden_path(std::get<0>(GetParam())));
   const CausalLM dev = load(test::device_name(std::get<1>(GetParam())));
@@ -227,6 +227,12 @@ TEST_P(DeviceDecode, PromptLookupGivesTheGreedyTokens) {
   assisted.num_assistant_tokens = 4;
   assisted.assistant_confidence_threshold = 0.0f;
   EXPECT_EQ(dev.generate(a, assisted), test::id_rows(golden, "gen_a")[0]);
+  // Its own first layer drafting (assistant_early_exit): a second decoder over the device's
+  // weights, with its own cache and recorded steps.
+  GenerateOptions early = assisted;
+  early.assistant_model = nullptr;
+  early.assistant_early_exit = 1;
+  EXPECT_EQ(dev.generate(a, early), test::id_rows(golden, "gen_a")[0]);
 }
 
 // Beam search on a device: the prompt's cache copied to every beam, rows gathered on the device
