@@ -271,6 +271,9 @@ struct GenerationConfig {
   /// The model's first N layers (then its final norm and head) draft for it (transformers'
   /// assistant_early_exit, LayerSkip's self-speculation).
   std::optional<int64_t> assistant_early_exit;
+  /// Ensemble verification (transformers' assistant_ensemble_weight, DIVERSE): drafts are
+  /// checked against w * p_model + (1 - w) * q_assistant instead of p_model; in (0, 1).
+  std::optional<double> assistant_ensemble_weight;
   int64_t num_return_sequences = 1;  ///< rows returned per prompt (best beams, or samples)
   /// Finished hypotheses are ranked by sum of log-probabilities / new_tokens^length_penalty.
   float length_penalty = 1.0f;

@@ -192,6 +192,15 @@ struct GenerateOptions {
   /// schedule's draft length carries over to this model's next call. Default: generation_config;
   /// 1 to num_hidden_layers; not with assistant_model or prompt lookup.
   std::optional<int64_t> assistant_early_exit;
+  /// Ensemble verification (transformers' assistant_ensemble_weight; DIVERSE, static ensemble):
+  /// an assistant's drafts are checked against v = w p + (1 - w) q (p the model's probabilities,
+  /// q the assistant's) instead of p: greedy picks argmax v at drafted positions (the token
+  /// after the last draft still argmax p), sampling accepts a drafted token with probability
+  /// min(1, 1 - w + w p/q). More drafts are kept, and the output is no longer the model's alone
+  /// (biased toward the assistant). In (0, 1); default: generation_config, else off. Needs the
+  /// assistant's probabilities over this model's vocabulary: an assistant model of the same
+  /// vocabulary size or assistant_early_exit; not prompt lookup or another tokenizer.
+  std::optional<double> assistant_ensemble_weight;
   /// Where not null, what speculative decoding (prompt lookup or an assistant) did: its
   /// verification steps, tokens drafted and kept.
   SpeculationStats* speculation_stats = nullptr;

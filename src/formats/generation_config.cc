@@ -220,6 +220,7 @@ GenerationConfig GenerationConfig::from_json_text(const std::string& text,
     g.assistant_confidence_threshold = static_cast<float>(*c);
   }
   g.assistant_early_exit = jf::opt_int(j, "assistant_early_exit", source);
+  g.assistant_ensemble_weight = jf::opt_number(j, "assistant_ensemble_weight", source);
   g.unimplemented = unimplemented_field(j, source);
   return g;
 }

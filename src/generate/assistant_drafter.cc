@@ -73,12 +73,13 @@ Draft AssistantDrafter::draft(const std::vector<int64_t>& seq, int64_t t, int64_
     if (token >= vocab_) break;  // a padded row of a larger vocabulary: the model has no such id
     // The pick's probability: for speculative sampling (every entry) and the threshold.
     const float threshold = confidence_threshold();
+    const bool keeps_probs = sp.do_sample || settings_.ensemble_weight.has_value();
     std::vector<float> p =
-        sp.do_sample || threshold > 0 || adaptive_ ? softmax(scores) : std::vector<float>();
+        keeps_probs || threshold > 0 || adaptive_ ? softmax(scores) : std::vector<float>();
     const bool unsure = threshold > 0 && p[token] < threshold;
     if (adaptive_) adaptive_->drafted(p[token]);
     out.tokens.push_back(token);
-    if (sp.do_sample) out.probs.push_back(std::move(p));
+    if (keeps_probs) out.probs.push_back(std::move(p));
     current.push_back(token);
     const bool eos =
         std::find(settings_.eos.begin(), settings_.eos.end(), token) != settings_.eos.end();

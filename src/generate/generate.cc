@@ -311,6 +311,12 @@ std::vector<std::vector<int64_t>> run_generate(const Decoder& decoder, const Gen
       }
       return rows;
     }
+    if (settings.ensemble_weight && assistant.config().vocab_size != decoder.config().vocab_size) {
+      refuse("assistant_ensemble_weight and an assistant of another vocabulary size (" +
+             std::to_string(assistant.config().vocab_size) + " against " +
+             std::to_string(decoder.config().vocab_size) +
+             "): the ensemble mixes the two models' probabilities token by token");
+    }
     if (settings.sampling.do_sample &&
         assistant.config().vocab_size != decoder.config().vocab_size) {
       refuse("sampling from an assistant of another vocabulary size (" +

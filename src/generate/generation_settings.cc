@@ -156,6 +156,28 @@ GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateO
     throw Error("assistant_confidence_threshold must be in [0, 1], got " +
                 std::to_string(s.assistant_confidence_threshold));
   }
+  s.ensemble_weight = opts.assistant_ensemble_weight ? opts.assistant_ensemble_weight
+                                                     : gen.assistant_ensemble_weight;
+  if (s.ensemble_weight) {
+    if (!(*s.ensemble_weight > 0 && *s.ensemble_weight < 1)) {
+      throw Error("assistant_ensemble_weight must be in (0, 1), got " +
+                  std::to_string(*s.ensemble_weight) +
+                  " (unset keeps speculative decoding lossless)");
+    }
+    if (s.prompt_lookup > 0) {
+      throw Error(
+          "assistant_ensemble_weight: not with prompt lookup (it needs the assistant's "
+          "probabilities)");
+    }
+    if (!opts.assistant_model && s.assistant_early_exit == 0) {
+      throw Error("assistant_ensemble_weight: needs assistant_model or assistant_early_exit");
+    }
+    if (opts.assistant_tokenizer) {
+      throw Error(
+          "assistant_ensemble_weight: not with an assistant of another tokenizer (its "
+          "probabilities are over its own vocabulary)");
+    }
+  }
   s.assistant_adaptive_confidence = opts.assistant_adaptive_confidence;
   if (s.assistant_adaptive_confidence) {
     if (!opts.assistant_model && s.assistant_early_exit == 0) {

@@ -47,6 +47,7 @@ struct GenerationSettings {
   float assistant_confidence_threshold = 0.4f;  ///< its drafts stop below this probability
   bool assistant_adaptive_confidence = false;   ///< the threshold follows the drafts' ROC curve
   int64_t assistant_early_exit = 0;             ///< the model's first N layers draft; 0 off
+  std::optional<double> ensemble_weight;        ///< drafts checked against w p + (1 - w) q
   float length_penalty = 1.0f;
   EarlyStopping early_stopping = EarlyStopping::heuristic;
   uint64_t seed = 0;

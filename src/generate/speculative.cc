@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <optional>
 #include <random>
 #include <span>
@@ -14,9 +15,11 @@
 namespace anvil {
 
 int64_t speculative_pick(std::span<const float> scores, int64_t drafted,
-                         const std::vector<float>& q, std::mt19937_64& rng) {
+                         const std::vector<float>& q, std::mt19937_64& rng,
+                         std::optional<double> ensemble_weight) {
   std::vector<float> p = softmax(scores);
-  const double ratio = q[drafted] > 0 ? static_cast<double>(p[drafted]) / q[drafted] : 0.0;
+  double ratio = q[drafted] > 0 ? static_cast<double>(p[drafted]) / q[drafted] : 0.0;
+  if (ensemble_weight) ratio = 1.0 - *ensemble_weight + *ensemble_weight * ratio;
   if (draw_uniform(rng) < ratio) return drafted;
   double total = 0;
   std::vector<double> residual(p.size());
@@ -24,7 +27,9 @@ int64_t speculative_pick(std::span<const float> scores, int64_t drafted,
     residual[v] = std::max(0.0, static_cast<double>(p[v]) - q[v]);
     total += residual[v];
   }
-  if (!(total > 0)) {
+  // The ensemble's residual w [p - q]+ normalises to the same; transformers falls back to p
+  // there as soon as the residual is below the smallest normal float.
+  if (!(total > 0) || (ensemble_weight && total <= std::numeric_limits<float>::min())) {
     for (size_t v = 0; v < p.size(); ++v) residual[v] = p[v];
     total = 1;
   }
@@ -38,6 +43,18 @@ int64_t speculative_pick(std::span<const float> scores, int64_t drafted,
     if (cumulative > u) break;
   }
   return last;
+}
+
+int64_t ensemble_pick(std::span<const float> scores, const std::vector<float>& q, double weight) {
+  const std::vector<float> p = softmax(scores);
+  const auto w = static_cast<float>(weight), rest = static_cast<float>(1.0 - weight);
+  int64_t best = 0;
+  float best_v = -1;
+  for (size_t x = 0; x < p.size(); ++x) {
+    const float v = w * p[x] + rest * q[x];
+    if (v > best_v) best_v = v, best = static_cast<int64_t>(x);
+  }
+  return best;
 }
 
 std::vector<std::vector<int64_t>> run_speculative(
@@ -110,7 +127,10 @@ std::vector<std::vector<int64_t>> run_speculative(
       const bool in_draft = i < static_cast<int64_t>(draft.tokens.size());
       int64_t token;
       if (sp.do_sample && in_draft && !draft.probs.empty()) {
-        token = speculative_pick(scores, draft.tokens[i], draft.probs[i], rng);
+        token = speculative_pick(scores, draft.tokens[i], draft.probs[i], rng,
+                                 settings.ensemble_weight);
+      } else if (settings.ensemble_weight && in_draft && !draft.probs.empty()) {
+        token = ensemble_pick(scores, draft.probs[i], *settings.ensemble_weight);
       } else {
         token = sp.do_sample ? sample(scores, rng) : argmax(scores);
       }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <span>
 #include <vector>
@@ -24,7 +25,8 @@ namespace anvil {
 struct Draft {
   std::vector<int64_t> tokens;
   /// The drafter's probabilities at each drafted position, [tokens][vocab] (a row sums to 1),
-  /// where it sampled the tokens from them; empty otherwise.
+  /// where it sampled the tokens from them or ensemble verification needs them; empty
+  /// otherwise.
   std::vector<std::vector<float>> probs;
 };
 
@@ -51,7 +53,15 @@ std::vector<std::vector<int64_t>> run_speculative(
 /// drafted token and the drafter's probabilities q there. The token stays with probability
 /// min(1, p/q); else the pick is drawn from max(0, p - q), renormalised (p itself where that is
 /// all zero, which rounding alone can make). A token drafted from q comes out distributed as p.
+/// With `ensemble_weight` w (transformers' assistant_ensemble_weight) the token stays with
+/// probability min(1, 1 - w + w p/q) (the target is w p + (1 - w) q); the residual is the same,
+/// p itself where it sums to no more than the smallest normal float.
 int64_t speculative_pick(std::span<const float> scores, int64_t drafted,
-                         const std::vector<float>& q, std::mt19937_64& rng);
+                         const std::vector<float>& q, std::mt19937_64& rng,
+                         std::optional<double> ensemble_weight = std::nullopt);
+
+/// Greedy ensemble verification at one drafted position: argmax of w p + (1 - w) q in float32,
+/// as transformers computes it (p the softmax of the model's processed scores).
+int64_t ensemble_pick(std::span<const float> scores, const std::vector<float>& q, double weight);
 
 }  // namespace anvil

@@ -7,12 +7,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "anvil/model.h"
 #include "anvil/safetensors.h"
 #include "anvil/tokenizer.h"
 #include "cli_run.h"
+#include "formats/mapped_file.h"
 #include "temp_dir.h"
 #include "test_data.h"
 
@@ -299,6 +301,16 @@ TEST(Cli, GeneratePromptLookup) {
   expect_one_line_error(run(gen + " --assistant-adaptive-confidence"),
                         "--assistant-adaptive-confidence: need --assistant-model or "
                         "--assistant-early-exit");
+  // Ensemble verification: transformers' tokens for that setting (no longer plain greedy's).
+  const CliRun ensemble = run(gen + " --assistant-model " + test::model_dir("extra/olmo2-tiny") +
+                              " --num-assistant-tokens 5 --assistant-confidence-threshold 0"
+                              " --assistant-ensemble-weight 0.3");
+  ASSERT_EQ(ensemble.exit_code, 0) << ensemble.err;
+  const nlohmann::json ensemble_golden = nlohmann::json::parse(
+      read_text_file(test::data_dir() + "/extra/ensemble-steps.json"))["cases"][3];
+  EXPECT_EQ(
+      ensemble.out,
+      join_rows({ensemble_golden.at("sequence").get<std::vector<int64_t>>()}, ',', '\n') + "\n");
   // The model's own first layers draft: the same tokens again.
   const CliRun early = run(gen + " --assistant-early-exit 2 --num-assistant-tokens 3");
   ASSERT_EQ(early.exit_code, 0) << early.err;

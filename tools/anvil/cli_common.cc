@@ -129,6 +129,10 @@ void SamplingFlags::add_to(CLI::App& cmd) {
                  "and head) as the assistant (transformers' assistant_early_exit, LayerSkip's "
                  "self-speculation), for models trained to exit early; the assistant flags "
                  "below apply to it");
+  cmd.add_option("--assistant-ensemble-weight", assistant_ensemble_weight,
+                 "with an assistant: check drafts against W p + (1 - W) q, the model's and the "
+                 "assistant's probabilities (transformers' assistant_ensemble_weight, DIVERSE): "
+                 "more drafts kept, output biased toward the assistant; in (0, 1)");
   cmd.add_flag("--assistant-adaptive-confidence", assistant_adaptive_confidence,
                "with --assistant-model: after each step, move that threshold to where the ROC "
                "curve of the drafted tokens' probabilities (kept or not) has the least fpr + 3 "
@@ -244,6 +248,7 @@ GenerateOptions SamplingFlags::options() const {
   }
   o.assistant_adaptive_confidence = assistant_adaptive_confidence;
   if (assistant_early_exit != kUnset) o.assistant_early_exit = assistant_early_exit;
+  if (assistant_ensemble_weight != -1) o.assistant_ensemble_weight = assistant_ensemble_weight;
   if (assistant_model.empty() && assistant_early_exit == kUnset &&
       (num_assistant_tokens != kUnset || !num_assistant_tokens_schedule.empty() ||
        assistant_confidence_threshold >= 0 || assistant_adaptive_confidence)) {

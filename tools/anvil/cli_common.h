@@ -55,6 +55,7 @@ struct SamplingFlags {
   double assistant_confidence_threshold = -1;
   bool assistant_adaptive_confidence = false;
   int64_t assistant_early_exit = kUnset;
+  double assistant_ensemble_weight = -1;
 
   void add_to(CLI::App& cmd);
   /// Unset flags stay unset, so generation_config.json decides them.
