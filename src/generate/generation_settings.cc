@@ -156,6 +156,22 @@ GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateO
     throw Error("assistant_confidence_threshold must be in [0, 1], got " +
                 std::to_string(s.assistant_confidence_threshold));
   }
+  // Options that work on an assistant's own drafts and probabilities: a model's (of this
+  // tokenizer) or the early exit's, never prompt lookup's or another tokenizer's.
+  const auto needs_own_assistant = [&](const std::string& name) {
+    if (s.prompt_lookup > 0) {
+      throw Error(name + ": not with prompt lookup (it needs the assistant's probabilities)");
+    }
+    if (!opts.assistant_model && s.assistant_early_exit == 0) {
+      throw Error(name + ": needs assistant_model or assistant_early_exit");
+    }
+    if (opts.assistant_tokenizer) {
+      throw Error(name +
+                  ": not with an assistant of another tokenizer (its drafts reach this model as "
+                  "text, and its probabilities are over its own vocabulary; transformers does "
+                  "not take them there either)");
+    }
+  };
   s.ensemble_weight = opts.assistant_ensemble_weight ? opts.assistant_ensemble_weight
                                                      : gen.assistant_ensemble_weight;
   if (s.ensemble_weight) {
@@ -164,31 +180,11 @@ GenerationSettings resolve_settings(const GenerationConfig& gen, const GenerateO
                   std::to_string(*s.ensemble_weight) +
                   " (unset keeps speculative decoding lossless)");
     }
-    if (s.prompt_lookup > 0) {
-      throw Error(
-          "assistant_ensemble_weight: not with prompt lookup (it needs the assistant's "
-          "probabilities)");
-    }
-    if (!opts.assistant_model && s.assistant_early_exit == 0) {
-      throw Error("assistant_ensemble_weight: needs assistant_model or assistant_early_exit");
-    }
-    if (opts.assistant_tokenizer) {
-      throw Error(
-          "assistant_ensemble_weight: not with an assistant of another tokenizer (its "
-          "probabilities are over its own vocabulary)");
-    }
+    needs_own_assistant("assistant_ensemble_weight");
   }
   s.assistant_adaptive_confidence = opts.assistant_adaptive_confidence;
   if (s.assistant_adaptive_confidence) {
-    if (!opts.assistant_model && s.assistant_early_exit == 0) {
-      throw Error("assistant_adaptive_confidence: needs assistant_model or assistant_early_exit");
-    }
-    if (opts.assistant_tokenizer) {
-      throw Error(
-          "assistant_adaptive_confidence: not with an assistant of another tokenizer (its "
-          "drafts are checked as this model's tokens, so no token of its own is kept or "
-          "rejected; transformers does not adapt the threshold there either)");
-    }
+    needs_own_assistant("assistant_adaptive_confidence");
     if (s.assistant_confidence_threshold <= 0) {
       throw Error(
           "assistant_adaptive_confidence: needs assistant_confidence_threshold above 0 (0 turns "

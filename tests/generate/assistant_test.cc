@@ -90,16 +90,12 @@ TEST_F(Assistant, StepsAndSchedulesAreTransformers) {
   for (const nlohmann::json& c : golden.at("assistant")) {
     const std::string name = c.at("assistant"), schedule = c.at("schedule");
     SCOPED_TRACE(name + " " + schedule);
-    // The fixture with a generation_config.json of these settings.
     test::TempDir dir;
-    for (const char* file : {"config.json", "model.safetensors"}) {
-      std::filesystem::create_symlink(test::model_dir(name) + "/" + file, dir.file(file));
-    }
-    std::ofstream(dir.file("generation_config.json")) << nlohmann::json{
-        {"num_assistant_tokens", 3},
-        {"num_assistant_tokens_schedule", schedule},
-        {"assistant_confidence_threshold", 0.0}}.dump();
-    const CausalLM assistant = CausalLM::from_pretrained(dir.path());
+    const CausalLM assistant =
+        test::fixture_with_generation_config(dir, name,
+                                             {{"num_assistant_tokens", 3},
+                                              {"num_assistant_tokens_schedule", schedule},
+                                              {"assistant_confidence_threshold", 0.0}});
     for (const nlohmann::json& call : c.at("calls")) {
       const SpeculationStats want = test::speculation_totals(call);
       SpeculationStats stats;
@@ -129,14 +125,11 @@ TEST_F(Assistant, AdaptiveConfidenceIsTransformers) {
     const double start = c.at("threshold");
     SCOPED_TRACE(name + " " + schedule + " " + std::to_string(start));
     test::TempDir dir;
-    for (const char* file : {"config.json", "model.safetensors"}) {
-      std::filesystem::create_symlink(test::model_dir(name) + "/" + file, dir.file(file));
-    }
-    std::ofstream(dir.file("generation_config.json")) << nlohmann::json{
-        {"num_assistant_tokens", 5},
-        {"num_assistant_tokens_schedule", schedule},
-        {"assistant_confidence_threshold", start}}.dump();
-    const CausalLM assistant = CausalLM::from_pretrained(dir.path());
+    const CausalLM assistant =
+        test::fixture_with_generation_config(dir, name,
+                                             {{"num_assistant_tokens", 5},
+                                              {"num_assistant_tokens_schedule", schedule},
+                                              {"assistant_confidence_threshold", start}});
     const SpeculationStats want = test::speculation_totals(c);
     const nlohmann::json& last = c.at("thresholds").back();
     const double end = last.is_null() ? INFINITY : last.get<double>();
@@ -254,26 +247,7 @@ TEST(SpeculativePick, DraftsFromQComeOutAsP) {
       {{0.25f, 0.25f, 0.25f, 0.25f}, {0.25f, 0.25f, 0.25f, 0.25f}},
   };
   std::mt19937_64 rng(7);
-  for (const auto& [p, q] : cases) {
-    std::vector<float> scores;
-    for (float x : p) scores.push_back(x > 0 ? std::log(x) : -INFINITY);
-    constexpr int kDraws = 200000;
-    std::vector<int> seen(p.size());
-    int kept = 0;
-    for (int i = 0; i < kDraws; ++i) {
-      std::discrete_distribution<int64_t> from_q(q.begin(), q.end());
-      const int64_t drafted = from_q(rng);
-      const int64_t out = speculative_pick(scores, drafted, q, rng);
-      ++seen[static_cast<size_t>(out)];
-      kept += out == drafted;
-    }
-    for (size_t v = 0; v < p.size(); ++v) {
-      EXPECT_NEAR(static_cast<double>(seen[v]) / kDraws, p[v], 0.005) << v;
-    }
-    double overlap = 0;  // the probability a draft is kept: sum of min(p, q)
-    for (size_t v = 0; v < p.size(); ++v) overlap += std::min(p[v], q[v]);
-    EXPECT_NEAR(static_cast<double>(kept) / kDraws, overlap, 0.005);
-  }
+  for (const auto& [p, q] : cases) test::expect_drafts_follow_target(p, q, std::nullopt, rng);
 }
 
 TEST_F(Assistant, Refusals) {

@@ -65,14 +65,10 @@ TEST(EarlyExit, FirstLayersLogitsAreTransformers) {
 // The fixture with a generation_config.json holding the assistant settings (transformers
 // reads them from the assistant's config, which is this model's own).
 CausalLM with_assistant_settings(const test::TempDir& dir, const nlohmann::json& settings) {
-  for (const char* file : {"config.json", "model.safetensors"}) {
-    std::filesystem::create_symlink(test::model_dir(kMain) + "/" + file, dir.file(file));
-  }
   nlohmann::json g =
       nlohmann::json::parse(read_text_file(test::model_dir(kMain) + "/generation_config.json"));
   g.update(settings);
-  std::ofstream(dir.file("generation_config.json")) << g.dump();
-  return CausalLM::from_pretrained(dir.path());
+  return test::fixture_with_generation_config(dir, kMain, g);
 }
 
 TEST(EarlyExit, StepsAreTransformers) {

@@ -32,16 +32,6 @@ using Ids = std::vector<int64_t>;
 
 const char* const kMain = "extra/qwen2-window-layers-tiny";
 
-// A fixture with a generation_config.json of these assistant settings.
-CausalLM with_settings(const test::TempDir& dir, const std::string& name,
-                       const nlohmann::json& settings) {
-  for (const char* file : {"config.json", "model.safetensors"}) {
-    std::filesystem::create_symlink(test::model_dir(name) + "/" + file, dir.file(file));
-  }
-  std::ofstream(dir.file("generation_config.json")) << settings.dump();
-  return CausalLM::from_pretrained(dir.path());
-}
-
 TEST(Ensemble, GreedyIsTransformers) {
   const Ids prompt =
       test::id_rows(SafetensorsFile::open(test::golden_path(kMain)), "input_ids_a")[0];
@@ -58,10 +48,12 @@ TEST(Ensemble, GreedyIsTransformers) {
                                      {"eos_token_id", 2}};
     const bool early_exit = name == "early_exit_2";
     test::TempDir main_dir, assistant_dir;
-    const CausalLM model = early_exit ? with_settings(main_dir, kMain, settings)
-                                      : CausalLM::from_pretrained(test::model_dir(kMain));
+    const CausalLM model = early_exit
+                               ? test::fixture_with_generation_config(main_dir, kMain, settings)
+                               : CausalLM::from_pretrained(test::model_dir(kMain));
     std::optional<CausalLM> assistant;
-    if (!early_exit) assistant.emplace(with_settings(assistant_dir, name, settings));
+    if (!early_exit)
+      assistant.emplace(test::fixture_with_generation_config(assistant_dir, name, settings));
     SpeculationStats stats;
     GenerateOptions o = test::greedy_exactly(40);
     o.assistant_model = assistant ? &*assistant : nullptr;
@@ -99,25 +91,8 @@ TEST(Ensemble, SamplingFollowsTheMixture) {
   std::mt19937_64 rng(11);
   for (const double w : {0.3, 0.8}) {
     for (const auto& [p, q] : cases) {
-      std::vector<float> scores;
-      for (float x : p) scores.push_back(x > 0 ? std::log(x) : -INFINITY);
-      constexpr int kDraws = 200000;
-      std::vector<int> seen(p.size());
-      int kept = 0;
-      std::discrete_distribution<int64_t> from_q(q.begin(), q.end());
-      for (int i = 0; i < kDraws; ++i) {
-        const int64_t drafted = from_q(rng);
-        const int64_t out = speculative_pick(scores, drafted, q, rng, w);
-        ++seen[static_cast<size_t>(out)];
-        kept += out == drafted;
-      }
-      double overlap = 0;
-      for (size_t v = 0; v < p.size(); ++v) {
-        const double mixture = w * p[v] + (1 - w) * q[v];
-        EXPECT_NEAR(static_cast<double>(seen[v]) / kDraws, mixture, 0.005) << w << " " << v;
-        overlap += std::min(mixture, static_cast<double>(q[v]));
-      }
-      EXPECT_NEAR(static_cast<double>(kept) / kDraws, overlap, 0.005) << w;
+      SCOPED_TRACE(w);
+      test::expect_drafts_follow_target(p, q, w, rng);
     }
   }
 }
@@ -152,7 +127,8 @@ TEST(Ensemble, FromTheGenerationConfig) {
   const Ids prompt =
       test::id_rows(SafetensorsFile::open(test::golden_path(kMain)), "input_ids_a")[0];
   test::TempDir dir;
-  const CausalLM model = with_settings(dir, kMain, {{"assistant_ensemble_weight", 0.3}});
+  const CausalLM model =
+      test::fixture_with_generation_config(dir, kMain, {{"assistant_ensemble_weight", 0.3}});
   const CausalLM assistant = CausalLM::from_pretrained(test::model_dir("extra/olmo2-tiny"));
   GenerateOptions o = test::greedy_exactly(40);
   o.assistant_model = &assistant;
@@ -162,7 +138,8 @@ TEST(Ensemble, FromTheGenerationConfig) {
       read_text_file(test::data_dir() + "/extra/ensemble-steps.json"))["cases"];
   EXPECT_EQ(model.generate(prompt, o), cases[3].at("sequence").get<Ids>());  // olmo2, 0.3
   test::TempDir bad;
-  const CausalLM wrong = with_settings(bad, kMain, {{"assistant_ensemble_weight", 1.5}});
+  const CausalLM wrong =
+      test::fixture_with_generation_config(bad, kMain, {{"assistant_ensemble_weight", 1.5}});
   expect_error([&] { wrong.generate(prompt, o); }, "assistant_ensemble_weight must be in (0, 1)");
 }
 
