@@ -17,12 +17,94 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Regexes of the pre-tokenizers (from the Hugging Face tokenizer.json files of each family;
-// GPT-2's is ByteLevel's built-in one).
+// Regexes of the pre-tokenizers: the Hugging Face tokenizer.json files' own where llama.cpp's
+// table (llama-vocab.cpp) records them, else that table's (GPT-2's is ByteLevel's built-in one).
 const char* kLlama3Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 const char* kQwen2Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* kQwen35Regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* kGpt2Regex =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
+const char* kTekkenRegex =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// DeepSeek LLM's letters: Latin, Greek, Cyrillic, Armenian, Georgian, Cherokee and other cased
+// scripts' ranges, as its tokenizer.json lists them.
+const char* kDeepseekLetters =
+    "\\s?[A-Za-z\xc2\xb5\xc3\x80-\xc3\x96\xc3\x98-\xc3\xb6\xc3\xb8-\xc6\xba\xc6\xbc-\xc6\xbf"
+    "\xc7\x84-\xca\x93\xca\x95-\xca\xaf\xcd\xb0-\xcd\xb3\xcd\xb6\xcd\xb7\xcd\xbb-\xcd\xbd\xcd\xbf"
+    "\xce\x86\xce\x88-\xce\x8a\xce\x8c\xce\x8e-\xce\xa1\xce\xa3-\xcf\xb5\xcf\xb7-\xd2\x81"
+    "\xd2\x8a-\xd4\xaf\xd4\xb1-\xd5\x96\xe1\x82\xa0-\xe1\x83\x85\xe1\x8e\xa0-\xe1\x8f\xb5"
+    "\xe1\x8f\xb8-\xe1\x8f\xbd\xe1\xb2\x90-\xe1\xb2\xba\xe1\xb2\xbd-\xe1\xb2\xbf\xe1\xb4\x80-"
+    "\xe1\xb4\xab\xe1\xb5\xab-\xe1\xb5\xb7\xe1\xb5\xb9-\xe1\xb6\x9a\xe1\xb8\x80-\xe1\xbc\x95"
+    "\xe1\xbc\x98-\xe1\xbc\x9d\xe1\xbc\xa0-\xe1\xbd\x85\xe1\xbd\x88-\xe1\xbd\x8d\xe1\xbd\x90-"
+    "\xe1\xbd\x97\xe1\xbd\x99\xe1\xbd\x9b\xe1\xbd\x9d\xe1\xbd\x9f-\xe1\xbd\xbd\xe1\xbe\x80-"
+    "\xe1\xbe\xb4\xe1\xbe\xb6-\xe1\xbe\xbc\xe1\xbe\xbe\xe1\xbf\x82-\xe1\xbf\x84\xe1\xbf\x86-"
+    "\xe1\xbf\x8c\xe1\xbf\x90-\xe1\xbf\x93\xe1\xbf\x96-\xe1\xbf\x9b\xe1\xbf\xa0-\xe1\xbf\xac"
+    "\xe1\xbf\xb2-\xe1\xbf\xb4\xe1\xbf\xb6-\xe1\xbf\xbc\xe2\x84\x82\xe2\x84\x87\xe2\x84\x8a-"
+    "\xe2\x84\x93\xe2\x84\x95\xe2\x84\x99-\xe2\x84\x9d\xe2\x84\xa4\xe2\x84\xa6\xe2\x84\xa8"
+    "\xe2\x84\xaa-\xe2\x84\xad\xe2\x84\xaf-\xe2\x84\xb4\xe2\x84\xb9\xe2\x84\xbc-\xe2\x84\xbf"
+    "\xe2\x85\x85-\xe2\x85\x89\xe2\x85\x8e\xe2\x86\x83\xe2\x86\x84\xe2\xb0\x80-\xe2\xb1\xbb"
+    "\xe2\xb1\xbe-\xe2\xb3\xa4\xe2\xb3\xab-\xe2\xb3\xae\xe2\xb3\xb2\xe2\xb3\xb3\xea\x99\x80-"
+    "\xea\x99\xad\xea\x9a\x80-\xea\x9a\x9b\xea\x9c\xa2-\xea\x9d\xaf\xea\x9d\xb1-\xea\x9e\x87"
+    "\xea\x9e\x8b-\xea\x9e\x8e\xea\xad\xb0-\xea\xae\xbf\xef\xac\x80-\xef\xac\x86\xef\xac\x93-"
+    "\xef\xac\x97\xef\xbc\xa1-\xef\xbc\xba\xef\xbd\x81-\xef\xbd\x9a\xf0\x90\x90\x80-\xf0\x90\x91"
+    "\x8f\xf0\x90\x92\xb0-\xf0\x90\x93\x93\xf0\x90\x93\x98-\xf0\x90\x93\xbb\xf0\x90\xb2\x80-"
+    "\xf0\x90\xb2\xb2\xf0\x90\xb3\x80-\xf0\x90\xb3\xb2\xf0\x91\xa2\xa0-\xf0\x91\xa3\x9f"
+    "\xf0\x9e\xa4\x80-\xf0\x9e\xa5\x83]+";
+// CJK ideographs (U+4E00-U+9FA5), U+0800-U+4E00 and Hangul syllables (U+AC00-U+D7FF).
+const char* kDeepseekCjk =
+    "[\xe4\xb8\x80-\xe9\xbe\xa5\xe0\xa0\x80-\xe4\xb8\x80\xea\xb0\x80-\xed\x9f\xbf]+";
+
+// How a family of GGUF byte-level BPE vocabularies splits text before BPE, and the names
+// llama.cpp's converters give it (tokenizer.ggml.pre, as llama-vocab.cpp groups them).
+enum class PreKind {
+  kByteLevel,        // GPT-2's: ByteLevel with its own regex
+  kDigitsByteLevel,  // each digit alone, then GPT-2's (StarCoder, SmolLM, Command R)
+  kSplits,           // each regex in turn (Split, Isolated), then ByteLevel without a regex
+};
+struct PreFamily {
+  std::vector<std::string> names;
+  PreKind kind;
+  std::vector<std::string> regexes;  // kSplits
+  bool ignore_merges = false;        // a pre-token in the vocabulary is taken whole
+};
+
+const std::vector<PreFamily>& pre_families() {
+  static const std::vector<PreFamily> families = {
+      {{"gpt2", "default", "gpt-2", "phi-2", "mpt", "olmo", "jais", "trillion", "granite-docling",
+        "gigachat", "a.x-4.0", "mellum"},
+       PreKind::kByteLevel,
+       {}},
+      {{"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b",
+        "mellum2"},
+       PreKind::kDigitsByteLevel,
+       {}},
+      {{"llama-bpe", "llama3", "llama-v3", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"},
+       PreKind::kSplits,
+       {kLlama3Regex},
+       true},
+      {{"dbrx", "smaug-bpe"}, PreKind::kSplits, {kLlama3Regex}},
+      {{"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "stablelm2", "hunyuan", "solar-open",
+        "grok-2"},
+       PreKind::kSplits,
+       {kQwen2Regex}},
+      {{"qwen35"}, PreKind::kSplits, {kQwen35Regex}},
+      {{"tekken"}, PreKind::kSplits, {kTekkenRegex}, true},
+      {{"deepseek-llm"},
+       PreKind::kSplits,
+       {"[\r\n]", kDeepseekLetters,
+        "\\s?[!-/:-~\xef\xbc\x81-\xef\xbc\x8f\xef\xbc\x9a-\xef\xbd\x9e\xe2\x80\x98-\xe2\x80\x9f"
+        "\xe3\x80\x80-\xe3\x80\x82]+",
+        "\\s+$", kDeepseekCjk, "\\p{N}+"}},
+      {{"deepseek-coder"},
+       PreKind::kSplits,
+       {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", kDeepseekCjk, "\\p{N}"}},
+      {{"falcon"}, PreKind::kSplits, {"[\\p{P}\\$\\+<=>\\^~\\|`]+", kGpt2Regex, "[0-9][0-9][0-9]"}},
+  };
+  return families;
+}
 
 Json byte_level(bool add_prefix_space, bool use_regex) {
   return {{"type", "ByteLevel"},
@@ -31,31 +113,40 @@ Json byte_level(bool add_prefix_space, bool use_regex) {
           {"use_regex", use_regex}};
 }
 
-Json split_isolated(const char* regex) {
+Json split_isolated(const std::string& regex) {
   return {{"type", "Split"},
           {"pattern", {{"Regex", regex}}},
           {"behavior", "Isolated"},
           {"invert", false}};
 }
 
-Json pre_tokenizer_for(const std::string& pre, bool add_prefix_space, const std::string& source) {
-  if (pre == "gpt2" || pre == "default" || pre.empty()) return byte_level(add_prefix_space, true);
-  if (pre == "smollm" || pre == "starcoder" || pre == "refact") {
-    return {
-        {"type", "Sequence"},
-        {"pretokenizers",
-         {{{"type", "Digits"}, {"individual_digits", true}}, byte_level(add_prefix_space, true)}}};
+const PreFamily& pre_family(const std::string& pre, const std::string& source) {
+  const std::string name = pre.empty() ? "default" : pre;
+  for (const auto& f : pre_families()) {
+    if (std::find(f.names.begin(), f.names.end(), name) != f.names.end()) return f;
   }
-  if (pre == "llama-bpe" || pre == "llama3" || pre == "dbrx" || pre == "smaug-bpe") {
-    return {{"type", "Sequence"},
-            {"pretokenizers", {split_isolated(kLlama3Regex), byte_level(false, false)}}};
-  }
-  if (pre == "qwen2" || pre == "deepseek-r1-qwen") {
-    return {{"type", "Sequence"},
-            {"pretokenizers", {split_isolated(kQwen2Regex), byte_level(false, false)}}};
-  }
+  std::string known;
+  for (const auto& n : known_gguf_pre_tokenizers()) known += (known.empty() ? "" : ", ") + n;
   throw Error(source + ": tokenizer.ggml.pre '" + pre +
-              "' is not a pre-tokenizer anvil knows (it knows gpt2, smollm, llama-bpe, qwen2)");
+              "' is not a pre-tokenizer anvil knows (it knows " + known + ")");
+}
+
+Json pre_tokenizer_for(const PreFamily& family, bool add_prefix_space) {
+  switch (family.kind) {
+    case PreKind::kByteLevel:
+      return byte_level(add_prefix_space, true);
+    case PreKind::kDigitsByteLevel:
+      return {{"type", "Sequence"},
+              {"pretokenizers",
+               {{{"type", "Digits"}, {"individual_digits", true}},
+                byte_level(add_prefix_space, true)}}};
+    case PreKind::kSplits:
+      break;
+  }
+  Json steps = Json::array();
+  for (const auto& r : family.regexes) steps.push_back(split_isolated(r));
+  steps.push_back(byte_level(false, false));
+  return {{"type", "Sequence"}, {"pretokenizers", steps}};
 }
 
 Json template_processor(const GgufVocab& v, bool bos, bool eos) {
@@ -112,8 +203,9 @@ Json merges_from_scores(const GgufVocab& v) {
 }  // namespace
 
 std::vector<std::string> known_gguf_pre_tokenizers() {
-  return {"gpt2",   "default", "smollm",    "starcoder", "refact",          "llama-bpe",
-          "llama3", "dbrx",    "smaug-bpe", "qwen2",     "deepseek-r1-qwen"};
+  std::vector<std::string> names;
+  for (const auto& f : pre_families()) names.insert(names.end(), f.names.begin(), f.names.end());
+  return names;
 }
 
 Json tokenizer_json_from_gguf(const GgufVocab& v, const std::string& source) {
@@ -163,13 +255,13 @@ Json tokenizer_json_from_gguf(const GgufVocab& v, const std::string& source) {
     }
     const bool prefix = v.add_space_prefix.value_or(false);
     j["normalizer"] = nullptr;
-    j["pre_tokenizer"] = pre_tokenizer_for(v.pre, prefix, source);
+    const PreFamily& family = pre_family(v.pre, source);
+    j["pre_tokenizer"] = pre_tokenizer_for(family, prefix);
     j["decoder"] = byte_level(true, true);
-    j["model"] = {
-        {"type", "BPE"},          {"dropout", nullptr},
-        {"unk_token", nullptr},   {"fuse_unk", false},
-        {"byte_fallback", false}, {"ignore_merges", v.pre == "llama-bpe" || v.pre == "llama3"},
-        {"vocab", vocab},         {"merges", merges}};
+    j["model"] = {{"type", "BPE"},          {"dropout", nullptr},
+                  {"unk_token", nullptr},   {"fuse_unk", false},
+                  {"byte_fallback", false}, {"ignore_merges", family.ignore_merges},
+                  {"vocab", vocab},         {"merges", merges}};
   } else if (v.model == "llama") {
     if (v.scores.size() != n) {
       throw Error(source + ": tokenizer.ggml.scores has " + std::to_string(v.scores.size()) +
