@@ -284,12 +284,53 @@ Value no_attribute(const Value& obj, const std::string& name) {
   return Value::undefined("'" + object_description(obj) + "' has no attribute '" + name + "'");
 }
 
+// A str method called on Markup (markupsafe.Markup's overrides): most return Markup; replace,
+// ljust, rjust and center escape the text they insert, join the items it joins, format its
+// arguments; split, splitlines and partition give Markup pieces.
+Value markup_method(const Value& obj, const std::string& name, CallArgs call) {
+  auto escape_at = [&](size_t index, const char* keyword) {
+    if (index < call.positional.size()) {
+      call.positional[index] = escape(call.positional[index]);
+      return;
+    }
+    for (auto& [k, v] : call.keyword)
+      if (k == keyword) v = escape(v);
+  };
+  auto markup_items = [](Value list) {
+    std::vector<Value> items;
+    for (const Value& item : list.as_list().items) items.push_back(Value::markup(item.as_string()));
+    return Value::list(std::move(items), list.as_list().kind);
+  };
+  if (name == "replace") escape_at(1, "new");
+  if (name == "ljust" || name == "rjust" || name == "center") escape_at(1, "fillchar");
+  if (name == "join" && !call.positional.empty()) {
+    std::vector<Value> items;
+    for (const Value& item : iterate(call.positional[0])) items.push_back(escape(item));
+    call.positional[0] = Value::list(std::move(items));
+  }
+  if (name == "format") {
+    for (Value& v : call.positional) v = escape(v);
+    for (auto& [k, v] : call.keyword) v = escape(v);
+  }
+  Value result = str_method(obj.as_string(), name, call);
+  if (is_one_of(name, {"split", "rsplit", "splitlines", "partition", "rpartition"}))
+    return markup_items(std::move(result));
+  if (result.is_string()) return Value::markup(result.as_string());
+  return result;
+}
+
 // The method `name` of `obj` bound to it, an "unsafe" undefined for mutating methods, or
 // nullopt when there is no such method.
 std::optional<Value> find_method(const Value& obj, const std::string& name) {
   if (obj.is_string()) {
     const auto& names = str_methods();
     if (std::find(names.begin(), names.end(), name) == names.end()) return std::nullopt;
+    if (obj.is_markup() &&
+        !is_one_of(name, {"startswith", "endswith", "find", "rfind", "index", "rindex", "count",
+                          "isdigit", "isdecimal", "isnumeric", "isalpha", "isspace", "isalnum",
+                          "isupper", "islower"}))
+      return Value::function(
+          name, [obj, name](CallArgs& call) { return markup_method(obj, name, call); });
     return Value::function(
         name, [obj, name](CallArgs& call) { return str_method(obj.as_string(), name, call); });
   }
@@ -342,7 +383,7 @@ Value get_item(const Value& obj, const Value& key) {
       if (i >= 0 && i < n) {
         std::string c;
         unicode::append_utf8(c, cps[static_cast<size_t>(i)]);
-        return Value::string(std::move(c));
+        return Value::string_like(obj, std::move(c));
       }
     } else {
       const auto& items = obj.as_list().items;
@@ -396,7 +437,7 @@ Value slice(const Value& obj, const Value* start, const Value* stop, const Value
   if (is_str) {
     std::u32string out;
     for (int64_t i = b; st > 0 ? i < e : i > e; i += st) out.push_back(cps[static_cast<size_t>(i)]);
-    return Value::string(unicode::encode(out));
+    return Value::string_like(obj, unicode::encode(out));
   }
   std::vector<Value> out;
   const ListData& list = obj.as_list();

@@ -87,13 +87,13 @@ Value f_attr(const Value& v, const CallArgs& args) {
 
 Value f_capitalize(const Value& v, const CallArgs& args) {
   BoundArgs("capitalize", args, {});
-  return Value::string(pystr::capitalize(to_str(v)));
+  return Value::string_like(v, pystr::capitalize(to_str(v)));
 }
 
 Value f_center(const Value& v, const CallArgs& args) {
   BoundArgs a("center", args, {"width"});
   const int64_t width = a.has(0) ? int_param(*a.get(0), "width") : 80;
-  return Value::string(pystr::pad(to_str(v), std::min<int64_t>(width, 1 << 24), 'c', " "));
+  return Value::string_like(v, pystr::pad(to_str(v), std::min<int64_t>(width, 1 << 24), 'c', " "));
 }
 
 Value f_default(const Value& v, const CallArgs& args) {
@@ -125,31 +125,16 @@ Value f_dictsort(const Value& v, const CallArgs& args) {
   return Value::list(std::move(out));
 }
 
+// markupsafe.escape: Markup comes back unchanged.
 Value f_escape(const Value& v, const CallArgs& args) {
   BoundArgs("escape", args, {});
-  std::string out;
-  for (char c : to_str(v)) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out.push_back(c);
-    }
-  }
-  return Value::string(std::move(out));
+  return escape(v);
+}
+
+// forceescape escapes Markup too.
+Value f_forceescape(const Value& v, const CallArgs& args) {
+  BoundArgs("forceescape", args, {});
+  return Value::markup(html_escape(to_str(v)));
 }
 
 Value f_first(const Value& v, const CallArgs& args) {
@@ -265,13 +250,14 @@ Value f_int(const Value& v, const CallArgs& args) {
 Value f_format(const Value& v, const CallArgs& args) {
   if (!args.positional.empty() && !args.keyword.empty())
     throw TemplateError("can't handle positional and keyword arguments at the same time");
+  // soft_str(value) % args: Markup stays Markup (and escapes the arguments).
+  const Value format_string = v.is_markup() ? v : Value::string(to_str(v));
   if (!args.keyword.empty()) {
     std::vector<std::pair<Value, Value>> entries;
     for (const auto& [k, val] : args.keyword) entries.emplace_back(Value::string(k), val);
-    return Value::string(pystr::percent_format(to_str(v), Value::dict(std::move(entries))));
+    return binary_op("%", format_string, Value::dict(std::move(entries)));
   }
-  return Value::string(
-      pystr::percent_format(to_str(v), Value::list(args.positional, ListKind::kTuple)));
+  return binary_op("%", format_string, Value::list(args.positional, ListKind::kTuple));
 }
 
 Value f_indent(const Value& v, const CallArgs& args) {
@@ -304,7 +290,7 @@ Value f_indent(const Value& v, const CallArgs& args) {
                             "indent's result");
   }
   if (first) rv = indention + rv;
-  return Value::string(std::move(rv));
+  return Value::string_like(v, std::move(rv));
 }
 
 Value f_items(const Value& v, const CallArgs& args) {
@@ -339,12 +325,12 @@ Value f_list(const Value& v, const CallArgs& args) {
 
 Value f_lower(const Value& v, const CallArgs& args) {
   BoundArgs("lower", args, {});
-  return Value::string(unicode::lower(to_str(v)));
+  return Value::string_like(v, unicode::lower(to_str(v)));
 }
 
 Value f_upper(const Value& v, const CallArgs& args) {
   BoundArgs("upper", args, {});
-  return Value::string(unicode::upper(to_str(v)));
+  return Value::string_like(v, unicode::upper(to_str(v)));
 }
 
 Value f_map(const Value& v, const CallArgs& args) {
@@ -460,13 +446,16 @@ Value f_round(const Value& v, const CallArgs& args) {
   return Value::number((method == "ceil" ? std::ceil(x) : std::floor(x)) / scale);
 }
 
-Value f_identity(const Value& v, const CallArgs& args) {
+// Markup(value): str() of anything (an undefined value gives ''), marked safe.
+Value f_safe(const Value& v, const CallArgs& args) {
   BoundArgs("safe", args, {});
-  return v;
+  if (v.is_markup()) return v;
+  return Value::markup(to_str(v));
 }
 
 Value f_string(const Value& v, const CallArgs& args) {
   BoundArgs("string", args, {});
+  if (v.is_markup()) return v;
   return Value::string(to_str(v));
 }
 
@@ -552,7 +541,7 @@ Value f_trim(const Value& v, const CallArgs& args) {
     chars_text = to_str(*a.get(0));
     chars = &chars_text;
   }
-  return Value::string(pystr::strip(to_str(v), chars, true, true));
+  return Value::string_like(v, pystr::strip(to_str(v), chars, true, true));
 }
 
 Value f_truncate(const Value& v, const CallArgs& args) {
@@ -680,7 +669,7 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
       {"d", f_default},         {"default", f_default},
       {"dictsort", f_dictsort}, {"e", f_escape},
       {"escape", f_escape},     {"first", f_first},
-      {"float", f_float},       {"forceescape", f_escape},
+      {"float", f_float},       {"forceescape", f_forceescape},
       {"format", f_format},     {"indent", f_indent},
       {"int", f_int},           {"items", f_items},
       {"join", f_join},         {"last", f_last},
@@ -689,7 +678,7 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
       {"max", f_max},           {"min", f_min},
       {"reject", f_reject},     {"rejectattr", f_rejectattr},
       {"replace", f_replace},   {"reverse", f_reverse},
-      {"round", f_round},       {"safe", f_identity},
+      {"round", f_round},       {"safe", f_safe},
       {"select", f_select},     {"selectattr", f_selectattr},
       {"sort", f_sort},         {"string", f_string},
       {"sum", f_sum},           {"title", f_title},

@@ -29,7 +29,7 @@ Value repeat(const Value& seq, int64_t times) {
     std::string out;
     out.reserve(static_cast<size_t>(size * times));
     for (int64_t i = 0; i < times; ++i) out += seq.as_string();
-    return Value::string(std::move(out));
+    return Value::string_like(seq, std::move(out));
   }
   const auto& items = seq.as_list().items;
   const auto size = static_cast<int64_t>(items.size());
@@ -38,6 +38,32 @@ Value repeat(const Value& seq, int64_t times) {
   std::vector<Value> out;
   for (int64_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());
   return Value::list(std::move(out), seq.as_list().kind);
+}
+
+// The arguments of Markup % args as markupsafe's _MarkupEscapeHelper formats them: the strings
+// of a tuple, the values of a mapping, or the single argument escaped.
+Value escape_format_args(const Value& args) {
+  // str() of a number or None has nothing to escape (and %d needs the number).
+  auto esc = [](const Value& v) {
+    return v.is_number() || v.is_none() || v.is_undefined() ? v : escape(v);
+  };
+  if (args.is_list() && args.as_list().kind == ListKind::kTuple) {
+    std::vector<Value> items;
+    for (const Value& item : args.as_list().items) items.push_back(esc(item));
+    return Value::list(std::move(items), ListKind::kTuple);
+  }
+  if (args.is_mapping()) {
+    std::vector<std::pair<Value, Value>> entries;
+    for (const auto& [k, v] : args.as_dict().entries) entries.emplace_back(k, esc(v));
+    return Value::dict(std::move(entries));
+  }
+  return esc(args);
+}
+
+Value percent(const Value& format, const Value& args) {
+  if (format.is_markup())
+    return Value::markup(pystr::percent_format(format.as_string(), escape_format_args(args)));
+  return Value::string(pystr::percent_format(format.as_string(), args));
 }
 
 Value int_pow(int64_t base, int64_t exp) {
@@ -57,7 +83,7 @@ Value int_pow(int64_t base, int64_t exp) {
 Value binary_op(std::string_view op, const Value& a, const Value& b) {
   if (a.is_undefined()) throw TemplateError(a.undefined_message());
   // str % undefined formats like Python does with any object that supports [].
-  if (op == "%" && a.is_string()) return Value::string(pystr::percent_format(a.as_string(), b));
+  if (op == "%" && a.is_string()) return percent(a, b);
   if (b.is_undefined()) throw TemplateError(b.undefined_message());
   const bool nums = a.is_number() && b.is_number();
   const bool ints = a.is_integral() && b.is_integral();
@@ -69,9 +95,13 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
     }
     if (nums) return Value::number(a.as_double() + b.as_double());
     if (a.is_string() && b.is_string()) {
-      std::string out = a.as_string();
-      pystr::append_bounded(out, b.as_string(), "a string built by +");
-      return Value::string(std::move(out));
+      // Markup's __add__ and __radd__ escape a plain str operand; the sum is Markup.
+      const bool markup = a.is_markup() || b.is_markup();
+      std::string out = markup && !a.is_markup() ? html_escape(a.as_string()) : a.as_string();
+      pystr::append_bounded(out,
+                            markup && !b.is_markup() ? html_escape(b.as_string()) : b.as_string(),
+                            "a string built by +");
+      return markup ? Value::markup(std::move(out)) : Value::string(std::move(out));
     }
     if (a.is_sequence_list() && b.is_list() && a.as_list().kind == b.as_list().kind) {
       if (a.as_list().items.size() + b.as_list().items.size() > pystr::kMaxListItems)
@@ -81,6 +111,7 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
       items.insert(items.end(), b.as_list().items.begin(), b.as_list().items.end());
       return Value::list(std::move(items), a.as_list().kind);
     }
+    if (a.is_markup()) unsupported(op, a, b);  // Markup.__add__ returns NotImplemented
     if (a.is_string() || a.is_sequence_list())
       throw TemplateError("can only concatenate " + type_name(a) + " (not \"" + type_name(b) +
                           "\") to " + type_name(a));
@@ -137,7 +168,7 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
     return Value::number(floordiv);
   }
   if (op == "%") {
-    if (a.is_string()) return Value::string(pystr::percent_format(a.as_string(), b));
+    if (a.is_string()) return percent(a, b);
     if (!nums) unsupported(op, a, b);
     if (ints) {
       const int64_t x = a.as_int();

@@ -132,6 +132,7 @@ std::string repr_at(const Value& v, int depth) {
     case Value::Kind::kFloat:
       return float_repr(v.as_double());
     case Value::Kind::kString:
+      if (v.is_markup()) return "Markup(" + string_repr(v.as_string()) + ")";
       return string_repr(v.as_string());
     case Value::Kind::kList: {
       const ListData& l = v.as_list();
@@ -181,6 +182,38 @@ std::string to_str(const Value& v) {
   if (v.is_string()) return v.as_string();
   if (v.is_undefined()) return "";
   return repr(v);
+}
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
+    }
+  }
+  return out;
+}
+
+Value escape(const Value& v) {
+  if (v.is_markup()) return v;
+  return Value::markup(html_escape(to_str(v)));
 }
 
 }  // namespace anvil::jinja

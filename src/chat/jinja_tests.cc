@@ -82,9 +82,9 @@ bool t_callable(const Value& v, const CallArgs& a) {
   return v.is_function() || v.is_undefined() ||
          (v.is_dict() && v.as_dict().kind == DictKind::kLoop);
 }
-bool t_escaped(const Value&, const CallArgs& a) {
+bool t_escaped(const Value& v, const CallArgs& a) {
   no_args(a, "escaped");
-  return false;
+  return v.is_markup();  // hasattr(value, "__html__")
 }
 
 bool is_one(const Value& v) {

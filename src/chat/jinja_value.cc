@@ -57,6 +57,16 @@ Value Value::string(std::string s) {
   return v;
 }
 
+Value Value::markup(std::string s) {
+  Value v = string(std::move(s));
+  v.markup_ = true;
+  return v;
+}
+
+Value Value::string_like(const Value& like, std::string s) {
+  return like.is_markup() ? markup(std::move(s)) : string(std::move(s));
+}
+
 Value Value::list(std::vector<Value> items, ListKind kind) {
   auto data = std::make_shared<ListData>();
   data->kind = kind;
@@ -290,7 +300,7 @@ std::string type_name(const Value& v) {
     case Value::Kind::kFloat:
       return "float";
     case Value::Kind::kString:
-      return "str";
+      return v.is_markup() ? "Markup" : "str";
     case Value::Kind::kList:
       switch (v.as_list().kind) {
         case ListKind::kList:

@@ -70,6 +70,11 @@ class Value {
   static Value integer(int64_t i);
   static Value number(double d);
   static Value string(std::string s);
+  /// A markupsafe.Markup string, what |safe and |escape return: a str, except that + and % escape
+  /// the plain strings they combine it with (and its own str methods keep it Markup).
+  static Value markup(std::string s);
+  /// `s` as a Markup string when `like` is one, else a plain string.
+  static Value string_like(const Value& like, std::string s);
   /// A list (or tuple, iterator, view) of `items`; throws when it would nest too deeply.
   static Value list(std::vector<Value> items, ListKind kind = ListKind::kList);
   /// A dict with `entries` in order (keys assumed distinct).
@@ -90,6 +95,7 @@ class Value {
   /// bool or int (Python's int).
   bool is_integral() const { return kind_ == Kind::kBool || kind_ == Kind::kInt; }
   bool is_string() const { return kind_ == Kind::kString; }
+  bool is_markup() const { return markup_; }
   bool is_list() const { return kind_ == Kind::kList; }
   bool is_dict() const { return kind_ == Kind::kDict; }
   bool is_function() const { return kind_ == Kind::kFunction; }
@@ -121,6 +127,7 @@ class Value {
   using StrPtr = std::shared_ptr<const std::string>;
   using FnPtr = std::shared_ptr<const FunctionData>;
   Kind kind_ = Kind::kUndefined;
+  bool markup_ = false;
   std::variant<std::monostate, bool, int64_t, double, StrPtr, std::shared_ptr<ListData>,
                std::shared_ptr<DictData>, FnPtr>
       data_;
@@ -174,6 +181,10 @@ std::string to_str(const Value& v);
 /// Python repr().
 std::string repr(const Value& v);
 std::string float_repr(double d);
+/// markupsafe.escape's replacements: & < > " ' become &amp; &lt; &gt; &#34; &#39;.
+std::string html_escape(std::string_view s);
+/// markupsafe.escape(v): a Markup value unchanged, anything else str() and escaped, as Markup.
+Value escape(const Value& v);
 std::string string_repr(std::string_view s);
 
 /// Converts a JSON document: objects become dicts in key order, arrays lists, null None.

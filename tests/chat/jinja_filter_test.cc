@@ -142,6 +142,49 @@ b'|indent(2, blank=true) }}|{{ 'x'|indent('>>', first=true) }})J",
        "{}", "1 None [1, 'a'] 1"},
   });
 }
+// |safe and |escape give markupsafe.Markup: a str, except that + (either side) and % escape the
+// plain strings they combine it with, as meetkai functionary-medium-v3.1's tool list relies on
+// ("..."|safe + description + ...|safe + tool|tojson). Other operations keep or drop Markup the
+// way markupsafe 3 does.
+TEST(JinjaFilters, Markup) {
+  expect_renders({
+      {"functionary v3.1 tool line: |safe + str escapes the str",
+       R"J({{ "Use the function '"|safe + t["name"] + "' to '"|safe + t["description"] + "'\n"|safe + t|tojson }})J",
+       R"J({"t": {"name": "get_weather", "description": "Weather & <more>", "parameters": {"type": "object"}}})J",
+       R"J(Use the function 'get_weather' to 'Weather &amp; &lt;more&gt;'
+{&#34;name&#34;: &#34;get_weather&#34;, &#34;description&#34;: &#34;Weather &amp; &lt;more&gt;&#34;, &#34;parameters&#34;: {&#34;type&#34;: &#34;object&#34;}})J"},
+      {"str + Markup escapes the str", R"J({{ x + '<i>'|safe }}|{{ '<'|safe + '>'|safe }})J",
+       R"J({"x": "<b>"})J", R"J(&lt;b&gt;<i>|<>)J"},
+      {"set keeps Markup across statements",
+       R"J({% set m = '['|safe %}{% set m = m + x %}{{ m + ']' }})J", R"J({"x": "a&b"})J",
+       R"J([a&amp;b])J"},
+      {"~ and output do not escape",
+       R"J({{ '<'|safe ~ x }}|{{ ['<'|safe]|join + '&' }}|{{ ('<'|safe)|replace('<', '<<') + '&' }})J",
+       R"J({"x": "<b>"})J", R"J(<<b>|<&|<<&)J"},
+      {"escape, forceescape and the escaped test",
+       R"J({{ ('<b>'|safe)|e }} {{ ('<b>'|safe)|forceescape }} {{ '<b>'|e|e }} {{ '&'|e + '<' }} {{ ('x'|safe) is escaped }} {{ 'x' is escaped }} {{ 1|safe is escaped }})J",
+       R"J({})J", R"J(<b> &lt;b&gt; &lt;b&gt; &amp;&lt; True False True)J"},
+      {"safe of non-strings",
+       R"J({{ (5|safe) + '<' }} {{ (none|safe) + '<' }} {{ (nope|safe) + '<' }})J", R"J({})J",
+       R"J(5&lt; None&lt; &lt;)J"},
+      {"* and % keep Markup and escape the arguments",
+       R"J({{ ('<'|safe) * 2 + '&' }} {{ ('<%s|%d>'|safe) % (x, 3) }} {{ ('%(k)s'|safe) % {'k': '<'} }} {{ '<%s>'|safe|format('&') }})J",
+       R"J({"x": "&"})J", R"J(<<&amp; <&amp;|3> &lt; <&amp;>)J"},
+      {"filters and methods that keep Markup",
+       R"J({{ ('<'|safe)|string + '&' }} {{ (' <'|safe)|trim + '&' }} {{ ('a'|safe)|upper + '&' }} {{ (' <'|safe).strip() + '&' }} {{ ('ab'|safe)[0] + '&' }} {{ ('ab'|safe)[0:1] + '&' }} {{ ('a<b'|safe).split('<')[1] + '&' }} {{ ('x'|safe).join(['<', '&']) }} {{ ('<'|safe).replace('<', 'x&') }})J",
+       R"J({})J", R"J(<&amp; <&amp; A&amp; <&amp; a&amp; a&amp; b&amp; &lt;x&amp; x&amp;)J"},
+      {"Markup is still a str",
+       R"J({{ ('a'|safe) == 'a' }} {{ ('a'|safe) is string }} {{ ('ab'|safe)|length }} {{ ('<'|safe)|tojson }} {{ ['<'|safe] }})J",
+       R"J({})J", R"J(True True 2 "<" [Markup('<')])J"},
+  });
+  expect_errors({
+      {"Markup + int", "{{ ('a'|safe) + 1 }}", "{}", 1,
+       "unsupported operand type(s) for +: 'Markup' and 'int'"},
+      {"None + Markup", "{{ none + 'a'|safe }}", "{}", 1,
+       "unsupported operand type(s) for +: 'NoneType' and 'Markup'"},
+  });
+}
+
 // Filters on lists, dicts and generators.
 TEST(JinjaFilters, SequenceFilters) {
   expect_renders({
