@@ -222,6 +222,42 @@ std::string PreTrainedTokenizer::decode(const std::vector<int64_t>& ids,
   return text;
 }
 
+namespace {
+
+// The messages as transformers 5 hands them to the template: keys whose value is None dropped
+// (tokenization_utils_base._normalize_chat_messages: APIs send content=None or tool_calls=None,
+// which templates would print or trip on), and a message's reasoning under each name templates
+// read (chat_template_utils._alias_reasoning_fields: the first of reasoning_content, thinking,
+// reasoning becomes `thinking`, first unless the message has one, and `reasoning_content`).
+Json chat_messages_as_transformers_passes_them(const Json& messages) {
+  if (!messages.is_array()) throw Error("messages must be a JSON array");
+  Json out = Json::array();
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Json& m = messages[i];
+    if (!m.is_object()) {
+      throw Error("chat message " + std::to_string(i) + " is not a JSON object: " + m.dump());
+    }
+    const Json* reasoning = nullptr;
+    for (const char* key : {"reasoning_content", "thinking", "reasoning"}) {
+      auto it = m.find(key);
+      if (it != m.end() && !it->is_null()) {
+        reasoning = &*it;
+        break;
+      }
+    }
+    Json message = Json::object();
+    if (reasoning) message["thinking"] = *reasoning;
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      if (!it->is_null()) message[it.key()] = it.value();
+    }
+    if (reasoning) message["reasoning_content"] = *reasoning;
+    out.push_back(std::move(message));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string PreTrainedTokenizer::apply_chat_template(const Json& messages,
                                                      const ChatOptions& options) const {
   if (templates_.empty()) {
@@ -240,10 +276,12 @@ std::string PreTrainedTokenizer::apply_chat_template(const Json& messages,
   } else {
     throw Error("the tokenizer has several chat templates and none is named 'default'; pick one");
   }
-  if (!messages.is_array()) throw Error("messages must be a JSON array");
   Json context = Json::object();
-  context["messages"] = messages;
-  if (!options.tools.is_null()) context["tools"] = options.tools;
+  context["messages"] = chat_messages_as_transformers_passes_them(messages);
+  // transformers passes tools and documents whether given or not (None when not): a template's
+  // `tools is defined` is true and `tools is none` tells.
+  context["tools"] = options.tools;
+  context["documents"] = nullptr;
   context["add_generation_prompt"] = options.add_generation_prompt;
   if (options.enable_thinking) context["enable_thinking"] = *options.enable_thinking;
   for (const auto& [key, value] : std::map<std::string, std::string>{{"bos_token", bos_token_},

@@ -98,5 +98,40 @@ TEST(AutoTokenizer, NamedChatTemplatesAndErrors) {
                Error);
 }
 
+// The messages as transformers 5.25 passes them (expected strings from its apply_chat_template):
+// keys whose value is None dropped, reasoning under `thinking` and `reasoning_content` too, and
+// `tools` and `documents` defined (None) when not given.
+TEST(AutoTokenizer, ChatMessagesArePreparedAsTransformersDoes) {
+  test::TempDir dir;
+  const auto tok = AutoTokenizer::from_pretrained(with_config(
+      dir,
+      R"({"chat_template": "{% for m in messages %}{{ m }}|{% endfor %}{{ tools }}|{{ documents }}|{{ tools is defined }}"})"));
+  const auto messages = nlohmann::ordered_json::parse(R"([
+    {"role": "user", "content": "u", "name": null},
+    {"role": "assistant", "content": null,
+     "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"a": null}}}]},
+    {"role": "assistant", "content": "x", "reasoning_content": "r"},
+    {"role": "assistant", "content": "y", "thinking": null, "reasoning": "z"},
+    {"role": "assistant", "reasoning_content": "a", "content": "w", "thinking": "b"}])");
+  EXPECT_EQ(tok.apply_chat_template(messages),
+            "{'role': 'user', 'content': 'u'}|{'role': 'assistant', 'tool_calls': [{'type': "
+            "'function', 'function': {'name': 'f', 'arguments': {'a': None}}}]}|{'thinking': 'r', "
+            "'role': 'assistant', 'content': 'x', 'reasoning_content': 'r'}|{'thinking': 'z', "
+            "'role': 'assistant', 'content': 'y', 'reasoning': 'z', 'reasoning_content': "
+            "'z'}|{'thinking': 'b', 'role': 'assistant', 'reasoning_content': 'a', 'content': "
+            "'w'}|None|None|True");
+  ChatOptions o;
+  o.tools = nlohmann::ordered_json::array({{{"name", "f"}}});
+  EXPECT_EQ(tok.apply_chat_template(nlohmann::ordered_json::array({messages[0]}), o),
+            "{'role': 'user', 'content': 'u'}|[{'name': 'f'}]|None|True");
+  try {
+    tok.apply_chat_template(nlohmann::ordered_json::array({"hi"}));
+    FAIL() << "a message that is not an object was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("chat message 0 is not a JSON object"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace anvil
