@@ -225,12 +225,25 @@ void convert_gguf_to_hf(const std::string& gguf_path, const std::string& out_dir
   GgufModel m = open_gguf_model(gguf_path);
   // llama.cpp stores Gemma's norms as 1 + w; its config.json form holds w (GemmaRMSNorm adds 1).
   const bool norms_minus_one = m.config.model_type.rfind("gemma", 0) == 0;
+  // Everything that can be refused is checked before the folder is made, so a refused file
+  // leaves no half-written model behind (a vocabulary-only GGUF had left its tokenizer).
+  const WeightSource& src = *m.weights;
+  const std::map<std::string, std::vector<std::string>> stacks = stacked_parts(m.config);
+  for (const auto& [name, shape] : hf_weight_names(m.config)) {
+    const auto parts = stacks.find(name);
+    for (const std::string& part :
+         parts != stacks.end() ? parts->second : std::vector<std::string>{name}) {
+      if (!src.contains(part)) throw Error(gguf_path + ": no tensor for '" + part + "'");
+    }
+  }
+  const Json config = hf_config(m.config, dtype);
+  const nlohmann::json tok = tokenizer_json_from_gguf(m.vocab, gguf_path);
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw Error(out_dir + ": cannot create folder: " + ec.message());
   const fs::path out(out_dir);
 
-  write_json(out / "config.json", hf_config(m.config, dtype));
+  write_json(out / "config.json", config);
   Json gen;
   if (m.config.bos_token_id) gen["bos_token_id"] = *m.config.bos_token_id;
   if (m.config.eos_token_ids.size() == 1) gen["eos_token_id"] = m.config.eos_token_ids[0];
@@ -238,7 +251,6 @@ void convert_gguf_to_hf(const std::string& gguf_path, const std::string& out_dir
   if (m.config.pad_token_id) gen["pad_token_id"] = *m.config.pad_token_id;
   write_json(out / "generation_config.json", gen);
 
-  const nlohmann::json tok = tokenizer_json_from_gguf(m.vocab, gguf_path);
   {
     std::ofstream f(out / "tokenizer.json");
     f << tok.dump(-1, ' ', false) << "\n";
@@ -263,8 +275,6 @@ void convert_gguf_to_hf(const std::string& gguf_path, const std::string& out_dir
 
   SafetensorsWriter w((out / "model.safetensors").string());
   w.set_metadata("format", "pt");
-  const WeightSource& src = *m.weights;
-  const std::map<std::string, std::vector<std::string>> stacks = stacked_parts(m.config);
   for (const auto& [name, shape] : hf_weight_names(m.config)) {
     if (const auto parts = stacks.find(name); parts != stacks.end()) {
       w.add(name, dtype, shape, [&src, dtype, names = parts->second](std::span<std::byte> bytes) {
@@ -280,7 +290,6 @@ void convert_gguf_to_hf(const std::string& gguf_path, const std::string& out_dir
       });
       continue;
     }
-    if (!src.contains(name)) throw Error(gguf_path + ": no tensor for '" + name + "'");
     const bool minus_one = norms_minus_one && name.ends_with("norm.weight");
     w.add(name, dtype, shape, [&src, name, dtype, minus_one](std::span<std::byte> bytes) {
       Tensor stored = src.load(name);

@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "anvil/error.h"
 #include "anvil/model.h"
 #include "models/convert.h"
+#include "models/gguf_metadata.h"
 #include "temp_dir.h"
 #include "test_data.h"
 
@@ -192,6 +194,23 @@ INSTANTIATE_TEST_SUITE_P(GgufAndConverted, GgufParityPhi3,
                            }
                            return n + (std::get<1>(param_info.param) ? "_converted" : "_gguf");
                          });
+
+// A GGUF without a model's tensors (llama.cpp's vocabulary-only files) is refused by name, and
+// before anything is written: no half-converted folder is left behind.
+TEST(GgufConvert, MissingTensorsAreRefusedBeforeAnythingIsWritten) {
+  test::TempDir dir;
+  const std::string gguf = test::metadata_gguf(dir, "vocab-only.gguf", "llama", [](GgufWriter&) {});
+  const std::string out = dir.file("converted");
+  try {
+    convert_gguf_to_hf(gguf, out, DType::f32);
+    FAIL() << "a GGUF without tensors was converted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(gguf + ": no tensor for 'model.embed_tokens.weight'"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
 
 }  // namespace
 }  // namespace anvil
