@@ -40,6 +40,11 @@ struct ChatOptions {
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
   /// A named template from a list of templates; empty: "default" or the only one.
   std::string template_name;
+  /// transformers' continue_final_message: the prompt stops where the last message's text ends
+  /// (no end-of-turn after it), so that generation continues that message. The field to continue:
+  /// "content" (transformers' True) or another, such as "reasoning_content"; empty: off.
+  /// Refused with add_generation_prompt, as in transformers.
+  std::string continue_final_message;
 };
 
 class PreTrainedTokenizer {

@@ -34,8 +34,12 @@ class ChatTemplate {
   /// msg in the message.
   std::string render(const nlohmann::ordered_json& context) const;
 
+  /// The template's text (transformers' continue_final_message looks for a field's name in it).
+  const std::string& source() const { return *source_; }
+
  private:
   std::shared_ptr<const jinja::TemplateAst> ast_;
+  std::shared_ptr<const std::string> source_;
 };
 
 }  // namespace anvil

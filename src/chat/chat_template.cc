@@ -19,7 +19,8 @@ namespace {
 
 }  // namespace
 
-ChatTemplate::ChatTemplate(const std::string& source) {
+ChatTemplate::ChatTemplate(const std::string& source)
+    : source_(std::make_shared<const std::string>(source)) {
   try {
     ast_ = std::make_shared<const jinja::TemplateAst>(jinja::parse_template(source));
   } catch (const jinja::TemplateError& e) {

@@ -2,12 +2,14 @@
 // special tokens (strings or {"content": ...} objects), add_bos_token/add_eos_token (which, when
 // given, replace the post-processor's template as LlamaTokenizerFast.update_post_processor
 // does), padding side, chat templates (a string, a list of named ones, or chat_template.jinja).
+#include <algorithm>
 #include <filesystem>
 
 #include "anvil/auto_tokenizer.h"
 #include "anvil/chat_template.h"
 #include "anvil/error.h"
 #include "anvil/gguf.h"
+#include "chat/jinja_strings.h"
 #include "formats/mapped_file.h"
 #include "formats/model_path.h"
 #include "models/gguf_model.h"
@@ -256,6 +258,80 @@ Json chat_messages_as_transformers_passes_them(const Json& messages) {
   return out;
 }
 
+// transformers' continue_final_message (chat_template_utils.render_jinja_template): a tag is
+// appended to the last message's text before rendering and the rendering is cut where it
+// appears, so the prompt ends inside that message.
+constexpr const char* kContinueTag = "CONTINUE_FINAL_MESSAGE_TAG ";
+
+std::string py_strip(const std::string& s) {
+  return jinja::pystr::strip(s, nullptr, true, true);
+}
+
+// Marks the text to continue in `messages` (prepared) and returns it as it was.
+std::string mark_final_message(Json& messages, const std::string& field,
+                               const std::string& template_source) {
+  if (messages.empty()) throw Error("continue_final_message is set but the conversation is empty");
+  Json& last = messages.back();
+  const auto final_it = last.find(field);
+  if (final_it == last.end() || final_it->is_null()) {
+    throw Error("continue_final_message is set but the final message has no \"" + field +
+                "\" to continue");
+  }
+  const Json final_message = *final_it;
+  std::vector<std::string> fields{field};
+  const std::vector<std::string> reasoning{"reasoning_content", "thinking", "reasoning"};
+  if (std::find(reasoning.begin(), reasoning.end(), field) != reasoning.end()) {
+    // Reasoning is under several names (chat_messages_as_transformers_passes_them): every copy
+    // is tagged, and whichever the template reads counts.
+    fields.clear();
+    for (const auto& f : reasoning) {
+      if (last.contains(f) && last[f] == final_message) fields.push_back(f);
+    }
+  }
+  const bool named = std::any_of(fields.begin(), fields.end(), [&](const std::string& f) {
+    return template_source.find(f) != std::string::npos;
+  });
+  if (!named) {
+    throw Error("continue_final_message is set to \"" + field +
+                "\" but this is not an accepted field in the chat template");
+  }
+  if (final_message.is_array()) {  // content blocks: the last one with text
+    for (auto block = last[field].rbegin(); block != last[field].rend(); ++block) {
+      if (block->is_object() && block->contains("text") && (*block)["text"].is_string()) {
+        const std::string text = (*block)["text"].get<std::string>();
+        (*block)["text"] = text + kContinueTag;
+        return text;
+      }
+    }
+    throw Error(
+        "continue_final_message is set but there is no text to continue in the final message");
+  }
+  if (!final_message.is_string()) {
+    throw Error("continue_final_message: the final message's \"" + field + "\" is " +
+                final_message.dump() + ", not text");
+  }
+  for (const auto& f : fields) last[f] = last[f].get<std::string>() + kContinueTag;
+  return final_message.get<std::string>();
+}
+
+// The rendering cut where the tagged text ends (trailing spaces the template trimmed stay
+// trimmed).
+std::string cut_at_final_message(std::string rendered, const std::string& final_text) {
+  const std::string tag = py_strip(kContinueTag);
+  if (rendered.find(py_strip(final_text)) == std::string::npos ||
+      rendered.find(tag) == std::string::npos) {
+    throw Error(
+        "continue_final_message is set but the final message does not appear in the chat after "
+        "applying the chat template (the template deletes part of it)");
+  }
+  const size_t at = rendered.rfind(tag);
+  if (rendered.compare(at, std::string(kContinueTag).size(), kContinueTag) == 0) {
+    rendered.resize(at);
+    return rendered;
+  }
+  return jinja::pystr::strip(rendered.substr(0, at), nullptr, false, true);
+}
+
 }  // namespace
 
 std::string PreTrainedTokenizer::apply_chat_template(const Json& messages,
@@ -276,8 +352,17 @@ std::string PreTrainedTokenizer::apply_chat_template(const Json& messages,
   } else {
     throw Error("the tokenizer has several chat templates and none is named 'default'; pick one");
   }
+  const std::string& cont = options.continue_final_message;
+  if (!cont.empty() && options.add_generation_prompt) {
+    throw Error(
+        "continue_final_message and add_generation_prompt are not compatible: the one continues "
+        "the last message, the other opens a new assistant message");
+  }
+  Json prepared = chat_messages_as_transformers_passes_them(messages);
+  const std::string final_text =
+      cont.empty() ? std::string() : mark_final_message(prepared, cont, tmpl->source());
   Json context = Json::object();
-  context["messages"] = chat_messages_as_transformers_passes_them(messages);
+  context["messages"] = std::move(prepared);
   // transformers passes tools and documents whether given or not (None when not): a template's
   // `tools is defined` is true and `tools is none` tells.
   context["tools"] = options.tools;
@@ -295,7 +380,8 @@ std::string PreTrainedTokenizer::apply_chat_template(const Json& messages,
       context[it.key()] = it.value();
     }
   }
-  return tmpl->render(context);
+  std::string rendered = tmpl->render(context);
+  return cont.empty() ? rendered : cut_at_final_message(std::move(rendered), final_text);
 }
 
 }  // namespace anvil

@@ -67,6 +67,18 @@ TEST(TokenizerCli, RenderChatMatchesTransformers) {
             "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
   r = cli("render-chat " + qwen3() + " --messages " + dir.file("m.json"));
   EXPECT_EQ(r.out, "<|im_start|>user\nHello!<|im_end|>\n");
+  // transformers' continue_final_message: the prompt ends inside the last message.
+  std::ofstream(dir.file("c.json"))
+      << R"([{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4", "reasoning_content": "Add"}])";
+  r = cli("render-chat " + qwen3() + " --messages " + dir.file("c.json") +
+          " --continue-final-message");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\nAdd\n</think>\n\n4");
+  r = cli("render-chat " + qwen3() + " --messages " + dir.file("c.json") +
+          " --continue-final-message=reasoning_content");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\nAdd");
 }
 
 TEST(TokenizerCli, ErrorsAreOneLine) {

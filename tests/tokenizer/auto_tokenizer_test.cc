@@ -133,5 +133,71 @@ TEST(AutoTokenizer, ChatMessagesArePreparedAsTransformersDoes) {
   }
 }
 
+// transformers' continue_final_message (expected strings from transformers 5.25): the prompt
+// ends inside the last message, in its content, its reasoning or its last text block; trimmed
+// trailing spaces stay trimmed; the refusals name the field.
+TEST(AutoTokenizer, ContinueFinalMessageEndsInsideTheLastMessage) {
+  using nlohmann::ordered_json;
+  const auto qwen = AutoTokenizer::from_pretrained(qwen3());
+  const auto haiku = ordered_json::parse(
+      R"([{"role": "user", "content": "Write a haiku"}, {"role": "assistant", "content": "Autumn moonlight  "}])");
+  ChatOptions o;
+  o.continue_final_message = "content";
+  EXPECT_EQ(qwen.apply_chat_template(haiku, o),
+            "<|im_start|>user\nWrite a haiku<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>"
+            "\n\nAutumn moonlight  ");
+  o.continue_final_message = "reasoning_content";
+  EXPECT_EQ(
+      qwen.apply_chat_template(
+          ordered_json::parse(
+              R"([{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4", "reasoning_content": "Add them"}])"),
+          o),
+      "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\nAdd them");
+
+  test::TempDir trim_dir;
+  const auto trimmed = AutoTokenizer::from_pretrained(with_config(
+      trim_dir,
+      R"({"chat_template": "{% for m in messages %}<{{ m.role }}>{{ m.content | trim }}</{{ m.role }}>\n{% endfor %}"})"));
+  o.continue_final_message = "content";
+  EXPECT_EQ(trimmed.apply_chat_template(haiku, o),
+            "<user>Write a haiku</user>\n<assistant>Autumn moonlight");
+
+  test::TempDir blocks_dir;
+  const auto blocks = AutoTokenizer::from_pretrained(with_config(
+      blocks_dir,
+      R"({"chat_template": "{% for m in messages %}[{{ m.role }}]{% for b in m.content %}{{ b.text }}|{% endfor %}[/]{% endfor %}"})"));
+  EXPECT_EQ(
+      blocks.apply_chat_template(
+          ordered_json::parse(R"([{"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                    {"role": "assistant", "content": [{"type": "text", "text": "one"}, {"type": "image"},
+                     {"type": "text", "text": "two"}, {"type": "image"}]}])"),
+          o),
+      "[user]hi|[/][assistant]one||two");
+
+  const auto refused = [&](const PreTrainedTokenizer& tok, const ChatOptions& options,
+                           const std::string& why) {
+    try {
+      tok.apply_chat_template(haiku, options);
+      ADD_FAILURE() << "rendered; expected: " << why;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  o.continue_final_message = "reasoning_content";
+  refused(trimmed, o, "the final message has no \"reasoning_content\" to continue");
+  o.continue_final_message = "content";
+  test::TempDir roles_dir, cut_dir;
+  refused(
+      AutoTokenizer::from_pretrained(with_config(
+          roles_dir, R"({"chat_template": "{% for m in messages %}{{ m.role }}{% endfor %}"})")),
+      o, "continue_final_message is set to \"content\" but this is not an accepted field");
+  refused(AutoTokenizer::from_pretrained(with_config(
+              cut_dir,
+              R"({"chat_template": "{% for m in messages %}{{ m.content[:3] }}{% endfor %}"})")),
+          o, "the final message does not appear in the chat");
+  o.add_generation_prompt = true;
+  refused(qwen, o, "continue_final_message and add_generation_prompt are not compatible");
+}
+
 }  // namespace
 }  // namespace anvil

@@ -71,7 +71,7 @@ void add_detokenize(CLI::App& app) {
 
 void add_render_chat(CLI::App& app) {
   struct Flags {
-    std::string model, messages, tools, thinking;
+    std::string model, messages, tools, thinking, continue_final;
     bool generation_prompt = false, json = false;
   };
   auto f = std::make_shared<Flags>();
@@ -81,6 +81,9 @@ void add_render_chat(CLI::App& app) {
   cmd->add_option("--tools", f->tools, "JSON file with the list of tool schemas");
   cmd->add_flag("--add-generation-prompt", f->generation_prompt, "end with the assistant prompt");
   cmd->add_option("--enable-thinking", f->thinking, "true or false (Qwen3 templates)");
+  cmd->add_flag("--continue-final-message{content}", f->continue_final,
+                "end inside the last message, for generation to continue it (transformers' "
+                "continue_final_message; =FIELD continues another field, e.g. reasoning_content)");
   cmd->add_flag("--json", f->json, "print one JSON string");
   cmd->callback([f] {
     auto load = [](const std::string& path) {
@@ -92,6 +95,7 @@ void add_render_chat(CLI::App& app) {
     };
     ChatOptions o;
     o.add_generation_prompt = f->generation_prompt;
+    o.continue_final_message = f->continue_final;
     if (!f->tools.empty()) o.tools = load(f->tools);
     if (f->thinking == "true") {
       o.enable_thinking = true;
